@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spanprof/abi.h - the records and map layouts that BPF programs and user
+ * space must agree on.  This is the only header both sides include.
+ *
+ * Rules: fixed-width types only, explicit padding, and a _Static_assert on
+ * every size and on every offset user space reads by hand.  Change a layout
+ * here and both sides rebuild from the same text.
+ *
+ * Ring-buffer record (one per event, variable length):
+ *
+ *   offset size  field
+ *   0      8     ts_ns        bpf_ktime_get_ns() (CLOCK_MONOTONIC) at the event
+ *   8      8     weight_ns    off-CPU: blocked ns; on-CPU: 0
+ *   16     4     pid          tgid of the sampled task (0 = idle task)
+ *   20     4     tid          task pid
+ *   24     4     cpu          CPU that took the sample
+ *   28     1     type         enum sp_event_type
+ *   29     1     flags        SP_F_* bits
+ *   30     1     reason       off-CPU wait reason (enum sp_offcpu_reason)
+ *   31     1     ctx_status   enum sp_ctx_status: how the trace context read went
+ *   32     2     kstack_n     kernel frames that follow
+ *   34     2     ustack_n     user frames that follow the kernel frames
+ *   36     4     _pad0
+ *   40     16    comm         task comm, NUL padded
+ *   56     32    ctx          struct sp_trace_ctx (zero when no context)
+ *   88     8*n   frames       kstack_n kernel addresses, then ustack_n user
+ *                             addresses, leaf first; non-leaf entries are
+ *                             return addresses
+ *
+ * Total size = SP_SAMPLE_HDR_SIZE + 8 * (kstack_n + ustack_n).
+ */
+#ifndef SPANPROF_ABI_H
+#define SPANPROF_ABI_H
+
+#ifdef __bpf__
+/* vmlinux.h provides __u8 ... __u64 */
+#else
+#include <linux/types.h>
+#endif
+
+#define SP_MAX_FRAMES 127	/* per stack: kernel and user each */
+#define SP_COMM_LEN 16
+#define SP_TRACE_ID_LEN 16
+#define SP_SPAN_ID_LEN 8
+
+enum sp_event_type {
+	SP_EV_ONCPU = 1,	/* perf_event cpu-clock sample */
+	SP_EV_OFFCPU = 2,	/* a wait that ended (weight_ns set) */
+	SP_EV_EXEC = 3,		/* sched_process_exec: maps changed */
+	SP_EV_EXIT = 4,		/* group leader exited: process is gone */
+};
+
+enum sp_sample_flags {
+	SP_F_IDLE = 1 << 0,		/* the CPU ran its idle task */
+	SP_F_KSTACK_TRUNC = 1 << 1,	/* kernel stack hit SP_MAX_FRAMES */
+	SP_F_USTACK_TRUNC = 1 << 2,	/* user stack hit SP_MAX_FRAMES */
+	SP_F_KSTACK_ERR = 1 << 3,	/* bpf_get_stack failed for kernel */
+	SP_F_USTACK_ERR = 1 << 4,	/* user stack could not be read */
+	SP_F_KERNEL_MODE = 1 << 5,	/* sample interrupted kernel code */
+};
+
+enum sp_offcpu_reason {
+	SP_OFF_NONE = 0,
+	SP_OFF_SLEEP = 1,	/* TASK_INTERRUPTIBLE: voluntary sleep, locks, poll */
+	SP_OFF_IO = 2,		/* TASK_UNINTERRUPTIBLE: disk I/O, D state */
+	SP_OFF_RUNQ = 3,	/* preempted while runnable: run-queue wait */
+	SP_OFF_OTHER = 4,
+};
+
+enum sp_ctx_status {
+	SP_CTX_NONE = 0,	/* process publishes no context */
+	SP_CTX_OK = 1,		/* valid record read from TLS */
+	SP_CTX_NULL = 2,	/* TLS pointer was NULL: thread serves no span */
+	SP_CTX_INVALID = 3,	/* record's valid byte was not 1 */
+	SP_CTX_READ_ERR = 4,	/* a bpf_probe_read_user failed */
+	SP_CTX_OBI = 5,		/* taken from the OBI map fallback */
+};
+
+struct sp_trace_ctx {
+	__u8 trace_id[SP_TRACE_ID_LEN];
+	__u8 span_id[SP_SPAN_ID_LEN];
+	__u8 trace_flags;
+	__u8 _pad[7];
+};
+
+struct sp_sample {
+	__u64 ts_ns;
+	__u64 weight_ns;
+	__u32 pid;
+	__u32 tid;
+	__u32 cpu;
+	__u8 type;
+	__u8 flags;
+	__u8 reason;
+	__u8 ctx_status;
+	__u16 kstack_n;
+	__u16 ustack_n;
+	__u32 _pad0;
+	char comm[SP_COMM_LEN];
+	struct sp_trace_ctx ctx;
+	__u64 frames[];
+};
+
+#define SP_SAMPLE_HDR_SIZE 88
+#define SP_SAMPLE_MAX_SIZE (SP_SAMPLE_HDR_SIZE + 8 * 2 * SP_MAX_FRAMES)
+
+_Static_assert(sizeof(struct sp_trace_ctx) == 32, "sp_trace_ctx layout");
+_Static_assert(sizeof(struct sp_sample) == SP_SAMPLE_HDR_SIZE, "sp_sample layout");
+_Static_assert(__builtin_offsetof(struct sp_sample, comm) == 40, "comm offset");
+_Static_assert(__builtin_offsetof(struct sp_sample, ctx) == 56, "ctx offset");
+_Static_assert(__builtin_offsetof(struct sp_sample, frames) == 88, "frames offset");
+
+/*
+ * Per-CPU counters (BPF_MAP_TYPE_PERCPU_ARRAY, u64 each).  User space sums
+ * them over CPUs.  Accounting identity, checked by the tests:
+ *   SP_CNT_ONCPU_EVENTS = SP_CNT_IDLE_SKIPPED + SP_CNT_FILTERED
+ *                         + SP_CNT_RB_SENT_ONCPU + SP_CNT_RB_DROP_ONCPU
+ */
+enum sp_counter {
+	SP_CNT_ONCPU_EVENTS = 0,	/* perf_event program invocations */
+	SP_CNT_IDLE_SKIPPED,		/* idle samples counted, not streamed */
+	SP_CNT_FILTERED,		/* not a target process (-p / command) */
+	SP_CNT_RB_SENT_ONCPU,		/* on-CPU records written to the ring */
+	SP_CNT_RB_DROP_ONCPU,		/* ring buffer full: on-CPU sample lost */
+	SP_CNT_KSTACK_ERR,		/* bpf_get_stack(kernel) < 0 */
+	SP_CNT_USTACK_ERR,		/* user stack read failed */
+	SP_CNT_KSTACK_TRUNC,
+	SP_CNT_USTACK_TRUNC,
+	SP_CNT_RB_SENT_PROC,		/* exec/exit records written */
+	SP_CNT_RB_DROP_PROC,		/* exec/exit records lost */
+	SP_CNT_SCRATCH_ERR,		/* per-CPU scratch lookup failed */
+	SP_CNT_CTX_OK,			/* trace context read and valid */
+	SP_CNT_CTX_NULL,
+	SP_CNT_CTX_INVALID,
+	SP_CNT_CTX_READ_ERR,
+	SP_CNT_OFFCPU_SWITCHES,		/* sched_switch invocations */
+	SP_CNT_OFFCPU_BELOW_MIN,	/* waits shorter than the minimum */
+	SP_CNT_OFFCPU_SAMPLED_OUT,	/* waits skipped by the sampler */
+	SP_CNT_RB_SENT_OFFCPU,
+	SP_CNT_RB_DROP_OFFCPU,
+	SP_CNT_OFFCPU_STATE_FULL,	/* start-state map full */
+	SP_CNT__MAX,
+};
+
+_Static_assert(SP_CNT__MAX <= 64, "counter map size");
+
+#define SP_COUNTERS_MAX 64	/* entries of the counters map */
+
+#endif /* SPANPROF_ABI_H */

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aggregator.h - bounded, preallocated aggregation of resolved samples.
+ *
+ * Samples with equal keys (process, thread, comm, kind, wait reason, trace
+ * context, frames) merge into one entry holding a count and a summed weight.
+ * Each event's timestamp is kept in an event log (for OTLP's per-event
+ * timestamps) when keep_timestamps is set.
+ *
+ * Bounds: everything is allocated in sp_agg__new from byte_budget (hash
+ * slots, entry headers, frame storage, event log) and max_entries.  When a
+ * sample needs a new entry and there is no entry or frame space left, or the
+ * event log is full, the sample is dropped (drop-tail) and counted in
+ * stats.dropped_*; an existing entry can always absorb a sample unless the
+ * event log is full.  So: added = accepted + dropped, exactly.
+ *
+ * sp_agg__add does no heap allocation.  Not thread safe: the collector owns
+ * two aggregators and swaps them at each interval.
+ */
+#ifndef SPANPROF_AGGREGATOR_H
+#define SPANPROF_AGGREGATOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sp_agg_key {
+	uint32_t pid;
+	uint32_t tid;
+	uint8_t kind;		/* enum sp_sample_kind */
+	uint8_t reason;		/* enum sp_offcpu_reason */
+	uint8_t has_ctx;	/* trace_id/span_id valid */
+	uint8_t trace_flags;
+	uint16_t n_kernel;	/* kernel frames first in the frame arrays */
+	uint16_t n_user;
+	char comm[16];
+	uint8_t trace_id[16];
+	uint8_t span_id[8];
+};
+
+/* frames: n_kernel + n_user entries, leaf first (kernel leaf ... kernel
+ * root, user leaf ... user root). */
+struct sp_agg_frames {
+	const uint64_t *addrs;
+	const uint32_t *mappings;	/* mapping id per frame, 0 = unknown */
+};
+
+struct sp_agg_config {
+	size_t byte_budget;		/* default 64 MiB */
+	uint32_t max_entries;		/* default 65536 */
+	bool keep_timestamps;		/* default true */
+};
+
+struct sp_agg_stats {
+	uint64_t added;			/* calls to sp_agg__add */
+	uint64_t accepted;
+	uint64_t dropped_entries_full;	/* max_entries reached */
+	uint64_t dropped_bytes_full;	/* frame storage exhausted */
+	uint64_t dropped_events_full;	/* event log exhausted */
+	uint32_t entries;
+	size_t bytes_used;		/* of byte_budget */
+	size_t bytes_reserved;		/* allocated at new(): <= byte_budget */
+};
+
+/* One aggregated entry as seen while iterating. */
+struct sp_agg_entry {
+	const struct sp_agg_key *key;
+	struct sp_agg_frames frames;
+	uint64_t count;
+	uint64_t weight_ns;		/* sum of weights (off-CPU ns) */
+	const uint64_t *timestamps;	/* count of them, or NULL if not kept */
+};
+
+struct sp_agg;
+
+struct sp_agg *sp_agg__new(const struct sp_agg_config *cfg); /* NULL + errno */
+void sp_agg__free(struct sp_agg *a);
+
+/* Returns 0, or -ENOSPC when dropped (counted). */
+int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
+		const struct sp_agg_frames *frames, uint64_t ts_ns, uint64_t weight_ns);
+
+/* Calls cb for every entry (order unspecified).  Grouping timestamps per
+ * entry uses scratch space preallocated in new(); no allocation here.
+ * Stops and returns cb's value if non-zero. */
+typedef int (*sp_agg_cb)(const struct sp_agg_entry *e, void *ctx);
+int sp_agg__foreach(struct sp_agg *a, sp_agg_cb cb, void *ctx);
+
+/* Empties the aggregator (keeps its memory); stats counters other than
+ * entries/bytes_used are cumulative. */
+void sp_agg__reset(struct sp_agg *a);
+
+const struct sp_agg_stats *sp_agg__stats(const struct sp_agg *a);
+
+#endif

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proc_table.h - what the collector knows about each process: its
+ * executable mappings (from /proc/PID/maps) with GNU build ids, so that
+ * every user frame becomes (mapping id, address).  It never symbolizes.
+ *
+ * Mappings are interned in a global registry: a mapping id (>= 1) names one
+ * (path, build id, start, limit, file offset) and stays valid until
+ * sp_proc_table__free (ids are never reused, so aggregated stacks can hold
+ * them).  Id 0 means "unknown".  The kernel has its own registry entry
+ * (path "[kernel.kallsyms]", the kernel's build id).
+ *
+ * Bounds (fixed at creation, all memory preallocated or capped):
+ * max_procs processes, max_mappings registry entries, max_maps_per_proc
+ * executable mappings per process, buildid_cache_entries build ids cached by
+ * (device, inode, mtime).  Hitting a bound is counted in the stats, never
+ * fatal.
+ *
+ * When maps are (re)read: on first sight of a pid, on sp_proc_table__on_exec,
+ * and on an address miss, at most once per refresh_interval_ns per process
+ * (a freshly exec'd process maps its libraries after the exec event).
+ *
+ * Not thread safe: owned by the ring-buffer consumer thread.
+ */
+#ifndef SPANPROF_PROC_TABLE_H
+#define SPANPROF_PROC_TABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buildid.h"
+
+struct sp_proc_table_config {
+	uint32_t max_procs;		/* default 8192 */
+	uint32_t max_mappings;		/* default 65536 */
+	uint32_t max_maps_per_proc;	/* default 1024 */
+	uint32_t buildid_cache_entries;	/* default 4096 */
+	uint64_t refresh_interval_ns;	/* default 20 ms */
+	const char *proc_root;		/* default "/proc"; tests point elsewhere */
+};
+
+struct sp_mapping_info {
+	uint64_t start;
+	uint64_t limit;
+	uint64_t offset;
+	struct sp_build_id build_id;	/* len 0 = file had none / unreadable */
+	const char *path;		/* owned by the table */
+	bool kernel;
+};
+
+struct sp_proc_info {
+	uint32_t pid;
+	bool gone;			/* exit seen or /proc entry vanished */
+	char comm[16];
+	const char *exe_path;		/* readlink /proc/PID/exe; may be "" */
+};
+
+struct sp_proc_table_stats {
+	uint64_t procs_seen;
+	uint64_t procs_table_full;	/* a new pid found no slot */
+	uint64_t maps_reads;
+	uint64_t maps_gone;		/* /proc/PID vanished before maps read */
+	uint64_t maps_unreadable;	/* EACCES and other open/read errors */
+	uint64_t maps_malformed_lines;
+	uint64_t maps_per_proc_full;
+	uint64_t mappings_full;		/* registry at max_mappings */
+	uint64_t no_build_id;		/* file-backed mapping without an id */
+	uint64_t buildid_cache_hits;
+	uint64_t buildid_cache_misses;
+	uint64_t addr_unmapped;		/* address in no known mapping */
+};
+
+struct sp_proc_table;
+
+/* cfg may be NULL for defaults; zero fields take defaults.  Reads the
+ * kernel build id once.  Returns NULL with errno set on failure. */
+struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg);
+void sp_proc_table__free(struct sp_proc_table *t);
+
+/* Mapping id for a user address of pid, or 0 if unknown (counted).  May
+ * read /proc/PID/maps as described above.  now_ns is CLOCK_MONOTONIC. */
+uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
+				uint64_t addr, uint64_t now_ns);
+
+/* Mapping id of the kernel (always valid, >= 1). */
+uint32_t sp_proc_table__kernel_mapping(const struct sp_proc_table *t);
+
+/* The process exec'd: forget its old mappings and read them again now. */
+void sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *comm,
+			    uint64_t now_ns);
+/* The process exited: keep its info (samples still refer to it), mark it
+ * gone so no more /proc reads are tried, and make its slot reclaimable. */
+void sp_proc_table__on_exit(struct sp_proc_table *t, uint32_t pid);
+
+/* NULL if pid was never seen.  Valid until the next call that mutates t. */
+const struct sp_proc_info *sp_proc_table__proc(struct sp_proc_table *t, uint32_t pid);
+
+const struct sp_mapping_info *sp_proc_table__mapping(const struct sp_proc_table *t,
+						     uint32_t id);
+uint32_t sp_proc_table__n_mappings(const struct sp_proc_table *t); /* ids 1..n */
+
+const struct sp_proc_table_stats *sp_proc_table__stats(const struct sp_proc_table *t);
+
+#endif

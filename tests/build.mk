@@ -1,0 +1,23 @@
+# tests/build.mk - unit tests (cmocka) and fixture programs.
+#
+# tests/unit/test_NAME.c  -> $(O)/tests/test_NAME, linked with every layer.
+# tests/fixtures/NAME.c   -> $(O)/fixtures/NAME, frame pointers everywhere
+#                            (-O1 so calls stay calls) and a GNU build id.
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
+
+$(O)/tests/%: $(O)/obj/tests/unit/%.o $(CORE_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(CORE_LIBS) -lcmocka $(LIBS_ALL)
+
+FIXTURE_SRCS := $(wildcard tests/fixtures/*.c)
+FIXTURE_BINS := $(patsubst tests/fixtures/%.c,$(O)/fixtures/%,$(FIXTURE_SRCS))
+FIXTURE_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+	-fno-inline -fno-optimize-sibling-calls -Wl,--build-id -Wall -Werror
+
+$(O)/fixtures/%: tests/fixtures/%.c
+	@mkdir -p $(@D)
+	$(CC) $(FIXTURE_CFLAGS) -o $@ $< -lpthread
+
+TEST_TARGETS += $(UNIT_BINS) $(FIXTURE_BINS)

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# tests/run.sh - runs the whole suite and ends with "N passed, N failed, N skipped".
+#
+#   unit:        every $O/tests/test_* (cmocka); each test case counts.
+#   integration: every tests/integration/test_*.py and test_*.sh; each file
+#                counts once: exit 0 = pass, 77 = skip (with its reason
+#                printed), anything else = fail.  BPF tests need root and
+#                fail loudly (not skip) when BPF cannot load.
+#
+# Environment: O=build dir (default build), ONLY=substring to run a subset.
+set -u
+cd "$(dirname "$0")/.."
+O=${O:-build}
+export SPANPROF_BUILD=$PWD/$O
+pass=0 fail=0 skip=0
+failed_names=()
+logdir=$O/test-logs
+mkdir -p "$logdir"
+
+run_one() { # name, command...
+	local name=$1; shift
+	[ -n "${ONLY:-}" ] && [[ "$name" != *"$ONLY"* ]] && return
+	local log=$logdir/$(basename "$name").log
+	local t0=$SECONDS
+	"$@" >"$log" 2>&1
+	local rc=$?
+	local dt=$((SECONDS - t0))
+	if [[ "$name" == unit:* ]]; then
+		# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s),"
+		local p f
+		p=$(grep -Eo '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$NF} END {print s+0}')
+		f=$(grep -Eo '\[  FAILED  \] [0-9]+ test' "$log" | awk '{s+=$(NF-1)} END {print s+0}')
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+		pass=$((pass + p)); fail=$((fail + f))
+		if [ "$f" -gt 0 ]; then
+			failed_names+=("$name"); echo "FAIL $name (${dt}s)"; tail -n 30 "$log" | sed 's/^/    /'
+		else
+			echo "ok   $name: $p cases (${dt}s)"
+		fi
+		return
+	fi
+	case $rc in
+	0) pass=$((pass + 1)); echo "ok   $name (${dt}s)";;
+	77) skip=$((skip + 1)); echo "SKIP $name: $(tail -n 1 "$log")";;
+	*) fail=$((fail + 1)); failed_names+=("$name")
+	   echo "FAIL $name (rc=$rc, ${dt}s)"; tail -n 40 "$log" | sed 's/^/    /';;
+	esac
+}
+
+for t in "$O"/tests/test_*; do
+	[ -x "$t" ] || continue
+	run_one "unit:$(basename "$t")" "$t"
+done
+for t in tests/integration/test_*.py tests/integration/test_*.sh; do
+	[ -e "$t" ] || continue
+	case $t in
+	*.py) run_one "integration:$(basename "$t")" python3 "$t";;
+	*.sh) run_one "integration:$(basename "$t")" bash "$t";;
+	esac
+done
+
+if [ "${#failed_names[@]}" -gt 0 ]; then
+	echo "failed: ${failed_names[*]} (logs in $logdir/)"
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
