@@ -147,4 +147,59 @@ _Static_assert(SP_CNT__MAX <= 64, "counter map size");
 
 #define SP_COUNTERS_MAX 64	/* entries of the counters map */
 
+
+/*
+ * Per-process trace-context descriptor: value of the BPF hash map
+ * "tls_descs" keyed by tgid (u32).  User space resolves where the thread's
+ * otel_thread_ctx_v1 slot lives once per process (src/collector/tls_resolve.c);
+ * the BPF program then finds the slot from the sampled task's thread
+ * pointer TP (task->thread.fsbase on x86-64):
+ *
+ *   SP_TLS_STATIC:  slot = TP + offset               (local/initial-exec,
+ *                                                     TLSDESC in static TLS)
+ *   SP_TLS_DTV:     dtv  = *(u64 *)(TP + dtv_offset)  (general dynamic)
+ *                   blk  = *(u64 *)(dtv + module_id * dtv_stride)
+ *                   slot = blk + offset
+ *
+ * then rec = *(u64 *)slot; rec == 0 means no context; the 28-byte record
+ * header (OTEP 4947) is read from rec and accepted only if valid == 1.
+ *
+ *   offset size field
+ *   0      8    offset       signed, see above
+ *   8      8    module_id    DTV only
+ *   16     4    dtv_offset   DTV only: offsetof(tcbhead_t, dtv), 8 on glibc
+ *   20     1    model        enum sp_tls_model
+ *   21     1    dtv_stride   DTV only: 16 on glibc, 8 on musl
+ *   22     2    _pad
+ */
+enum sp_tls_model {
+	SP_TLS_NONE = 0,
+	SP_TLS_STATIC = 1,
+	SP_TLS_DTV = 2,
+};
+
+struct sp_tls_desc {
+	__s64 offset;
+	__u64 module_id;
+	__u32 dtv_offset;
+	__u8 model;
+	__u8 dtv_stride;
+	__u16 _pad;
+};
+
+_Static_assert(sizeof(struct sp_tls_desc) == 24, "sp_tls_desc layout");
+
+/* OTEP 4947 record header as it sits in the application's memory. */
+struct sp_otel_thread_ctx_hdr {
+	__u8 trace_id[16];
+	__u8 span_id[8];
+	__u8 valid;
+	__u8 trace_flags;
+	__u16 attrs_size;
+};
+
+_Static_assert(sizeof(struct sp_otel_thread_ctx_hdr) == 28, "OTEP 4947 record header");
+
+#define SP_TLS_DESCS_MAX 16384	/* processes with a published context */
+
 #endif /* SPANPROF_ABI_H */
