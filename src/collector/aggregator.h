@@ -45,6 +45,9 @@ struct sp_agg_frames {
 	const uint32_t *mappings;	/* mapping id per frame, 0 = unknown */
 };
 
+/* cfg == NULL: all defaults.  byte_budget == 0 or max_entries == 0: that
+ * field's default.  A budget too small for max_entries is rejected by
+ * sp_agg__new (NULL, errno = EINVAL); see aggregator.c for the split. */
 struct sp_agg_config {
 	size_t byte_budget;		/* default 64 MiB */
 	uint32_t max_entries;		/* default 65536 */
@@ -76,7 +79,10 @@ struct sp_agg;
 struct sp_agg *sp_agg__new(const struct sp_agg_config *cfg); /* NULL + errno */
 void sp_agg__free(struct sp_agg *a);
 
-/* Returns 0, or -ENOSPC when dropped (counted). */
+/* Returns 0, or -ENOSPC when dropped (counted).  -EINVAL (not counted in
+ * added) for a NULL aggregator or key, or NULL frames/addrs with frames;
+ * mappings may be NULL (all 0).  Keys are normalized: comm bytes after the
+ * NUL, and trace_id/span_id/trace_flags when has_ctx == 0, are ignored. */
 int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 		const struct sp_agg_frames *frames, uint64_t ts_ns, uint64_t weight_ns);
 

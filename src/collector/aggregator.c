@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: MIT
+/*
+ * aggregator.c - bounded, preallocated aggregation of resolved samples.
+ *
+ * Contract (see aggregator.h):
+ *   - sp_agg__new() makes exactly one anonymous mmap() of bytes_reserved
+ *     (<= byte_budget, page-rounded) and never allocates again; sp_agg__add,
+ *     sp_agg__foreach and sp_agg__reset never allocate and never grow.
+ *   - added == accepted + dropped_entries_full + dropped_bytes_full +
+ *     dropped_events_full, always.  Calls rejected with -EINVAL (NULL
+ *     aggregator/key, NULL addrs with frames) are programming errors and are
+ *     not counted in added.
+ *   - A drop is counted under exactly one reason, checked in this order:
+ *     event log full (any sample, when keep_timestamps), then entry table
+ *     full (new key), then frame storage full (new key).
+ *
+ * Config: cfg == NULL means all defaults (64 MiB, 65536 entries,
+ * keep_timestamps).  byte_budget == 0 and max_entries == 0 mean "default"
+ * for that field.  A budget too small for the fixed part (hash slots and
+ * entry headers for max_entries) plus SP_AGG_MIN_VAR_BYTES, or max_entries
+ * above 2^30, is rejected: NULL with errno = EINVAL.
+ *
+ * Memory layout and budget split (one mapping, in this order):
+ *   struct sp_agg                          fixed
+ *   slots:   nslots x 8 B                  fixed, nslots = pow2 >= 2*max_entries
+ *   entries: max_entries x sizeof(entry)   fixed (88 B: key + count + weight
+ *                                          + frame offset + slot + scratch)
+ *   then the remainder R of the page-rounded-down budget is split:
+ *     keep_timestamps: 1/4 of R for events, 3/4 of R for frames;
+ *     otherwise:       all of R for frames.
+ *   frame:  12 B  (u64 address + u32 mapping id, two parallel arrays)
+ *   event:  20 B  (u64 timestamp + u32 entry index in the log, plus a u64
+ *                  slot of foreach's grouping scratch)
+ *   Defaults: 64 MiB, 65536 entries -> 1 MiB slots + 5.5 MiB headers;
+ *   R ~ 57.5 MiB -> ~3.6 M frames (~55 per entry) and ~754 K events.
+ *   Capacities are capped at UINT32_MAX (u32 offsets).
+ *
+ * Keys are normalized before hashing and comparing, so only defined bytes
+ * matter: comm bytes after the first NUL are zeroed, has_ctx becomes 0/1 and
+ * trace_id/span_id/trace_flags are zeroed when has_ctx is 0.  struct
+ * sp_agg_key has no padding (static assert below), so the normalized key is
+ * hashed and compared as bytes.  A NULL mappings array means all mapping ids
+ * are 0; mapping ids are only hashed when one is non-zero, so both spellings
+ * land on the same entry.
+ *
+ * The hash table uses linear probing; it is never more than half full, so a
+ * probe always ends.  There are no deletions, so reset clears exactly the
+ * slots the live entries occupy: O(entries), no memset of the table.
+ *
+ * sp_agg__foreach's callback must not add to or reset the aggregator it is
+ * iterating.
+ *
+ * Memory is touched lazily (anonymous pages are zero-filled on first use),
+ * but bytes_reserved reports the whole mapping.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "collector/aggregator.h"
+
+#define SP_AGG_DEFAULT_BUDGET	(64u << 20)
+#define SP_AGG_DEFAULT_ENTRIES	65536u
+#define SP_AGG_MAX_ENTRIES	(1u << 30)
+#define SP_AGG_MIN_VAR_BYTES	4096u
+
+#define FRAME_BYTES	(sizeof(uint64_t) + sizeof(uint32_t))
+#define EVENT_BYTES	(2 * sizeof(uint64_t) + sizeof(uint32_t))
+
+_Static_assert(sizeof(struct sp_agg_key) ==
+	       4 + 4 + 4 * 1 + 2 * 2 + 16 + 16 + 8,
+	       "struct sp_agg_key must have no padding: it is hashed as bytes");
+
+struct agg_slot {
+	uint32_t idx1;		/* entry index + 1; 0 = empty */
+	uint32_t tag;		/* high half of the hash */
+};
+
+struct agg_entry {
+	struct sp_agg_key key;	/* normalized */
+	uint64_t count;
+	uint64_t weight_ns;
+	uint32_t frame_off;	/* into addrs/mappings */
+	uint32_t slot;		/* where this entry sits in slots[] */
+	uint32_t ts_off;	/* foreach scratch: first timestamp */
+	uint32_t ts_fill;	/* foreach scratch: timestamps placed */
+};
+
+struct sp_agg {
+	struct sp_agg_stats stats;
+	bool keep_timestamps;
+	size_t map_len;
+	size_t fixed_bytes;	/* struct + slots, counted in bytes_used */
+
+	struct agg_slot *slots;
+	uint32_t slot_mask;
+
+	struct agg_entry *entries;
+	uint32_t max_entries;
+
+	uint64_t *addrs;
+	uint32_t *mappings;
+	uint32_t frames_cap;
+	uint32_t frames_used;
+
+	uint64_t *ev_ts;
+	uint32_t *ev_entry;
+	uint64_t *ev_scratch;	/* timestamps grouped by entry in foreach */
+	uint32_t events_cap;
+	uint32_t events_used;
+};
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+struct sp_agg *sp_agg__new(const struct sp_agg_config *cfg)
+{
+	struct sp_agg_config c = {
+		.byte_budget = SP_AGG_DEFAULT_BUDGET,
+		.max_entries = SP_AGG_DEFAULT_ENTRIES,
+		.keep_timestamps = true,
+	};
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t budget, hdr, nslots, fixed, rem, ev_bytes, total;
+	uint64_t frames_cap, events_cap = 0;
+	struct sp_agg *a = NULL;
+	char *p;
+	int err = 0;
+
+	if (cfg) {
+		c = *cfg;
+		if (!c.byte_budget)
+			c.byte_budget = SP_AGG_DEFAULT_BUDGET;
+		if (!c.max_entries)
+			c.max_entries = SP_AGG_DEFAULT_ENTRIES;
+	}
+	if (c.max_entries > SP_AGG_MAX_ENTRIES) {
+		err = EINVAL;
+		goto out;
+	}
+
+	budget = c.byte_budget / page * page;
+	hdr = round_up(sizeof(struct sp_agg), 64);
+	nslots = 1;
+	while (nslots < 2 * (size_t)c.max_entries)
+		nslots <<= 1;
+	fixed = hdr + nslots * sizeof(struct agg_slot) +
+		(size_t)c.max_entries * sizeof(struct agg_entry);
+	if (budget < fixed || budget - fixed < SP_AGG_MIN_VAR_BYTES) {
+		err = EINVAL;
+		goto out;
+	}
+	rem = budget - fixed;
+	if (c.keep_timestamps) {
+		ev_bytes = rem / 4;
+		events_cap = ev_bytes / EVENT_BYTES;
+		if (events_cap > UINT32_MAX)
+			events_cap = UINT32_MAX;
+		rem -= events_cap * EVENT_BYTES;
+	}
+	frames_cap = rem / FRAME_BYTES;
+	if (frames_cap > UINT32_MAX)
+		frames_cap = UINT32_MAX;
+	/* 8-byte arrays first, then 4-byte arrays: no padding between. */
+	total = fixed + frames_cap * FRAME_BYTES + events_cap * EVENT_BYTES;
+
+	p = mmap(NULL, total, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		err = errno;
+		goto out;
+	}
+	a = (struct sp_agg *)p;
+	a->map_len = total;
+	a->keep_timestamps = c.keep_timestamps;
+	a->max_entries = c.max_entries;
+	a->slot_mask = (uint32_t)(nslots - 1);
+	a->frames_cap = (uint32_t)frames_cap;
+	a->events_cap = (uint32_t)events_cap;
+	p += hdr;
+	a->slots = (struct agg_slot *)p;
+	p += nslots * sizeof(struct agg_slot);
+	a->entries = (struct agg_entry *)p;
+	p += (size_t)c.max_entries * sizeof(struct agg_entry);
+	a->addrs = (uint64_t *)p;
+	p += frames_cap * sizeof(uint64_t);
+	a->ev_ts = (uint64_t *)p;
+	p += events_cap * sizeof(uint64_t);
+	a->ev_scratch = (uint64_t *)p;
+	p += events_cap * sizeof(uint64_t);
+	a->mappings = (uint32_t *)p;
+	p += frames_cap * sizeof(uint32_t);
+	a->ev_entry = (uint32_t *)p;
+	p += events_cap * sizeof(uint32_t);
+
+	a->fixed_bytes = hdr + nslots * sizeof(struct agg_slot);
+	a->stats.bytes_reserved = round_up(total, page);
+	a->stats.bytes_used = a->fixed_bytes;
+out:
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	return a;
+}
+
+void sp_agg__free(struct sp_agg *a)
+{
+	if (!a)
+		return;
+	munmap(a, a->map_len);
+}
+
+static void normalize_key(struct sp_agg_key *dst, const struct sp_agg_key *src)
+{
+	size_t n;
+
+	*dst = *src;
+	n = strnlen(src->comm, sizeof(src->comm));
+	memset(dst->comm + n, 0, sizeof(dst->comm) - n);
+	dst->has_ctx = !!src->has_ctx;
+	if (!dst->has_ctx) {
+		dst->trace_flags = 0;
+		memset(dst->trace_id, 0, sizeof(dst->trace_id));
+		memset(dst->span_id, 0, sizeof(dst->span_id));
+	}
+}
+
+static bool any_nonzero(const uint32_t *v, uint32_t n)
+{
+	uint32_t acc = 0;
+
+	if (!v)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		acc |= v[i];
+	return acc != 0;
+}
+
+static bool entry_matches(const struct sp_agg *a, const struct agg_entry *e,
+			  const struct sp_agg_key *k, const uint64_t *addrs,
+			  const uint32_t *maps, uint32_t n)
+{
+	if (memcmp(&e->key, k, sizeof(*k)))
+		return false;
+	if (n && memcmp(a->addrs + e->frame_off, addrs, n * sizeof(*addrs)))
+		return false;
+	if (maps)
+		return !n || !memcmp(a->mappings + e->frame_off, maps,
+				     n * sizeof(*maps));
+	return !any_nonzero(a->mappings + e->frame_off, n);
+}
+
+static void log_event(struct sp_agg *a, uint32_t idx, uint64_t ts_ns)
+{
+	if (!a->keep_timestamps)
+		return;
+	a->ev_ts[a->events_used] = ts_ns;
+	a->ev_entry[a->events_used] = idx;
+	a->events_used++;
+	a->stats.bytes_used += EVENT_BYTES;
+}
+
+int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
+		const struct sp_agg_frames *frames, uint64_t ts_ns, uint64_t weight_ns)
+{
+	const uint64_t *addrs = NULL;
+	const uint32_t *maps = NULL;
+	struct sp_agg_key k;
+	struct agg_entry *e;
+	uint32_t n, pos, tag, idx;
+	uint64_t h;
+
+	if (!a || !key)
+		return -EINVAL;
+	n = (uint32_t)key->n_kernel + key->n_user;
+	if (frames) {
+		addrs = frames->addrs;
+		maps = frames->mappings;
+	}
+	if (n && !addrs)
+		return -EINVAL;
+	a->stats.added++;
+
+	if (a->keep_timestamps && a->events_used >= a->events_cap) {
+		a->stats.dropped_events_full++;
+		return -ENOSPC;
+	}
+
+	normalize_key(&k, key);
+	h = XXH3_64bits(&k, sizeof(k));
+	if (n)
+		h = XXH3_64bits_withSeed(addrs, n * sizeof(*addrs), h);
+	if (any_nonzero(maps, n))
+		h = XXH3_64bits_withSeed(maps, n * sizeof(*maps), h);
+	else
+		maps = NULL;
+	tag = (uint32_t)(h >> 32);
+
+	for (pos = (uint32_t)h & a->slot_mask;; pos = (pos + 1) & a->slot_mask) {
+		struct agg_slot *s = &a->slots[pos];
+
+		if (!s->idx1)
+			break;
+		if (s->tag != tag)
+			continue;
+		e = &a->entries[s->idx1 - 1];
+		if (!entry_matches(a, e, &k, addrs, maps, n))
+			continue;
+		e->count++;
+		e->weight_ns += weight_ns;
+		log_event(a, s->idx1 - 1, ts_ns);
+		a->stats.accepted++;
+		return 0;
+	}
+
+	/* New key; pos is the empty slot that ends its probe sequence. */
+	if (a->stats.entries >= a->max_entries) {
+		a->stats.dropped_entries_full++;
+		return -ENOSPC;
+	}
+	if (n > a->frames_cap - a->frames_used) {
+		a->stats.dropped_bytes_full++;
+		return -ENOSPC;
+	}
+	idx = a->stats.entries++;
+	e = &a->entries[idx];
+	e->key = k;
+	e->count = 1;
+	e->weight_ns = weight_ns;
+	e->frame_off = a->frames_used;
+	e->slot = pos;
+	if (n) {
+		memcpy(a->addrs + e->frame_off, addrs, n * sizeof(*addrs));
+		if (maps)
+			memcpy(a->mappings + e->frame_off, maps,
+			       n * sizeof(*maps));
+		else
+			memset(a->mappings + e->frame_off, 0,
+			       n * sizeof(*maps));
+	}
+	a->frames_used += n;
+	a->slots[pos].idx1 = idx + 1;
+	a->slots[pos].tag = tag;
+	a->stats.bytes_used += sizeof(*e) + (size_t)n * FRAME_BYTES;
+	log_event(a, idx, ts_ns);
+	a->stats.accepted++;
+	return 0;
+}
+
+/* Counting sort of the event log by entry, stable, into ev_scratch: each
+ * entry's count is exactly the number of its events in the log. */
+static void group_timestamps(struct sp_agg *a)
+{
+	uint32_t off = 0, i;
+
+	for (i = 0; i < a->stats.entries; i++) {
+		a->entries[i].ts_off = off;
+		a->entries[i].ts_fill = 0;
+		off += (uint32_t)a->entries[i].count;
+	}
+	for (i = 0; i < a->events_used; i++) {
+		struct agg_entry *e = &a->entries[a->ev_entry[i]];
+
+		a->ev_scratch[e->ts_off + e->ts_fill++] = a->ev_ts[i];
+	}
+}
+
+int sp_agg__foreach(struct sp_agg *a, sp_agg_cb cb, void *ctx)
+{
+	uint32_t i;
+	int ret = 0;
+
+	if (!a || !cb)
+		return -EINVAL;
+	if (a->keep_timestamps)
+		group_timestamps(a);
+	for (i = 0; i < a->stats.entries; i++) {
+		const struct agg_entry *e = &a->entries[i];
+		struct sp_agg_entry out = {
+			.key = &e->key,
+			.frames = {
+				.addrs = a->addrs + e->frame_off,
+				.mappings = a->mappings + e->frame_off,
+			},
+			.count = e->count,
+			.weight_ns = e->weight_ns,
+			.timestamps = a->keep_timestamps ?
+				a->ev_scratch + e->ts_off : NULL,
+		};
+
+		ret = cb(&out, ctx);
+		if (ret)
+			break;
+	}
+	return ret;
+}
+
+void sp_agg__reset(struct sp_agg *a)
+{
+	uint32_t i;
+
+	if (!a)
+		return;
+	for (i = 0; i < a->stats.entries; i++)
+		a->slots[a->entries[i].slot].idx1 = 0;
+	a->stats.entries = 0;
+	a->frames_used = 0;
+	a->events_used = 0;
+	a->stats.bytes_used = a->fixed_bytes;
+}
+
+const struct sp_agg_stats *sp_agg__stats(const struct sp_agg *a)
+{
+	return a ? &a->stats : NULL;
+}
