@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: MIT
+/*
+ * debuginfo.c - build-id directories, the mapped file, then debuginfod.
+ *
+ * Contract: see debuginfo.h.  Paths are only ever formed from a build id
+ * that passed sp_buildid__validate() (lower-case hex), and every candidate
+ * file is opened and its GNU build id compared before it is returned.
+ * The negative cache is a fixed array used as a FIFO ring; lookups scan it
+ * linearly, which is cheap because the resolver asks once per build id.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <elfutils/debuginfod.h>
+#include <elfutils/libdwelf.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include "debuginfo.h"
+
+#define NEG_DEFAULT 4096
+
+struct neg_entry {
+	char id[SP_BUILDID_MAX_HEX + 1];
+	time_t when;
+};
+
+struct sp_debuginfo {
+	pthread_mutex_t lock;
+	char **dirs;
+	size_t n_dirs;
+	bool no_debuginfod;
+	debuginfod_client *client;	/* lazily created */
+	bool client_failed;
+	struct neg_entry *neg;
+	uint32_t neg_cap;
+	uint32_t neg_len;
+	uint32_t neg_next;		/* FIFO ring position */
+	uint32_t neg_ttl_s;
+	struct sp_debuginfo_stats st;
+};
+
+int sp_buildid__validate(const char *hex)
+{
+	size_t n = 0;
+
+	if (!hex)
+		return -EINVAL;
+	for (; hex[n]; n++) {
+		char c = hex[n];
+
+		if (n >= SP_BUILDID_MAX_HEX)
+			return -EINVAL;
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return -EINVAL;
+	}
+	if (n < 2 || (n & 1))
+		return -EINVAL;
+	return 0;
+}
+
+static void elf_init_once(void)
+{
+	elf_version(EV_CURRENT);
+}
+
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+
+int sp_buildid__read_file(const char *path, char *out, size_t out_size)
+{
+	static const char hexd[] = "0123456789abcdef";
+	const unsigned char *id = NULL;
+	Elf *elf = NULL;
+	ssize_t len;
+	int fd, err;
+
+	pthread_once(&elf_once, elf_init_once);
+	if (!path || !out || out_size < 3)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	len = dwelf_elf_gnu_build_id(elf, (const void **)&id);
+	if (len <= 0) {
+		err = -ENOENT;
+		goto out;
+	}
+	if ((size_t)len * 2 + 1 > out_size || len * 2 > SP_BUILDID_MAX_HEX) {
+		err = -E2BIG;
+		goto out;
+	}
+	for (ssize_t i = 0; i < len; i++) {
+		out[2 * i] = hexd[id[i] >> 4];
+		out[2 * i + 1] = hexd[id[i] & 15];
+	}
+	out[2 * len] = '\0';
+	err = 0;
+out:
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+static bool file_has_buildid(const char *path, const char *want)
+{
+	char got[SP_BUILDID_MAX_HEX + 1];
+
+	if (sp_buildid__read_file(path, got, sizeof(got)))
+		return false;
+	return strcmp(got, want) == 0;
+}
+
+/* True when the ELF file at path carries DWARF (.debug_info with bits). */
+static bool file_has_dwarf(const char *path)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	bool found = false;
+	Elf *elf;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		goto out;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && sh.sh_type != SHT_NOBITS &&
+		    (!strcmp(name, ".debug_info") ||
+		     !strcmp(name, ".zdebug_info"))) {
+			found = true;
+			break;
+		}
+	}
+out:
+	elf_end(elf);
+	close(fd);
+	return found;
+}
+
+int sp_debuginfo__new(const struct sp_debuginfo_opts *opts,
+		      struct sp_debuginfo **out)
+{
+	struct sp_debuginfo *d;
+	size_t n_dirs = opts ? opts->n_dirs : 0;
+
+	pthread_once(&elf_once, elf_init_once);
+	*out = NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	pthread_mutex_init(&d->lock, NULL);
+	d->neg_cap = opts && opts->neg_cache_entries ? opts->neg_cache_entries
+						     : NEG_DEFAULT;
+	d->neg_ttl_s = opts ? opts->neg_ttl_s : 0;
+	d->no_debuginfod = opts ? opts->no_debuginfod : false;
+	d->neg = calloc(d->neg_cap, sizeof(*d->neg));
+	if (!d->neg)
+		goto fail;
+	if (n_dirs) {
+		d->dirs = calloc(n_dirs, sizeof(*d->dirs));
+		if (!d->dirs)
+			goto fail;
+		for (size_t i = 0; i < n_dirs; i++) {
+			d->dirs[i] = strdup(opts->dirs[i]);
+			if (!d->dirs[i])
+				goto fail;
+			d->n_dirs++;
+		}
+	}
+	*out = d;
+	return 0;
+fail:
+	sp_debuginfo__free(d);
+	return -ENOMEM;
+}
+
+void sp_debuginfo__free(struct sp_debuginfo *d)
+{
+	if (!d)
+		return;
+	if (d->client)
+		debuginfod_end(d->client);
+	for (size_t i = 0; i < d->n_dirs; i++)
+		free(d->dirs[i]);
+	free(d->dirs);
+	free(d->neg);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* DIR/.build-id/ab/cdef...[.debug]; DIR may itself end in ".build-id". */
+static int try_dir(const char *dir, const char *id, char **path_out)
+{
+	static const char *const suffixes[] = { ".debug", "" };
+	size_t dl = strlen(dir);
+	const char *sub = "/.build-id";
+	char *p;
+
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	if (dl >= 9 && !memcmp(dir + dl - 9, ".build-id", 9))
+		sub = "";
+	for (size_t i = 0; i < 2; i++) {
+		if (asprintf(&p, "%.*s%s/%.2s/%s%s", (int)dl, dir, sub, id,
+			     id + 2, suffixes[i]) < 0)
+			return -ENOMEM;
+		if (access(p, R_OK) == 0 && file_has_buildid(p, id)) {
+			*path_out = p;
+			return 0;
+		}
+		free(p);
+	}
+	return -ENOENT;
+}
+
+static bool neg_lookup(struct sp_debuginfo *d, const char *id)
+{
+	time_t now = d->neg_ttl_s ? time(NULL) : 0;
+
+	for (uint32_t i = 0; i < d->neg_len; i++) {
+		struct neg_entry *e = &d->neg[i];
+
+		if (strcmp(e->id, id))
+			continue;
+		if (d->neg_ttl_s && now - e->when >= (time_t)d->neg_ttl_s) {
+			e->id[0] = '\0';	/* expired: forget it */
+			return false;
+		}
+		return true;
+	}
+	return false;
+}
+
+static void neg_insert(struct sp_debuginfo *d, const char *id)
+{
+	struct neg_entry *e = &d->neg[d->neg_next];
+
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	e->when = d->neg_ttl_s ? time(NULL) : 0;
+	d->neg_next = (d->neg_next + 1) % d->neg_cap;
+	if (d->neg_len < d->neg_cap)
+		d->neg_len++;
+}
+
+static int try_debuginfod(struct sp_debuginfo *d, const char *id,
+			  char **path_out)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	char *path = NULL;
+	int fd;
+
+	if (d->no_debuginfod || !urls || !*urls)
+		return -ENOENT;
+	if (neg_lookup(d, id)) {
+		d->st.negative_hits++;
+		return -ENOENT;
+	}
+	if (!d->client && !d->client_failed) {
+		d->client = debuginfod_begin();
+		if (!d->client)
+			d->client_failed = true;
+	}
+	if (!d->client)
+		return -ENOENT;
+	d->st.debuginfod_queries++;
+	/* build_id_len 0: the id is given as a hex string */
+	fd = debuginfod_find_debuginfo(d->client, (const unsigned char *)id, 0,
+				       &path);
+	if (fd < 0) {
+		neg_insert(d, id);
+		return -ENOENT;
+	}
+	close(fd);
+	if (!path) {
+		neg_insert(d, id);
+		return -ENOENT;
+	}
+	*path_out = path;
+	return 0;
+}
+
+int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
+		       const char *hint_path, char **path_out,
+		       enum sp_debuginfo_source *src)
+{
+	enum sp_debuginfo_source where = SP_DI_NONE;
+	bool hint_ok = false;
+	char *path = NULL;
+	int err;
+
+	*path_out = NULL;
+	if (src)
+		*src = SP_DI_NONE;
+	pthread_mutex_lock(&d->lock);
+	d->st.lookups++;
+	if (sp_buildid__validate(build_id)) {
+		d->st.invalid_build_id++;
+		d->st.not_found++;
+		err = -EINVAL;
+		goto out;
+	}
+	for (size_t i = 0; i < d->n_dirs; i++) {
+		err = try_dir(d->dirs[i], build_id, &path);
+		if (err == -ENOMEM)
+			goto out;
+		if (!err) {
+			where = SP_DI_DIR;
+			d->st.found_dir++;
+			goto found;
+		}
+	}
+	/* The mapped file wins when it carries DWARF; a stripped one is kept
+	 * as the fallback (its symbol tables) while debuginfod is asked. */
+	if (hint_path && *hint_path && file_has_buildid(hint_path, build_id)) {
+		hint_ok = true;
+		if (file_has_dwarf(hint_path))
+			goto use_hint;
+	}
+	if (!try_debuginfod(d, build_id, &path)) {
+		where = SP_DI_DEBUGINFOD;
+		d->st.found_debuginfod++;
+		goto found;
+	}
+	if (hint_ok)
+		goto use_hint;
+	d->st.not_found++;
+	err = -ENOENT;
+	goto out;
+use_hint:
+	path = strdup(hint_path);
+	if (!path) {
+		err = -ENOMEM;
+		goto out;
+	}
+	where = SP_DI_PATH;
+	d->st.found_path++;
+found:
+	*path_out = path;
+	if (src)
+		*src = where;
+	err = 0;
+out:
+	pthread_mutex_unlock(&d->lock);
+	return err;
+}
+
+void sp_debuginfo__stats(struct sp_debuginfo *d, struct sp_debuginfo_stats *st)
+{
+	pthread_mutex_lock(&d->lock);
+	*st = d->st;
+	pthread_mutex_unlock(&d->lock);
+}
+
+const char *sp_debuginfo__source_name(enum sp_debuginfo_source src)
+{
+	switch (src) {
+	case SP_DI_DIR:
+		return "dir";
+	case SP_DI_PATH:
+		return "path";
+	case SP_DI_DEBUGINFOD:
+		return "debuginfod";
+	default:
+		return "none";
+	}
+}

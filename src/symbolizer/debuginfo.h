@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * debuginfo.h - find the debug information of an ELF object by GNU build id.
+ *
+ * Contract:
+ *   - A build id is accepted only as lower-case hex of even length 2..128
+ *     (sp_buildid__validate).  Anything else is -EINVAL before any path is
+ *     formed, so "../../etc" or "AB" can never reach the file system.
+ *   - Search order for sp_debuginfo__find():
+ *       1. every configured build-id directory DIR, in order:
+ *          DIR/.build-id/ab/cdef....debug, then DIR/.build-id/ab/cdef....
+ *          (the executable itself); DIR may also be given as the
+ *          ".build-id" directory itself.  A candidate is accepted only
+ *          when its own build id matches.
+ *       2. the hint path (the mapping's file name), only when its build id
+ *          matches and it carries DWARF; a matching but stripped hint is
+ *          kept as the fallback (its .symtab/.dynsym) and returned only
+ *          when debuginfod has nothing better;
+ *       3. debuginfod through libdebuginfod (DEBUGINFOD_URLS, its cache,
+ *          DEBUGINFOD_CACHE_PATH, timeouts), unless disabled.  A build id
+ *          debuginfod could not deliver is remembered in a bounded negative
+ *          cache (FIFO eviction, optional TTL) and is not asked again.
+ *   - Every lookup ends in exactly one of the counters found_dir,
+ *     found_path, found_debuginfod, not_found; negative_hits counts lookups
+ *     answered by the negative cache (these also count in not_found).
+ *   - Thread safe: one mutex serialises lookups (libdebuginfod clients are
+ *     not safe for concurrent use).
+ *   - Errors are negative errno: -EINVAL bad build id, -ENOENT not found,
+ *     -ENOMEM.
+ */
+#ifndef SPANPROF_SYMBOLIZER_DEBUGINFO_H
+#define SPANPROF_SYMBOLIZER_DEBUGINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_BUILDID_MAX_HEX 128
+
+enum sp_debuginfo_source {
+	SP_DI_NONE = 0,
+	SP_DI_DIR,		/* a configured build-id directory */
+	SP_DI_PATH,		/* the hint path (mapped file) */
+	SP_DI_DEBUGINFOD,
+};
+
+struct sp_debuginfo_opts {
+	const char *const *dirs;	/* build-id directories; may be NULL */
+	size_t n_dirs;
+	bool no_debuginfod;		/* never ask debuginfod */
+	uint32_t neg_cache_entries;	/* 0 = default (4096) */
+	uint32_t neg_ttl_s;		/* 0 = negative entries never expire */
+};
+
+struct sp_debuginfo_stats {
+	uint64_t lookups;
+	uint64_t found_dir;
+	uint64_t found_path;
+	uint64_t found_debuginfod;
+	uint64_t not_found;
+	uint64_t negative_hits;
+	uint64_t debuginfod_queries;	/* calls into libdebuginfod */
+	uint64_t invalid_build_id;
+};
+
+struct sp_debuginfo;
+
+/* 0 when hex is a valid build id, else -EINVAL. */
+int sp_buildid__validate(const char *hex);
+
+/* Reads the GNU build id of the ELF file at path as lower-case hex into
+ * out (at least SP_BUILDID_MAX_HEX + 1 bytes).  0, -ENOENT (no note),
+ * or another negative errno. */
+int sp_buildid__read_file(const char *path, char *out, size_t out_size);
+
+int sp_debuginfo__new(const struct sp_debuginfo_opts *opts,
+		      struct sp_debuginfo **out);
+void sp_debuginfo__free(struct sp_debuginfo *d);	/* NULL-safe */
+
+/* Finds a file holding the debug info (or at least the symbols) of
+ * build_id.  hint_path may be NULL.  On success *path_out is a malloc'd
+ * path the caller frees and *src says where it came from. */
+int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
+		       const char *hint_path, char **path_out,
+		       enum sp_debuginfo_source *src);
+
+void sp_debuginfo__stats(struct sp_debuginfo *d, struct sp_debuginfo_stats *st);
+const char *sp_debuginfo__source_name(enum sp_debuginfo_source src);
+
+#endif /* SPANPROF_SYMBOLIZER_DEBUGINFO_H */

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * resolve.h - (GNU build id, address) -> function, file, line, column, with
+ * inlined frames, from DWARF (libdw) or, without DWARF, ELF symbol tables.
+ *
+ * Contract:
+ *   - Addresses are either a file offset inside the mapped ELF file
+ *     (sp_resolver__resolve: what a profile Location gives after
+ *     addr - memory_start + file_offset) or an ELF virtual address
+ *     (sp_resolver__resolve_vaddr: what llvm-symbolizer and eu-addr2line
+ *     take).  A file offset becomes a virtual address through the PT_LOAD
+ *     segment that contains it: vaddr = off - p_offset + p_vaddr.
+ *   - A result is a chain of frames, inlined callees first, the real
+ *     (out-of-line) function last: frame 0 has the line of the address
+ *     itself, frame i+1 the call site (DW_AT_call_file/line/column) of
+ *     frame i.  Chains longer than SP_RES_MAX_FRAMES keep the innermost
+ *     SP_RES_MAX_FRAMES - 1 frames and the real function (so stacks stay
+ *     connected), drop the middle and count inline_truncated.
+ *   - Modules (one per build id) are opened once through the debug-info
+ *     finder and kept for the resolver's life; at most max_modules of them
+ *     (further build ids resolve to -ENOSPC, counted).  Every string in a
+ *     result is owned by its module and stays valid until
+ *     sp_resolver__free().
+ *   - Results, including failures, are cached per (build id, address) in a
+ *     fixed-size 4-way set-associative cache with LRU replacement inside a
+ *     set; hits, misses and evictions are counted.
+ *   - Each compilation unit's subprogram/inlined-subroutine tree is indexed
+ *     once, on first use (sorted top-level ranges plus each function's
+ *     inlined ranges), so a lookup is a binary search and a short scan.
+ *   - C++ linkage names are demangled by the function the binary installs
+ *     with sp_resolver__set_demangler() (main.c installs __cxa_demangle
+ *     from libstdc++, so this library itself needs no C++ runtime); with
+ *     none installed names stay mangled.
+ *   - Thread safe (one mutex).  Returns 0, or a negative errno: -EINVAL
+ *     bad build id, -ENOENT nothing found (no debug info, no symbol,
+ *     offset outside every PT_LOAD), -ENOSPC too many modules, -ENOMEM.
+ *     On -ENOENT out->n is 0.
+ */
+#ifndef SPANPROF_SYMBOLIZER_RESOLVE_H
+#define SPANPROF_SYMBOLIZER_RESOLVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "debuginfo.h"
+
+#define SP_RES_MAX_FRAMES 16
+
+enum sp_res_source {
+	SP_RES_NONE = 0,
+	SP_RES_SYMTAB = 1,	/* function name from .symtab/.dynsym only */
+	SP_RES_DWARF = 2,	/* function and lines from DWARF */
+};
+
+struct sp_frame {
+	const char *function;	/* display name (demangled); NULL unknown */
+	const char *linkage;	/* linkage (mangled) name; NULL unknown */
+	const char *file;	/* source path; NULL unknown */
+	int64_t line;		/* 0 unknown */
+	int64_t column;		/* 0 unknown */
+	int64_t decl_line;	/* the function's own first line; 0 unknown */
+};
+
+struct sp_frames {
+	uint8_t n;
+	uint8_t source;		/* enum sp_res_source */
+	struct sp_frame f[SP_RES_MAX_FRAMES];
+};
+
+struct sp_resolver_opts {
+	struct sp_debuginfo *di;	/* required, not owned */
+	uint32_t cache_entries;		/* 0 = default (65536) */
+	uint32_t max_modules;		/* 0 = default (1024) */
+	bool no_demangle;
+};
+
+struct sp_resolver_stats {
+	uint64_t requests;
+	uint64_t cache_hits;
+	uint64_t cache_misses;
+	uint64_t cache_evictions;
+	uint32_t cache_capacity;
+	uint32_t cache_used;
+	uint64_t resolved_dwarf;	/* misses resolved from DWARF */
+	uint64_t resolved_symtab;	/* misses resolved from symbols only */
+	uint64_t unresolved;		/* misses with nothing found */
+	uint64_t inline_truncated;
+	uint32_t modules;		/* opened (found or not) */
+	uint32_t modules_no_debuginfo;	/* build ids with no file at all */
+	uint32_t modules_dwarf;		/* modules with DWARF */
+	uint64_t modules_refused;	/* -ENOSPC */
+	uint64_t bad_dwarf_units;	/* CUs whose index could not be built */
+};
+
+struct sp_resolver;
+
+int sp_resolver__new(const struct sp_resolver_opts *opts,
+		     struct sp_resolver **out);
+void sp_resolver__free(struct sp_resolver *r);	/* NULL-safe */
+
+int sp_resolver__resolve(struct sp_resolver *r, const char *build_id,
+			 const char *hint_path, uint64_t file_offset,
+			 struct sp_frames *out);
+int sp_resolver__resolve_vaddr(struct sp_resolver *r, const char *build_id,
+			       const char *hint_path, uint64_t vaddr,
+			       struct sp_frames *out);
+
+/* Where a build id's module came from (after a resolve call opened it):
+ * 0 and *path (module-owned) / *src / *has_dwarf, or -ENOENT. */
+int sp_resolver__module_info(struct sp_resolver *r, const char *build_id,
+			     const char **path, enum sp_debuginfo_source *src,
+			     bool *has_dwarf);
+
+void sp_resolver__stats(struct sp_resolver *r, struct sp_resolver_stats *st);
+
+/* __cxa_demangle's signature.  Process-wide; set it before resolving. */
+typedef char *(*sp_demangle_fn)(const char *mangled, char *buf, size_t *len,
+				int *status);
+void sp_resolver__set_demangler(sp_demangle_fn fn);
+
+/* Demangles a C++ (Itanium) name; returns a malloc'd string or NULL when
+ * name is not mangled or no demangler is installed. */
+char *sp_demangle(const char *name);
+
+#endif /* SPANPROF_SYMBOLIZER_RESOLVE_H */
