@@ -54,19 +54,26 @@ $(O)/vmlinux.h:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
 # ---------------------------------------------------------------- BPF
-BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_OBJS := $(patsubst bpf/%.bpf.c,$(O)/bpf/%.bpf.o,$(BPF_SRCS))
-BPF_SKELS := $(patsubst bpf/%.bpf.c,$(O)/bpf/%.skel.h,$(BPF_SRCS))
+# Each bpf/*.bpf.c is compiled on its own, then all are statically linked
+# into one object (shared maps and .rodata config are declared extern in
+# bpf/maps.bpf.h) and one skeleton, $(O)/bpf/spanprof.skel.h.
+# proc.bpf.c defines the shared maps and must come first: bpftool 7.1's
+# linker fails to relocate extern maps seen before their definition.
+BPF_SRCS := bpf/proc.bpf.c $(filter-out bpf/proc.bpf.c,$(wildcard bpf/*.bpf.c))
+BPF_PARTS := $(patsubst bpf/%.bpf.c,$(O)/bpf/%.part.o,$(BPF_SRCS))
+BPF_SKELS := $(O)/bpf/spanprof.skel.h
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 	-Iinclude -Ibpf -I$(O)
 
-$(O)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h) include/spanprof/abi.h $(O)/vmlinux.h
+$(O)/bpf/%.part.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h) include/spanprof/abi.h $(O)/vmlinux.h
 	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
-	$(BPFTOOL) gen object $@ $@.tmp.o && rm -f $@.tmp.o
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(O)/bpf/%.skel.h: $(O)/bpf/%.bpf.o
-	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+$(O)/bpf/spanprof.bpf.o: $(BPF_PARTS)
+	$(BPFTOOL) gen object $@ $^
+
+$(O)/bpf/spanprof.skel.h: $(O)/bpf/spanprof.bpf.o
+	$(BPFTOOL) gen skeleton $< name spanprof_bpf > $@.tmp && mv $@.tmp $@
 
 # ---------------------------------------------------------------- protobuf
 PROTOS := $(wildcard proto/*.proto)

@@ -7,7 +7,7 @@
  * every size and on every offset user space reads by hand.  Change a layout
  * here and both sides rebuild from the same text.
  *
- * Ring-buffer record (one per event, variable length):
+ * Ring-buffer record struct sp_event (one per event, variable length):
  *
  *   offset size  field
  *   0      8     ts_ns        bpf_ktime_get_ns() (CLOCK_MONOTONIC) at the event
@@ -28,7 +28,7 @@
  *                             addresses, leaf first; non-leaf entries are
  *                             return addresses
  *
- * Total size = SP_SAMPLE_HDR_SIZE + 8 * (kstack_n + ustack_n).
+ * Total size = SP_EVENT_HDR_SIZE + 8 * (kstack_n + ustack_n).
  */
 #ifndef SPANPROF_ABI_H
 #define SPANPROF_ABI_H
@@ -84,7 +84,7 @@ struct sp_trace_ctx {
 	__u8 _pad[7];
 };
 
-struct sp_sample {
+struct sp_event {
 	__u64 ts_ns;
 	__u64 weight_ns;
 	__u32 pid;
@@ -99,17 +99,16 @@ struct sp_sample {
 	__u32 _pad0;
 	char comm[SP_COMM_LEN];
 	struct sp_trace_ctx ctx;
-	__u64 frames[];
+	/* followed by kstack_n + ustack_n __u64 frames */
 };
 
-#define SP_SAMPLE_HDR_SIZE 88
-#define SP_SAMPLE_MAX_SIZE (SP_SAMPLE_HDR_SIZE + 8 * 2 * SP_MAX_FRAMES)
+#define SP_EVENT_HDR_SIZE 88
+#define SP_EVENT_MAX_SIZE (SP_EVENT_HDR_SIZE + 8 * 2 * SP_MAX_FRAMES)
 
 _Static_assert(sizeof(struct sp_trace_ctx) == 32, "sp_trace_ctx layout");
-_Static_assert(sizeof(struct sp_sample) == SP_SAMPLE_HDR_SIZE, "sp_sample layout");
-_Static_assert(__builtin_offsetof(struct sp_sample, comm) == 40, "comm offset");
-_Static_assert(__builtin_offsetof(struct sp_sample, ctx) == 56, "ctx offset");
-_Static_assert(__builtin_offsetof(struct sp_sample, frames) == 88, "frames offset");
+_Static_assert(sizeof(struct sp_event) == SP_EVENT_HDR_SIZE, "sp_event layout");
+_Static_assert(__builtin_offsetof(struct sp_event, comm) == 40, "comm offset");
+_Static_assert(__builtin_offsetof(struct sp_event, ctx) == 56, "ctx offset");
 
 /*
  * Per-CPU counters (BPF_MAP_TYPE_PERCPU_ARRAY, u64 each).  User space sums

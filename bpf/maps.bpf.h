@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * maps.bpf.h - maps and configuration shared by every spanprof BPF file.
+ *
+ * The BPF files are compiled separately and linked into one object
+ * (bpftool gen object), so there is one ring buffer, one counter map and one
+ * configuration for all programs.  Exactly one file (proc.bpf.c) defines
+ * SP_DEFINE_SHARED; the others see extern declarations of the same text.
+ */
+#ifndef SPANPROF_MAPS_BPF_H
+#define SPANPROF_MAPS_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+#include "spanprof/abi.h"
+
+#ifdef SP_DEFINE_SHARED
+#define SP_SHARED
+#define SP_CONFIG(type, name, init) const volatile type name = init
+#else
+#define SP_SHARED extern
+#define SP_CONFIG(type, name, init) extern const volatile type name
+#endif
+
+/* Configuration, set in .rodata by the loader before load. */
+SP_CONFIG(__u8, cfg_filter_pids, 0);	/* only stream processes in targets */
+SP_CONFIG(__u8, cfg_stream_idle, 0);	/* stream idle samples too */
+SP_CONFIG(__u8, cfg_kernel_stacks, 1);	/* take kernel stacks */
+SP_CONFIG(__u8, cfg_read_ctx, 1);	/* read OTEP 4947 trace context */
+
+/* All events: variable-length struct sp_event records.  Size set by the
+ * loader (bpf_map__set_max_entries) before load. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* Counters indexed by enum sp_counter; summed over CPUs in user space. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_COUNTERS_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* Target processes (tgid -> 1) when cfg_filter_pids; children of targets
+ * are added on fork, so a profiled command's whole tree is followed. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+/* Per-process thread-context descriptors (see abi.h), filled by user space. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_TLS_DESCS_MAX);
+	__type(key, __u32);
+	__type(value, struct sp_tls_desc);
+} tls_descs SEC(".maps");
+
+/* One record under construction per CPU.  Frames are indexed with a mask of
+ * 255 so the verifier can bound every store; hence 256 slots. */
+struct sp_scratch {
+	struct sp_event hdr;
+	__u64 frames[256];
+};
+
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_scratch);
+} scratch SEC(".maps");
+
+static __always_inline void sp_count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += 1;	/* per-CPU slot: no atomics needed */
+}
+
+static __always_inline bool sp_is_target(__u32 tgid)
+{
+	return !cfg_filter_pids || bpf_map_lookup_elem(&targets, &tgid);
+}
+
+#endif /* SPANPROF_MAPS_BPF_H */

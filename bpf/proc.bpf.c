@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * proc.bpf.c - process lifecycle events the collector needs to keep its
+ * process table right: exec (mappings replaced: read /proc/PID/maps now,
+ * while a short-lived process is still alive), exit of a group leader
+ * (process gone), and fork (a profiled command's children become targets).
+ *
+ * This file also defines the maps and configuration shared by all programs.
+ */
+#define SP_DEFINE_SHARED
+#include "maps.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+struct sp_proc_event {
+	struct sp_event hdr;	/* no frames follow */
+};
+
+static __always_inline void emit_proc_event(struct task_struct *task, __u8 type)
+{
+	struct sp_event *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		sp_count(SP_CNT_RB_DROP_PROC);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = bpf_ktime_get_ns();
+	e->pid = BPF_CORE_READ(task, tgid);
+	e->tid = BPF_CORE_READ(task, pid);
+	e->cpu = bpf_get_smp_processor_id();
+	e->type = type;
+	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+	bpf_ringbuf_submit(e, 0);
+	sp_count(SP_CNT_RB_SENT_PROC);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(sp_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (!sp_is_target(BPF_CORE_READ(task, tgid)))
+		return 0;
+	emit_proc_event(task, SP_EV_EXEC);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sp_exit, struct task_struct *task)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+
+	if (BPF_CORE_READ(task, pid) != tgid || !sp_is_target(tgid))
+		return 0;
+	emit_proc_event(task, SP_EV_EXIT);
+	if (cfg_filter_pids)
+		bpf_map_delete_elem(&targets, &tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sp_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid, ctgid;
+	__u8 one = 1;
+
+	if (!cfg_filter_pids)
+		return 0;
+	ptgid = BPF_CORE_READ(parent, tgid);
+	ctgid = BPF_CORE_READ(child, tgid);
+	if (ptgid != ctgid && bpf_map_lookup_elem(&targets, &ptgid))
+		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	return 0;
+}

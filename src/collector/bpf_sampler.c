@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bpf_sampler.c - see bpf_sampler.h.  The only file that touches the
+ * skeleton of the on-CPU and process programs.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf_sampler.h"
+#include "spanprof.skel.h"
+
+struct sp_sampler {
+	struct spanprof_bpf *skel;
+	uint32_t freq_hz;
+	uint32_t n_cpus;		/* possible CPUs: size of per-CPU values */
+	uint32_t n_links;
+	struct bpf_link **links;	/* one per online CPU */
+	int *pfds;
+};
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	/* libbpf's own diagnostics only with SPANPROF_DEBUG=1; our errors say
+	 * what failed in one line. */
+	if (level == LIBBPF_DEBUG || !getenv("SPANPROF_DEBUG"))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler **out,
+			  char *err_msg, size_t err_len)
+{
+	struct sp_sampler *s;
+	int err, ncpu;
+
+	*out = NULL;
+	libbpf_set_print(libbpf_quiet);
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		snprintf(err_msg, err_len, "kernel BTF not found at /sys/kernel/btf/vmlinux: "
+			 "spanprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+		return -ENOENT;
+	}
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0) {
+		snprintf(err_msg, err_len, "cannot count CPUs: %s", strerror(-ncpu));
+		return ncpu ? ncpu : -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->freq_hz = cfg->freq_hz;
+	s->n_cpus = ncpu;
+	s->links = calloc(ncpu, sizeof(*s->links));
+	s->pfds = malloc(ncpu * sizeof(*s->pfds));
+	if (!s->links || !s->pfds) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < ncpu; i++)
+		s->pfds[i] = -1;
+
+	s->skel = spanprof_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		snprintf(err_msg, err_len, "cannot open the BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	s->skel->rodata->cfg_filter_pids = cfg->filter_pids;
+	s->skel->rodata->cfg_stream_idle = cfg->stream_idle;
+	s->skel->rodata->cfg_kernel_stacks = cfg->kernel_stacks;
+	s->skel->rodata->cfg_read_ctx = cfg->read_trace_ctx;
+	err = bpf_map__set_max_entries(s->skel->maps.events, cfg->ringbuf_bytes);
+	if (err) {
+		snprintf(err_msg, err_len, "ring buffer size %u rejected: it must be a power "
+			 "of two and at least the page size", cfg->ringbuf_bytes);
+		goto fail;
+	}
+	err = spanprof_bpf__load(s->skel);
+	if (err) {
+		if (err == -EPERM || err == -EACCES)
+			snprintf(err_msg, err_len, "the kernel refused to load BPF programs (%s): "
+				 "run as root or grant CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE "
+				 "(or CAP_SYS_ADMIN)", strerror(-err));
+		else
+			snprintf(err_msg, err_len, "loading the BPF programs failed: %s "
+				 "(SPANPROF_DEBUG=1 shows the verifier log)", strerror(-err));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	sp_sampler__destroy(s);
+	return err;
+}
+
+/* Parses a sysfs CPU list ("0-3,5") into online[0..SP_MAX_CPUS). */
+#define SP_MAX_CPUS 4096
+static int read_online_cpus(const char *path, bool *online, int *n)
+{
+	char buf[1024], *p, *end;
+	ssize_t len;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	if (len <= 0)
+		return -EINVAL;
+	buf[len] = 0;
+	*n = 0;
+	for (p = buf; *p && *p != '\n';) {
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p || a < 0 || a >= SP_MAX_CPUS)
+			return -EINVAL;
+		p = end;
+		if (*p == '-') {
+			b = strtol(p + 1, &end, 10);
+			if (end == p + 1 || b < a || b >= SP_MAX_CPUS)
+				return -EINVAL;
+			p = end;
+		}
+		for (long c = a; c <= b; c++)
+			online[c] = true;
+		if (b + 1 > *n)
+			*n = b + 1;
+		if (*p == ',')
+			p++;
+	}
+	return *n ? 0 : -EINVAL;
+}
+
+static int perf_event_open_clock(uint32_t freq, int cpu)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = freq,
+		.freq = 1,
+	};
+
+	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int sp_sampler__attach(struct sp_sampler *s, char *err_msg, size_t err_len)
+{
+	static bool online[SP_MAX_CPUS];
+	int n_online = 0, err;
+
+	err = spanprof_bpf__attach(s->skel);
+	if (err) {
+		snprintf(err_msg, err_len, "attaching the process tracepoints failed: %s "
+			 "(tp_btf needs kernel 5.5+ with BTF)", strerror(-err));
+		return err;
+	}
+	memset(online, 0, sizeof(online));
+	err = read_online_cpus("/sys/devices/system/cpu/online", online, &n_online);
+	if (err) {
+		snprintf(err_msg, err_len, "cannot read /sys/devices/system/cpu/online: %s",
+			 strerror(-err));
+		return err;
+	}
+	for (int cpu = 0; cpu < n_online && cpu < (int)s->n_cpus; cpu++) {
+		struct bpf_link *l;
+		int fd;
+
+		if (!online[cpu])
+			continue;
+		fd = perf_event_open_clock(s->freq_hz, cpu);
+		if (fd < 0) {
+			err = -errno;
+			if (err == -EINVAL)
+				snprintf(err_msg, err_len, "perf_event_open at %u Hz refused: above "
+					 "kernel.perf_event_max_sample_rate? lower -F", s->freq_hz);
+			else
+				snprintf(err_msg, err_len, "perf_event_open on CPU %d failed: %s "
+					 "(needs CAP_PERFMON or kernel.perf_event_paranoid <= -1)",
+					 cpu, strerror(-err));
+			goto out;
+		}
+		s->pfds[cpu] = fd;
+		l = bpf_program__attach_perf_event(s->skel->progs.sp_oncpu, fd);
+		if (!l) {
+			err = -errno;
+			snprintf(err_msg, err_len, "attaching the sampler to CPU %d failed: %s",
+				 cpu, strerror(-err));
+			goto out;
+		}
+		s->links[cpu] = l;
+		s->n_links++;
+	}
+	err = 0;
+out:
+	return err;
+}
+
+void sp_sampler__stop(struct sp_sampler *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->n_cpus; i++) {
+		bpf_link__destroy(s->links[i]);
+		s->links[i] = NULL;
+		if (s->pfds[i] >= 0)
+			close(s->pfds[i]);
+		s->pfds[i] = -1;
+	}
+	s->n_links = 0;
+}
+
+void sp_sampler__destroy(struct sp_sampler *s)
+{
+	if (!s)
+		return;
+	if (s->links && s->pfds)
+		sp_sampler__stop(s);
+	spanprof_bpf__destroy(s->skel);
+	free(s->links);
+	free(s->pfds);
+	free(s);
+}
+
+int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid)
+{
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int sp_sampler__set_tls_desc(struct sp_sampler *s, uint32_t pid, const struct sp_tls_desc *d)
+{
+	return bpf_map__update_elem(s->skel->maps.tls_descs, &pid, sizeof(pid), d,
+				    sizeof(*d), BPF_ANY);
+}
+
+int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid)
+{
+	return bpf_map__delete_elem(s->skel->maps.tls_descs, &pid, sizeof(pid), 0);
+}
+
+int sp_sampler__ring_fd(const struct sp_sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.events);
+}
+
+uint32_t sp_sampler__n_cpus(const struct sp_sampler *s)
+{
+	return s->n_cpus;
+}
+
+int sp_sampler__read_counters(const struct sp_sampler *s, uint64_t out[SP_CNT__MAX])
+{
+	uint64_t *vals;
+	int err = 0;
+
+	vals = calloc(s->n_cpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < SP_CNT__MAX; k++) {
+		out[k] = 0;
+		err = bpf_map__lookup_elem(s->skel->maps.counters, &k, sizeof(k), vals,
+					   s->n_cpus * sizeof(*vals), 0);
+		if (err)
+			break;
+		for (uint32_t c = 0; c < s->n_cpus; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+	return err;
+}
+
+uint32_t sp_sampler__oncpu_prog_id(const struct sp_sampler *s)
+{
+	struct bpf_prog_info info = {};
+	uint32_t len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sp_oncpu), &info, &len))
+		return 0;
+	return info.id;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bpf_sampler.h - the BPF side's lifecycle, following the skeleton's
+ * open -> configure .rodata and map sizes -> load -> attach, with one
+ * destroy path.
+ *
+ * Attaches: one PERF_COUNT_SW_CPU_CLOCK event per online CPU in frequency
+ * mode running the on-CPU program, and the process lifecycle tracepoints
+ * (tp_btf: exec, exit, fork).  Events arrive in one ring buffer
+ * (sp_sampler__ring_fd); counters are per-CPU and summed here.
+ *
+ * Errors carry a one-line human message in err_msg naming the cause and
+ * the fix (missing capability, no BTF, kernel refused the program, ...).
+ */
+#ifndef SPANPROF_BPF_SAMPLER_H
+#define SPANPROF_BPF_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "spanprof/abi.h"
+
+struct sp_sampler_config {
+	uint32_t freq_hz;		/* prime, checked by the caller */
+	uint32_t ringbuf_bytes;		/* power of two >= page size */
+	bool filter_pids;		/* only targets (and their children) */
+	bool stream_idle;
+	bool kernel_stacks;
+	bool read_trace_ctx;
+};
+
+struct sp_sampler;
+
+/* Returns 0 and *out, or a negative errno with a message in err_msg. */
+int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler **out,
+			  char *err_msg, size_t err_len);
+/* Attach tracepoints and perf events; sampling starts here. */
+int sp_sampler__attach(struct sp_sampler *s, char *err_msg, size_t err_len);
+/* Stop sampling (disable perf events) but keep maps so the ring can drain. */
+void sp_sampler__stop(struct sp_sampler *s);
+void sp_sampler__destroy(struct sp_sampler *s);	/* NULL-safe */
+
+int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid);
+int sp_sampler__set_tls_desc(struct sp_sampler *s, uint32_t pid,
+			     const struct sp_tls_desc *d);
+int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid);
+int sp_sampler__ring_fd(const struct sp_sampler *s);
+uint32_t sp_sampler__n_cpus(const struct sp_sampler *s);
+
+/* Sums the per-CPU counters into out[SP_CNT__MAX]. */
+int sp_sampler__read_counters(const struct sp_sampler *s, uint64_t out[SP_CNT__MAX]);
+
+/* Names of the BPF programs (for bpf_stats lookups in benchmarks). */
+uint32_t sp_sampler__oncpu_prog_id(const struct sp_sampler *s);
+
+#endif

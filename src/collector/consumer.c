@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * consumer.c - see consumer.h.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "aggregator.h"
+#include "consumer.h"
+#include "proc_table.h"
+#include "profile/profile.h"
+
+void sp_consumer__init(struct sp_consumer *c, struct sp_proc_table *procs, struct sp_agg *agg)
+{
+	memset(c, 0, sizeof(*c));
+	c->procs = procs;
+	c->agg = agg;
+}
+
+static void handle_proc_event(struct sp_consumer *c, const struct sp_event *e)
+{
+	if (e->type == SP_EV_EXEC) {
+		c->stats.received_exec++;
+		sp_proc_table__on_exec(c->procs, e->pid, e->comm, e->ts_ns);
+		if (c->on_proc)
+			c->on_proc(e->pid, 1, c->on_proc_ctx);
+	} else {
+		c->stats.received_exit++;
+		sp_proc_table__on_exit(c->procs, e->pid);
+	}
+}
+
+static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
+			  const uint64_t *frames)
+{
+	struct sp_agg_key key;
+	struct sp_agg_frames fr = { .addrs = c->addrs, .mappings = c->mappings };
+	uint32_t kmap = sp_proc_table__kernel_mapping(c->procs);
+	uint32_t n = e->kstack_n + e->ustack_n;
+	int first_sight;
+
+	if (e->type == SP_EV_ONCPU)
+		c->stats.received_oncpu++;
+	else
+		c->stats.received_offcpu++;
+	if (e->flags & SP_F_KSTACK_TRUNC)
+		c->stats.kstack_truncated++;
+	if (e->flags & SP_F_USTACK_TRUNC)
+		c->stats.ustack_truncated++;
+
+	first_sight = e->pid && !sp_proc_table__proc(c->procs, e->pid);
+	for (uint32_t i = 0; i < e->kstack_n; i++) {
+		c->addrs[i] = frames[i];
+		c->mappings[i] = kmap;
+	}
+	for (uint32_t i = e->kstack_n; i < n; i++) {
+		c->addrs[i] = frames[i];
+		c->mappings[i] = sp_proc_table__resolve(c->procs, e->pid, frames[i], e->ts_ns);
+		if (!c->mappings[i])
+			c->stats.frames_unresolved++;
+	}
+	c->stats.frames += n;
+	if (first_sight && c->on_proc)
+		c->on_proc(e->pid, 0, c->on_proc_ctx);
+
+	memset(&key, 0, sizeof(key));
+	key.pid = e->pid;
+	key.tid = e->tid;
+	key.kind = e->type == SP_EV_ONCPU ? SP_KIND_ONCPU : SP_KIND_OFFCPU;
+	key.reason = e->reason;
+	key.n_kernel = e->kstack_n;
+	key.n_user = e->ustack_n;
+	memcpy(key.comm, e->comm, sizeof(key.comm));
+	if (e->ctx_status == SP_CTX_OK || e->ctx_status == SP_CTX_OBI) {
+		key.has_ctx = 1;
+		key.trace_flags = e->ctx.trace_flags;
+		memcpy(key.trace_id, e->ctx.trace_id, sizeof(key.trace_id));
+		memcpy(key.span_id, e->ctx.span_id, sizeof(key.span_id));
+		c->stats.ctx_samples++;
+	}
+	if (e->pid && !e->ustack_n && !(e->flags & SP_F_IDLE))
+		c->stats.ustack_empty++;
+	if (sp_agg__add(c->agg, &key, &fr, e->ts_ns, e->weight_ns) == 0)
+		c->stats.aggregated++;
+	else
+		c->stats.agg_dropped++;
+}
+
+int sp_consumer__handle(void *ctx, void *data, size_t size)
+{
+	struct sp_consumer *c = ctx;
+	const struct sp_event *e = data;
+
+	if (size < SP_EVENT_HDR_SIZE || e->kstack_n > SP_MAX_FRAMES ||
+	    e->ustack_n > SP_MAX_FRAMES ||
+	    size < SP_EVENT_HDR_SIZE + 8u * (e->kstack_n + e->ustack_n)) {
+		c->stats.malformed++;
+		return 0;
+	}
+	switch (e->type) {
+	case SP_EV_ONCPU:
+	case SP_EV_OFFCPU:
+		handle_sample(c, e, (const uint64_t *)((const char *)data + SP_EVENT_HDR_SIZE));
+		break;
+	case SP_EV_EXEC:
+	case SP_EV_EXIT:
+		handle_proc_event(c, e);
+		break;
+	default:
+		c->stats.malformed++;
+	}
+	return 0;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * consumer.h - the ring-buffer consumer: turns struct sp_event records into
+ * aggregated samples whose user frames are (mapping id, address).
+ *
+ * Contract: sp_consumer__handle is a libbpf ring_buffer_sample_fn.  It does
+ * no heap allocation per event in steady state (maps reads for a process
+ * seen for the first time allocate inside the process table, once per
+ * process); tests/unit/test_consumer.c proves it by counting malloc calls.
+ * Records come from our own BPF program but are still checked (size, frame
+ * counts) so a layout mismatch is counted, never a crash.
+ *
+ * Accounting: received_samples = aggregated + agg_dropped (+ malformed).
+ */
+#ifndef SPANPROF_CONSUMER_H
+#define SPANPROF_CONSUMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spanprof/abi.h"
+
+struct sp_proc_table;
+struct sp_agg;
+
+struct sp_consumer_stats {
+	uint64_t received_oncpu;
+	uint64_t received_offcpu;
+	uint64_t received_exec;
+	uint64_t received_exit;
+	uint64_t malformed;		/* size or frame counts inconsistent */
+	uint64_t aggregated;		/* accepted by the aggregator */
+	uint64_t agg_dropped;		/* refused by the aggregator (full) */
+	uint64_t kstack_truncated;
+	uint64_t ustack_truncated;
+	uint64_t ustack_empty;		/* user task sampled without user frames */
+	uint64_t frames;
+	uint64_t frames_unresolved;	/* user frame in no known mapping */
+	uint64_t ctx_samples;		/* samples carrying a trace context */
+};
+
+/* Called for a process seen for the first time or after exec (e.g. to
+ * resolve its trace-context descriptor).  May be NULL. */
+typedef void (*sp_consumer_proc_fn)(uint32_t pid, int exec, void *ctx);
+
+struct sp_consumer {
+	struct sp_proc_table *procs;	/* borrowed */
+	struct sp_agg *agg;		/* borrowed; swapped by the owner */
+	sp_consumer_proc_fn on_proc;
+	void *on_proc_ctx;
+	struct sp_consumer_stats stats;
+	/* scratch for one event's resolved frames */
+	uint64_t addrs[2 * SP_MAX_FRAMES];
+	uint32_t mappings[2 * SP_MAX_FRAMES];
+};
+
+void sp_consumer__init(struct sp_consumer *c, struct sp_proc_table *procs, struct sp_agg *agg);
+int sp_consumer__handle(void *ctx, void *data, size_t size);
+
+#endif

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctx_discovery.c - see ctx_discovery.h.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf_sampler.h"
+#include "ctx_discovery.h"
+#include "process_ctx.h"
+#include "summary.h"
+#include "tls_resolve.h"
+
+enum slot_state { SLOT_EMPTY = 0, SLOT_NONE, SLOT_RESOLVED, SLOT_FAILED };
+
+struct slot {
+	uint32_t pid;
+	uint8_t state;
+	char service_name[128];
+};
+
+struct sp_ctx_discovery {
+	struct sp_sampler *sampler;
+	const char *proc_root;
+	struct slot *slots;		/* open addressing, SP_CTX_DISCOVERY_MAX * 2 */
+	uint32_t mask;
+	uint32_t used;
+	uint64_t resolved;
+	uint64_t failed;
+	uint64_t table_full;
+	uint64_t tls_fail[SP_TLS_FAIL__MAX];
+	uint64_t pctx_fail[SP_PCTX__MAX];
+};
+
+struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char *proc_root)
+{
+	struct sp_ctx_discovery *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->sampler = s;
+	d->proc_root = proc_root ? proc_root : "/proc";
+	d->mask = 2 * SP_CTX_DISCOVERY_MAX - 1;
+	d->slots = calloc(d->mask + 1, sizeof(*d->slots));
+	if (!d->slots) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+void sp_ctx_discovery__free(struct sp_ctx_discovery *d)
+{
+	if (!d)
+		return;
+	free(d->slots);
+	free(d);
+}
+
+static struct slot *slot_for(struct sp_ctx_discovery *d, uint32_t pid, bool create)
+{
+	uint32_t h = (pid * 2654435761u) & d->mask;
+
+	while (d->slots[h].state != SLOT_EMPTY) {
+		if (d->slots[h].pid == pid)
+			return &d->slots[h];
+		h = (h + 1) & d->mask;
+	}
+	if (!create)
+		return NULL;
+	if (d->used >= SP_CTX_DISCOVERY_MAX) {
+		d->table_full++;
+		return NULL;
+	}
+	d->used++;
+	d->slots[h].pid = pid;
+	d->slots[h].state = SLOT_NONE;
+	return &d->slots[h];
+}
+
+static void examine(struct sp_ctx_discovery *d, uint32_t pid)
+{
+	struct sp_process_ctx pctx = { 0 };
+	enum sp_pctx_fail why = SP_PCTX_OK;
+	enum sp_tls_fail reason = SP_TLS_FAIL_NONE;
+	struct sp_tls_desc desc;
+	struct slot *sl;
+	int err;
+
+	sl = slot_for(d, pid, true);
+	if (!sl)
+		return;
+	err = sp_process_ctx__read(d->proc_root, pid, &pctx, &why);
+	if (err) {
+		/* Nothing published is the common case, not a failure. */
+		if (why != SP_PCTX_NO_MAPPING && why < SP_PCTX__MAX) {
+			d->pctx_fail[why]++;
+			d->failed++;
+			sl->state = SLOT_FAILED;
+		}
+		goto out;
+	}
+	snprintf(sl->service_name, sizeof(sl->service_name), "%s", pctx.service_name);
+	err = sp_tls_resolve__pid(d->proc_root, pid, &desc, &reason);
+	if (err) {
+		if (reason < SP_TLS_FAIL__MAX)
+			d->tls_fail[reason]++;
+		d->failed++;
+		sl->state = SLOT_FAILED;
+		goto out;
+	}
+	if (sp_sampler__set_tls_desc(d->sampler, pid, &desc)) {
+		d->failed++;
+		sl->state = SLOT_FAILED;
+		goto out;
+	}
+	if (sl->state != SLOT_RESOLVED)
+		d->resolved++;
+	sl->state = SLOT_RESOLVED;
+out:
+	sp_process_ctx__clear(&pctx);
+}
+
+void sp_ctx_discovery__on_proc(uint32_t pid, int exec, void *ctx)
+{
+	struct sp_ctx_discovery *d = ctx;
+	struct slot *sl;
+
+	if (!d || !pid)
+		return;
+	if (exec) {
+		sl = slot_for(d, pid, false);
+		if (sl && sl->state == SLOT_RESOLVED)
+			sp_sampler__del_tls_desc(d->sampler, pid);
+		if (sl) {
+			sl->state = SLOT_NONE;
+			sl->service_name[0] = 0;
+		}
+	}
+	examine(d, pid);
+}
+
+void sp_ctx_discovery__scan(struct sp_ctx_discovery *d, bool all, const uint32_t *pids,
+			    uint32_t n)
+{
+	struct dirent *de;
+	DIR *dir;
+
+	for (uint32_t i = 0; i < n; i++)
+		examine(d, pids[i]);
+	if (!all)
+		return;
+	dir = opendir(d->proc_root);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		char *end;
+		unsigned long pid;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = strtoul(de->d_name, &end, 10);
+		if (*end || !pid || pid > 0x3fffffff)
+			continue;
+		examine(d, pid);
+	}
+	closedir(dir);
+}
+
+const char *sp_ctx_discovery__service_name(uint32_t pid, void *ctx)
+{
+	struct sp_ctx_discovery *d = ctx;
+	struct slot *sl = d ? slot_for(d, pid, false) : NULL;
+
+	return sl && sl->service_name[0] ? sl->service_name : NULL;
+}
+
+void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_summary *s)
+{
+	if (!d)
+		return;
+	s->ctx_procs_resolved = d->resolved;
+	s->ctx_procs_failed = d->failed;
+	s->n_ctx_fail = 0;
+	for (int i = 1; i < SP_TLS_FAIL__MAX && s->n_ctx_fail < 16; i++) {
+		s->ctx_fail_names[s->n_ctx_fail] = sp_tls_fail__name(i);
+		s->ctx_fail[s->n_ctx_fail++] = d->tls_fail[i];
+	}
+	for (int i = 1; i < SP_PCTX__MAX && s->n_ctx_fail < 16; i++) {
+		if (i == SP_PCTX_NO_MAPPING)
+			continue;
+		s->ctx_fail_names[s->n_ctx_fail] = sp_pctx_fail__name(i);
+		s->ctx_fail[s->n_ctx_fail++] = d->pctx_fail[i];
+	}
+}

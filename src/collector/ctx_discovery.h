@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctx_discovery.h - finds processes that publish OpenTelemetry context and
+ * hands the BPF sampler their thread-context descriptor.
+ *
+ * When: on exec and on first sight of a pid (consumer callback), for the
+ * processes already running when recording starts (one /proc walk), and
+ * when a process publishes late (an SP_EV_CTX_PUBLISH event from the prctl
+ * tracepoint).  Never per sample.
+ *
+ * What: the OTEP 4719 process context is read first (service name,
+ * attribute key map); only a process that publishes one has its ELF files
+ * searched for otel_thread_ctx_v1 (that search costs milliseconds, so it is
+ * not done for every process on the machine).  Every failure is counted by
+ * reason.  State is bounded: SP_CTX_DISCOVERY_MAX processes.
+ */
+#ifndef SPANPROF_CTX_DISCOVERY_H
+#define SPANPROF_CTX_DISCOVERY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SP_CTX_DISCOVERY_MAX 16384
+
+struct sp_sampler;
+struct sp_summary;
+struct sp_ctx_discovery;
+
+struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char *proc_root);
+void sp_ctx_discovery__free(struct sp_ctx_discovery *d);
+
+/* sp_consumer_proc_fn: (re)examine pid. */
+void sp_ctx_discovery__on_proc(uint32_t pid, int exec, void *ctx);
+/* Examine processes already running: all of /proc, or the given pids. */
+void sp_ctx_discovery__scan(struct sp_ctx_discovery *d, bool all, const uint32_t *pids,
+			    uint32_t n);
+/* service.name published by pid, or NULL (snapshot's service_name hook). */
+const char *sp_ctx_discovery__service_name(uint32_t pid, void *ctx);
+void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_summary *s);
+
+#endif

@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * record.c - `spanprof record` (perf-like CLI).
+ *
+ *   spanprof record [-F HZ] [-a | -p PID[,PID...] | -- COMMAND ARGS...]
+ *                   [-d SECONDS] [-o FILE] [--format pprof|otlp] [--no-kernel]
+ *
+ * Flow: parse and validate every flag (bad input is a one-line error and
+ * exit 2 before anything is loaded) -> check privileges -> open the output
+ * (fail early if unwritable) -> load and attach BPF -> consume the ring
+ * buffer until the duration ends, the command exits, or SIGINT/SIGTERM ->
+ * stop the perf events and drain the ring to the last record -> snapshot ->
+ * encode -> write -> print the summary (every sample accounted for).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "aggregator.h"
+#include "bpf_sampler.h"
+#include "caps.h"
+#include "consumer.h"
+#include "ctx_discovery.h"
+#include "prime.h"
+#include "proc_table.h"
+#include "profile/codec.h"
+#include "profile/profile.h"
+#include "record.h"
+#include "report_child.h"
+#include "snapshot.h"
+#include "summary.h"
+
+#define DEFAULT_HZ 97
+#define MAX_PIDS 256
+
+struct record_opts {
+	uint32_t hz;
+	bool all;
+	uint32_t pids[MAX_PIDS];
+	uint32_t n_pids;
+	char **command;			/* argv after "--", or NULL */
+	double duration_s;		/* 0 = until stopped */
+	const char *output;
+	bool otlp;
+	bool kernel;
+	bool idle;
+	uint32_t ringbuf_bytes;
+	uint32_t poll_ms;
+	size_t agg_budget;
+	uint32_t agg_entries;
+	const char *summary_json;
+	bool report;			/* run the symbolizer's report at the end */
+	bool quiet;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: spanprof record [-F HZ] [-a | -p PID[,PID...] | -- COMMAND [ARGS...]]\n"
+"                       [-d SECONDS] [-o FILE] [--format pprof|otlp] [--no-kernel]\n"
+"\n"
+"Samples on-CPU stacks of every CPU with eBPF and writes an unsymbolized\n"
+"profile with GNU build ids (pprof by default; go tool pprof reads it).\n"
+"\n"
+"  -F, --freq HZ         sampling frequency, must be prime (default 97)\n"
+"  -a, --all-cpus        the whole machine (default without -p or a command)\n"
+"  -p, --pid PIDS        only these processes (and children they fork)\n"
+"  -d, --duration SEC    stop after SEC seconds (default: until Ctrl-C or the\n"
+"                        command exits)\n"
+"  -o, --output FILE     output file (default spanprof.pb.gz, or\n"
+"                        spanprof.otlp.pb with --format otlp)\n"
+"      --format FMT      pprof (gzipped) or otlp (ExportProfilesServiceRequest)\n"
+"      --no-kernel       user stacks only\n"
+"      --idle            also write samples of idle CPUs\n"
+"      --no-report       do not run spanprof-symbolizer's report at the end\n"
+"      --ringbuf-size B  BPF ring buffer bytes, power of two (default 4 MiB)\n"
+"      --poll-ms MS      ring buffer poll timeout (default 100)\n"
+"      --agg-budget B    aggregator memory budget in bytes (default 64 MiB)\n"
+"      --agg-entries N   aggregator entry cap (default 65536)\n"
+"      --summary-json F  also write the final counters as JSON\n"
+"  -q, --quiet           no status line\n");
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_pids(const char *arg, struct record_opts *o)
+{
+	char buf[4096], *tok, *save = NULL;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -E2BIG;
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+
+		if (parse_u64(tok, 0x3fffffff, &v) || v == 0 || o->n_pids >= MAX_PIDS)
+			return -EINVAL;
+		o->pids[o->n_pids++] = v;
+	}
+	return o->n_pids ? 0 : -EINVAL;
+}
+
+enum {
+	OPT_FORMAT = 256, OPT_NO_KERNEL, OPT_IDLE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET,
+	OPT_AGG_ENTRIES, OPT_SUMMARY_JSON, OPT_NO_REPORT,
+};
+
+static int parse_opts(int argc, char **argv, struct record_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "freq", required_argument, NULL, 'F' },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
+		{ "idle", no_argument, NULL, OPT_IDLE },
+		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+		{ "poll-ms", required_argument, NULL, OPT_POLL },
+		{ "agg-budget", required_argument, NULL, OPT_AGG_BUDGET },
+		{ "agg-entries", required_argument, NULL, OPT_AGG_ENTRIES },
+		{ "summary-json", required_argument, NULL, OPT_SUMMARY_JSON },
+		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+		{ 0 },
+	};
+	uint64_t v, below, above;
+	char *end;
+	int c;
+
+	*o = (struct record_opts){
+		.hz = DEFAULT_HZ, .kernel = true, .ringbuf_bytes = 4u << 20, .poll_ms = 100,
+		.agg_budget = 64u << 20, .agg_entries = 65536, .report = true,
+	};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+F:ap:d:o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			if (parse_u64(optarg, 100000, &v) || v == 0) {
+				fprintf(stderr, "spanprof record: -F %s: expected a frequency in Hz "
+					"(1..100000)\n", optarg);
+				return -EINVAL;
+			}
+			if (!sp_is_prime(v)) {
+				sp_nearest_primes(v, &below, &above);
+				if (below)
+					fprintf(stderr, "spanprof record: -F %llu is not prime: sampling "
+						"could phase-lock with periodic work; use %llu or %llu\n",
+						(unsigned long long)v, (unsigned long long)below,
+						(unsigned long long)above);
+				else
+					fprintf(stderr, "spanprof record: -F %llu is not prime; use %llu\n",
+						(unsigned long long)v, (unsigned long long)above);
+				return -EINVAL;
+			}
+			o->hz = v;
+			break;
+		case 'a':
+			o->all = true;
+			break;
+		case 'p':
+			if (parse_pids(optarg, o)) {
+				fprintf(stderr, "spanprof record: -p %s: expected PID[,PID...] "
+					"(at most %d positive pids)\n", optarg, MAX_PIDS);
+				return -EINVAL;
+			}
+			break;
+		case 'd':
+			errno = 0;
+			o->duration_s = strtod(optarg, &end);
+			if (errno || *end || !(o->duration_s > 0) || o->duration_s > 1e7) {
+				fprintf(stderr, "spanprof record: -d %s: expected a positive number "
+					"of seconds\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "otlp")) {
+				o->otlp = true;
+			} else if (strcmp(optarg, "pprof")) {
+				fprintf(stderr, "spanprof record: --format %s: expected pprof or otlp\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_NO_KERNEL:
+			o->kernel = false;
+			break;
+		case OPT_IDLE:
+			o->idle = true;
+			break;
+		case OPT_RINGBUF:
+			if (parse_u64(optarg, 1u << 30, &v) || v < 4096 || (v & (v - 1))) {
+				fprintf(stderr, "spanprof record: --ringbuf-size %s: expected a power "
+					"of two from 4096 to 1 GiB\n", optarg);
+				return -EINVAL;
+			}
+			o->ringbuf_bytes = v;
+			break;
+		case OPT_POLL:
+			if (parse_u64(optarg, 10000, &v) || v == 0) {
+				fprintf(stderr, "spanprof record: --poll-ms %s: expected 1..10000\n",
+					optarg);
+				return -EINVAL;
+			}
+			o->poll_ms = v;
+			break;
+		case OPT_AGG_BUDGET:
+			if (parse_u64(optarg, 1ull << 40, &v) || v < (64u << 10)) {
+				fprintf(stderr, "spanprof record: --agg-budget %s: expected bytes, at "
+					"least 65536\n", optarg);
+				return -EINVAL;
+			}
+			o->agg_budget = v;
+			break;
+		case OPT_AGG_ENTRIES:
+			if (parse_u64(optarg, 1u << 26, &v) || v == 0) {
+				fprintf(stderr, "spanprof record: --agg-entries %s: expected 1..%u\n",
+					optarg, 1u << 26);
+				return -EINVAL;
+			}
+			o->agg_entries = v;
+			break;
+		case OPT_SUMMARY_JSON:
+			o->summary_json = optarg;
+			break;
+		case OPT_NO_REPORT:
+			o->report = false;
+			break;
+		default:
+			fprintf(stderr, "spanprof record: unknown or incomplete option; "
+				"see spanprof record --help\n");
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		o->command = &argv[optind];
+	if ((o->all ? 1 : 0) + (o->n_pids ? 1 : 0) + (o->command ? 1 : 0) > 1) {
+		fprintf(stderr, "spanprof record: choose one of -a, -p PIDS or -- COMMAND\n");
+		return -EINVAL;
+	}
+	if (!o->n_pids && !o->command)
+		o->all = true;
+	if (!o->output)
+		o->output = o->otlp ? "spanprof.otlp.pb" : "spanprof.pb.gz";
+	for (uint32_t i = 0; i < o->n_pids; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%u", o->pids[i]);
+		if (access(path, F_OK) != 0) {
+			fprintf(stderr, "spanprof record: -p: no process with pid %u\n", o->pids[i]);
+			return -ESRCH;
+		}
+	}
+	return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int64_t mono_to_unix_offset(void)
+{
+	struct timespec r, m;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	return (int64_t)(r.tv_sec - m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
+}
+
+/* Starts the command stopped on a pipe so that it becomes a target before
+ * its first instruction; returns the pid and the pipe's write end. */
+static pid_t spawn_paused(char **argv, int *go_fd)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		char c;
+
+		close(fds[1]);
+		if (read(fds[0], &c, 1) != 1)
+			_exit(126);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		execvp(argv[0], argv);
+		fprintf(stderr, "spanprof record: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fds[0]);
+	*go_fd = fds[1];
+	return pid;
+}
+
+static int write_all(int fd, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int write_profile(const struct record_opts *o, int fd, const struct sp_profile *p)
+{
+	uint8_t *raw = NULL, *gz = NULL;
+	size_t raw_len = 0, gz_len = 0;
+	int err;
+
+	err = o->otlp ? sp_otlp__encode(p, &raw, &raw_len) : sp_pprof__encode(p, &raw, &raw_len);
+	if (err)
+		goto out;
+	if (!o->otlp) {
+		err = sp_gzip(raw, raw_len, &gz, &gz_len);
+		if (err)
+			goto out;
+	}
+	if (ftruncate(fd, 0) && errno != EINVAL) {
+		err = -errno;
+		goto out;
+	}
+	err = write_all(fd, gz ? gz : raw, gz ? gz_len : raw_len);
+	if (!err && fsync(fd) && errno != EINVAL)
+		err = -errno;
+out:
+	free(raw);
+	free(gz);
+	return err;
+}
+
+int sp_record__main(int argc, char **argv)
+{
+	struct record_opts o;
+	struct sp_sampler *sampler = NULL;
+	struct sp_proc_table *procs = NULL;
+	struct sp_agg *agg = NULL;
+	struct ring_buffer *rb = NULL;
+	struct sp_profile *prof = NULL;
+	struct sp_ctx_discovery *disc = NULL;
+	struct sp_consumer cons;
+	struct stat st;
+	bool created;
+	struct sp_summary sum = { 0 };
+	struct sp_sampler_config scfg;
+	struct sp_agg_config acfg;
+	char err_msg[512] = "";
+	uint64_t t_start, t_end, next_status;
+	int out_fd = -1, go_fd = -1, rc = 1, err, child_status = 0;
+	pid_t child = 0;
+	bool tty;
+
+	if (parse_opts(argc, argv, &o))
+		return 2;
+	if (!sp_caps__can_profile(err_msg, sizeof(err_msg))) {
+		fprintf(stderr, "spanprof record: %s\n", err_msg);
+		return 1;
+	}
+	/* Opened now so an unwritable path fails before anything is loaded;
+	 * truncated only when the profile is ready. */
+	created = stat(o.output, &st) != 0;
+	out_fd = open(o.output, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (out_fd < 0) {
+		fprintf(stderr, "spanprof record: cannot write %s: %s (choose another path "
+			"with -o)\n", o.output, strerror(errno));
+		return 1;
+	}
+
+	procs = sp_proc_table__new(NULL);
+	acfg = (struct sp_agg_config){ .byte_budget = o.agg_budget,
+				       .max_entries = o.agg_entries, .keep_timestamps = true };
+	agg = sp_agg__new(&acfg);
+	if (!procs || !agg) {
+		fprintf(stderr, "spanprof record: cannot allocate the process table or the "
+			"aggregator (%s): lower --agg-budget\n", strerror(errno));
+		goto out;
+	}
+	scfg = (struct sp_sampler_config){
+		.freq_hz = o.hz, .ringbuf_bytes = o.ringbuf_bytes,
+		.filter_pids = !o.all, .stream_idle = o.idle, .kernel_stacks = o.kernel,
+		.read_trace_ctx = true,
+	};
+	err = sp_sampler__open_load(&scfg, &sampler, err_msg, sizeof(err_msg));
+	if (err) {
+		fprintf(stderr, "spanprof record: %s\n", err_msg);
+		goto out;
+	}
+	for (uint32_t i = 0; i < o.n_pids; i++)
+		sp_sampler__add_target(sampler, o.pids[i]);
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (o.command) {
+		child = spawn_paused(o.command, &go_fd);
+		if (child < 0) {
+			fprintf(stderr, "spanprof record: cannot start %s: %s\n", o.command[0],
+				strerror(-child));
+			child = 0;
+			goto out;
+		}
+		sp_sampler__add_target(sampler, child);
+	}
+	disc = sp_ctx_discovery__new(sampler, NULL);
+	if (!disc) {
+		fprintf(stderr, "spanprof record: out of memory\n");
+		goto out;
+	}
+	sp_consumer__init(&cons, procs, agg);
+	cons.on_proc = sp_ctx_discovery__on_proc;
+	cons.on_proc_ctx = disc;
+	rb = ring_buffer__new(sp_sampler__ring_fd(sampler), sp_consumer__handle, &cons, NULL);
+	if (!rb) {
+		fprintf(stderr, "spanprof record: cannot map the BPF ring buffer: %s\n",
+			strerror(errno));
+		goto out;
+	}
+	err = sp_sampler__attach(sampler, err_msg, sizeof(err_msg));
+	if (err) {
+		fprintf(stderr, "spanprof record: %s\n", err_msg);
+		goto out;
+	}
+	sp_ctx_discovery__scan(disc, o.all, o.pids, o.n_pids);
+	if (go_fd >= 0) {
+		if (write(go_fd, "g", 1) != 1)
+			fprintf(stderr, "spanprof record: cannot release the command: %s\n",
+				strerror(errno));
+		close(go_fd);
+		go_fd = -1;
+	}
+
+	tty = !o.quiet && isatty(STDERR_FILENO);
+	t_start = mono_ns();
+	next_status = t_start + 1000000000ull;
+	sum.mono_to_unix_ns = mono_to_unix_offset();
+	while (!stop_signal) {
+		uint64_t now;
+
+		err = ring_buffer__poll(rb, o.poll_ms);
+		if (err < 0 && err != -EINTR) {
+			fprintf(stderr, "spanprof record: ring buffer poll failed: %s\n",
+				strerror(-err));
+			break;
+		}
+		now = mono_ns();
+		if (o.duration_s > 0 && now - t_start >= (uint64_t)(o.duration_s * 1e9))
+			break;
+		if (child && waitpid(child, &child_status, WNOHANG) == child) {
+			child = 0;
+			break;
+		}
+		if (tty && now >= next_status) {
+			sp_summary__status_line(stderr, &cons.stats, now - t_start);
+			next_status += 1000000000ull;
+		}
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+	t_end = mono_ns();
+	/* Stop sampling, then take every record still in the ring. */
+	sp_sampler__stop(sampler);
+	ring_buffer__consume(rb);
+	sp_sampler__read_counters(sampler, sum.bpf);
+	ring_buffer__consume(rb);
+	if (child) {
+		kill(child, SIGTERM);
+		waitpid(child, &child_status, 0);
+		child = 0;
+	}
+
+	{
+		struct sp_snapshot_opts so = {
+			.mono_to_unix_ns = sum.mono_to_unix_ns,
+			.period_ns = 1000000000ull / o.hz,
+			.start_mono_ns = t_start,
+			.end_mono_ns = t_end,
+		};
+		so.service_name = sp_ctx_discovery__service_name;
+		so.service_name_ctx = disc;
+		err = sp_snapshot__build(agg, procs, &so, &prof);
+	}
+	if (!err)
+		err = write_profile(&o, out_fd, prof);
+	if (err) {
+		fprintf(stderr, "spanprof record: writing %s failed: %s\n", o.output,
+			strerror(-err));
+		goto out;
+	}
+	sum.hz = o.hz;
+	sum.n_cpus = sp_sampler__n_cpus(sampler);
+	sum.duration_ns = t_end - t_start;
+	sum.output = o.output;
+	sum.format = o.otlp ? "otlp" : "pprof";
+	sum.consumer = cons.stats;
+	sum.agg = *sp_agg__stats(agg);
+	sum.procs = *sp_proc_table__stats(procs);
+	sp_ctx_discovery__fill_summary(disc, &sum);
+	sp_summary__print(stderr, &sum);
+	if (o.summary_json && sp_summary__write_json(o.summary_json, &sum))
+		fprintf(stderr, "spanprof record: cannot write %s: %s\n", o.summary_json,
+			strerror(errno));
+	rc = 0;
+	if (o.report)
+		sp_report_child__run(o.output);
+out:
+	if (child) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	if (go_fd >= 0)
+		close(go_fd);
+	if (out_fd >= 0)
+		close(out_fd);
+	if (rc && created && o.output)
+		unlink(o.output);	/* only a file this run created */
+	ring_buffer__free(rb);
+	sp_sampler__destroy(sampler);
+	sp_ctx_discovery__free(disc);
+	sp_profile__free(prof);
+	sp_agg__free(agg);
+	sp_proc_table__free(procs);
+	return rc;
+}

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * snapshot.c - see snapshot.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aggregator.h"
+#include "buildid.h"
+#include "proc_table.h"
+#include "profile/profile.h"
+#include "snapshot.h"
+#include "spanprof/abi.h"
+
+struct pid_slot {
+	uint32_t pid;
+	int32_t resource;	/* -1 = empty */
+};
+
+struct builder {
+	struct sp_profile *p;
+	struct sp_proc_table *procs;
+	const struct sp_snapshot_opts *o;
+	int32_t *map_index;		/* registry id -> profile mapping, 0 = not yet */
+	uint32_t n_map_index;
+	struct pid_slot *pids;		/* open addressing, power of two */
+	uint32_t pid_mask;
+	int32_t host_name;
+	int32_t reason_key;
+	int32_t reason_str[SP_OFF_OTHER + 1];
+	int32_t locs[2 * SP_MAX_FRAMES];
+};
+
+static const char *const reason_names[] = {
+	[SP_OFF_NONE] = "none",
+	[SP_OFF_SLEEP] = "sleep",
+	[SP_OFF_IO] = "io",
+	[SP_OFF_RUNQ] = "runqueue",
+	[SP_OFF_OTHER] = "other",
+};
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+static int32_t resource_for(struct builder *b, uint32_t pid, const char *comm)
+{
+	uint32_t h = (pid * 2654435761u) & b->pid_mask;
+	struct sp_resource r = { .pid = pid, .host_name = b->host_name };
+	const struct sp_proc_info *pi;
+	const char *svc = NULL;
+	int32_t idx;
+
+	while (b->pids[h].resource >= 0) {
+		if (b->pids[h].pid == pid)
+			return b->pids[h].resource;
+		h = (h + 1) & b->pid_mask;
+	}
+	pi = sp_proc_table__proc(b->procs, pid);
+	if (pi && pi->exe_path && pi->exe_path[0]) {
+		r.exe_path = sp_profile__intern(b->p, pi->exe_path);
+		r.exe_name = sp_profile__intern(b->p, base_name(pi->exe_path));
+	} else {
+		r.exe_name = sp_profile__intern(b->p, pid ? comm : "swapper");
+	}
+	if (b->o->service_name)
+		svc = b->o->service_name(pid, b->o->service_name_ctx);
+	r.service_name = svc ? sp_profile__intern(b->p, svc) : r.exe_name;
+	if (r.exe_path < 0 || r.exe_name < 0 || r.service_name < 0)
+		return -ENOMEM;
+	idx = sp_profile__add_resource(b->p, &r);
+	if (idx < 0)
+		return idx;
+	b->pids[h].pid = pid;
+	b->pids[h].resource = idx;
+	return idx;
+}
+
+static int32_t mapping_for(struct builder *b, uint32_t id)
+{
+	const struct sp_mapping_info *mi;
+	struct sp_mapping m = { 0 };
+	char hex[2 * SP_BUILD_ID_MAX + 1];
+	int32_t idx;
+
+	if (!id || id >= b->n_map_index)
+		return 0;
+	if (b->map_index[id])
+		return b->map_index[id];
+	mi = sp_proc_table__mapping(b->procs, id);
+	if (!mi)
+		return 0;
+	m.memory_start = mi->start;
+	m.memory_limit = mi->limit;
+	m.file_offset = mi->offset;
+	m.filename = sp_profile__intern(b->p, mi->path ? mi->path : "");
+	if (mi->build_id.len) {
+		sp_buildid__hex(&mi->build_id, hex);
+		m.build_id = sp_profile__intern(b->p, hex);
+	}
+	if (m.filename < 0 || m.build_id < 0)
+		return -ENOMEM;
+	idx = sp_profile__add_mapping(b->p, &m);
+	if (idx > 0)
+		b->map_index[id] = idx;
+	return idx;
+}
+
+static int add_entry(const struct sp_agg_entry *e, void *ctx)
+{
+	struct builder *b = ctx;
+	const struct sp_agg_key *k = e->key;
+	uint32_t n = k->n_kernel + k->n_user;
+	struct sp_sample s = { 0 };
+	int32_t stack, res;
+	int err = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_location l = { 0 };
+		int32_t m = mapping_for(b, e->frames.mappings[i]);
+
+		if (m < 0)
+			return m;
+		l.mapping = m;
+		l.address = e->frames.addrs[i] - (i > 0 && e->frames.addrs[i] ? 1 : 0);
+		l.frame_kind = i < k->n_kernel ? SP_FRAME_KERNEL : SP_FRAME_NATIVE;
+		b->locs[i] = sp_profile__add_location(b->p, &l);
+		if (b->locs[i] < 0)
+			return b->locs[i];
+	}
+	stack = sp_profile__add_stack(b->p, b->locs, n);
+	res = resource_for(b, k->pid, k->comm);
+	if (stack < 0 || res < 0)
+		return stack < 0 ? stack : res;
+
+	s.resource = res;
+	s.stack = stack;
+	s.kind = k->kind;
+	s.tid = k->tid;
+	s.thread_name = sp_profile__intern_n(b->p, k->comm, strnlen(k->comm, sizeof(k->comm)));
+	s.count = e->count;
+	s.value_ns = k->kind == SP_KIND_ONCPU ? (int64_t)(e->count * b->o->period_ns)
+					      : (int64_t)e->weight_ns;
+	if (k->has_ctx) {
+		s.link = sp_profile__add_link(b->p, k->trace_id, k->span_id);
+		if (s.link < 0)
+			return s.link;
+	}
+	if (k->kind == SP_KIND_OFFCPU && k->reason <= SP_OFF_OTHER) {
+		s.labels[0].key = b->reason_key;
+		s.labels[0].str = b->reason_str[k->reason];
+		s.n_labels = 1;
+	}
+	if (e->timestamps) {
+		/* The aggregator lends its grouped timestamps; convert a copy. */
+		uint64_t *ts = malloc(e->count * sizeof(*ts));
+
+		if (!ts)
+			return -ENOMEM;
+		for (uint64_t i = 0; i < e->count; i++)
+			ts[i] = e->timestamps[i] + b->o->mono_to_unix_ns;
+		s.timestamps = ts;
+		s.n_timestamps = e->count;
+		err = sp_profile__add_sample(b->p, &s);
+		free(ts);
+	} else {
+		err = sp_profile__add_sample(b->p, &s);
+	}
+	return err < 0 ? err : 0;
+}
+
+int sp_snapshot__build(struct sp_agg *agg, struct sp_proc_table *procs,
+		       const struct sp_snapshot_opts *o, struct sp_profile **out)
+{
+	struct builder b = { .procs = procs, .o = o };
+	char host[256] = "";
+	uint32_t cap = 64;
+	int err = -ENOMEM;
+
+	*out = NULL;
+	b.p = sp_profile__new();
+	if (!b.p)
+		return -ENOMEM;
+	while (cap < 2 * (sp_agg__stats(agg)->entries + 1))
+		cap <<= 1;
+	b.pid_mask = cap - 1;
+	b.pids = malloc(cap * sizeof(*b.pids));
+	b.n_map_index = sp_proc_table__n_mappings(procs) + 1;
+	b.map_index = calloc(b.n_map_index, sizeof(*b.map_index));
+	if (!b.pids || !b.map_index)
+		goto out;
+	for (uint32_t i = 0; i < cap; i++)
+		b.pids[i].resource = -1;
+
+	gethostname(host, sizeof(host) - 1);
+	b.host_name = sp_profile__intern(b.p, host);
+	b.reason_key = sp_profile__intern(b.p, "off_cpu_reason");
+	for (int r = 0; r <= SP_OFF_OTHER; r++)
+		b.reason_str[r] = sp_profile__intern(b.p, reason_names[r]);
+	b.p->time_unix_ns = o->start_mono_ns + o->mono_to_unix_ns;
+	b.p->duration_ns = o->end_mono_ns > o->start_mono_ns ? o->end_mono_ns - o->start_mono_ns : 0;
+	b.p->period_ns[SP_KIND_ONCPU] = o->period_ns;
+
+	err = sp_agg__foreach(agg, add_entry, &b);
+	if (err)
+		goto out;
+	*out = b.p;
+	b.p = NULL;
+out:
+	sp_profile__free(b.p);
+	free(b.pids);
+	free(b.map_index);
+	return err;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * snapshot.h - builds a struct sp_profile from an aggregator and the
+ * process table: the hand-over point from the collector to the exporters.
+ *
+ * Runs on the export path (it allocates the profile); never on the
+ * ring-buffer hot path.  Addresses: the leaf frame of each stack keeps its
+ * address; every other frame is a return address and is reported minus one
+ * so that it falls inside the call instruction (pprof's convention, and what
+ * makes a symbolizer name the calling line, not the next one).
+ */
+#ifndef SPANPROF_SNAPSHOT_H
+#define SPANPROF_SNAPSHOT_H
+
+#include <stdint.h>
+
+struct sp_agg;
+struct sp_proc_table;
+struct sp_profile;
+
+struct sp_snapshot_opts {
+	int64_t mono_to_unix_ns;	/* add to CLOCK_MONOTONIC to get unix ns */
+	uint64_t period_ns;		/* on-CPU sampling period, 1e9 / Hz */
+	uint64_t start_mono_ns;
+	uint64_t end_mono_ns;
+	/* Optional: service name per pid (from the OTEP 4719 process context);
+	 * NULL or returning NULL means "use the executable name". */
+	const char *(*service_name)(uint32_t pid, void *ctx);
+	void *service_name_ctx;
+};
+
+int sp_snapshot__build(struct sp_agg *agg, struct sp_proc_table *procs,
+		       const struct sp_snapshot_opts *o, struct sp_profile **out);
+
+#endif

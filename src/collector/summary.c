@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * summary.c - see summary.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "summary.h"
+
+static const char *const counter_names[SP_CNT__MAX] = {
+	[SP_CNT_ONCPU_EVENTS] = "oncpu_events",
+	[SP_CNT_IDLE_SKIPPED] = "idle_skipped",
+	[SP_CNT_FILTERED] = "filtered",
+	[SP_CNT_RB_SENT_ONCPU] = "ringbuf_sent_oncpu",
+	[SP_CNT_RB_DROP_ONCPU] = "ringbuf_dropped_oncpu",
+	[SP_CNT_KSTACK_ERR] = "kstack_errors",
+	[SP_CNT_USTACK_ERR] = "ustack_errors",
+	[SP_CNT_KSTACK_TRUNC] = "kstack_truncated",
+	[SP_CNT_USTACK_TRUNC] = "ustack_truncated",
+	[SP_CNT_RB_SENT_PROC] = "ringbuf_sent_proc",
+	[SP_CNT_RB_DROP_PROC] = "ringbuf_dropped_proc",
+	[SP_CNT_SCRATCH_ERR] = "scratch_errors",
+	[SP_CNT_CTX_OK] = "ctx_ok",
+	[SP_CNT_CTX_NULL] = "ctx_null",
+	[SP_CNT_CTX_INVALID] = "ctx_invalid",
+	[SP_CNT_CTX_READ_ERR] = "ctx_read_errors",
+	[SP_CNT_OFFCPU_SWITCHES] = "offcpu_switches",
+	[SP_CNT_OFFCPU_BELOW_MIN] = "offcpu_below_min",
+	[SP_CNT_OFFCPU_SAMPLED_OUT] = "offcpu_sampled_out",
+	[SP_CNT_RB_SENT_OFFCPU] = "ringbuf_sent_offcpu",
+	[SP_CNT_RB_DROP_OFFCPU] = "ringbuf_dropped_offcpu",
+	[SP_CNT_OFFCPU_STATE_FULL] = "offcpu_state_full",
+};
+
+void sp_summary__status_line(FILE *f, const struct sp_consumer_stats *c, uint64_t elapsed_ns)
+{
+	fprintf(f, "\r\033[K[%6.1fs] samples %" PRIu64 "  written %" PRIu64 "  dropped %" PRIu64,
+		elapsed_ns / 1e9, c->received_oncpu + c->received_offcpu, c->aggregated,
+		c->agg_dropped);
+	fflush(f);
+}
+
+void sp_summary__print(FILE *f, const struct sp_summary *s)
+{
+	const uint64_t *b = s->bpf;
+	const struct sp_consumer_stats *c = &s->consumer;
+	uint64_t streamed = b[SP_CNT_RB_SENT_ONCPU] + b[SP_CNT_RB_DROP_ONCPU];
+	uint64_t received = c->received_oncpu;
+	uint64_t in_transit = b[SP_CNT_RB_SENT_ONCPU] > received ?
+			      b[SP_CNT_RB_SENT_ONCPU] - received : 0;
+
+	fprintf(f, "spanprof: %.1f s on %u CPUs at %u Hz -> %s (%s)\n",
+		s->duration_ns / 1e9, s->n_cpus, s->hz, s->output, s->format);
+	fprintf(f, "  samples taken %" PRIu64 ": idle %" PRIu64 " (counted, not written), "
+		"other processes %" PRIu64 ", streamed %" PRIu64 "\n",
+		b[SP_CNT_ONCPU_EVENTS], b[SP_CNT_IDLE_SKIPPED], b[SP_CNT_FILTERED], streamed);
+	fprintf(f, "  written %" PRIu64 ", dropped %" PRIu64 ": ring buffer full %" PRIu64
+		", aggregator full %" PRIu64 ", malformed %" PRIu64 ", lost in transit %" PRIu64 "\n",
+		c->aggregated, b[SP_CNT_RB_DROP_ONCPU] + c->agg_dropped + c->malformed + in_transit,
+		b[SP_CNT_RB_DROP_ONCPU], c->agg_dropped, c->malformed, in_transit);
+	fprintf(f, "  stacks: kernel truncated %" PRIu64 ", user truncated %" PRIu64
+		", user empty %" PRIu64 "; frames %" PRIu64 ", unresolved user frames %" PRIu64 "\n",
+		c->kstack_truncated, c->ustack_truncated, c->ustack_empty, c->frames,
+		c->frames_unresolved);
+	fprintf(f, "  processes %" PRIu64 ": maps read %" PRIu64 ", gone before read %" PRIu64
+		", unreadable %" PRIu64 ", mappings without build id %" PRIu64 "\n",
+		s->procs.procs_seen, s->procs.maps_reads, s->procs.maps_gone,
+		s->procs.maps_unreadable, s->procs.no_build_id);
+	fprintf(f, "  trace context: samples with ids %" PRIu64 "; processes resolved %" PRIu64
+		", failed %" PRIu64, c->ctx_samples, s->ctx_procs_resolved, s->ctx_procs_failed);
+	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
+		if (s->ctx_fail[i])
+			fprintf(f, " (%s %" PRIu64 ")", s->ctx_fail_names[i], s->ctx_fail[i]);
+	fputc('\n', f);
+}
+
+int sp_summary__write_json(const char *path, const struct sp_summary *s)
+{
+	const struct sp_consumer_stats *c = &s->consumer;
+	FILE *f = fopen(path, "we");
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	fprintf(f, "{\n  \"hz\": %u, \"n_cpus\": %u, \"duration_ns\": %" PRIu64
+		", \"mono_to_unix_ns\": %" PRId64 ",\n  \"bpf\": {", s->hz, s->n_cpus,
+		s->duration_ns, s->mono_to_unix_ns);
+	for (int i = 0; i < SP_CNT__MAX; i++)
+		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", counter_names[i], s->bpf[i]);
+	fprintf(f, "},\n  \"consumer\": {\"received_oncpu\": %" PRIu64
+		", \"received_offcpu\": %" PRIu64 ", \"received_exec\": %" PRIu64
+		", \"received_exit\": %" PRIu64 ", \"malformed\": %" PRIu64
+		", \"aggregated\": %" PRIu64 ", \"agg_dropped\": %" PRIu64
+		", \"kstack_truncated\": %" PRIu64 ", \"ustack_truncated\": %" PRIu64
+		", \"ustack_empty\": %" PRIu64 ", \"frames\": %" PRIu64
+		", \"frames_unresolved\": %" PRIu64 ", \"ctx_samples\": %" PRIu64 "},\n",
+		c->received_oncpu, c->received_offcpu, c->received_exec, c->received_exit,
+		c->malformed, c->aggregated, c->agg_dropped, c->kstack_truncated,
+		c->ustack_truncated, c->ustack_empty, c->frames, c->frames_unresolved,
+		c->ctx_samples);
+	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64
+		", \"dropped_entries_full\": %" PRIu64 ", \"dropped_bytes_full\": %" PRIu64
+		", \"dropped_events_full\": %" PRIu64 ", \"entries\": %u, \"bytes_used\": %zu"
+		", \"bytes_reserved\": %zu},\n", s->agg.added, s->agg.accepted,
+		s->agg.dropped_entries_full, s->agg.dropped_bytes_full,
+		s->agg.dropped_events_full, s->agg.entries, s->agg.bytes_used,
+		s->agg.bytes_reserved);
+	fprintf(f, "  \"procs\": {\"procs_seen\": %" PRIu64 ", \"procs_table_full\": %" PRIu64
+		", \"maps_reads\": %" PRIu64 ", \"maps_gone\": %" PRIu64
+		", \"maps_unreadable\": %" PRIu64 ", \"no_build_id\": %" PRIu64
+		", \"addr_unmapped\": %" PRIu64 ", \"mappings_full\": %" PRIu64 "},\n",
+		s->procs.procs_seen, s->procs.procs_table_full, s->procs.maps_reads,
+		s->procs.maps_gone, s->procs.maps_unreadable, s->procs.no_build_id,
+		s->procs.addr_unmapped, s->procs.mappings_full);
+	fprintf(f, "  \"ctx\": {\"procs_resolved\": %" PRIu64 ", \"procs_failed\": %" PRIu64,
+		s->ctx_procs_resolved, s->ctx_procs_failed);
+	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
+		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
+	fprintf(f, "}\n}\n");
+	if (ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}

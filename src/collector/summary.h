@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * summary.h - the end-of-recording account: every sample taken is written
+ * or dropped for a named reason.  Printed for people, written as JSON for
+ * tests and scripts.
+ *
+ *   taken     = BPF on-CPU events
+ *             = idle (counted, not streamed) + other processes (filtered)
+ *               + streamed
+ *   streamed  = ring sent + ring full (dropped)
+ *   ring sent = received by user space (+ malformed)
+ *   received  = written (aggregated) + aggregator full (dropped)
+ */
+#ifndef SPANPROF_SUMMARY_H
+#define SPANPROF_SUMMARY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "aggregator.h"
+#include "consumer.h"
+#include "proc_table.h"
+#include "spanprof/abi.h"
+
+struct sp_summary {
+	uint32_t hz;
+	uint32_t n_cpus;
+	uint64_t duration_ns;
+	int64_t mono_to_unix_ns;
+	const char *output;
+	const char *format;
+	uint64_t bpf[SP_CNT__MAX];
+	struct sp_consumer_stats consumer;
+	struct sp_agg_stats agg;
+	struct sp_proc_table_stats procs;
+	/* trace-context discovery (ctx_discovery.c) */
+	uint64_t ctx_procs_resolved;
+	uint64_t ctx_procs_failed;
+	uint64_t ctx_fail[16];
+	const char *ctx_fail_names[16];
+	uint32_t n_ctx_fail;
+};
+
+void sp_summary__print(FILE *f, const struct sp_summary *s);
+int sp_summary__write_json(const char *path, const struct sp_summary *s);
+void sp_summary__status_line(FILE *f, const struct sp_consumer_stats *c, uint64_t elapsed_ns);
+
+#endif
