@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - private helpers of src/profile (not for other modules).
+ *
+ *  - sp_hidx: an open-addressing hash index from a 64-bit hash to an int32
+ *    table index.  It stores no keys: callers pass an equality callback that
+ *    compares the candidate table entry with their key.  Owned by whoever
+ *    embeds it; sp_hidx__free() is NULL-safe and idempotent.
+ *  - sp_strtab: the string table an encoder writes.  It starts as the
+ *    profile's own table (borrowed, same indices) and appends the extra
+ *    strings the wire format needs ("samples", attribute keys, hex ids),
+ *    deduplicated.  Extras are owned by the strtab.
+ *  - sp_pballoc: a protobuf-c allocator with a byte budget, so unpacking
+ *    untrusted input cannot allocate without bound (NULL past the budget,
+ *    protobuf-c then fails the unpack).
+ *  - decoder caps: no decoded table or sample list grows past
+ *    SP_DECODE_MAX_ENTRIES entries (-E2BIG).
+ *
+ * Errors are negative errno; nothing aborts.
+ */
+#ifndef SPANPROF_PROFILE_INTERNAL_H
+#define SPANPROF_PROFILE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "profile/profile.h"
+
+#define SP_DECODE_MAX_ENTRIES (1u << 20)	/* per table, and samples */
+#define SP_TABLE_MAX (INT32_MAX / 2)		/* any model table */
+
+/* Well-known names (labels in pprof, attribute keys in OTLP). */
+#define SP_K_PID "pid"
+#define SP_K_TID "tid"
+#define SP_K_THREAD_NAME "thread_name"
+#define SP_K_TRACE_ID "trace_id"
+#define SP_K_SPAN_ID "span_id"
+#define SP_K_SERVICE_NAME "service.name"
+#define SP_A_THREAD_ID "thread.id"
+#define SP_A_THREAD_NAME "thread.name"
+#define SP_A_PROCESS_PID "process.pid"
+#define SP_A_EXE_PATH "process.executable.path"
+#define SP_A_EXE_NAME "process.executable.name"
+#define SP_A_CONTAINER_ID "container.id"
+#define SP_A_HOST_NAME "host.name"
+#define SP_A_BUILD_ID_GNU "process.executable.build_id.gnu"
+#define SP_A_FRAME_TYPE "profile.frame.type"
+
+/* ------------------------------------------------------------ hash index */
+struct sp_hidx {
+	uint32_t cap;		/* slots, power of two; 0 = nothing allocated */
+	uint32_t n;		/* used slots */
+	uint64_t *hash;
+	int32_t *val;		/* -1 = empty */
+};
+
+typedef bool (*sp_hidx_eq_fn)(const void *ctx, int32_t val);
+
+/* Returns the stored value whose hash matches and eq() accepts, or -1. */
+int32_t sp_hidx__find(const struct sp_hidx *h, uint64_t hash, sp_hidx_eq_fn eq,
+		      const void *ctx);
+/* Adds (hash, val); duplicates are the caller's business.  0 or -ENOMEM. */
+int sp_hidx__insert(struct sp_hidx *h, uint64_t hash, int32_t val);
+void sp_hidx__free(struct sp_hidx *h);
+
+uint64_t sp_hash_bytes(const void *p, size_t len);
+
+/* Index of string s[0..len) in p's table, or -1 (also when p has no index). */
+int32_t sp_profile__find_str(const struct sp_profile *p, const char *s, size_t len);
+
+/* ------------------------------------------------------------ strtab */
+struct sp_strtab {
+	const struct sp_profile *base;	/* borrowed: indices [0, base->n_strings) */
+	uint32_t n_base;
+	char **extra;			/* owned: indices n_base + i */
+	uint32_t n_extra;
+	uint32_t cap_extra;
+	struct sp_hidx idx;		/* over extras */
+};
+
+void sp_strtab__init(struct sp_strtab *t, const struct sp_profile *base);
+/* Index of s (found in the base or the extras, or appended).  >= 0 or
+ * -ENOMEM / -E2BIG. */
+int32_t sp_strtab__get(struct sp_strtab *t, const char *s);
+uint32_t sp_strtab__count(const struct sp_strtab *t);
+const char *sp_strtab__at(const struct sp_strtab *t, uint32_t i);
+void sp_strtab__free(struct sp_strtab *t);
+
+/* ------------------------------------------------------------ allocator */
+struct sp_pballoc {
+	ProtobufCAllocator a;	/* pass &x.a to protobuf-c */
+	size_t used;
+	size_t budget;
+	bool exhausted;		/* an allocation was refused */
+};
+
+/* Budget for unpacking len bytes: 48 * len + 1 MiB, at most 1 GiB. */
+void sp_pballoc__init(struct sp_pballoc *b, size_t input_len);
+
+/* ------------------------------------------------------------ hex */
+/* Writes 2n lower-case hex digits and a NUL to out (2n + 1 bytes). */
+void sp_hex_encode(const uint8_t *in, size_t n, char *out);
+/* Exactly 2n hex digits (either case) -> n bytes.  0 or -EINVAL. */
+int sp_hex_decode(const char *s, uint8_t *out, size_t n);
+
+/* True if bytes are all zero. */
+bool sp_all_zero(const void *p, size_t n);
+
+#endif /* SPANPROF_PROFILE_INTERNAL_H */

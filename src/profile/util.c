@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * util.c - private helpers of src/profile: hash index, encoder string table,
+ * budgeted protobuf-c allocator, hex.  See internal.h for the contracts.
+ *
+ * Hashing uses xxHash's XXH3 64-bit, compiled inline (XXH_INLINE_ALL) so the
+ * profile layer needs no extra library at link time.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "profile/internal.h"
+
+uint64_t sp_hash_bytes(const void *p, size_t len)
+{
+	return XXH3_64bits(p, len);
+}
+
+/* ------------------------------------------------------------ hash index */
+/* Linear probing, load factor <= 1/2, values -1 mark empty slots.  The
+ * table never shrinks and holds no keys, only hashes (for cheap probing and
+ * for rehashing on growth). */
+
+int32_t sp_hidx__find(const struct sp_hidx *h, uint64_t hash, sp_hidx_eq_fn eq,
+		      const void *ctx)
+{
+	uint32_t mask, i;
+
+	if (!h->cap)
+		return -1;
+	mask = h->cap - 1;
+	for (i = (uint32_t)hash & mask;; i = (i + 1) & mask) {
+		if (h->val[i] < 0)
+			return -1;
+		if (h->hash[i] == hash && eq(ctx, h->val[i]))
+			return h->val[i];
+	}
+}
+
+static void hidx_put(uint64_t *hashes, int32_t *vals, uint32_t cap,
+		     uint64_t hash, int32_t val)
+{
+	uint32_t mask = cap - 1, i;
+
+	for (i = (uint32_t)hash & mask; vals[i] >= 0; i = (i + 1) & mask)
+		;
+	hashes[i] = hash;
+	vals[i] = val;
+}
+
+int sp_hidx__insert(struct sp_hidx *h, uint64_t hash, int32_t val)
+{
+	if ((uint64_t)(h->n + 1) * 2 > h->cap) {
+		uint32_t ncap = h->cap ? h->cap * 2 : 64, i;
+		uint64_t *nh;
+		int32_t *nv;
+
+		if (h->cap >= (1u << 30))
+			return -E2BIG;
+		nh = calloc(ncap, sizeof(*nh));
+		nv = malloc((size_t)ncap * sizeof(*nv));
+		if (!nh || !nv) {
+			free(nh);
+			free(nv);
+			return -ENOMEM;
+		}
+		memset(nv, 0xff, (size_t)ncap * sizeof(*nv));	/* all -1 */
+		for (i = 0; i < h->cap; i++)
+			if (h->val[i] >= 0)
+				hidx_put(nh, nv, ncap, h->hash[i], h->val[i]);
+		free(h->hash);
+		free(h->val);
+		h->hash = nh;
+		h->val = nv;
+		h->cap = ncap;
+	}
+	hidx_put(h->hash, h->val, h->cap, hash, val);
+	h->n++;
+	return 0;
+}
+
+void sp_hidx__free(struct sp_hidx *h)
+{
+	if (!h)
+		return;
+	free(h->hash);
+	free(h->val);
+	memset(h, 0, sizeof(*h));
+}
+
+/* ------------------------------------------------------------ strtab */
+void sp_strtab__init(struct sp_strtab *t, const struct sp_profile *base)
+{
+	memset(t, 0, sizeof(*t));
+	t->base = base;
+	t->n_base = base->n_strings;
+}
+
+struct extra_key {
+	const struct sp_strtab *t;
+	const char *s;
+};
+
+static bool extra_eq(const void *ctx, int32_t v)
+{
+	const struct extra_key *k = ctx;
+
+	return strcmp(k->t->extra[v], k->s) == 0;
+}
+
+int32_t sp_strtab__get(struct sp_strtab *t, const char *s)
+{
+	size_t len = strlen(s);
+	uint64_t h = sp_hash_bytes(s, len);
+	struct extra_key k = { t, s };
+	int32_t i;
+	char *dup;
+	int err;
+
+	i = sp_profile__find_str(t->base, s, len);
+	if (i >= 0)
+		return i;
+	i = sp_hidx__find(&t->idx, h, extra_eq, &k);
+	if (i >= 0)
+		return (int32_t)t->n_base + i;
+	if ((uint64_t)t->n_base + t->n_extra >= SP_TABLE_MAX)
+		return -E2BIG;
+	if (t->n_extra == t->cap_extra) {
+		uint32_t ncap = t->cap_extra ? t->cap_extra * 2 : 32;
+		char **n = reallocarray(t->extra, ncap, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->extra = n;
+		t->cap_extra = ncap;
+	}
+	dup = strdup(s);
+	if (!dup)
+		return -ENOMEM;
+	err = sp_hidx__insert(&t->idx, h, (int32_t)t->n_extra);
+	if (err) {
+		free(dup);
+		return err;
+	}
+	t->extra[t->n_extra] = dup;
+	return (int32_t)(t->n_base + t->n_extra++);
+}
+
+uint32_t sp_strtab__count(const struct sp_strtab *t)
+{
+	return t->n_base + t->n_extra;
+}
+
+const char *sp_strtab__at(const struct sp_strtab *t, uint32_t i)
+{
+	if (i < t->n_base)
+		return t->base->strings[i];
+	return t->extra[i - t->n_base];
+}
+
+void sp_strtab__free(struct sp_strtab *t)
+{
+	uint32_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->n_extra; i++)
+		free(t->extra[i]);
+	free(t->extra);
+	sp_hidx__free(&t->idx);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ------------------------------------------------------------ allocator */
+static void *pb_alloc(void *data, size_t size)
+{
+	struct sp_pballoc *b = data;
+
+	if (size > b->budget - b->used) {
+		b->exhausted = true;
+		return NULL;
+	}
+	b->used += size;
+	return malloc(size);
+}
+
+static void pb_free(void *data, void *ptr)
+{
+	(void)data;
+	free(ptr);
+}
+
+void sp_pballoc__init(struct sp_pballoc *b, size_t input_len)
+{
+	const size_t cap = (size_t)1 << 30;
+
+	b->a.alloc = pb_alloc;
+	b->a.free = pb_free;
+	b->a.allocator_data = b;
+	b->used = 0;
+	b->exhausted = false;
+	b->budget = input_len > (cap - (1u << 20)) / 48 ? cap :
+		    48 * input_len + (1u << 20);
+}
+
+/* ------------------------------------------------------------ hex */
+void sp_hex_encode(const uint8_t *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int sp_hex_decode(const char *s, uint8_t *out, size_t n)
+{
+	size_t i;
+
+	if (strlen(s) != 2 * n)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+bool sp_all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
