@@ -13,11 +13,15 @@ $(O)/tests/%: $(O)/obj/tests/unit/%.o $(CORE_LIBS)
 
 FIXTURE_SRCS := $(wildcard tests/fixtures/*.c)
 FIXTURE_BINS := $(patsubst tests/fixtures/%.c,$(O)/fixtures/%,$(FIXTURE_SRCS))
+# clang, because GCC 12 drops the frame pointer of a leaf function that needs
+# no stack frame even with -mno-omit-leaf-frame-pointer, which hides the
+# leaf's caller from every frame-pointer unwinder (perf's too).
+FIXTURE_CC ?= clang
 FIXTURE_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 	-fno-inline -fno-optimize-sibling-calls -Wl,--build-id -Wall -Werror
 
 $(O)/fixtures/%: tests/fixtures/%.c
 	@mkdir -p $(@D)
-	$(CC) $(FIXTURE_CFLAGS) -o $@ $< -lpthread
+	$(FIXTURE_CC) $(FIXTURE_CFLAGS) -o $@ $< -lpthread
 
 TEST_TARGETS += $(UNIT_BINS) $(FIXTURE_BINS)
