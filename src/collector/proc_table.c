@@ -1,0 +1,868 @@
+// SPDX-License-Identifier: MIT
+/*
+ * proc_table.c - processes, their executable mappings and build ids.
+ *
+ * Contract (see proc_table.h for the API):
+ *
+ * Ownership.  The table owns everything it hands out: sp_proc_info and
+ * sp_mapping_info pointers, path strings (in a capped string arena that
+ * lives until __free), exe paths (one heap string per live slot) and the
+ * per-process mapping arrays.  __free(NULL) is a no-op.
+ *
+ * Memory.  Allocated at __new: the process slots and their pid hash, the
+ * mapping registry (max_mappings + 1 entries) with its hash indexes, the
+ * build-id cache and the scratch buffers used while reading maps.  Grown
+ * only when maps are read (never per sample): a process's sorted array of
+ * executable mappings (<= max_maps_per_proc entries, sized to what was
+ * found), its exe path (<= PATH_MAX) and string-arena chunks (capped at
+ * arena_cap bytes in total).  So the worst case is fixed by the config.
+ *
+ * Failure.  Nothing on the resolve path is fatal: a bound that is hit, a
+ * /proc file that vanished or cannot be read, a malformed maps line, a file
+ * without a build id - each is counted in sp_proc_table_stats and resolve
+ * returns 0 ("unknown") where it has no answer.  Only __new can fail
+ * (NULL, errno set).
+ *
+ * Process lifecycle.  A pid's maps are read on first sight, on __on_exec,
+ * and on an address miss at most once per refresh_interval_ns.  __on_exit
+ * marks the slot gone (kept, evictable, oldest exit evicted first); the
+ * next resolve for that pid re-reads once: if /proc/PID is back (pid reuse)
+ * the new maps replace the old, otherwise the old maps keep answering late
+ * samples of the dead process.  maps_gone counts processes that vanished
+ * before any of their maps were read (their samples are lost).
+ *
+ * Per process only executable mappings are kept.  File-backed ones get a
+ * registry id; anonymous executable memory (JIT, [vdso], ...) is kept as an
+ * id-0 range so addresses in it count as addr_unmapped without re-reading
+ * maps on every sample.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "collector/buildid_cache.h"
+#include "collector/maps.h"
+#include "collector/proc_table.h"
+
+#define PROC_DEF_MAX_PROCS 8192
+#define PROC_DEF_MAX_MAPPINGS 65536
+#define PROC_DEF_MAX_MAPS_PER_PROC 1024
+#define PROC_DEF_BUILDID_CACHE 4096
+#define PROC_DEF_REFRESH_NS (20ULL * 1000 * 1000)
+#define PROC_KERNEL_START 0xffff800000000000ULL
+#define PROC_KERNEL_PATH "[kernel.kallsyms]"
+
+#define PROC_NONE UINT32_MAX		/* end of an index chain */
+#define PROC_LINE_MAX (PATH_MAX + 256)	/* a maps line we accept */
+#define PROC_ARENA_CHUNK (64 * 1024)
+#define PROC_ARENA_PER_MAPPING 128	/* arena cap = this * max_mappings */
+
+struct proc_map {
+	uint64_t start;
+	uint64_t end;
+	uint32_t id;		/* 0: anonymous, or the registry was full */
+};
+
+struct proc_slot {
+	uint32_t pid;
+	uint32_t used;
+	uint32_t hash_next;	/* pid hash chain, or free list when !used */
+	uint32_t gone_prev;	/* gone list (oldest first) */
+	uint32_t gone_next;
+	bool in_gone_list;
+	bool exited;		/* on_exit seen, re-read not yet tried */
+	bool have_maps;		/* maps read successfully at least once */
+	bool have_comm;		/* comm given by the caller or read */
+	bool gone_counted;	/* maps_gone already counted for this pid */
+	uint64_t last_read_ns;
+	struct proc_map *maps;
+	uint32_t n_maps;
+	char *exe;		/* heap, or NULL */
+	struct sp_proc_info info;
+};
+
+struct proc_arena_chunk {
+	struct proc_arena_chunk *next;
+	size_t used;
+	size_t size;
+	char data[];
+};
+
+struct sp_proc_table {
+	struct sp_proc_table_config cfg;
+	char *proc_root;
+	struct sp_proc_table_stats stats;
+
+	struct proc_slot *slots;	/* max_procs */
+	uint32_t *pid_heads;		/* pid_mask + 1 */
+	uint32_t pid_mask;
+	uint32_t free_head;
+	uint32_t gone_head, gone_tail;
+
+	struct sp_mapping_info *mappings;	/* index = id; [0] unused */
+	uint32_t n_mappings;
+	uint32_t *map_index;		/* open addressing: ids, 0 = empty */
+	uint32_t map_mask;
+	const char **str_index;		/* open addressing: interned strings */
+	uint32_t str_mask;
+
+	struct proc_arena_chunk *arena;
+	size_t arena_bytes, arena_cap;
+
+	struct sp_buildid_cache *bcache;
+
+	/* scratch for one maps read */
+	char *linebuf;			/* PROC_LINE_MAX */
+	struct proc_map *scratch;	/* max_maps_per_proc */
+	char *pathbuf;			/* PATH_MAX */
+};
+
+static const char proc_empty[] = "";
+
+/* ------------------------------------------------------------- helpers */
+
+static uint32_t proc_pow2_at_least(uint64_t n)
+{
+	uint64_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p > (1ULL << 31) ? 1U << 31 : (uint32_t)p;
+}
+
+static uint32_t proc_pid_hash(uint32_t pid)
+{
+	uint32_t h = pid * 0x9e3779b1U;
+
+	return h ^ (h >> 16);
+}
+
+/* ------------------------------------------------------------- strings */
+
+static const char *proc_arena_dup(struct sp_proc_table *t, const char *s, size_t n)
+{
+	struct proc_arena_chunk *c = t->arena;
+	char *p;
+
+	if (!c || c->size - c->used < n + 1) {
+		size_t size = n + 1 > PROC_ARENA_CHUNK ? n + 1 : PROC_ARENA_CHUNK;
+
+		if (t->arena_bytes + size > t->arena_cap)
+			return NULL;
+		c = malloc(sizeof(*c) + size);
+		if (!c)
+			return NULL;
+		c->next = t->arena;
+		c->used = 0;
+		c->size = size;
+		t->arena = c;
+		t->arena_bytes += size;
+	}
+	p = c->data + c->used;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	c->used += n + 1;
+	return p;
+}
+
+/* Interned copy of s[0..n), or NULL when the arena is at its cap. */
+static const char *proc_intern(struct sp_proc_table *t, const char *s, size_t n)
+{
+	uint32_t i = (uint32_t)XXH3_64bits(s, n) & t->str_mask;
+	const char *p;
+
+	for (;; i = (i + 1) & t->str_mask) {
+		p = t->str_index[i];
+		if (!p)
+			break;
+		if (strlen(p) == n && !memcmp(p, s, n))
+			return p;
+	}
+	/* Unique strings <= registered mappings < index size: never full. */
+	p = proc_arena_dup(t, s, n);
+	if (p)
+		t->str_index[i] = p;
+	return p;
+}
+
+/* ------------------------------------------------------------- registry */
+
+static uint64_t proc_mapping_hash(const char *path, const struct sp_build_id *b,
+				  uint64_t start, uint64_t limit, uint64_t offset)
+{
+	uint64_t h = XXH3_64bits(path, strlen(path));
+
+	h ^= XXH3_64bits_withSeed(b->id, b->len, b->len);
+	h = XXH3_64bits_withSeed(&start, sizeof(start), h);
+	h = XXH3_64bits_withSeed(&limit, sizeof(limit), h);
+	return XXH3_64bits_withSeed(&offset, sizeof(offset), h);
+}
+
+/* Id of (path, build id, start, limit, offset), registering it if new; 0
+ * when the registry or its string arena is full (counted). */
+static uint32_t proc_register(struct sp_proc_table *t, const char *path, size_t path_len,
+			      const struct sp_build_id *b, uint64_t start,
+			      uint64_t limit, uint64_t offset, bool kernel)
+{
+	struct sp_mapping_info *m;
+	const char *ipath;
+	uint32_t i, id;
+
+	/* Interning the path first keeps the key a plain C string; a path
+	 * whose mapping is then refused stays in the arena (bounded). */
+	ipath = proc_intern(t, path, path_len);
+	if (!ipath) {
+		t->stats.mappings_full++;
+		return 0;
+	}
+	i = (uint32_t)proc_mapping_hash(ipath, b, start, limit, offset) & t->map_mask;
+	for (;; i = (i + 1) & t->map_mask) {
+		id = t->map_index[i];
+		if (!id)
+			break;
+		m = &t->mappings[id];
+		/* Interned: equal paths are the same pointer. */
+		if (m->path == ipath && m->start == start && m->limit == limit &&
+		    m->offset == offset && m->build_id.len == b->len &&
+		    !memcmp(m->build_id.id, b->id, b->len))
+			return id;
+	}
+	if (t->n_mappings >= t->cfg.max_mappings) {
+		t->stats.mappings_full++;
+		return 0;
+	}
+	id = ++t->n_mappings;
+	m = &t->mappings[id];
+	m->start = start;
+	m->limit = limit;
+	m->offset = offset;
+	m->build_id = *b;
+	m->path = ipath;
+	m->kernel = kernel;
+	t->map_index[i] = id;
+	return id;
+}
+
+/* ------------------------------------------------------------- slots */
+
+static struct proc_slot *proc_find(struct sp_proc_table *t, uint32_t pid)
+{
+	uint32_t i = t->pid_heads[proc_pid_hash(pid) & t->pid_mask];
+
+	while (i != PROC_NONE) {
+		if (t->slots[i].pid == pid)
+			return &t->slots[i];
+		i = t->slots[i].hash_next;
+	}
+	return NULL;
+}
+
+static uint32_t proc_idx(const struct sp_proc_table *t, const struct proc_slot *p)
+{
+	return (uint32_t)(p - t->slots);
+}
+
+static void proc_gone_add(struct sp_proc_table *t, struct proc_slot *p)
+{
+	uint32_t i = proc_idx(t, p);
+
+	if (p->in_gone_list)
+		return;
+	p->gone_next = PROC_NONE;
+	p->gone_prev = t->gone_tail;
+	if (t->gone_tail != PROC_NONE)
+		t->slots[t->gone_tail].gone_next = i;
+	else
+		t->gone_head = i;
+	t->gone_tail = i;
+	p->in_gone_list = true;
+}
+
+static void proc_gone_del(struct sp_proc_table *t, struct proc_slot *p)
+{
+	if (!p->in_gone_list)
+		return;
+	if (p->gone_prev != PROC_NONE)
+		t->slots[p->gone_prev].gone_next = p->gone_next;
+	else
+		t->gone_head = p->gone_next;
+	if (p->gone_next != PROC_NONE)
+		t->slots[p->gone_next].gone_prev = p->gone_prev;
+	else
+		t->gone_tail = p->gone_prev;
+	p->in_gone_list = false;
+}
+
+static void proc_mark_gone(struct sp_proc_table *t, struct proc_slot *p)
+{
+	p->info.gone = true;
+	proc_gone_add(t, p);
+}
+
+static void proc_slot_release(struct sp_proc_table *t, struct proc_slot *p)
+{
+	uint32_t *link = &t->pid_heads[proc_pid_hash(p->pid) & t->pid_mask];
+	uint32_t i = proc_idx(t, p);
+
+	while (*link != PROC_NONE && *link != i)
+		link = &t->slots[*link].hash_next;
+	if (*link == i)
+		*link = p->hash_next;
+	proc_gone_del(t, p);
+	free(p->maps);
+	free(p->exe);
+	memset(p, 0, sizeof(*p));
+	p->hash_next = t->free_head;
+	t->free_head = i;
+}
+
+/* A fresh slot for pid, evicting the oldest gone process if needed; NULL
+ * (counted) when every slot holds a live process. */
+static struct proc_slot *proc_alloc(struct sp_proc_table *t, uint32_t pid)
+{
+	struct proc_slot *p;
+	uint32_t i, h;
+
+	if (t->free_head == PROC_NONE) {
+		if (t->gone_head == PROC_NONE) {
+			t->stats.procs_table_full++;
+			return NULL;
+		}
+		proc_slot_release(t, &t->slots[t->gone_head]);
+	}
+	i = t->free_head;
+	p = &t->slots[i];
+	t->free_head = p->hash_next;
+	memset(p, 0, sizeof(*p));
+	p->used = 1;
+	p->pid = pid;
+	p->gone_prev = p->gone_next = PROC_NONE;
+	p->info.pid = pid;
+	p->info.exe_path = proc_empty;
+	h = proc_pid_hash(pid) & t->pid_mask;
+	p->hash_next = t->pid_heads[h];
+	t->pid_heads[h] = i;
+	t->stats.procs_seen++;
+	return p;
+}
+
+/* ------------------------------------------------------------- /proc */
+
+static int proc_path(struct sp_proc_table *t, char *buf, size_t size, uint32_t pid,
+		     const char *leaf)
+{
+	int n = snprintf(buf, size, "%s/%u/%s", t->proc_root, pid, leaf);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static void proc_read_comm(struct sp_proc_table *t, struct proc_slot *p)
+{
+	char path[PATH_MAX];
+	char buf[sizeof(p->info.comm)];
+	ssize_t n;
+	int fd;
+
+	if (proc_path(t, path, sizeof(path), p->pid, "comm"))
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\0'))
+		n--;
+	memset(p->info.comm, 0, sizeof(p->info.comm));
+	memcpy(p->info.comm, buf, (size_t)n);
+	p->have_comm = true;
+}
+
+static void proc_set_comm(struct proc_slot *p, const char *comm)
+{
+	memset(p->info.comm, 0, sizeof(p->info.comm));
+	memcpy(p->info.comm, comm, strnlen(comm, sizeof(p->info.comm) - 1));
+	p->have_comm = true;
+}
+
+static void proc_read_exe(struct sp_proc_table *t, struct proc_slot *p)
+{
+	static const char deleted[] = " (deleted)";
+	char path[PATH_MAX];
+	char *buf = t->pathbuf;
+	ssize_t n;
+	char *s;
+
+	if (proc_path(t, path, sizeof(path), p->pid, "exe"))
+		return;
+	n = readlink(path, buf, PATH_MAX - 1);
+	if (n <= 0)
+		return;
+	if ((size_t)n > sizeof(deleted) - 1 &&
+	    !memcmp(buf + n - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1))
+		n -= sizeof(deleted) - 1;
+	s = strndup(buf, (size_t)n);
+	if (!s)
+		return;
+	free(p->exe);
+	p->exe = s;
+	p->info.exe_path = s;
+}
+
+/* Opens the file behind a maps entry: map_files first (deleted files,
+ * other mount namespaces; root only), then PID/root/PATH when the file
+ * was not deleted and the inode still matches. */
+static int proc_open_mapped(struct sp_proc_table *t, uint32_t pid,
+			    const struct sp_map_entry *e, struct stat *st)
+{
+	char *path = t->pathbuf;
+	int n, fd;
+
+	n = snprintf(path, PATH_MAX, "%s/%u/map_files/%llx-%llx", t->proc_root, pid,
+		     (unsigned long long)e->start, (unsigned long long)e->end);
+	if (n > 0 && n < PATH_MAX) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (fstat(fd, st) == 0)
+				return fd;
+			close(fd);
+		}
+	}
+	if (e->deleted || e->path_len == 0 || e->path[0] != '/' ||
+	    e->path_len > INT_MAX)
+		return -ENOENT;
+	n = snprintf(path, PATH_MAX, "%s/%u/root%.*s", t->proc_root, pid,
+		     (int)e->path_len, e->path);
+	if (n < 0 || n >= PATH_MAX)
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) != 0 || (uint64_t)st->st_ino != e->inode) {
+		close(fd);
+		return -ENOENT;	/* replaced since it was mapped */
+	}
+	return fd;
+}
+
+static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
+			  const struct sp_map_entry *e, struct sp_build_id *b)
+{
+	struct sp_buildid_cache_key key;
+	struct stat st;
+	int fd;
+
+	memset(b, 0, sizeof(*b));
+	fd = proc_open_mapped(t, pid, e, &st);
+	if (fd < 0)
+		return;
+	memset(&key, 0, sizeof(key));
+	key.dev = (uint64_t)st.st_dev;
+	key.ino = (uint64_t)st.st_ino;
+	key.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	if (sp_buildid_cache__lookup(t->bcache, &key, b)) {
+		t->stats.buildid_cache_hits++;
+	} else {
+		t->stats.buildid_cache_misses++;
+		if (sp_buildid__from_fd(fd, b))
+			memset(b, 0, sizeof(*b));
+		sp_buildid_cache__insert(t->bcache, &key, b);
+	}
+	close(fd);
+}
+
+static int proc_map_cmp(const void *a, const void *b)
+{
+	const struct proc_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* One maps line -> maybe one scratch entry. */
+static void proc_take_line(struct sp_proc_table *t, struct proc_slot *p,
+			   const char *line, size_t len, uint32_t *n, bool *full)
+{
+	struct sp_map_entry e;
+	struct sp_build_id b;
+	struct proc_map *m;
+
+	if (sp_maps__parse_line(line, len, &e)) {
+		t->stats.maps_malformed_lines++;
+		return;
+	}
+	if (!(e.perms & SP_MAP_X))
+		return;
+	if (*n >= t->cfg.max_maps_per_proc) {
+		*full = true;
+		return;
+	}
+	m = &t->scratch[(*n)++];
+	m->start = e.start;
+	m->end = e.end;
+	m->id = 0;
+	/* Named specials ([vdso], [vsyscall], [anon:x]) have no file. */
+	if (e.path_len == 0 || e.path[0] == '[')
+		return;
+	proc_build_id(t, p->pid, &e, &b);
+	if (!b.len)
+		t->stats.no_build_id++;
+	m->id = proc_register(t, e.path, e.path_len, &b, e.start, e.end, e.offset, false);
+}
+
+/* Reads PID/maps into p.  0, or -ENOENT (gone) / other negative errno
+ * (unreadable); on failure p keeps its previous maps. */
+static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
+{
+	char path[PATH_MAX];
+	char *buf = t->linebuf;
+	size_t have = 0;
+	uint32_t n = 0, i;
+	bool full = false, skipping = false, sorted = true;
+	struct proc_map *maps;
+	int fd, err = 0;
+
+	p->last_read_ns = now_ns;
+	p->exited = false;
+	t->stats.maps_reads++;
+	err = proc_path(t, path, sizeof(path), p->pid, "maps");
+	if (err)
+		goto fail;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + have, PROC_LINE_MAX - have);
+		size_t start = 0, j;
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (r == 0) {
+			/* A last line without '\n'. */
+			if (have && !skipping)
+				proc_take_line(t, p, buf, have, &n, &full);
+			break;
+		}
+		have += (size_t)r;
+		for (j = 0; j < have; j++) {
+			if (buf[j] != '\n')
+				continue;
+			if (!skipping)
+				proc_take_line(t, p, buf + start, j - start, &n, &full);
+			skipping = false;
+			start = j + 1;
+		}
+		memmove(buf, buf + start, have - start);
+		have -= start;
+		if (have == PROC_LINE_MAX) {
+			/* Longer than any valid line: count once, drop to '\n'. */
+			if (!skipping)
+				t->stats.maps_malformed_lines++;
+			skipping = true;
+			have = 0;
+		}
+	}
+	close(fd);
+	if (err)
+		goto fail;
+
+	if (full)
+		t->stats.maps_per_proc_full++;
+	for (i = 1; i < n; i++) {
+		if (t->scratch[i - 1].start > t->scratch[i].start) {
+			sorted = false;
+			break;
+		}
+	}
+	if (!sorted)
+		qsort(t->scratch, n, sizeof(*t->scratch), proc_map_cmp);
+	maps = NULL;
+	if (n) {
+		maps = malloc((size_t)n * sizeof(*maps));
+		if (!maps) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		memcpy(maps, t->scratch, (size_t)n * sizeof(*maps));
+	}
+	free(p->maps);
+	p->maps = maps;
+	p->n_maps = n;
+	p->have_maps = true;
+	p->info.gone = false;
+	proc_gone_del(t, p);
+	return 0;
+fail:
+	if (err == -ENOENT || err == -ESRCH) {
+		if (!p->have_maps && !p->gone_counted) {
+			t->stats.maps_gone++;
+			p->gone_counted = true;
+		}
+		proc_mark_gone(t, p);
+		return -ENOENT;
+	}
+	t->stats.maps_unreadable++;
+	return err;
+}
+
+/* (Re)reads everything about a process we learn from /proc.  When the
+ * process is gone, what we knew about it stays. */
+static void proc_refresh_all(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
+{
+	if (proc_read_maps(t, p, now_ns) == -ENOENT)
+		return;
+	if (!p->have_comm)
+		proc_read_comm(t, p);
+	free(p->exe);
+	p->exe = NULL;
+	p->info.exe_path = proc_empty;
+	proc_read_exe(t, p);
+}
+
+/* Binary search: the entry containing addr, or NULL. */
+static const struct proc_map *proc_lookup(const struct proc_slot *p, uint64_t addr)
+{
+	uint32_t lo = 0, hi = p->n_maps;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (p->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= p->maps[lo - 1].end)
+		return NULL;
+	return &p->maps[lo - 1];
+}
+
+/* ------------------------------------------------------------- API */
+
+struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
+{
+	struct sp_proc_table *t;
+	struct sp_build_id kb;
+	uint32_t i;
+	int err = -ENOMEM;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	if (cfg)
+		t->cfg = *cfg;
+	if (!t->cfg.max_procs)
+		t->cfg.max_procs = PROC_DEF_MAX_PROCS;
+	if (!t->cfg.max_mappings)
+		t->cfg.max_mappings = PROC_DEF_MAX_MAPPINGS;
+	if (!t->cfg.max_maps_per_proc)
+		t->cfg.max_maps_per_proc = PROC_DEF_MAX_MAPS_PER_PROC;
+	if (!t->cfg.buildid_cache_entries)
+		t->cfg.buildid_cache_entries = PROC_DEF_BUILDID_CACHE;
+	if (!t->cfg.refresh_interval_ns)
+		t->cfg.refresh_interval_ns = PROC_DEF_REFRESH_NS;
+	if (!t->cfg.proc_root || !t->cfg.proc_root[0])
+		t->cfg.proc_root = "/proc";
+	if (t->cfg.max_procs >= (1U << 30) || t->cfg.max_mappings >= (1U << 30)) {
+		err = -EINVAL;
+		goto fail;
+	}
+	t->proc_root = strdup(t->cfg.proc_root);
+	if (!t->proc_root)
+		goto fail;
+	t->cfg.proc_root = t->proc_root;
+
+	t->slots = calloc(t->cfg.max_procs, sizeof(*t->slots));
+	t->pid_mask = proc_pow2_at_least(t->cfg.max_procs) - 1;
+	t->pid_heads = malloc(((size_t)t->pid_mask + 1) * sizeof(*t->pid_heads));
+	/* [0] is "unknown"; the kernel takes id 1, one of max_mappings. */
+	t->mappings = calloc((size_t)t->cfg.max_mappings + 1, sizeof(*t->mappings));
+	t->map_mask = proc_pow2_at_least(2ULL * t->cfg.max_mappings + 2) - 1;
+	t->map_index = calloc((size_t)t->map_mask + 1, sizeof(*t->map_index));
+	t->str_mask = t->map_mask;
+	t->str_index = calloc((size_t)t->str_mask + 1, sizeof(*t->str_index));
+	t->linebuf = malloc(PROC_LINE_MAX);
+	t->pathbuf = malloc(PATH_MAX);
+	t->scratch = calloc(t->cfg.max_maps_per_proc, sizeof(*t->scratch));
+	t->bcache = sp_buildid_cache__new(t->cfg.buildid_cache_entries);
+	if (!t->slots || !t->pid_heads || !t->mappings || !t->map_index ||
+	    !t->str_index || !t->linebuf || !t->pathbuf || !t->scratch || !t->bcache)
+		goto fail;
+	t->arena_cap = (size_t)t->cfg.max_mappings * PROC_ARENA_PER_MAPPING;
+	if (t->arena_cap < 2 * PROC_ARENA_CHUNK)
+		t->arena_cap = 2 * PROC_ARENA_CHUNK;
+
+	for (i = 0; i <= t->pid_mask; i++)
+		t->pid_heads[i] = PROC_NONE;
+	for (i = 0; i < t->cfg.max_procs; i++)
+		t->slots[i].hash_next = i + 1 < t->cfg.max_procs ? i + 1 : PROC_NONE;
+	t->free_head = 0;
+	t->gone_head = t->gone_tail = PROC_NONE;
+
+	/* No kernel build id (no /sys/kernel/notes) is not fatal: the
+	 * mapping still exists, with len 0. */
+	if (sp_buildid__kernel(&kb))
+		memset(&kb, 0, sizeof(kb));
+	if (proc_register(t, PROC_KERNEL_PATH, strlen(PROC_KERNEL_PATH), &kb,
+			  PROC_KERNEL_START, UINT64_MAX, 0, true) != 1) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	return t;
+fail:
+	sp_proc_table__free(t);
+	errno = -err;
+	return NULL;
+}
+
+void sp_proc_table__free(struct sp_proc_table *t)
+{
+	struct proc_arena_chunk *c, *next;
+	uint32_t i;
+
+	if (!t)
+		return;
+	if (t->slots) {
+		for (i = 0; i < t->cfg.max_procs; i++) {
+			free(t->slots[i].maps);
+			free(t->slots[i].exe);
+		}
+	}
+	for (c = t->arena; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	sp_buildid_cache__free(t->bcache);
+	free(t->scratch);
+	free(t->pathbuf);
+	free(t->linebuf);
+	free(t->str_index);
+	free(t->map_index);
+	free(t->mappings);
+	free(t->pid_heads);
+	free(t->slots);
+	free(t->proc_root);
+	free(t);
+}
+
+uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
+				uint64_t addr, uint64_t now_ns)
+{
+	const struct proc_map *m;
+	struct proc_slot *p;
+	bool fresh = false;
+
+	if (!t)
+		return 0;
+	p = proc_find(t, pid);
+	if (!p) {
+		p = proc_alloc(t, pid);
+		if (!p)
+			return 0;
+		proc_refresh_all(t, p, now_ns);
+		fresh = true;
+	} else if (p->exited) {
+		/* First sample after on_exit: pid reuse or a late sample. */
+		p->have_comm = false;
+		p->gone_counted = false;
+		proc_refresh_all(t, p, now_ns);
+		fresh = true;
+	}
+	m = proc_lookup(p, addr);
+	/* Miss: re-read at most once per interval.  Gone processes too,
+	 * since that is how a reused pid (without exec) is noticed. */
+	if (!m && !fresh && now_ns >= p->last_read_ns &&
+	    now_ns - p->last_read_ns >= t->cfg.refresh_interval_ns) {
+		proc_read_maps(t, p, now_ns);
+		m = proc_lookup(p, addr);
+	}
+	if (!m || !m->id) {
+		t->stats.addr_unmapped++;
+		return 0;
+	}
+	return m->id;
+}
+
+uint32_t sp_proc_table__kernel_mapping(const struct sp_proc_table *t)
+{
+	return t ? 1 : 0;
+}
+
+void sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *comm,
+			    uint64_t now_ns)
+{
+	struct proc_slot *p;
+
+	if (!t)
+		return;
+	p = proc_find(t, pid);
+	if (!p) {
+		p = proc_alloc(t, pid);
+		if (!p)
+			return;
+	}
+	free(p->maps);
+	p->maps = NULL;
+	p->n_maps = 0;
+	p->have_maps = false;
+	p->have_comm = false;
+	p->gone_counted = false;
+	p->info.gone = false;
+	proc_gone_del(t, p);
+	if (comm && comm[0])
+		proc_set_comm(p, comm);
+	proc_refresh_all(t, p, now_ns);
+}
+
+void sp_proc_table__on_exit(struct sp_proc_table *t, uint32_t pid)
+{
+	struct proc_slot *p;
+
+	if (!t)
+		return;
+	p = proc_find(t, pid);
+	if (!p)
+		return;
+	p->exited = true;
+	proc_mark_gone(t, p);
+}
+
+const struct sp_proc_info *sp_proc_table__proc(struct sp_proc_table *t, uint32_t pid)
+{
+	struct proc_slot *p;
+
+	if (!t)
+		return NULL;
+	p = proc_find(t, pid);
+	return p ? &p->info : NULL;
+}
+
+const struct sp_mapping_info *sp_proc_table__mapping(const struct sp_proc_table *t,
+						     uint32_t id)
+{
+	if (!t || id == 0 || id > t->n_mappings)
+		return NULL;
+	return &t->mappings[id];
+}
+
+uint32_t sp_proc_table__n_mappings(const struct sp_proc_table *t)
+{
+	return t ? t->n_mappings : 0;
+}
+
+const struct sp_proc_table_stats *sp_proc_table__stats(const struct sp_proc_table *t)
+{
+	return t ? &t->stats : NULL;
+}

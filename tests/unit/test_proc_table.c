@@ -1,0 +1,640 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_proc_table.c - the process table (collector/proc_table.h).
+ *
+ * Real /proc: this test process (a function of the test binary and of libc
+ * resolve to mappings with the right path and build id), a deleted file
+ * mapped executable (read through map_files), a child that is reaped
+ * before its maps are read (maps_gone), a child that exits after being read
+ * (late samples keep resolving), pid reuse after on_exit (re-read), the
+ * refresh rate limit.  A fake proc_root: malformed and overlong maps lines
+ * counted, anonymous executable memory, the root/PATH fallback with its
+ * inode check, unreadable maps, and every bound: procs (with eviction of
+ * gone processes), registry mappings, mappings per process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "collector/proc_table.h"
+
+#define MS 1000000ULL
+
+static char root[64];		/* fake proc root */
+
+static uint64_t now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(root, "/tmp/test_proc_table.XXXXXX");
+	return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+__attribute__((noinline)) static int probe_function(int x)
+{
+	return x * 3 + 1;
+}
+
+static uint64_t probe_addr(void)
+{
+	return (uint64_t)(uintptr_t)&probe_function;
+}
+
+static void self_exe(char *buf, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+
+	assert_true(n > 0);
+	buf[n] = '\0';
+}
+
+static void assert_same_id(const struct sp_build_id *a, const struct sp_build_id *b)
+{
+	assert_int_equal(a->len, b->len);
+	assert_memory_equal(a->id, b->id, a->len);
+}
+
+/* ------------------------------------------------------------ real /proc */
+
+static void test_self(void **state)
+{
+	struct sp_proc_table *t = sp_proc_table__new(NULL);
+	const struct sp_proc_table_stats *st;
+	const struct sp_mapping_info *m, *k;
+	const struct sp_proc_info *pi;
+	struct sp_build_id want, kid;
+	char exe[PATH_MAX], comm[32] = "";
+	uint32_t pid = (uint32_t)getpid(), id, id2, libc;
+	uint64_t addr = probe_addr();
+	FILE *f;
+
+	(void)state;
+	assert_non_null(t);
+	st = sp_proc_table__stats(t);
+	assert_int_equal(probe_function(1), 4);
+
+	/* kernel mapping: id 1, always there */
+	assert_int_equal(sp_proc_table__kernel_mapping(t), 1);
+	assert_int_equal(sp_proc_table__n_mappings(t), 1);
+	k = sp_proc_table__mapping(t, 1);
+	assert_non_null(k);
+	assert_true(k->kernel);
+	assert_string_equal(k->path, "[kernel.kallsyms]");
+	assert_true(k->start == 0xffff800000000000ULL && k->limit == UINT64_MAX);
+	if (sp_buildid__kernel(&kid) == 0)
+		assert_same_id(&k->build_id, &kid);
+	assert_null(sp_proc_table__mapping(t, 0));
+	assert_null(sp_proc_table__mapping(t, 2));
+	assert_null(sp_proc_table__proc(t, pid));
+
+	id = sp_proc_table__resolve(t, pid, addr, now());
+	assert_true(id >= 2);
+	m = sp_proc_table__mapping(t, id);
+	assert_non_null(m);
+	assert_false(m->kernel);
+	self_exe(exe, sizeof(exe));
+	assert_string_equal(m->path, exe);
+	assert_true(m->start <= addr && addr < m->limit);
+	assert_int_equal(sp_buildid__from_path("/proc/self/exe", &want), 0);
+	assert_same_id(&m->build_id, &want);
+	assert_int_equal(st->procs_seen, 1);
+	assert_int_equal(st->maps_reads, 1);
+	assert_int_equal(st->addr_unmapped, 0);
+
+	/* Same address again, and one in libc: no new read. */
+	id2 = sp_proc_table__resolve(t, pid, addr + 1, now());
+	assert_int_equal(id2, id);
+	libc = sp_proc_table__resolve(t, pid, (uint64_t)(uintptr_t)&getpid, now());
+	assert_true(libc >= 2 && libc != id);
+	m = sp_proc_table__mapping(t, libc);
+	assert_non_null(strstr(m->path, "libc"));
+	assert_true(m->build_id.len > 0);
+	assert_int_equal(st->maps_reads, 1);
+
+	pi = sp_proc_table__proc(t, pid);
+	assert_non_null(pi);
+	assert_int_equal(pi->pid, pid);
+	assert_false(pi->gone);
+	assert_string_equal(pi->exe_path, exe);
+	f = fopen("/proc/self/comm", "r");
+	assert_non_null(f);
+	assert_non_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	assert_string_equal(pi->comm, comm);
+
+	/* exec: forget and re-read; build ids now come from the cache and
+	 * the interned mapping ids are the same. */
+	sp_proc_table__on_exec(t, pid, "renamed", now());
+	assert_int_equal(st->maps_reads, 2);
+	assert_true(st->buildid_cache_hits > 0);
+	assert_string_equal(sp_proc_table__proc(t, pid)->comm, "renamed");
+	assert_int_equal(sp_proc_table__resolve(t, pid, addr, now()), id);
+	assert_int_equal(st->maps_reads, 2);
+	assert_int_equal(st->maps_gone + st->maps_unreadable + st->maps_malformed_lines, 0);
+
+	sp_proc_table__free(t);
+	sp_proc_table__free(NULL);
+}
+
+static void test_unknown_address_and_refresh(void **state)
+{
+	struct sp_proc_table_config cfg = { .refresh_interval_ns = 50 * MS };
+	struct sp_proc_table *t = sp_proc_table__new(&cfg);
+	const struct sp_proc_table_stats *st = sp_proc_table__stats(t);
+	uint32_t pid = (uint32_t)getpid();
+	int on_stack = 0;
+	void *heap = malloc(64);
+	uint64_t t0 = 1000 * MS;
+
+	(void)state;
+	assert_non_null(t);
+	assert_true(sp_proc_table__resolve(t, pid, probe_addr(), t0) > 0);
+	assert_int_equal(st->maps_reads, 1);
+
+	/* Unmapped, stack (not executable), heap: 0 and counted.  Misses
+	 * re-read maps once per interval at most. */
+	assert_int_equal(sp_proc_table__resolve(t, pid, 0x10, t0 + 1), 0);
+	assert_int_equal(st->addr_unmapped, 1);
+	assert_int_equal(st->maps_reads, 1);
+	assert_int_equal(sp_proc_table__resolve(t, pid, (uint64_t)(uintptr_t)&on_stack,
+						t0 + 49 * MS), 0);
+	assert_int_equal(sp_proc_table__resolve(t, pid, (uint64_t)(uintptr_t)heap,
+						t0 + 49 * MS), 0);
+	assert_int_equal(st->addr_unmapped, 3);
+	assert_int_equal(st->maps_reads, 1);
+	assert_int_equal(sp_proc_table__resolve(t, pid, 0x10, t0 + 50 * MS), 0);
+	assert_int_equal(st->maps_reads, 2);
+	assert_int_equal(sp_proc_table__resolve(t, pid, 0x10, t0 + 60 * MS), 0);
+	assert_int_equal(st->maps_reads, 2);
+	/* A clock that goes backwards does not cause a read storm. */
+	assert_int_equal(sp_proc_table__resolve(t, pid, 0x10, 5), 0);
+	assert_int_equal(st->maps_reads, 2);
+	assert_int_equal(st->addr_unmapped, 6);
+	/* A kernel address is not a user mapping. */
+	assert_int_equal(sp_proc_table__resolve(t, pid, 0xffffffff81000000ULL, t0 + 60 * MS), 0);
+	free(heap);
+	sp_proc_table__free(t);
+}
+
+/* A deleted executable file stays resolvable with its build id
+ * (map_files needs root; skipped otherwise). */
+static void test_deleted_file(void **state)
+{
+	struct sp_proc_table *t;
+	const struct sp_mapping_info *m;
+	struct sp_build_id want;
+	char path[128], buf[65536];
+	struct stat st;
+	ssize_t n;
+	void *map;
+	int in, out;
+	uint32_t id;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	snprintf(path, sizeof(path), "%s/copy_exe", root);
+	in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	assert_true(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+	out = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(out >= 0);
+	assert_int_equal(fstat(out, &st), 0);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, out, 0);
+	close(out);
+	if (map == MAP_FAILED) {
+		unlink(path);
+		skip();	/* noexec /tmp */
+	}
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(sp_buildid__from_path("/proc/self/exe", &want), 0);
+
+	t = sp_proc_table__new(NULL);
+	assert_non_null(t);
+	id = sp_proc_table__resolve(t, (uint32_t)getpid(), (uint64_t)(uintptr_t)map + 100, now());
+	assert_true(id >= 2);
+	m = sp_proc_table__mapping(t, id);
+	assert_string_equal(m->path, path);	/* " (deleted)" stripped */
+	assert_int_equal(m->offset, 0);
+	assert_same_id(&m->build_id, &want);
+	sp_proc_table__free(t);
+	munmap(map, (size_t)st.st_size);
+}
+
+static void test_child_reaped_before_read(void **state)
+{
+	struct sp_proc_table *t = sp_proc_table__new(NULL);
+	const struct sp_proc_table_stats *st = sp_proc_table__stats(t);
+	const struct sp_proc_info *pi;
+	pid_t child = fork();
+
+	(void)state;
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+
+	assert_int_equal(sp_proc_table__resolve(t, (uint32_t)child, probe_addr(), now()), 0);
+	assert_int_equal(st->maps_gone, 1);
+	assert_int_equal(st->addr_unmapped, 1);
+	pi = sp_proc_table__proc(t, (uint32_t)child);
+	assert_non_null(pi);
+	assert_true(pi->gone);
+	assert_string_equal(pi->exe_path, "");
+	/* More samples for it: still one lost process, each sample counted. */
+	assert_int_equal(sp_proc_table__resolve(t, (uint32_t)child, probe_addr(),
+						now() + 1000 * MS), 0);
+	assert_int_equal(st->maps_gone, 1);
+	assert_int_equal(st->addr_unmapped, 2);
+	sp_proc_table__on_exit(t, (uint32_t)child);
+	sp_proc_table__on_exit(t, 999999999);	/* never seen: ignored */
+	sp_proc_table__free(t);
+}
+
+static void test_child_exits_after_read(void **state)
+{
+	struct sp_proc_table *t = sp_proc_table__new(NULL);
+	const struct sp_proc_table_stats *st = sp_proc_table__stats(t);
+	int pfd[2];
+	char c;
+	pid_t child;
+	uint32_t id, reads;
+
+	(void)state;
+	assert_int_equal(pipe(pfd), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		close(pfd[0]);
+		if (write(pfd[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &c, 1), 1);
+	close(pfd[0]);
+
+	/* Forked: same layout as ours. */
+	id = sp_proc_table__resolve(t, (uint32_t)child, probe_addr(), now());
+	assert_true(id >= 2);
+	assert_false(sp_proc_table__proc(t, (uint32_t)child)->gone);
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+
+	/* A late sample after the exit event: one re-read is tried, /proc is
+	 * gone, the old maps answer; it is not a lost process. */
+	sp_proc_table__on_exit(t, (uint32_t)child);
+	assert_true(sp_proc_table__proc(t, (uint32_t)child)->gone);
+	reads = (uint32_t)st->maps_reads;
+	assert_int_equal(sp_proc_table__resolve(t, (uint32_t)child, probe_addr(), now()), id);
+	assert_int_equal(st->maps_reads, reads + 1);
+	assert_int_equal(st->maps_gone, 0);
+	assert_true(sp_proc_table__proc(t, (uint32_t)child)->gone);
+	/* and no further reads while the old maps answer */
+	assert_int_equal(sp_proc_table__resolve(t, (uint32_t)child, probe_addr(),
+						now() + 1000 * MS), id);
+	assert_int_equal(st->maps_reads, reads + 1);
+	sp_proc_table__free(t);
+}
+
+static void test_pid_reuse(void **state)
+{
+	struct sp_proc_table *t = sp_proc_table__new(NULL);
+	const struct sp_proc_table_stats *st = sp_proc_table__stats(t);
+	uint32_t pid = (uint32_t)getpid(), id;
+
+	(void)state;
+	id = sp_proc_table__resolve(t, pid, probe_addr(), now());
+	assert_true(id >= 2);
+	assert_int_equal(st->maps_reads, 1);
+	sp_proc_table__on_exit(t, pid);
+	assert_true(sp_proc_table__proc(t, pid)->gone);
+	/* "Same pid, new process": must be read again, and is alive. */
+	assert_int_equal(sp_proc_table__resolve(t, pid, probe_addr(), now()), id);
+	assert_int_equal(st->maps_reads, 2);
+	assert_false(sp_proc_table__proc(t, pid)->gone);
+	assert_int_equal(st->procs_seen, 1);
+	assert_int_equal(st->maps_gone, 0);
+	sp_proc_table__free(t);
+}
+
+/* ------------------------------------------------------------ fake /proc */
+
+static void fake_proc(uint32_t pid, const char *maps, size_t len)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u", root, pid);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%u/maps", root, pid);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, maps, len), (ssize_t)len);
+	close(fd);
+}
+
+static void fake_proc_s(uint32_t pid, const char *maps)
+{
+	fake_proc(pid, maps, strlen(maps));
+}
+
+static struct sp_proc_table *fake_table(uint32_t procs, uint32_t mappings, uint32_t per_proc)
+{
+	struct sp_proc_table_config cfg = {
+		.max_procs = procs, .max_mappings = mappings,
+		.max_maps_per_proc = per_proc, .buildid_cache_entries = 16,
+		.refresh_interval_ns = 10 * MS, .proc_root = root,
+	};
+	struct sp_proc_table *t = sp_proc_table__new(&cfg);
+
+	assert_non_null(t);
+	return t;
+}
+
+static void test_fake_malformed_lines(void **state)
+{
+	char maps[16384];
+	size_t n = 0;
+	struct sp_proc_table *t;
+	const struct sp_proc_table_stats *st;
+	const struct sp_mapping_info *m;
+	uint32_t id;
+
+	(void)state;
+	n += (size_t)sprintf(maps + n,
+		"00400000-00401000 r--p 00000000 08:01 10 /bin/fake\n"
+		"00401000-00402000 r-xp 00001000 08:01 10 /bin/fake\n"
+		"garbage line\n"
+		"00402000-00401000 r-xp 00000000 08:01 10 /bin/backwards\n"
+		"00500000-00600000 rwxp 00000000 00:00 0 \n"		/* JIT */
+		"\n"
+		"zzzz-00701000 r-xp 00000000 08:01 11 /bin/bad\n"
+		"00800000-00801000 r-xp 00000000 08:01 12 /usr/lib/with space.so (deleted)\n"
+		"7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0 [vdso]\n");
+	/* An overlong line (bigger than any path) is one malformed line. */
+	n += (size_t)sprintf(maps + n, "00900000-00901000 r-xp 00000000 08:01 13 /");
+	memset(maps + n, 'a', 9000);
+	n += 9000;
+	maps[n++] = '\n';
+	/* The last line has no newline. */
+	n += (size_t)sprintf(maps + n, "00a00000-00a01000 r-xp 00000000 08:01 14 /bin/last");
+	fake_proc(100, maps, n);
+
+	t = fake_table(8, 64, 64);
+	st = sp_proc_table__stats(t);
+	id = sp_proc_table__resolve(t, 100, 0x401800, 1000 * MS);
+	assert_true(id >= 2);
+	m = sp_proc_table__mapping(t, id);
+	assert_string_equal(m->path, "/bin/fake");
+	assert_true(m->start == 0x401000 && m->limit == 0x402000 && m->offset == 0x1000);
+	assert_int_equal(m->build_id.len, 0);	/* no such file */
+	assert_int_equal(st->maps_malformed_lines, 5);
+	assert_int_equal(st->maps_reads, 1);
+
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 100, 0x800000, 1000 * MS));
+	assert_non_null(m);
+	assert_string_equal(m->path, "/usr/lib/with space.so");
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 100, 0xa00fff, 1000 * MS));
+	assert_non_null(m);
+	assert_string_equal(m->path, "/bin/last");
+	assert_int_equal(st->no_build_id, 3);
+
+	/* Read-only part of the file, JIT, vdso, the overlong line's range:
+	 * unmapped, and known ranges need no re-read. */
+	assert_int_equal(sp_proc_table__resolve(t, 100, 0x400800, 1000 * MS), 0);
+	assert_int_equal(sp_proc_table__resolve(t, 100, 0x500000, 2000 * MS), 0);
+	assert_int_equal(sp_proc_table__resolve(t, 100, 0x7ffd00000010ULL, 3000 * MS), 0);
+	assert_int_equal(st->addr_unmapped, 3);
+	assert_int_equal(st->maps_reads, 1);	/* JIT/vdso are known ranges */
+	assert_int_equal(sp_proc_table__resolve(t, 100, 0x900800, 3000 * MS), 0);
+	assert_int_equal(st->maps_reads, 2);
+	assert_int_equal(st->maps_malformed_lines, 10);
+	assert_int_equal(st->maps_gone + st->maps_unreadable, 0);
+	/* No /proc/100/comm or exe in the fake tree. */
+	assert_string_equal(sp_proc_table__proc(t, 100)->comm, "");
+	assert_string_equal(sp_proc_table__proc(t, 100)->exe_path, "");
+	sp_proc_table__free(t);
+}
+
+/* No map_files: PID/root/PATH is opened, if the inode still matches. */
+static void test_fake_root_fallback(void **state)
+{
+	char exe[PATH_MAX], maps[3 * PATH_MAX + 512], link[256];
+	struct sp_proc_table *t;
+	const struct sp_proc_table_stats *st;
+	const struct sp_mapping_info *m;
+	struct sp_build_id want;
+	struct stat sb;
+
+	(void)state;
+	self_exe(exe, sizeof(exe));
+	assert_int_equal(stat(exe, &sb), 0);
+	assert_int_equal(sp_buildid__from_path(exe, &want), 0);
+	snprintf(maps, sizeof(maps),
+		 "1000-2000 r-xp 00000000 08:01 %llu %s\n"
+		 "3000-4000 r-xp 00000000 08:01 %llu %s\n"
+		 "5000-6000 r-xp 00000000 08:01 %llu %s (deleted)\n",
+		 (unsigned long long)sb.st_ino, exe,
+		 (unsigned long long)sb.st_ino + 1, exe,
+		 (unsigned long long)sb.st_ino, exe);
+	fake_proc_s(200, maps);
+	snprintf(link, sizeof(link), "%s/200/root", root);
+	unlink(link);
+	assert_int_equal(symlink("/", link), 0);
+
+	t = fake_table(8, 64, 64);
+	st = sp_proc_table__stats(t);
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 200, 0x1000, 0));
+	assert_non_null(m);
+	assert_same_id(&m->build_id, &want);
+	/* inode mismatch: replaced file, no id */
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 200, 0x3000, 0));
+	assert_non_null(m);
+	assert_int_equal(m->build_id.len, 0);
+	/* deleted and no map_files: the path names another file now */
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 200, 0x5000, 0));
+	assert_non_null(m);
+	assert_int_equal(m->build_id.len, 0);
+	assert_int_equal(st->no_build_id, 2);
+	assert_int_equal(st->buildid_cache_misses, 1);
+	sp_proc_table__free(t);
+}
+
+static void test_fake_unreadable(void **state)
+{
+	char path[256];
+	struct sp_proc_table *t;
+	const struct sp_proc_table_stats *st;
+
+	(void)state;
+	/* maps is a directory: open works, read fails (EISDIR). */
+	snprintf(path, sizeof(path), "%s/300", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/300/maps", root);
+	mkdir(path, 0755);
+	t = fake_table(8, 64, 64);
+	st = sp_proc_table__stats(t);
+	assert_int_equal(sp_proc_table__resolve(t, 300, 0x1000, 0), 0);
+	assert_int_equal(st->maps_unreadable, 1);
+	assert_int_equal(st->maps_gone, 0);
+	assert_false(sp_proc_table__proc(t, 300)->gone);
+	/* empty maps (a zombie): read fine, nothing mapped */
+	fake_proc_s(301, "");
+	assert_int_equal(sp_proc_table__resolve(t, 301, 0x1000, 0), 0);
+	assert_int_equal(st->maps_unreadable, 1);
+	assert_int_equal(st->addr_unmapped, 2);
+	sp_proc_table__free(t);
+}
+
+static void test_fake_table_full(void **state)
+{
+	struct sp_proc_table *t;
+	const struct sp_proc_table_stats *st;
+	uint32_t pid;
+
+	(void)state;
+	for (pid = 400; pid < 404; pid++)
+		fake_proc_s(pid, "1000-2000 r-xp 00000000 08:01 1 /bin/x\n");
+	t = fake_table(2, 64, 64);
+	st = sp_proc_table__stats(t);
+	assert_true(sp_proc_table__resolve(t, 400, 0x1000, 0) > 0);
+	assert_true(sp_proc_table__resolve(t, 401, 0x1000, 0) > 0);
+	assert_int_equal(sp_proc_table__resolve(t, 402, 0x1000, 0), 0);
+	assert_int_equal(st->procs_table_full, 1);
+	assert_null(sp_proc_table__proc(t, 402));
+	sp_proc_table__on_exec(t, 403, "x", 0);	/* no slot either */
+	assert_int_equal(st->procs_table_full, 2);
+
+	/* A gone process is evicted for a new one; the oldest exit first. */
+	sp_proc_table__on_exit(t, 401);
+	sp_proc_table__on_exit(t, 400);
+	assert_true(sp_proc_table__resolve(t, 402, 0x1000, 0) > 0);
+	assert_null(sp_proc_table__proc(t, 401));
+	assert_non_null(sp_proc_table__proc(t, 400));
+	assert_true(sp_proc_table__resolve(t, 403, 0x1000, 0) > 0);
+	assert_null(sp_proc_table__proc(t, 400));
+	assert_int_equal(st->procs_table_full, 2);
+	assert_int_equal(st->procs_seen, 4);
+	/* The same mapping in four processes at the same address: one id. */
+	assert_int_equal(sp_proc_table__n_mappings(t), 2);
+	sp_proc_table__free(t);
+}
+
+static void test_fake_mapping_caps(void **state)
+{
+	char maps[4096];
+	size_t n = 0;
+	struct sp_proc_table *t;
+	const struct sp_proc_table_stats *st;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 6; i++)
+		n += (size_t)sprintf(maps + n, "%x-%x r-xp 00000000 08:01 %d /lib/l%d.so\n",
+				     0x10000 * (i + 1), 0x10000 * (i + 1) + 0x1000, i, i);
+	fake_proc_s(500, maps);
+
+	/* registry: kernel + 2 */
+	t = fake_table(8, 3, 64);
+	st = sp_proc_table__stats(t);
+	assert_true(sp_proc_table__resolve(t, 500, 0x10000, 0) > 0);
+	assert_true(sp_proc_table__resolve(t, 500, 0x20000, 0) > 0);
+	assert_int_equal(sp_proc_table__resolve(t, 500, 0x30000, 0), 0);
+	assert_int_equal(st->mappings_full, 4);
+	assert_int_equal(sp_proc_table__n_mappings(t), 3);
+	assert_int_equal(st->addr_unmapped, 1);
+	assert_int_equal(st->maps_reads, 1);
+	sp_proc_table__free(t);
+
+	/* per process: 4 of 6 */
+	t = fake_table(8, 64, 4);
+	st = sp_proc_table__stats(t);
+	assert_true(sp_proc_table__resolve(t, 500, 0x40000, 0) > 0);
+	assert_int_equal(sp_proc_table__resolve(t, 500, 0x50000, 0), 0);
+	assert_int_equal(st->maps_per_proc_full, 1);
+	assert_int_equal(sp_proc_table__n_mappings(t), 5);
+	sp_proc_table__free(t);
+}
+
+static void test_fake_exec_rereads(void **state)
+{
+	struct sp_proc_table *t;
+	const struct sp_proc_table_stats *st;
+	const struct sp_mapping_info *m;
+
+	(void)state;
+	fake_proc_s(600, "1000-2000 r-xp 00000000 08:01 1 /bin/before\n");
+	t = fake_table(8, 64, 64);
+	st = sp_proc_table__stats(t);
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 600, 0x1000, 0));
+	assert_string_equal(m->path, "/bin/before");
+	fake_proc_s(600, "1000-2000 r-xp 00000000 08:01 2 /bin/after\n");
+	/* Without exec, the old mapping still answers. */
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 600, 0x1000, 1000 * MS));
+	assert_string_equal(m->path, "/bin/before");
+	sp_proc_table__on_exec(t, 600, "after", 1000 * MS);
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 600, 0x1000, 1000 * MS));
+	assert_string_equal(m->path, "/bin/after");
+	assert_string_equal(sp_proc_table__proc(t, 600)->comm, "after");
+	assert_int_equal(st->maps_reads, 2);
+	/* Old ids stay valid. */
+	assert_string_equal(sp_proc_table__mapping(t, 2)->path, "/bin/before");
+	sp_proc_table__free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_self),
+		cmocka_unit_test(test_unknown_address_and_refresh),
+		cmocka_unit_test(test_deleted_file),
+		cmocka_unit_test(test_child_reaped_before_read),
+		cmocka_unit_test(test_child_exits_after_read),
+		cmocka_unit_test(test_pid_reuse),
+		cmocka_unit_test(test_fake_malformed_lines),
+		cmocka_unit_test(test_fake_root_fallback),
+		cmocka_unit_test(test_fake_unreadable),
+		cmocka_unit_test(test_fake_table_full),
+		cmocka_unit_test(test_fake_mapping_caps),
+		cmocka_unit_test(test_fake_exec_rereads),
+	};
+
+	return cmocka_run_group_tests_name("proc_table", tests, setup, teardown);
+}
