@@ -166,6 +166,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		.agg_budget = 64u << 20, .agg_entries = 65536, .report = true,
 	};
 	optind = 1;
+	opterr = 0;	/* one message of our own, naming the option */
 	while ((c = getopt_long(argc, argv, "+F:ap:d:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
@@ -270,8 +271,8 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			o->report = false;
 			break;
 		default:
-			fprintf(stderr, "spanprof record: unknown or incomplete option; "
-				"see spanprof record --help\n");
+			fprintf(stderr, "spanprof record: unknown option or missing value: %s; "
+				"see spanprof record --help\n", argv[optind - 1]);
 			return -EINVAL;
 		}
 	}
