@@ -649,6 +649,8 @@ static int dec_dict(struct dec *d)
 		bool is_int;
 		int64_t num;
 
+		if (!idx_ok(d->d->attribute_table[i]->key_strindex, t->n_string_table))
+			return -EINVAL;	/* [0] included, though never read */
 		r = dattr(d, (int32_t)i, &key, &str, &is_int, &num);
 		if (r < 0)
 			return r;

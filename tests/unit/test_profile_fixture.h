@@ -23,7 +23,7 @@
 
 /* Samples appear in resource order, then kind order, and every table entry
  * in first-use order, so both codecs keep indices and order. */
-static struct sp_profile *fx_build(void)
+static __attribute__((unused)) struct sp_profile *fx_build(void)
 {
 	struct sp_profile *p = sp_profile__new();
 	struct sp_mapping m = { 0 };
@@ -153,7 +153,7 @@ static struct sp_profile *fx_build(void)
  * 1 [0x10, 0x20) a.out; location 1 = mapping 1 address 0x15 (native);
  * stack 1 = [1]; resource 0 pid 7; one on-CPU sample count 1, value 3 ns,
  * timestamp 9; time 5, duration 6, period 3. */
-static struct sp_profile *fx_tiny(void)
+static __attribute__((unused)) struct sp_profile *fx_tiny(void)
 {
 	static uint64_t ts[1] = { 9 };
 	struct sp_profile *p = sp_profile__new();
@@ -194,7 +194,7 @@ static struct sp_profile *fx_tiny(void)
 
 #define S(p, i) sp_profile__str((p), (i))
 
-static void fx_assert_equal(const struct sp_profile *a, const struct sp_profile *b,
+static __attribute__((unused)) void fx_assert_equal(const struct sp_profile *a, const struct sp_profile *b,
 			    unsigned int lossy)
 {
 	uint32_t i, j;
@@ -295,7 +295,7 @@ static void fx_assert_equal(const struct sp_profile *a, const struct sp_profile 
 }
 
 /* Hex with spaces, newlines and "#...\n" comments -> bytes (malloc'd). */
-static uint8_t *fx_unhex(const char *s, size_t *len)
+static __attribute__((unused)) uint8_t *fx_unhex(const char *s, size_t *len)
 {
 	uint8_t *out = malloc(strlen(s) / 2 + 1);
 	size_t n = 0;
@@ -328,7 +328,7 @@ static uint8_t *fx_unhex(const char *s, size_t *len)
 	return out;
 }
 
-static void fx_assert_bytes(const uint8_t *got, size_t got_len, const char *want_hex)
+static __attribute__((unused)) void fx_assert_bytes(const uint8_t *got, size_t got_len, const char *want_hex)
 {
 	size_t want_len, i;
 	uint8_t *want = fx_unhex(want_hex, &want_len);
@@ -349,7 +349,7 @@ static void fx_assert_bytes(const uint8_t *got, size_t got_len, const char *want
 
 /* Writes buf to $SP_CODEC_DUMP_DIR/name when that variable is set (used by
  * tests/integration/test_codec_protoc.sh). */
-static void fx_dump(const char *name, const uint8_t *buf, size_t len)
+static __attribute__((unused)) void fx_dump(const char *name, const uint8_t *buf, size_t len)
 {
 	const char *dir = getenv("SP_CODEC_DUMP_DIR");
 	char path[4096];
