@@ -31,48 +31,7 @@
 
 #include "collector/aggregator.h"
 
-/* ------------------------------------------------------------ malloc count */
-#ifdef __SANITIZE_ADDRESS__
-#define HAVE_ALLOC_COUNT 0
-#else
-#define HAVE_ALLOC_COUNT 1
-#endif
-
-static volatile int alloc_counting;
-static volatile unsigned long alloc_calls;
-
-#if HAVE_ALLOC_COUNT
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t sz);
-extern void *__libc_realloc(void *p, size_t n);
-extern void __libc_free(void *p);
-
-void *malloc(size_t n)
-{
-	if (alloc_counting)
-		alloc_calls++;
-	return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t sz)
-{
-	if (alloc_counting)
-		alloc_calls++;
-	return __libc_calloc(n, sz);
-}
-
-void *realloc(void *p, size_t n)
-{
-	if (alloc_counting)
-		alloc_calls++;
-	return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-	__libc_free(p);
-}
-#endif
+#include "alloc_count.h"
 
 /* ------------------------------------------------------------ helpers */
 #define MAXF 256
