@@ -190,7 +190,7 @@ int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 	struct enc e;
 	size_t n_lines = 0, n_values = 0, li = 0, vi = 0, len;
 	uint32_t i, j, n_str, n_prof = 0;
-	int32_t k_build_id = 0, v_native = 0, v_kernel = 0;
+	int32_t v_native = 0, v_kernel = 0;
 	int err;
 
 	if (!out || !out_len)
@@ -266,7 +266,6 @@ int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 		}
 		mapp[i] = om;
 	}
-	(void)k_build_id;
 
 	/* ---- functions */
 	for (i = 0; i < p->n_functions; i++) {
