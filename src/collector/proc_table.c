@@ -42,7 +42,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -416,40 +418,71 @@ static void proc_read_exe(struct sp_proc_table *t, struct proc_slot *p)
 	p->info.exe_path = s;
 }
 
-/* Opens the file behind a maps entry: map_files first (deleted files,
- * other mount namespaces; root only), then PID/root/PATH when the file
- * was not deleted and the inode still matches. */
-static int proc_open_mapped(struct sp_proc_table *t, uint32_t pid,
-			    const struct sp_map_entry *e, struct stat *st)
+/* An O_PATH fd (no open side effects, cannot block) on the regular file
+ * behind a maps entry, with *st filled; negative errno otherwise.  First
+ * PID/map_files/START-END (works for deleted files and other mount
+ * namespaces; root only), then PATH resolved inside PID/root with
+ * RESOLVE_IN_ROOT (a container's absolute symlinks stay in the container),
+ * only for files not deleted and whose inode still matches the maps line. */
+static int proc_pin_mapped(struct sp_proc_table *t, uint32_t pid,
+			   const struct sp_map_entry *e, struct stat *st)
 {
+	struct open_how how;
 	char *path = t->pathbuf;
-	int n, fd;
+	int n, fd, rootfd;
 
 	n = snprintf(path, PATH_MAX, "%s/%u/map_files/%llx-%llx", t->proc_root, pid,
 		     (unsigned long long)e->start, (unsigned long long)e->end);
 	if (n > 0 && n < PATH_MAX) {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = open(path, O_PATH | O_CLOEXEC);
 		if (fd >= 0) {
-			if (fstat(fd, st) == 0)
+			if (fstat(fd, st) == 0 && S_ISREG(st->st_mode))
 				return fd;
 			close(fd);
 		}
 	}
-	if (e->deleted || e->path_len == 0 || e->path[0] != '/' ||
-	    e->path_len > INT_MAX)
+	if (e->deleted || e->path_len < 2 || e->path[0] != '/' ||
+	    e->path_len >= PATH_MAX)
 		return -ENOENT;
-	n = snprintf(path, PATH_MAX, "%s/%u/root%.*s", t->proc_root, pid,
-		     (int)e->path_len, e->path);
-	if (n < 0 || n >= PATH_MAX)
+	if (proc_path(t, path, PATH_MAX, pid, "root"))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
 		return -errno;
-	if (fstat(fd, st) != 0 || (uint64_t)st->st_ino != e->inode) {
+	memcpy(path, e->path + 1, e->path_len - 1);	/* relative to root */
+	path[e->path_len - 1] = '\0';
+	memset(&how, 0, sizeof(how));
+	how.flags = O_PATH | O_CLOEXEC;
+	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+	fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS)	/* before Linux 5.6 */
+		fd = openat(rootfd, path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+	close(rootfd);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) ||
+	    (uint64_t)st->st_ino != e->inode) {
 		close(fd);
 		return -ENOENT;	/* replaced since it was mapped */
 	}
 	return fd;
+}
+
+/* Reads the build id of a pinned file: reopen it for reading. */
+static int proc_read_pinned(int pathfd, struct sp_build_id *b)
+{
+	char path[64];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", pathfd);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	err = sp_buildid__from_fd(fd, b);
+	close(fd);
+	return err;
 }
 
 static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
@@ -460,7 +493,7 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 	int fd;
 
 	memset(b, 0, sizeof(*b));
-	fd = proc_open_mapped(t, pid, e, &st);
+	fd = proc_pin_mapped(t, pid, e, &st);
 	if (fd < 0)
 		return;
 	memset(&key, 0, sizeof(key));
@@ -470,10 +503,15 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 	if (sp_buildid_cache__lookup(t->bcache, &key, b)) {
 		t->stats.buildid_cache_hits++;
 	} else {
+		int err = proc_read_pinned(fd, b);
+
 		t->stats.buildid_cache_misses++;
-		if (sp_buildid__from_fd(fd, b))
+		/* Cache what the file says (an id, or none: -ENOENT/-EINVAL),
+		 * not a transient failure to read it. */
+		if (err == 0 || err == -ENOENT || err == -EINVAL)
+			sp_buildid_cache__insert(t->bcache, &key, err ? NULL : b);
+		if (err)
 			memset(b, 0, sizeof(*b));
-		sp_buildid_cache__insert(t->bcache, &key, b);
 	}
 	close(fd);
 }

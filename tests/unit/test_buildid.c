@@ -270,7 +270,7 @@ static void test_notes_good(void **state)
 
 static void test_notes_none(void **state)
 {
-	uint8_t buf[256];
+	uint8_t buf[256] = { 0 };
 	struct sp_build_id b;
 	size_t n;
 

@@ -497,6 +497,75 @@ static void test_fake_root_fallback(void **state)
 	sp_proc_table__free(t);
 }
 
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	ssize_t n;
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+
+	assert_true(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+/* PID/root is a container root: an absolute symlink inside it resolves
+ * inside it, and a FIFO (or anything not a regular file) where a library
+ * was is neither opened for reading nor blocks. */
+static void test_fake_container_root(void **state)
+{
+	char croot[256], p[512], maps[1024];
+	struct sp_proc_table *t;
+	const struct sp_mapping_info *m;
+	struct sp_build_id want;
+	struct stat elf, fifo;
+
+	(void)state;
+	snprintf(croot, sizeof(croot), "%s/croot", root);
+	mkdir(croot, 0755);
+	snprintf(p, sizeof(p), "%s/bin", croot);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/lib", croot);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/bin/spanprof-test-elf", croot);
+	copy_file("/proc/self/exe", p);
+	assert_int_equal(stat(p, &elf), 0);
+	assert_int_equal(sp_buildid__from_path(p, &want), 0);
+	snprintf(p, sizeof(p), "%s/lib/link.so", croot);
+	assert_int_equal(symlink("/bin/spanprof-test-elf", p), 0);
+	snprintf(p, sizeof(p), "%s/lib/fifo.so", croot);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	assert_int_equal(stat(p, &fifo), 0);
+
+	snprintf(maps, sizeof(maps),
+		 "1000-2000 r-xp 00000000 08:01 %llu /lib/link.so\n"
+		 "3000-4000 r-xp 00000000 08:01 %llu /lib/fifo.so\n"
+		 "5000-6000 r-xp 00000000 08:01 %llu /../../lib/link.so\n",
+		 (unsigned long long)elf.st_ino, (unsigned long long)fifo.st_ino,
+		 (unsigned long long)elf.st_ino);
+	fake_proc_s(210, maps);
+	snprintf(p, sizeof(p), "%s/210/root", root);
+	unlink(p);
+	assert_int_equal(symlink(croot, p), 0);
+
+	t = fake_table(8, 64, 64);
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 210, 0x1000, 0));
+	assert_non_null(m);
+	assert_same_id(&m->build_id, &want);
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 210, 0x3000, 0));
+	assert_non_null(m);
+	assert_int_equal(m->build_id.len, 0);
+	/* ".." cannot climb out of the root either */
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 210, 0x5000, 0));
+	assert_non_null(m);
+	assert_same_id(&m->build_id, &want);
+	assert_int_equal(sp_proc_table__stats(t)->buildid_cache_misses, 1);
+	assert_int_equal(sp_proc_table__stats(t)->buildid_cache_hits, 1);
+	sp_proc_table__free(t);
+}
+
 static void test_fake_unreadable(void **state)
 {
 	char path[256];
@@ -630,6 +699,7 @@ int main(void)
 		cmocka_unit_test(test_pid_reuse),
 		cmocka_unit_test(test_fake_malformed_lines),
 		cmocka_unit_test(test_fake_root_fallback),
+		cmocka_unit_test(test_fake_container_root),
 		cmocka_unit_test(test_fake_unreadable),
 		cmocka_unit_test(test_fake_table_full),
 		cmocka_unit_test(test_fake_mapping_caps),
