@@ -45,7 +45,7 @@
  * fails a read or sees valid != 1, both counted there.
  *
  * Return values: 0 and *out filled; -ENOENT (NO_SYMBOL); -ESRCH / -EACCES /
- * -E2BIG (MAPS); -EINVAL (NOT_TLS, ELF); -ENOEXEC (NO_PT_TLS); -ENODATA
+ * -E2BIG / -ENXIO (MAPS; -ENXIO: no mapping of the module matches a PT_LOAD); -EINVAL (NOT_TLS, ELF); -ENOEXEC (NO_PT_TLS); -ENODATA
  * (NO_RELOC); -EOPNOTSUPP (DYNAMIC_DESC); -EIO or the read's errno
  * (READ_MEM).  *out is zeroed on failure.
  */
@@ -170,7 +170,8 @@ static int add_module(struct view *v, const struct sp_map_entry *e, const char *
 	size_t i;
 	int err;
 
-	for (i = 0; i < v->n_mods; i++) {
+	/* Newest first: a module's mappings are usually adjacent lines. */
+	for (i = v->n_mods; i-- > 0;) {
 		m = &v->mods[i];
 		if (m->inode == e->inode && m->dev_major == e->dev_major &&
 		    m->dev_minor == e->dev_minor && strlen(m->path) == e->path_len &&
@@ -414,8 +415,8 @@ static int resolve_in_module(struct view *v, int mi, const struct sp_tls_elf_inf
 		return -ENODATA;
 	}
 	if (load_bias(v, mi, info, &bias) != 0) {
-		*why = SP_TLS_FAIL_MAPS;
-		return -ENOENT;
+		*why = SP_TLS_FAIL_MAPS;	/* no mapping matches a PT_LOAD */
+		return -ENXIO;
 	}
 	if (info->has_tlsdesc) {
 		err = from_tlsdesc(v, bias, info, out);
