@@ -17,8 +17,10 @@
  * fatal.
  *
  * When maps are (re)read: on first sight of a pid, on sp_proc_table__on_exec,
- * and on an address miss, at most once per refresh_interval_ns per process
- * (a freshly exec'd process maps its libraries after the exec event).
+ * on the first resolve after sp_proc_table__on_exit (pid reuse; if /proc/PID
+ * is really gone the old maps keep answering late samples), and on an
+ * address miss, at most once per refresh_interval_ns per process (a freshly
+ * exec'd process maps its libraries after the exec event).
  *
  * Not thread safe: owned by the ring-buffer consumer thread.
  */
@@ -89,7 +91,8 @@ uint32_t sp_proc_table__kernel_mapping(const struct sp_proc_table *t);
 void sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *comm,
 			    uint64_t now_ns);
 /* The process exited: keep its info (samples still refer to it), mark it
- * gone so no more /proc reads are tried, and make its slot reclaimable. */
+ * gone and make its slot reclaimable (oldest exit first).  No /proc read
+ * happens unless samples for the pid keep arriving (see above). */
 void sp_proc_table__on_exit(struct sp_proc_table *t, uint32_t pid);
 
 /* NULL if pid was never seen.  Valid until the next call that mutates t. */
