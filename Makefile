@@ -8,7 +8,10 @@
 #
 #   make            build/ : the collector, symbolizer, libspanctx, demo, tests
 #   make SAN=1      build-san/ : the same with ASan + UBSan
-#   make test       build, then run the whole test suite (tests/run.sh)
+#   make demo       install missing packages, build, profile the demo, report
+#   make check      install missing packages, build (plain and ASan/UBSan),
+#                   run the whole test suite (tests/run.sh)
+#   make test       run the suite on what is built
 #   make clean
 
 SAN ?= 0
@@ -41,7 +44,7 @@ LIBS_ALL := -lbpf -ldw -lelf -ldebuginfod -lcurl -lmicrohttpd -lprotobuf-c \
 	-lxxhash -lzstd -lz -lpthread -lm
 
 .DEFAULT_GOAL := all
-.PHONY: all clean test
+.PHONY: all clean test check demo deps
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -85,7 +88,7 @@ $(O)/gen/%.pb-c.c $(O)/gen/%.pb-c.h: proto/%.proto
 	@mkdir -p $(@D)
 	$(PROTOC_C) --proto_path=proto --c_out=$(O)/gen $<
 
-$(O)/gen/%.pb-c.o: $(O)/gen/%.pb-c.c
+$(O)/gen/%.pb-c.o: $(O)/gen/%.pb-c.c $(PB_H)
 	$(CC) $(CFLAGS) $(CFLAGS_WARN_PB) -c $< -o $@
 
 # ---------------------------------------------------------------- C objects
@@ -131,6 +134,19 @@ all: $(ALL_TARGETS) $(TEST_TARGETS)
 
 test: all
 	O=$(O) bash tests/run.sh
+
+deps:
+	bash scripts/deps.sh
+
+# The README's two commands.  Each installs what is missing first.
+check: deps
+	$(MAKE) -j2 all
+	$(MAKE) -j2 SAN=1 all
+	O=build SAN_O=build-san bash tests/run.sh
+
+demo: deps
+	$(MAKE) -j2 all
+	bash scripts/demo.sh
 
 clean:
 	rm -rf build build-san

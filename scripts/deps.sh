@@ -9,10 +9,10 @@ pkgs=(
   libbpf-dev bpftool linux-libc-dev
   libelf-dev libdw-dev libdebuginfod-dev debuginfod elfutils
   zlib1g-dev libzstd-dev libxxhash-dev
-  libprotobuf-c-dev protobuf-c-compiler
+  libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libcurl4-openssl-dev libmicrohttpd-dev
   libcmocka-dev libclang-rt-14-dev
-  golang-go binutils iproute2 procps python3
+  golang-go binutils iproute2 procps util-linux python3
   chromium
 )
 if [ "${1:-}" = "--with-bench" ]; then

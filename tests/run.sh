@@ -2,12 +2,15 @@
 # tests/run.sh - runs the whole suite and ends with "N passed, N failed, N skipped".
 #
 #   unit:        every $O/tests/test_* (cmocka); each test case counts.
+#                With SAN_O set, the unit tests built there (ASan+UBSan)
+#                run too, as unit-san:*.
 #   integration: every tests/integration/test_*.py and test_*.sh; each file
 #                counts once: exit 0 = pass, 77 = skip (with its reason
 #                printed), anything else = fail.  BPF tests need root and
 #                fail loudly (not skip) when BPF cannot load.
 #
-# Environment: O=build dir (default build), ONLY=substring to run a subset.
+# Environment: O=build dir (default build), SAN_O=sanitizer build dir,
+# ONLY=substring to run a subset.
 set -u
 cd "$(dirname "$0")/.."
 O=${O:-build}
@@ -25,7 +28,7 @@ run_one() { # name, command...
 	"$@" >"$log" 2>&1
 	local rc=$?
 	local dt=$((SECONDS - t0))
-	if [[ "$name" == unit:* ]]; then
+	if [[ "$name" == unit* ]]; then
 		# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s),"
 		local p f
 		p=$(grep -Eo '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$NF} END {print s+0}')
@@ -51,6 +54,14 @@ for t in "$O"/tests/test_*; do
 	[ -x "$t" ] || continue
 	run_one "unit:$(basename "$t")" "$t"
 done
+if [ -n "${SAN_O:-}" ]; then
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	for t in "$SAN_O"/tests/test_*; do
+		[ -x "$t" ] || continue
+		run_one "unit-san:$(basename "$t")" "$t"
+	done
+fi
 for t in tests/integration/test_*.py tests/integration/test_*.sh; do
 	[ -e "$t" ] || continue
 	case $t in
