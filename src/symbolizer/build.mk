@@ -1,22 +1,26 @@
 # src/symbolizer/build.mk - the spanprof-symbolizer binary and its fixtures.
 #
-# $(O)/spanprof-symbolizer   main.c + libsp_symbolizer.a + lower layers.
-#                            Linked with libstdc++ only for __cxa_demangle
-#                            (a weak reference in resolve.c: the library
-#                            itself works without it, names stay mangled).
+# $(O)/spanprof-symbolizer   main.c + libsp_symbolizer.a + lower layers,
+#                            linked with -lstdc++ for __cxa_demangle only
+#                            (main.c installs it; the library has a hook
+#                            and needs no C++ runtime itself).
+# $(O)/gen/sp_flamegraph_html.h  flamegraph.html as a C string (sed), so
+#                            the page is written and reviewed as HTML/JS.
 # $(O)/fixtures/sym_inline_O2  tests/fixtures/sym_inline.c at -O2 -g with
 #                            inlining: what the resolver is compared on
 #                            against llvm-symbolizer and eu-addr2line.
 
-SYMBOLIZER_LIBS := -ldw -lelf -ldebuginfod -lprotobuf-c -lz -lpthread -lm \
-	-lstdc++
+$(O)/gen/sp_flamegraph_html.h: src/symbolizer/flamegraph.html
+	@mkdir -p $(@D)
+	{ echo 'static const char sp_flamegraph_html[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@.tmp && mv $@.tmp $@
+
+$(O)/obj/src/symbolizer/flamegraph.o: $(O)/gen/sp_flamegraph_html.h
 
 $(O)/spanprof-symbolizer: $(O)/obj/src/symbolizer/main.o \
 		$(O)/libsp_symbolizer.a $(O)/libsp_export.a $(O)/libsp_profile.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL) -lstdc++
-
-# unit tests of this folder also demangle
-$(O)/tests/test_symbolizer $(O)/tests/test_debuginfo: LDFLAGS += -lstdc++
 
 SYM_FIXTURE_CFLAGS := -O2 -g -Wl,--build-id -Wall -Werror
 
@@ -24,5 +28,5 @@ $(O)/fixtures/sym_inline_O2: tests/fixtures/sym_inline.c
 	@mkdir -p $(@D)
 	$(CC) $(SYM_FIXTURE_CFLAGS) -o $@ $<
 
-# (added with main.c) ALL_TARGETS += $(O)/spanprof-symbolizer
+ALL_TARGETS += $(O)/spanprof-symbolizer
 TEST_TARGETS += $(O)/fixtures/sym_inline_O2
