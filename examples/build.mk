@@ -6,6 +6,9 @@
 #                        so it runs straight from $(O)/.
 #   $(O)/spanctx-cxx-example   examples/cxx_example.cc: the header used from
 #                        C++ (an RAII scope), proof that the API is C++-clean.
+#   $(O)/spanctx-hammer  examples/spanctx_hammer.c: switches thread context
+#                        as fast as possible with span ids derived from trace
+#                        ids, for torn-read tests of readers (BPF).
 
 DEMO_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer \
 	-mno-omit-leaf-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE \
@@ -24,4 +27,9 @@ $(O)/spanctx-cxx-example: examples/cxx_example.cc $(SPANCTX_DIR)/spanctx.h \
 	$(CXX) -std=c++17 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror \
 		-I$(SPANCTX_DIR) $(SANFLAGS) -o $@ $< $(DEMO_LDFLAGS) -lspanctx
 
-ALL_TARGETS += $(O)/spanprof-demo $(O)/spanctx-cxx-example
+$(O)/spanctx-hammer: examples/spanctx_hammer.c $(SPANCTX_DIR)/spanctx.h \
+		$(O)/libspanctx.so $(O)/$(SPANCTX_SONAME)
+	@mkdir -p $(@D)
+	$(CC) $(DEMO_CFLAGS) -O2 -o $@ $< $(DEMO_LDFLAGS) -lspanctx -lpthread
+
+ALL_TARGETS += $(O)/spanprof-demo $(O)/spanctx-cxx-example $(O)/spanctx-hammer

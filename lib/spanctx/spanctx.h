@@ -77,10 +77,13 @@
  *
  * Conventions: every function returning int returns 0 (or a length) on
  * success and a negative errno on failure; a failed call changes nothing.
- * Thread context functions act on the calling thread only and are
- * async-signal-safe once the thread has entered its first span (the first
- * call allocates ~9 KiB of per-thread state with malloc).  The process
- * context functions (spanctx_init, spanctx_shutdown) are thread-safe.
+ * Thread context functions act on the calling thread only, take no locks
+ * and make no system calls except getrandom(2) for new ids; the first call
+ * on a thread allocates ~9 KiB of per-thread state with malloc (freed at
+ * thread exit).  They are not reentrant: do not call them from a signal
+ * handler that may interrupt another spanctx call on the same thread.
+ * Reading otel_thread_ctx_v1 from such a handler is fine (that is what a
+ * profiler does).  spanctx_init and spanctx_shutdown are thread-safe.
  * Usable from C and C++ (the declarations are extern "C").
  */
 #ifndef SPANCTX_H
