@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -57,6 +58,7 @@
 #define PROC_DEF_MAX_MAPS_PER_PROC 1024
 #define PROC_DEF_BUILDID_CACHE 4096
 #define PROC_DEF_REFRESH_NS (20ULL * 1000 * 1000)
+#define PROC_EARLY_REREADS 4	/* per exec; see sp_proc_table__resolve */
 #define PROC_KERNEL_START 0xffff800000000000ULL
 #define PROC_KERNEL_PATH "[kernel.kallsyms]"
 
@@ -82,7 +84,9 @@ struct proc_slot {
 	bool have_maps;		/* maps read successfully at least once */
 	bool have_comm;		/* comm given by the caller or read */
 	bool gone_counted;	/* maps_gone already counted for this pid */
-	uint64_t last_read_ns;
+	uint64_t last_read_ns;	/* caller's clock (event time) of the last read */
+	uint64_t read_at_ns;	/* CLOCK_MONOTONIC when the last read happened */
+	uint32_t early_rereads;	/* misses re-read since exec, see resolve */
 	struct proc_map *maps;
 	uint32_t n_maps;
 	char *exe;		/* heap, or NULL */
@@ -554,6 +558,16 @@ static void proc_take_line(struct sp_proc_table *t, struct proc_slot *p,
 	m->id = proc_register(t, e.path, e.path_len, &b, e.start, e.end, e.offset, false);
 }
 
+/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns(): event timestamps can be
+ * compared with it.  Called once per maps read, never per sample. */
+static uint64_t proc_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 /* Reads PID/maps into p.  0, or -ENOENT (gone) / other negative errno
  * (unreadable); on failure p keeps its previous maps. */
 static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
@@ -567,6 +581,7 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 	int fd, err = 0;
 
 	p->last_read_ns = now_ns;
+	p->read_at_ns = proc_mono_ns();
 	p->exited = false;
 	t->stats.maps_reads++;
 	err = proc_path(t, path, sizeof(path), p->pid, "maps");
@@ -820,9 +835,17 @@ uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
 	}
 	m = proc_lookup(p, addr);
 	/* Miss: re-read at most once per interval.  Gone processes too,
-	 * since that is how a reused pid (without exec) is noticed. */
+	 * since that is how a reused pid (without exec) is noticed.  Also,
+	 * a few times per exec, whenever the sample is newer than the last
+	 * read: a freshly exec'd process maps its libraries right after the
+	 * exec event, and a process living 30 ms cannot wait for the
+	 * interval.  A miss on a sample older than the read is a real hole
+	 * (JIT, unmapped since) and waits for the interval. */
 	if (!m && !fresh && now_ns >= p->last_read_ns &&
-	    now_ns - p->last_read_ns >= t->cfg.refresh_interval_ns) {
+	    (now_ns - p->last_read_ns >= t->cfg.refresh_interval_ns ||
+	     (now_ns > p->read_at_ns && p->early_rereads < PROC_EARLY_REREADS))) {
+		if (now_ns - p->last_read_ns < t->cfg.refresh_interval_ns)
+			p->early_rereads++;
 		proc_read_maps(t, p, now_ns);
 		m = proc_lookup(p, addr);
 	}
@@ -857,6 +880,7 @@ void sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *c
 	p->have_maps = false;
 	p->have_comm = false;
 	p->gone_counted = false;
+	p->early_rereads = 0;
 	p->info.gone = false;
 	proc_gone_del(t, p);
 	if (comm && comm[0])
