@@ -5,6 +5,11 @@
  * while a short-lived process is still alive), exit of a group leader
  * (process gone), and fork (a profiled command's children become targets).
  *
+ * Also: prctl(PR_SET_VMA, ...), the last step of publishing an OTEP 4719
+ * process context, so a process that publishes after exec is examined
+ * again without rescanning /proc.  (A classic tracepoint: it fires for
+ * prctl only, unlike raw_tp/sys_enter, which would cost every syscall.)
+ *
  * This file also defines the maps and configuration shared by all programs.
  */
 #define SP_DEFINE_SHARED
@@ -70,5 +75,21 @@ int BPF_PROG(sp_fork, struct task_struct *parent, struct task_struct *child)
 	ctgid = BPF_CORE_READ(child, tgid);
 	if (ptgid != ctgid && bpf_map_lookup_elem(&targets, &ptgid))
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+#define SP_PR_SET_VMA 0x53564d41
+
+SEC("tracepoint/syscalls/sys_enter_prctl")
+int sp_prctl(struct trace_event_raw_sys_enter *ctx)
+{
+	struct task_struct *task;
+
+	if (ctx->args[0] != SP_PR_SET_VMA)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (!sp_is_target(BPF_CORE_READ(task, tgid)))
+		return 0;
+	emit_proc_event(task, SP_EV_CTX_PUBLISH);
 	return 0;
 }

@@ -49,6 +49,8 @@ enum sp_event_type {
 	SP_EV_OFFCPU = 2,	/* a wait that ended (weight_ns set) */
 	SP_EV_EXEC = 3,		/* sched_process_exec: maps changed */
 	SP_EV_EXIT = 4,		/* group leader exited: process is gone */
+	SP_EV_CTX_PUBLISH = 5,	/* prctl(PR_SET_VMA): an OTEP 4719 context was
+				 * just published (its last step): look again */
 };
 
 enum sp_sample_flags {

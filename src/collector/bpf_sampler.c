@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ struct sp_sampler {
 	uint32_t n_cpus;		/* possible CPUs: size of per-CPU values */
 	uint32_t n_links;
 	struct bpf_link **links;	/* one per online CPU */
+	struct bpf_link *prctl_link;	/* NULL: no tracefs, not watching */
 	int *pfds;
 };
 
@@ -77,6 +79,9 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_stream_idle = cfg->stream_idle;
 	s->skel->rodata->cfg_kernel_stacks = cfg->kernel_stacks;
 	s->skel->rodata->cfg_read_ctx = cfg->read_trace_ctx;
+	/* Needs tracefs; attached by hand in attach() so its absence is not
+	 * fatal. */
+	bpf_program__set_autoattach(s->skel->progs.sp_prctl, false);
 	err = bpf_map__set_max_entries(s->skel->maps.events, cfg->ringbuf_bytes);
 	if (err) {
 		snprintf(err_msg, err_len, "ring buffer size %u rejected: it must be a power "
@@ -153,6 +158,29 @@ static int perf_event_open_clock(uint32_t freq, int cpu)
 	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/* The prctl tracepoint is found through tracefs, which is often not
+ * mounted (it is not on this project's CI machines).  Mount it where the
+ * kernel documents it, once, and say so.  Without it, late publication is
+ * not detected (counted as publish_watch=0 in the summary). */
+static void attach_prctl(struct sp_sampler *s)
+{
+	struct bpf_link *l = bpf_program__attach(s->skel->progs.sp_prctl);
+
+	if (!l && access("/sys/kernel/tracing/events", F_OK) != 0 &&
+	    access("/sys/kernel/debug/tracing/events", F_OK) != 0 &&
+	    mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0) {
+		fprintf(stderr, "spanprof: mounted tracefs at /sys/kernel/tracing "
+			"(for the prctl tracepoint)\n");
+		l = bpf_program__attach(s->skel->progs.sp_prctl);
+	}
+	s->prctl_link = l;
+}
+
+bool sp_sampler__watches_publish(const struct sp_sampler *s)
+{
+	return s->prctl_link != NULL;
+}
+
 int sp_sampler__attach(struct sp_sampler *s, char *err_msg, size_t err_len)
 {
 	static bool online[SP_MAX_CPUS];
@@ -164,6 +192,7 @@ int sp_sampler__attach(struct sp_sampler *s, char *err_msg, size_t err_len)
 			 "(tp_btf needs kernel 5.5+ with BTF)", strerror(-err));
 		return err;
 	}
+	attach_prctl(s);
 	memset(online, 0, sizeof(online));
 	err = read_online_cpus("/sys/devices/system/cpu/online", online, &n_online);
 	if (err) {
@@ -225,6 +254,7 @@ void sp_sampler__destroy(struct sp_sampler *s)
 		return;
 	if (s->links && s->pfds)
 		sp_sampler__stop(s);
+	bpf_link__destroy(s->prctl_link);
 	spanprof_bpf__destroy(s->skel);
 	free(s->links);
 	free(s->pfds);

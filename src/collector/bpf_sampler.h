@@ -46,6 +46,8 @@ int sp_sampler__set_tls_desc(struct sp_sampler *s, uint32_t pid,
 int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid);
 int sp_sampler__ring_fd(const struct sp_sampler *s);
 uint32_t sp_sampler__n_cpus(const struct sp_sampler *s);
+/* True when late OTEP 4719 publication is watched (prctl tracepoint). */
+bool sp_sampler__watches_publish(const struct sp_sampler *s);
 
 /* Sums the per-CPU counters into out[SP_CNT__MAX]. */
 int sp_sampler__read_counters(const struct sp_sampler *s, uint64_t out[SP_CNT__MAX]);

@@ -24,6 +24,10 @@ static void handle_proc_event(struct sp_consumer *c, const struct sp_event *e)
 		sp_proc_table__on_exec(c->procs, e->pid, e->comm, e->ts_ns);
 		if (c->on_proc)
 			c->on_proc(e->pid, 1, c->on_proc_ctx);
+	} else if (e->type == SP_EV_CTX_PUBLISH) {
+		c->stats.received_publish++;
+		if (c->on_proc)
+			c->on_proc(e->pid, 0, c->on_proc_ctx);
 	} else {
 		c->stats.received_exit++;
 		sp_proc_table__on_exit(c->procs, e->pid);
@@ -104,6 +108,7 @@ int sp_consumer__handle(void *ctx, void *data, size_t size)
 		break;
 	case SP_EV_EXEC:
 	case SP_EV_EXIT:
+	case SP_EV_CTX_PUBLISH:
 		handle_proc_event(c, e);
 		break;
 	default:

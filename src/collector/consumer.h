@@ -28,6 +28,7 @@ struct sp_consumer_stats {
 	uint64_t received_offcpu;
 	uint64_t received_exec;
 	uint64_t received_exit;
+	uint64_t received_publish;	/* SP_EV_CTX_PUBLISH */
 	uint64_t malformed;		/* size or frame counts inconsistent */
 	uint64_t aggregated;		/* accepted by the aggregator */
 	uint64_t agg_dropped;		/* refused by the aggregator (full) */
