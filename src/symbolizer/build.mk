@@ -22,6 +22,9 @@ $(O)/spanprof-symbolizer: $(O)/obj/src/symbolizer/main.o \
 		$(O)/libsp_symbolizer.a $(O)/libsp_export.a $(O)/libsp_profile.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL) -lstdc++
 
+# the unit test checks demangling through __cxa_demangle too
+$(O)/tests/test_symbolizer: LDFLAGS += -Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state
+
 SYM_FIXTURE_CFLAGS := -O2 -g -Wl,--build-id -Wall -Werror
 
 $(O)/fixtures/sym_inline_O2: tests/fixtures/sym_inline.c

@@ -1,0 +1,789 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_symbolizer.c - unit tests of src/symbolizer: build-id validation
+ * and path tricks, the debug-info finder (build-id directories, hint path,
+ * debuginfod negative cache against a refused port), the resolver on the
+ * -O2 fixture (functions, inlined chains, file offsets, the cache bound),
+ * profile symbolization with its counters, and the reports (folded, top,
+ * by span, flame graph escaping) on hand-made profiles.
+ *
+ * The fixture is $SPANPROF_BUILD/fixtures/sym_inline_O2 (default
+ * build/fixtures/...); tests that need it are skipped when it is missing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "profile/profile.h"
+#include "symbolizer/debuginfo.h"
+#include "symbolizer/report.h"
+#include "symbolizer/resolve.h"
+#include "symbolizer/symbolize.h"
+
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
+			    int *status);
+
+static char fixture[PATH_MAX];
+
+static bool have_fixture(void)
+{
+	const char *b = getenv("SPANPROF_BUILD");
+
+	snprintf(fixture, sizeof(fixture), "%s/fixtures/sym_inline_O2",
+		 b && *b ? b : "build");
+	return access(fixture, R_OK) == 0;
+}
+
+/* Value and size of a FUNC symbol of the fixture (its ELF vaddr). */
+static bool fixture_sym(const char *name, uint64_t *va, uint64_t *size)
+{
+	Elf_Scn *scn = NULL;
+	bool found = false;
+	Elf *elf;
+	int fd;
+
+	elf_version(EV_CURRENT);
+	fd = open(fixture, O_RDONLY);
+	if (fd < 0)
+		return false;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+
+			if (!gelf_getsym(d, (int)i, &s))
+				break;
+			n = elf_strptr(elf, sh.sh_link, s.st_name);
+			if (n && !strcmp(n, name) &&
+			    GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+				*va = s.st_value;
+				*size = s.st_size;
+				found = true;
+				break;
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return found;
+}
+
+/* ELF vaddr -> file offset through the fixture's PT_LOAD headers. */
+static uint64_t fixture_off(uint64_t va)
+{
+	uint64_t off = UINT64_MAX;
+	size_t n = 0;
+	Elf *elf;
+	int fd = open(fixture, O_RDONLY);
+
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && !elf_getphdrnum(elf, &n))
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) &&
+			    ph.p_type == PT_LOAD && va >= ph.p_vaddr &&
+			    va < ph.p_vaddr + ph.p_filesz)
+				off = va - ph.p_vaddr + ph.p_offset;
+		}
+	elf_end(elf);
+	close(fd);
+	return off;
+}
+
+static char *make_tmpdir(void)
+{
+	char *d = strdup("/tmp/sp-symtest-XXXXXX");
+
+	assert_non_null(d);
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static void rm_rf(const char *d)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* ------------------------------------------------------------ build ids */
+
+static void test_buildid_validate(void **state)
+{
+	char long_id[SP_BUILDID_MAX_HEX + 3];
+
+	(void)state;
+	assert_int_equal(sp_buildid__validate("ab"), 0);
+	assert_int_equal(sp_buildid__validate(
+				 "0123456789abcdef0123456789abcdef01234567"), 0);
+	assert_int_equal(sp_buildid__validate(NULL), -EINVAL);
+	assert_int_equal(sp_buildid__validate(""), -EINVAL);
+	assert_int_equal(sp_buildid__validate("a"), -EINVAL);
+	assert_int_equal(sp_buildid__validate("abc"), -EINVAL);
+	assert_int_equal(sp_buildid__validate("AB"), -EINVAL);
+	assert_int_equal(sp_buildid__validate("../../etc"), -EINVAL);
+	assert_int_equal(sp_buildid__validate("ab/../../etc/passwd"), -EINVAL);
+	assert_int_equal(sp_buildid__validate("ab cd"), -EINVAL);
+	assert_int_equal(sp_buildid__validate("0x12"), -EINVAL);
+	memset(long_id, 'a', SP_BUILDID_MAX_HEX);
+	long_id[SP_BUILDID_MAX_HEX] = '\0';
+	assert_int_equal(sp_buildid__validate(long_id), 0);
+	long_id[SP_BUILDID_MAX_HEX] = 'a';
+	long_id[SP_BUILDID_MAX_HEX + 1] = 'a';
+	long_id[SP_BUILDID_MAX_HEX + 2] = '\0';
+	assert_int_equal(sp_buildid__validate(long_id), -EINVAL);
+}
+
+static void test_finder_rejects_bad_ids(void **state)
+{
+	struct sp_debuginfo *di;
+	struct sp_debuginfo_stats st;
+	const char *dirs[] = { "/" };
+	struct sp_debuginfo_opts o = { .dirs = dirs, .n_dirs = 1,
+				       .no_debuginfod = true };
+	char *path = (char *)1;
+
+	(void)state;
+	assert_int_equal(sp_debuginfo__new(&o, &di), 0);
+	/* "/.build-id/../../etc/passwd" must never be formed */
+	assert_int_equal(sp_debuginfo__find(di, "../../etc/passwd", "/etc/passwd",
+					    &path, NULL), -EINVAL);
+	assert_null(path);
+	assert_int_equal(sp_debuginfo__find(di, "AB", NULL, &path, NULL),
+			 -EINVAL);
+	sp_debuginfo__stats(di, &st);
+	assert_int_equal(st.invalid_build_id, 2);
+	assert_int_equal(st.not_found, 2);
+	sp_debuginfo__free(di);
+	sp_debuginfo__free(NULL);
+}
+
+static void test_finder_dirs_and_hint(void **state)
+{
+	char id[SP_BUILDID_MAX_HEX + 1], p[PATH_MAX], fake[] =
+		"00112233445566778899aabbccddeeff00112233";
+	struct sp_debuginfo_stats st;
+	enum sp_debuginfo_source src;
+	struct sp_debuginfo *di;
+	char *dir, *path = NULL;
+
+	(void)state;
+	if (!have_fixture())
+		skip();
+	assert_int_equal(sp_buildid__read_file(fixture, id, sizeof(id)), 0);
+	assert_int_equal(sp_buildid__validate(id), 0);
+	dir = make_tmpdir();
+	snprintf(p, sizeof(p), "%s/.build-id", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/.build-id/%.2s", dir, id);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", dir, id, id + 2);
+	assert_int_equal(symlink(fixture, p), 0);
+	/* a file at the fake id's path whose own build id differs */
+	snprintf(p, sizeof(p), "%s/.build-id/00", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/.build-id/00/%s.debug", dir, fake + 2);
+	assert_int_equal(symlink(fixture, p), 0);
+
+	{
+		const char *dirs[] = { "/nonexistent", dir };
+		struct sp_debuginfo_opts o = { .dirs = dirs, .n_dirs = 2,
+					       .no_debuginfod = true };
+
+		assert_int_equal(sp_debuginfo__new(&o, &di), 0);
+	}
+	assert_int_equal(sp_debuginfo__find(di, id, NULL, &path, &src), 0);
+	assert_int_equal(src, SP_DI_DIR);
+	assert_non_null(strstr(path, "/.build-id/"));
+	free(path);
+	path = NULL;
+	assert_int_equal(sp_debuginfo__find(di, fake, NULL, &path, &src),
+			 -ENOENT);
+	assert_null(path);
+	/* hint: used only when its build id matches */
+	assert_int_equal(sp_debuginfo__find(di, fake, fixture, &path, &src),
+			 -ENOENT);
+	sp_debuginfo__stats(di, &st);
+	assert_int_equal(st.found_dir, 1);
+	assert_int_equal(st.not_found, 2);
+	sp_debuginfo__free(di);
+
+	{
+		struct sp_debuginfo_opts o = { .no_debuginfod = true };
+
+		assert_int_equal(sp_debuginfo__new(&o, &di), 0);
+	}
+	assert_int_equal(sp_debuginfo__find(di, id, fixture, &path, &src), 0);
+	assert_int_equal(src, SP_DI_PATH);
+	assert_string_equal(path, fixture);
+	free(path);
+	sp_debuginfo__stats(di, &st);
+	assert_int_equal(st.found_path, 1);
+	sp_debuginfo__free(di);
+
+	/* DIR may name the .build-id directory itself */
+	snprintf(p, sizeof(p), "%s/.build-id", dir);
+	{
+		const char *dirs[] = { p };
+		struct sp_debuginfo_opts o = { .dirs = dirs, .n_dirs = 1,
+					       .no_debuginfod = true };
+
+		assert_int_equal(sp_debuginfo__new(&o, &di), 0);
+	}
+	assert_int_equal(sp_debuginfo__find(di, id, NULL, &path, &src), 0);
+	assert_int_equal(src, SP_DI_DIR);
+	free(path);
+	sp_debuginfo__free(di);
+	rm_rf(dir);
+	free(dir);
+}
+
+static void test_finder_negative_cache(void **state)
+{
+	struct sp_debuginfo_opts o = { .neg_cache_entries = 2 };
+	struct sp_debuginfo_stats st;
+	struct sp_debuginfo *di;
+	char *cache = make_tmpdir(), *path = NULL;
+	const char *a = "aa00000000000000000000000000000000000001";
+	const char *b = "bb00000000000000000000000000000000000002";
+	const char *c = "cc00000000000000000000000000000000000003";
+
+	(void)state;
+	/* port 9 (discard) on loopback: refused at once */
+	setenv("DEBUGINFOD_URLS", "http://127.0.0.1:9", 1);
+	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+	setenv("DEBUGINFOD_TIMEOUT", "5", 1);
+	assert_int_equal(sp_debuginfo__new(&o, &di), 0);
+	assert_int_equal(sp_debuginfo__find(di, a, NULL, &path, NULL), -ENOENT);
+	assert_int_equal(sp_debuginfo__find(di, a, NULL, &path, NULL), -ENOENT);
+	sp_debuginfo__stats(di, &st);
+	assert_int_equal(st.debuginfod_queries, 1);
+	assert_int_equal(st.negative_hits, 1);
+	assert_int_equal(st.not_found, 2);
+	/* bounded: two more ids push a out (FIFO of 2) */
+	sp_debuginfo__find(di, b, NULL, &path, NULL);
+	sp_debuginfo__find(di, c, NULL, &path, NULL);
+	sp_debuginfo__find(di, a, NULL, &path, NULL);
+	sp_debuginfo__stats(di, &st);
+	assert_int_equal(st.debuginfod_queries, 4);
+	assert_int_equal(st.negative_hits, 1);
+	sp_debuginfo__find(di, a, NULL, &path, NULL);
+	sp_debuginfo__stats(di, &st);
+	assert_int_equal(st.negative_hits, 2);
+	assert_null(path);
+	sp_debuginfo__free(di);
+	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("DEBUGINFOD_CACHE_PATH");
+	unsetenv("DEBUGINFOD_TIMEOUT");
+	rm_rf(cache);
+	free(cache);
+}
+
+/* ------------------------------------------------------------ resolver */
+
+struct rctx {
+	struct sp_debuginfo *di;
+	struct sp_resolver *r;
+	char id[SP_BUILDID_MAX_HEX + 1];
+};
+
+static void rctx_init(struct rctx *x, uint32_t cache_entries)
+{
+	struct sp_debuginfo_opts d = { .no_debuginfod = true };
+	struct sp_resolver_opts o = { .cache_entries = cache_entries };
+
+	assert_int_equal(sp_debuginfo__new(&d, &x->di), 0);
+	o.di = x->di;
+	assert_int_equal(sp_resolver__new(&o, &x->r), 0);
+	assert_int_equal(sp_buildid__read_file(fixture, x->id, sizeof(x->id)),
+			 0);
+}
+
+static void rctx_fini(struct rctx *x)
+{
+	sp_resolver__free(x->r);
+	sp_debuginfo__free(x->di);
+}
+
+static const char *base(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+
+	return s ? s + 1 : (p ? p : "");
+}
+
+static void test_resolver_functions_and_inlines(void **state)
+{
+	struct sp_frames fr, fo;
+	struct rctx x;
+	uint64_t va, size;
+	int inlined = 0;
+
+	(void)state;
+	if (!have_fixture())
+		skip();
+	rctx_init(&x, 0);
+	assert_true(fixture_sym("crunch", &va, &size));
+	assert_int_equal(sp_resolver__resolve_vaddr(x.r, x.id, fixture, va,
+						     &fr), 0);
+	assert_true(fr.n >= 1);
+	assert_string_equal(fr.f[fr.n - 1].function, "crunch");
+	assert_string_equal(base(fr.f[fr.n - 1].file), "sym_inline.c");
+	assert_true(fr.f[fr.n - 1].line > 0);
+	assert_true(fr.f[fr.n - 1].decl_line > 0);
+	assert_int_equal(fr.source, SP_RES_DWARF);
+
+	for (uint64_t a = va; a < va + size; a++) {
+		assert_int_equal(sp_resolver__resolve_vaddr(x.r, x.id, fixture,
+							    a, &fr), 0);
+		assert_string_equal(fr.f[fr.n - 1].function, "crunch");
+		if (fr.n < 2)
+			continue;
+		inlined++;
+		/* inlined callees first: mix, mix2, mix3 or classify */
+		assert_non_null(strstr("mix mix2 mix3 classify",
+				       fr.f[0].function));
+		for (uint8_t i = 1; i < fr.n; i++)
+			assert_true(fr.f[i].line > 0);
+		/* the same address as a file offset */
+		assert_int_equal(sp_resolver__resolve(x.r, x.id, fixture,
+						      fixture_off(a), &fo), 0);
+		assert_int_equal(fo.n, fr.n);
+		assert_string_equal(fo.f[0].function, fr.f[0].function);
+		assert_int_equal(fo.f[0].line, fr.f[0].line);
+	}
+	assert_true(inlined > 0);
+	/* an address past every segment is unresolved */
+	assert_int_equal(sp_resolver__resolve(x.r, x.id, fixture, 1ull << 40,
+					      &fr), -ENOENT);
+	assert_int_equal(fr.n, 0);
+	/* bad build id */
+	assert_int_equal(sp_resolver__resolve(x.r, "../x", fixture, 0, &fr),
+			 -EINVAL);
+	rctx_fini(&x);
+}
+
+static void test_resolver_cache_bound(void **state)
+{
+	struct sp_resolver_stats st;
+	struct sp_frames fr;
+	struct rctx x;
+	uint64_t va, size, n = 0;
+
+	(void)state;
+	if (!have_fixture())
+		skip();
+	rctx_init(&x, 8);
+	assert_true(fixture_sym("main", &va, &size));
+	for (uint64_t a = va; a < va + size && n < 200; a++, n++)
+		sp_resolver__resolve_vaddr(x.r, x.id, fixture, a, &fr);
+	sp_resolver__stats(x.r, &st);
+	assert_int_equal(st.cache_capacity, 8);
+	assert_true(st.cache_used <= 8);
+	assert_int_equal(st.cache_misses, n);
+	assert_int_equal(st.cache_evictions, n - st.cache_used);
+	assert_int_equal(st.requests, n);
+	/* the last address is still cached */
+	sp_resolver__resolve_vaddr(x.r, x.id, fixture, va + n - 1, &fr);
+	sp_resolver__stats(x.r, &st);
+	assert_int_equal(st.cache_hits, 1);
+	assert_int_equal(st.modules, 1);
+	rctx_fini(&x);
+}
+
+static void test_demangle(void **state)
+{
+	char *d;
+
+	(void)state;
+	sp_resolver__set_demangler(NULL);
+	assert_null(sp_demangle("_ZN2ns3fooEi"));
+	sp_resolver__set_demangler(__cxa_demangle);
+	d = sp_demangle("_ZN2ns3fooEi");
+	assert_non_null(d);
+	assert_string_equal(d, "ns::foo(int)");
+	free(d);
+	assert_null(sp_demangle("main"));
+	assert_null(sp_demangle("_Z"));	/* invalid: status != 0 */
+	assert_null(sp_demangle(NULL));
+}
+
+/* ------------------------------------------------------------ symbolize */
+
+#define BASE 0x7f0000000000ull
+
+static void test_symbolize_profile(void **state)
+{
+	struct sp_symbolize_stats st;
+	struct sp_profile *p = sp_profile__new();
+	struct sp_mapping m = { 0 }, nob = { 0 };
+	struct sp_location l = { 0 };
+	int32_t mi, mn, locs[5];
+	uint64_t va, size;
+	struct rctx x;
+
+	(void)state;
+	if (!have_fixture())
+		skip();
+	rctx_init(&x, 0);
+	assert_non_null(p);
+	m.memory_start = BASE;
+	m.memory_limit = BASE + 0x100000;
+	m.file_offset = 0;
+	m.filename = sp_profile__intern(p, fixture);
+	m.build_id = sp_profile__intern(p, x.id);
+	mi = sp_profile__add_mapping(p, &m);
+	nob.memory_start = BASE + 0x200000;
+	nob.memory_limit = BASE + 0x300000;
+	nob.filename = sp_profile__intern(p, "/usr/lib/libfoo.so");
+	mn = sp_profile__add_mapping(p, &nob);
+	assert_true(mi > 0 && mn > 0 && mi != mn);
+
+	assert_true(fixture_sym("crunch", &va, &size));
+	l.mapping = mi;
+	l.address = BASE + fixture_off(va);
+	locs[0] = sp_profile__add_location(p, &l);
+	assert_true(fixture_sym("main", &va, &size));
+	l.address = BASE + fixture_off(va) + 4;
+	locs[1] = sp_profile__add_location(p, &l);
+	l.mapping = mn;			/* no build id */
+	l.address = BASE + 0x200010;
+	locs[2] = sp_profile__add_location(p, &l);
+	l.mapping = 0;			/* kernel */
+	l.frame_kind = SP_FRAME_KERNEL;
+	l.address = 0xffffffff81000000ull;
+	locs[3] = sp_profile__add_location(p, &l);
+	l.frame_kind = SP_FRAME_NATIVE;	/* outside its mapping */
+	l.mapping = mi;
+	l.address = BASE - 16;
+	locs[4] = sp_profile__add_location(p, &l);
+
+	assert_int_equal(sp_symbolize__profile(x.r, p, &st), 0);
+	assert_int_equal(st.locations, 5);
+	assert_int_equal(st.resolved, 2);
+	assert_int_equal(st.unresolved, 3);
+	assert_int_equal(st.unresolved_no_build_id, 1);
+	assert_int_equal(st.unresolved_kernel, 1);
+	assert_int_equal(st.unresolved_out_of_range, 1);
+	{
+		const struct sp_location *c = &p->locations[locs[0]];
+		const struct sp_function *f =
+			&p->functions[c->lines[c->n_lines - 1].function];
+
+		assert_true(c->n_lines >= 1);
+		assert_string_equal(sp_profile__str(p, f->name), "crunch");
+		assert_string_equal(base(sp_profile__str(p, f->filename)),
+				    "sym_inline.c");
+		assert_true(c->lines[c->n_lines - 1].line > 0);
+	}
+	assert_int_equal(p->locations[locs[2]].n_lines, 0);
+	assert_int_equal(p->locations[locs[2]].address, BASE + 0x200010);
+	assert_true(p->mappings[mi].has_functions);
+	assert_true(p->mappings[mi].has_filenames);
+	assert_true(p->mappings[mi].has_line_numbers);
+	assert_false(p->mappings[mn].has_functions);
+	assert_int_equal(sp_profile__validate(p), 0);
+	/* a second pass leaves resolved locations alone */
+	assert_int_equal(sp_symbolize__profile(x.r, p, &st), 0);
+	assert_int_equal(st.already, 2);
+	sp_profile__free(p);
+	rctx_fini(&x);
+}
+
+/* ------------------------------------------------------------ reports */
+
+static int32_t fn(struct sp_profile *p, const char *name)
+{
+	struct sp_function f = { .name = sp_profile__intern(p, name),
+				 .filename = sp_profile__intern(p, "/src/x.c"),
+				 .start_line = 10 };
+
+	return sp_profile__add_function(p, &f);
+}
+
+static int32_t loc1(struct sp_profile *p, const char *name, uint64_t addr)
+{
+	struct sp_location l = { .address = addr, .n_lines = 1 };
+
+	l.lines[0].function = fn(p, name);
+	l.lines[0].line = 11;
+	return sp_profile__add_location(p, &l);
+}
+
+static void add(struct sp_profile *p, const int32_t *locs, uint32_t n,
+		int kind, int64_t count, int64_t ns, int32_t link,
+		const char *reason)
+{
+	struct sp_sample s = { 0 };
+
+	s.stack = sp_profile__add_stack(p, locs, n);
+	assert_true(s.stack >= 0);
+	s.kind = (uint8_t)kind;
+	s.count = count;
+	s.value_ns = ns;
+	s.link = link;
+	if (reason) {
+		s.labels[0].key = sp_profile__intern(p, "off_cpu_reason");
+		s.labels[0].str = sp_profile__intern(p, reason);
+		s.n_labels = 1;
+	}
+	assert_true(sp_profile__add_sample(p, &s) >= 0);
+}
+
+static struct sp_profile *hand_profile(int32_t *link_a)
+{
+	struct sp_profile *p = sp_profile__new();
+	struct sp_resource r = { .pid = 1 };
+	uint8_t tid[16], sid[8];
+	int32_t a, b, c, d, in, st[3];
+	struct sp_location l = { .address = 0x5000, .n_lines = 2 };
+
+	assert_non_null(p);
+	assert_true(sp_profile__add_resource(p, &r) >= 0);
+	p->period_ns[SP_KIND_ONCPU] = 1000000;
+	memset(tid, 0xab, sizeof(tid));
+	memset(sid, 0xcd, sizeof(sid));
+	*link_a = sp_profile__add_link(p, tid, sid);
+	a = loc1(p, "a", 0x1000);
+	b = loc1(p, "b", 0x2000);
+	c = loc1(p, "c", 0x3000);
+	d = loc1(p, "d", 0x4000);
+	/* one location holding "inl" inlined into "e" */
+	l.lines[0].function = fn(p, "inl");
+	l.lines[1].function = fn(p, "e");
+	in = sp_profile__add_location(p, &l);
+
+	st[0] = c, st[1] = b, st[2] = a;	/* leaf first */
+	add(p, st, 3, SP_KIND_ONCPU, 3, 3000000, *link_a, NULL);
+	st[0] = b, st[1] = a;
+	add(p, st, 2, SP_KIND_ONCPU, 2, 2000000, 0, NULL);
+	st[0] = a, st[1] = a;			/* recursion */
+	add(p, st, 2, SP_KIND_ONCPU, 1, 1000000, 0, NULL);
+	st[0] = d;
+	add(p, st, 1, SP_KIND_ONCPU, 1, 1000000, 0, NULL);
+	st[0] = in;
+	add(p, st, 1, SP_KIND_ONCPU, 1, 1000000, 0, NULL);
+	st[0] = d, st[1] = a;
+	add(p, st, 2, SP_KIND_OFFCPU, 2, 7000000, *link_a, "io");
+	add(p, st, 2, SP_KIND_OFFCPU, 1, 500000, *link_a, "runq");
+	return p;
+}
+
+static __attribute__((noinline)) char *capture(int (*fnp)(const struct sp_report *, FILE *, int),
+		     const struct sp_report *r, int arg)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(fnp(r, f, arg), 0);
+	fclose(f);
+	return buf;
+}
+
+static int do_collapsed(const struct sp_report *r, FILE *f, int k)
+{
+	return sp_report__collapsed(r, k, f);
+}
+
+static int do_top(const struct sp_report *r, FILE *f, int n)
+{
+	return sp_report__top(r, SP_KIND_ONCPU, (uint32_t)n, f);
+}
+
+static int do_span(const struct sp_report *r, FILE *f, int n)
+{
+	return sp_report__by_span(r, (uint32_t)n, f);
+}
+
+static int do_fg(const struct sp_report *r, FILE *f, int n)
+{
+	(void)n;
+	return sp_report__flamegraph(r, "t</title><script>x()</script>", f);
+}
+
+static void test_report_folded(void **state)
+{
+	struct sp_report *r;
+	struct sp_profile *p;
+	int32_t link;
+	char *s;
+
+	(void)state;
+	p = hand_profile(&link);
+	assert_int_equal(sp_report__new(p, NULL, &r), 0);
+	sp_profile__free(p);		/* the report keeps what it needs */
+	assert_true(sp_report__has_kind(r, SP_KIND_ONCPU));
+	assert_true(sp_report__has_kind(r, SP_KIND_OFFCPU));
+	s = capture(do_collapsed, r, SP_KIND_ONCPU);
+	assert_string_equal(s, "a;a 1\n"
+			       "a;b 2\n"
+			       "a;b;c 3\n"
+			       "d 1\n"
+			       "e;inl 1\n");
+	free(s);
+	s = capture(do_collapsed, r, SP_KIND_OFFCPU);
+	assert_string_equal(s, "a;d 7500\n");	/* microseconds */
+	free(s);
+	sp_report__free(r);
+	sp_report__free(NULL);
+}
+
+static void test_report_top(void **state)
+{
+	struct sp_report *r;
+	struct sp_profile *p;
+	int32_t link;
+	char *s;
+
+	(void)state;
+	p = hand_profile(&link);
+	assert_int_equal(sp_report__new(p, NULL, &r), 0);
+	sp_profile__free(p);
+	s = capture(do_top, r, 3);
+	/* total 8 samples; flat: c 3, b 2, then a/d/inl 1 (lowest id: a) */
+	assert_non_null(strstr(s, "on-CPU: 8 samples, 8.0 ms"));
+	assert_non_null(strstr(s, "         3  37.50%          3  37.50%  c (x.c:10)\n"
+				  "         2  25.00%          5  62.50%  b (x.c:10)\n"
+				  "         1  12.50%          6  75.00%  a (x.c:10)\n"));
+	/* cumulative: a counted once for the recursive sample: 6 */
+	assert_non_null(strstr(s, "Top 3 by cumulative:\n"
+				  "      flat   flat%        cum    cum%  function\n"
+				  "         1  12.50%          6  75.00%  a (x.c:10)\n"
+				  "         2  25.00%          5  62.50%  b (x.c:10)\n"
+				  "         3  37.50%          3  37.50%  c (x.c:10)\n"));
+	free(s);
+	sp_report__free(r);
+}
+
+static void test_report_by_span_and_filter(void **state)
+{
+	struct sp_report_opts o = { .filter_span = true };
+	struct sp_report *r;
+	struct sp_profile *p;
+	int32_t link;
+	char *s, *row;
+
+	(void)state;
+	p = hand_profile(&link);
+	assert_int_equal(sp_report__new(p, NULL, &r), 0);
+	s = capture(do_span, r, 2);
+	row = strstr(s, "abababababababababababababababab cdcdcdcdcdcdcdcd");
+	assert_non_null(row);
+	/* 3 samples, 3 ms on-CPU, 3 waits, 7.5 ms off: io 7, runq 0.5 */
+	assert_non_null(strstr(row, "       3        3.0      3        7.5"
+				    "       0.0       7.0       0.5       0.0"
+				    "  d 7.5ms, c 3.0ms\n"));
+	assert_non_null(strstr(s, "(no span)"));
+	/* the span row comes before the no-span row */
+	assert_true(row < strstr(s, "(no span)"));
+	free(s);
+	sp_report__free(r);
+
+	memset(o.span_id, 0xcd, sizeof(o.span_id));
+	assert_int_equal(sp_report__new(p, &o, &r), 0);
+	s = capture(do_collapsed, r, SP_KIND_ONCPU);
+	assert_string_equal(s, "a;b;c 3\n");
+	free(s);
+	sp_report__free(r);
+	o.span_id[0] = 0;
+	assert_int_equal(sp_report__new(p, &o, &r), 0);
+	assert_false(sp_report__has_kind(r, SP_KIND_ONCPU));
+	sp_report__free(r);
+	sp_profile__free(p);
+}
+
+static void test_flamegraph_escaping(void **state)
+{
+	struct sp_profile *p = sp_profile__new();
+	struct sp_report *r;
+	int32_t st[2];
+	char *s;
+
+	(void)state;
+	assert_true(sp_profile__add_resource(p, &(struct sp_resource){ .pid = 1 })
+		    >= 0);
+	st[0] = loc1(p, "evil</script><img src=x onerror=alert(1)>", 0x10);
+	st[1] = loc1(p, "root\"quote\\back\nline", 0x20);
+	add(p, st, 2, SP_KIND_ONCPU, 5, 0, 0, NULL);
+	assert_int_equal(sp_report__new(p, NULL, &r), 0);
+	s = capture(do_fg, r, 0);
+	assert_null(strstr(s, "evil</script>"));
+	assert_null(strstr(s, "<img src=x"));
+	assert_null(strstr(s, "x()</script>"));
+	assert_non_null(strstr(s, "evil\\u003c/script\\u003e\\u003cimg"));
+	assert_non_null(strstr(s, "root\\\"quote\\\\back\\u000aline"));
+	assert_non_null(strstr(s, "<title>t&lt;/title&gt;&lt;script&gt;"));
+	/* one <script> pair for the data and one for the code, no more */
+	{
+		int n = 0;
+
+		for (char *q = s; (q = strstr(q, "</script>")); q++)
+			n++;
+		assert_int_equal(n, 2);
+	}
+	assert_null(strstr(s, "http://"));
+	assert_null(strstr(s, "https://"));
+	free(s);
+	sp_report__free(r);
+	sp_profile__free(p);
+}
+
+static void test_parse_hex(void **state)
+{
+	uint8_t b[8];
+
+	(void)state;
+	assert_int_equal(sp_report__parse_hex("00f067aa0ba902b7", b, 8), 0);
+	assert_int_equal(b[0], 0x00);
+	assert_int_equal(b[7], 0xb7);
+	assert_int_equal(sp_report__parse_hex("00F067AA0BA902B7", b, 8), 0);
+	assert_int_equal(b[1], 0xf0);
+	assert_int_equal(sp_report__parse_hex("00f067aa0ba902b", b, 8), -EINVAL);
+	assert_int_equal(sp_report__parse_hex("00f067aa0ba902bz", b, 8), -EINVAL);
+	assert_int_equal(sp_report__parse_hex(NULL, b, 8), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_buildid_validate),
+		cmocka_unit_test(test_finder_rejects_bad_ids),
+		cmocka_unit_test(test_finder_dirs_and_hint),
+		cmocka_unit_test(test_finder_negative_cache),
+		cmocka_unit_test(test_resolver_functions_and_inlines),
+		cmocka_unit_test(test_resolver_cache_bound),
+		cmocka_unit_test(test_demangle),
+		cmocka_unit_test(test_symbolize_profile),
+		cmocka_unit_test(test_report_folded),
+		cmocka_unit_test(test_report_top),
+		cmocka_unit_test(test_report_by_span_and_filter),
+		cmocka_unit_test(test_flamegraph_escaping),
+		cmocka_unit_test(test_parse_hex),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
