@@ -28,6 +28,7 @@
 
 struct neg_entry {
 	char id[SP_BUILDID_MAX_HEX + 1];
+	bool exec;		/* an executable lookup, not debuginfo */
 	time_t when;
 };
 
@@ -207,8 +208,10 @@ void sp_debuginfo__free(struct sp_debuginfo *d)
 	free(d);
 }
 
-/* DIR/.build-id/ab/cdef...[.debug]; DIR may itself end in ".build-id". */
-static int try_dir(const char *dir, const char *id, char **path_out)
+/* DIR/.build-id/ab/cdef...[.debug]; DIR may itself end in ".build-id".
+ * exec_only: only the suffix-less name (the executable itself). */
+static int try_dir(const char *dir, const char *id, bool exec_only,
+		   char **path_out)
 {
 	static const char *const suffixes[] = { ".debug", "" };
 	size_t dl = strlen(dir);
@@ -219,7 +222,7 @@ static int try_dir(const char *dir, const char *id, char **path_out)
 		dl--;
 	if (dl >= 9 && !memcmp(dir + dl - 9, ".build-id", 9))
 		sub = "";
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = exec_only ? 1 : 0; i < 2; i++) {
 		if (asprintf(&p, "%.*s%s/%.2s/%s%s", (int)dl, dir, sub, id,
 			     id + 2, suffixes[i]) < 0)
 			return -ENOMEM;
@@ -232,14 +235,14 @@ static int try_dir(const char *dir, const char *id, char **path_out)
 	return -ENOENT;
 }
 
-static bool neg_lookup(struct sp_debuginfo *d, const char *id)
+static bool neg_lookup(struct sp_debuginfo *d, const char *id, bool exec)
 {
 	time_t now = d->neg_ttl_s ? time(NULL) : 0;
 
 	for (uint32_t i = 0; i < d->neg_len; i++) {
 		struct neg_entry *e = &d->neg[i];
 
-		if (strcmp(e->id, id))
+		if (e->exec != exec || strcmp(e->id, id))
 			continue;
 		if (d->neg_ttl_s && now - e->when >= (time_t)d->neg_ttl_s) {
 			e->id[0] = '\0';	/* expired: forget it */
@@ -250,18 +253,19 @@ static bool neg_lookup(struct sp_debuginfo *d, const char *id)
 	return false;
 }
 
-static void neg_insert(struct sp_debuginfo *d, const char *id)
+static void neg_insert(struct sp_debuginfo *d, const char *id, bool exec)
 {
 	struct neg_entry *e = &d->neg[d->neg_next];
 
 	snprintf(e->id, sizeof(e->id), "%s", id);
+	e->exec = exec;
 	e->when = d->neg_ttl_s ? time(NULL) : 0;
 	d->neg_next = (d->neg_next + 1) % d->neg_cap;
 	if (d->neg_len < d->neg_cap)
 		d->neg_len++;
 }
 
-static int try_debuginfod(struct sp_debuginfo *d, const char *id,
+static int try_debuginfod(struct sp_debuginfo *d, const char *id, bool exec,
 			  char **path_out)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
@@ -270,7 +274,7 @@ static int try_debuginfod(struct sp_debuginfo *d, const char *id,
 
 	if (d->no_debuginfod || !urls || !*urls)
 		return -ENOENT;
-	if (neg_lookup(d, id)) {
+	if (neg_lookup(d, id, exec)) {
 		d->st.negative_hits++;
 		return -ENOENT;
 	}
@@ -283,15 +287,21 @@ static int try_debuginfod(struct sp_debuginfo *d, const char *id,
 		return -ENOENT;
 	d->st.debuginfod_queries++;
 	/* build_id_len 0: the id is given as a hex string */
-	fd = debuginfod_find_debuginfo(d->client, (const unsigned char *)id, 0,
-				       &path);
+	if (exec)
+		fd = debuginfod_find_executable(d->client,
+						(const unsigned char *)id, 0,
+						&path);
+	else
+		fd = debuginfod_find_debuginfo(d->client,
+					       (const unsigned char *)id, 0,
+					       &path);
 	if (fd < 0) {
-		neg_insert(d, id);
+		neg_insert(d, id, exec);
 		return -ENOENT;
 	}
 	close(fd);
 	if (!path) {
-		neg_insert(d, id);
+		neg_insert(d, id, exec);
 		return -ENOENT;
 	}
 	*path_out = path;
@@ -319,7 +329,7 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		goto out;
 	}
 	for (size_t i = 0; i < d->n_dirs; i++) {
-		err = try_dir(d->dirs[i], build_id, &path);
+		err = try_dir(d->dirs[i], build_id, false, &path);
 		if (err == -ENOMEM)
 			goto out;
 		if (!err) {
@@ -335,7 +345,7 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		if (file_has_dwarf(hint_path))
 			goto use_hint;
 	}
-	if (!try_debuginfod(d, build_id, &path)) {
+	if (!try_debuginfod(d, build_id, false, &path)) {
 		where = SP_DI_DEBUGINFOD;
 		d->st.found_debuginfod++;
 		goto found;
@@ -359,6 +369,40 @@ found:
 		*src = where;
 	err = 0;
 out:
+	pthread_mutex_unlock(&d->lock);
+	return err;
+}
+
+int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
+			    const char *hint_path, char **path_out)
+{
+	char *path = NULL;
+	int err = -ENOENT;
+
+	*path_out = NULL;
+	if (sp_buildid__validate(build_id))
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->n_dirs && err; i++) {
+		err = try_dir(d->dirs[i], build_id, true, &path);
+		if (err == -ENOMEM)
+			goto out;
+	}
+	if (err && hint_path && *hint_path &&
+	    file_has_buildid(hint_path, build_id)) {
+		path = strdup(hint_path);
+		err = path ? 0 : -ENOMEM;
+		if (err)
+			goto out;
+	}
+	if (err)
+		err = try_debuginfod(d, build_id, true, &path);
+out:
+	if (err)
+		d->st.exec_not_found++;
+	else
+		d->st.exec_found++;
+	*path_out = path;
 	pthread_mutex_unlock(&d->lock);
 	return err;
 }

@@ -61,6 +61,8 @@ struct sp_debuginfo_stats {
 	uint64_t negative_hits;
 	uint64_t debuginfod_queries;	/* calls into libdebuginfod */
 	uint64_t invalid_build_id;
+	uint64_t exec_found;		/* sp_debuginfo__find_exec */
+	uint64_t exec_not_found;
 };
 
 struct sp_debuginfo;
@@ -83,6 +85,14 @@ void sp_debuginfo__free(struct sp_debuginfo *d);	/* NULL-safe */
 int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		       const char *hint_path, char **path_out,
 		       enum sp_debuginfo_source *src);
+
+/* Finds the executable (or shared object) itself, for its program headers
+ * when the debug file's are unusable (objcopy --only-keep-debug zeroes
+ * p_offset/p_filesz): DIR/.build-id/ab/cdef... (no .debug), the hint path
+ * when its build id matches, then debuginfod_find_executable (with its own
+ * negative cache entries).  Counted in exec_found / exec_not_found only. */
+int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
+			    const char *hint_path, char **path_out);
 
 void sp_debuginfo__stats(struct sp_debuginfo *d, struct sp_debuginfo_stats *st);
 const char *sp_debuginfo__source_name(enum sp_debuginfo_source src);

@@ -345,9 +345,11 @@ static void print_stats(const struct sp_symbolize_stats *ss,
 		"spanprof-symbolizer: debuginfo lookups %" PRIu64
 		" found_dir %" PRIu64 " found_path %" PRIu64
 		" found_debuginfod %" PRIu64 " not_found %" PRIu64
-		" negative_hits %" PRIu64 " debuginfod_queries %" PRIu64 "\n",
+		" negative_hits %" PRIu64 " debuginfod_queries %" PRIu64
+		" exec_found %" PRIu64 " exec_not_found %" PRIu64 "\n",
 		ds.lookups, ds.found_dir, ds.found_path, ds.found_debuginfod,
-		ds.not_found, ds.negative_hits, ds.debuginfod_queries);
+		ds.not_found, ds.negative_hits, ds.debuginfod_queries,
+		ds.exec_found, ds.exec_not_found);
 }
 
 /* ------------------------------------------------------------ commands */

@@ -224,18 +224,27 @@ static const char *display_name(struct sp_resolver *r, struct module *m,
 
 /* ------------------------------------------------------------ ELF */
 
-static int load_segments(struct module *m)
+/* PT_LOAD segments of elf.  *usable is false when they cannot map file
+ * offsets: a separate debug file made by objcopy --only-keep-debug keeps
+ * the program headers but zeroes p_offset and p_filesz. */
+static int load_segments(struct module *m, Elf *elf, bool *usable)
 {
 	size_t n;
 	uint32_t cap = 0;
 
-	if (elf_getphdrnum(m->elf, &n))
+	*usable = true;
+	free(m->loads);
+	m->loads = NULL;
+	m->n_loads = 0;
+	if (elf_getphdrnum(elf, &n))
 		return -ENOEXEC;
 	for (size_t i = 0; i < n; i++) {
 		GElf_Phdr ph;
 
-		if (!gelf_getphdr(m->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
+		if ((ph.p_flags & PF_X) && ph.p_memsz && !ph.p_filesz)
+			*usable = false;
 		if (grow((void **)&m->loads, &cap, m->n_loads + 1,
 			 sizeof(*m->loads)))
 			return -ENOMEM;
@@ -790,12 +799,53 @@ static void module_free(struct module *m)
 	free(m);
 }
 
+/* Program headers from the executable itself when the debug file's are
+ * unusable; without them only virtual addresses can be resolved. */
+static int exec_segments(struct sp_resolver *r, struct module *m,
+			 const char *hint)
+{
+	char *path = NULL;
+	bool usable;
+	Elf *elf = NULL;
+	int fd = -1, err;
+
+	err = sp_debuginfo__find_exec(r->di, m->id, hint, &path);
+	if (err)
+		goto out;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	err = load_segments(m, elf, &usable);
+	if (!err && !usable)
+		err = -ENOEXEC;
+out:
+	if (err && err != -ENOMEM) {
+		free(m->loads);	/* no usable segments: offsets unresolvable */
+		m->loads = NULL;
+		m->n_loads = 0;
+		r->st.modules_no_segments++;
+	}
+	elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return err;
+}
+
 /* Opens whatever the finder gives; a module without any file still
  * exists (it answers -ENOENT quickly). */
 static int module_open(struct sp_resolver *r, const char *id,
 		       const char *hint, struct module **out)
 {
 	struct module *m;
+	bool usable;
 	int err;
 
 	m = calloc(1, sizeof(*m));
@@ -816,9 +866,14 @@ static int module_open(struct sp_resolver *r, const char *id,
 	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
 	if (!m->elf || elf_kind(m->elf) != ELF_K_ELF)
 		goto done;
-	err = load_segments(m);
+	err = load_segments(m, m->elf, &usable);
 	if (err == -ENOMEM)
 		goto fail;
+	if (!usable) {
+		err = exec_segments(r, m, hint);
+		if (err == -ENOMEM)
+			goto fail;
+	}
 	err = load_symbols(m);
 	if (err)
 		goto fail;

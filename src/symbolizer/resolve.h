@@ -91,6 +91,7 @@ struct sp_resolver_stats {
 	uint32_t modules_dwarf;		/* modules with DWARF */
 	uint64_t modules_refused;	/* -ENOSPC */
 	uint64_t bad_dwarf_units;	/* CUs whose index could not be built */
+	uint32_t modules_no_segments;	/* no usable program headers found */
 };
 
 struct sp_resolver;

@@ -234,11 +234,13 @@ TRACE_B = '4bf92f3577b34da6a3ce929d0e0e4736'
 SPAN_B = '00f067aa0ba902b7'
 
 
-def make_profile():
+def make_profile(mapped_name=None):
+    """The test profile; its main mapping is named mapped_name (default:
+    the fixture itself) and carries the fixture's build id."""
     syms = symbols(FIXTURE)
     bid = build_id(FIXTURE)
     p = Pprof()
-    m = p.mapping(BASE, BASE + 0x100000, 0, FIXTURE, bid)
+    m = p.mapping(BASE, BASE + 0x100000, 0, mapped_name or FIXTURE, bid)
     m_unknown = p.mapping(BASE + 0x200000, BASE + 0x300000, 0, '/nonexistent/lib.so',
                           'deadbeef' * 5)
     loc = {}
