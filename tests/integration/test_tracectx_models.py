@@ -1,0 +1,93 @@
+"""The trace context is read in the kernel for every TLS model a writer can
+be built with, for a process started before the collector, and for one that
+publishes late.
+
+ctx_worker (compiled here, with libspanctx, in each model) enters one span
+with fixed ids and burns CPU in it; >= 90% of its samples must carry that
+span's ids.  Models: the variable in the main executable (static TLS,
+local-exec after relaxation), TLSDESC in libspanctx.so, legacy
+general-dynamic through the DTV, a -static executable (found through
+.symtab), and libspanctx.so loaded with dlopen.
+"""
+import os
+import subprocess
+import time
+
+from spt import *
+
+require_root()
+d = tmpdir()
+root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+src = os.path.join(root, "tests", "integration", "ctx_worker.c")
+inc = os.path.join(root, "lib", "spanctx")
+cflags = ["-O1", "-g", "-fno-omit-frame-pointer", "-I" + inc, "-Wall", "-Werror"]
+libdir = BUILD
+spanctx_srcs = [os.path.join(inc, f) for f in sorted(os.listdir(inc)) if f.endswith(".c")]
+
+
+def cc(args):
+    p = subprocess.run(["cc"] + args, capture_output=True, text=True)
+    if p.returncode:
+        fail("cc %s: %s" % (" ".join(args), p.stderr))
+
+
+gd_lib = os.path.join(d, "libspanctx_gd.so")
+cc(["-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-mtls-dialect=gnu",
+    "-fvisibility=hidden", "-D_GNU_SOURCE", "-I" + inc,
+    "-Wl,--version-script=" + os.path.join(inc, "spanctx.map"), "-o", gd_lib] + spanctx_srcs + ["-lpthread"])
+p = subprocess.run(["readelf", "-r", gd_lib], capture_output=True, text=True).stdout
+check("DTPMOD64" in p and "TLSDESC" not in p, "the general-dynamic library uses DTPMOD64, not TLSDESC")
+
+variants = {
+    "exe": (1, cflags + [src, os.path.join(libdir, "libspanctx.a"),
+                         "-Wl,--export-dynamic-symbol=otel_thread_ctx_v1", "-lpthread"]),
+    "tlsdesc": (2, cflags + [src, "-L" + libdir, "-lspanctx", "-Wl,-rpath," + libdir, "-lpthread"]),
+    "gd": (3, cflags + [src, gd_lib, "-Wl,-rpath," + d, "-lpthread"]),
+    "static": (4, cflags + ["-static", src, os.path.join(libdir, "libspanctx.a"), "-lpthread"]),
+    "dlopen": (5, cflags + ["-DCTX_DLOPEN", src, "-ldl", "-lpthread"]),
+}
+bins = {}
+for name, (model, args) in variants.items():
+    bins[name] = os.path.join(d, "ctx_worker_" + name)
+    cc(args + ["-o", bins[name]])
+
+
+def share_with_ids(out, model, pid=None):
+    p = read_pprof(out)
+    want = "11" * 15 + "%02x" % model
+    ours = [s for s in p["samples"] if s["labels"].get("service.name") == "ctx-worker"
+            or s["labels"].get("thread_name", "").startswith("ctx_worker")]
+    if pid:
+        ours = [s for s in ours if s["labels"].get("pid") == pid]
+    n = sum(s["values"][0] for s in ours)
+    good = sum(s["values"][0] for s in ours
+               if s["labels"].get("trace_id") == want and s["labels"].get("span_id") == "22" * 8)
+    return good, n
+
+
+for name, (model, _) in variants.items():
+    out = os.path.join(d, name + ".pb.gz")
+    js = os.path.join(d, name + ".json")
+    argv = [bins[name], str(model), "2"]
+    if name == "dlopen":
+        argv += ["0", os.path.join(libdir, "libspanctx.so")]
+    record(["-F", "97", "-o", out, "--summary-json", js, "--"] + argv)
+    good, n = share_with_ids(out, model)
+    check(n > 40 and good >= 0.9 * n, "%s: %d of %d samples carry the span's ids (>= 90%%); ctx %s" % (
+        name, good, n, {k: v for k, v in load_json(js)["ctx"].items() if v}))
+
+# A process started before the collector (-p), and one publishing late.
+proc = subprocess.Popen([bins["tlsdesc"], "2", "6"], stdout=subprocess.PIPE, text=True)
+assert proc.stdout.readline().strip() == "ready"
+out = os.path.join(d, "pre.pb.gz")
+record(["-F", "97", "-p", str(proc.pid), "-d", "3", "-o", out])
+proc.wait(timeout=30)
+good, n = share_with_ids(out, 2, proc.pid)
+check(n > 40 and good >= 0.9 * n, "started before the collector: %d of %d samples carry ids" % (good, n))
+
+out = os.path.join(d, "late.pb.gz")
+record(["-F", "97", "-o", out, "--", bins["exe"], "1", "2", "1.5"])
+good, n = share_with_ids(out, 1)
+# 1.5 s of CPU outside any span, then 2 s inside: about 57% carry ids.
+check(n > 60 and 0.35 * n <= good <= 0.8 * n,
+      "published late (after 1.5 s): %d of %d samples carry ids (about 2/3.5 of them)" % (good, n))
