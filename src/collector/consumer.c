@@ -23,11 +23,11 @@ static void handle_proc_event(struct sp_consumer *c, const struct sp_event *e)
 		c->stats.received_exec++;
 		sp_proc_table__on_exec(c->procs, e->pid, e->comm, e->ts_ns);
 		if (c->on_proc)
-			c->on_proc(e->pid, 1, c->on_proc_ctx);
+			c->on_proc(e->pid, SP_PROC_EXEC, c->on_proc_ctx);
 	} else if (e->type == SP_EV_CTX_PUBLISH) {
 		c->stats.received_publish++;
 		if (c->on_proc)
-			c->on_proc(e->pid, 0, c->on_proc_ctx);
+			c->on_proc(e->pid, SP_PROC_PUBLISH, c->on_proc_ctx);
 	} else {
 		c->stats.received_exit++;
 		sp_proc_table__on_exit(c->procs, e->pid);
@@ -65,7 +65,7 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 	}
 	c->stats.frames += n;
 	if (first_sight && c->on_proc)
-		c->on_proc(e->pid, 0, c->on_proc_ctx);
+		c->on_proc(e->pid, SP_PROC_FIRST_SIGHT, c->on_proc_ctx);
 
 	memset(&key, 0, sizeof(key));
 	key.pid = e->pid;

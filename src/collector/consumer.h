@@ -40,9 +40,16 @@ struct sp_consumer_stats {
 	uint64_t ctx_samples;		/* samples carrying a trace context */
 };
 
-/* Called for a process seen for the first time or after exec (e.g. to
- * resolve its trace-context descriptor).  May be NULL. */
-typedef void (*sp_consumer_proc_fn)(uint32_t pid, int exec, void *ctx);
+/* Why a process is worth a look (e.g. to resolve its trace-context
+ * descriptor). */
+enum sp_proc_why {
+	SP_PROC_FIRST_SIGHT = 0,	/* first sample of a pid */
+	SP_PROC_EXEC = 1,		/* it exec'd: everything changed */
+	SP_PROC_PUBLISH = 2,		/* it just published a process context */
+};
+
+/* Called for the events above.  May be NULL. */
+typedef void (*sp_consumer_proc_fn)(uint32_t pid, enum sp_proc_why why, void *ctx);
 
 struct sp_consumer {
 	struct sp_proc_table *procs;	/* borrowed */

@@ -19,6 +19,7 @@ enum slot_state { SLOT_EMPTY = 0, SLOT_NONE, SLOT_RESOLVED, SLOT_FAILED };
 struct slot {
 	uint32_t pid;
 	uint8_t state;
+	uint64_t *fail_ctr;	/* the reason counted when state == FAILED */
 	char service_name[128];
 };
 
@@ -33,6 +34,7 @@ struct sp_ctx_discovery {
 	uint64_t table_full;
 	uint64_t tls_fail[SP_TLS_FAIL__MAX];
 	uint64_t pctx_fail[SP_PCTX__MAX];
+	uint64_t bpf_map_errors;	/* tls_descs update failed (map full) */
 };
 
 struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char *proc_root)
@@ -81,6 +83,19 @@ static struct slot *slot_for(struct sp_ctx_discovery *d, uint32_t pid, bool crea
 	return &d->slots[h];
 }
 
+/* Counts a process once per failure reason, not once per look. */
+static void mark_failed(struct sp_ctx_discovery *d, struct slot *sl, uint64_t *reason_ctr)
+{
+	if (sl->state == SLOT_FAILED && sl->fail_ctr == reason_ctr)
+		return;
+	if (sl->state != SLOT_FAILED)
+		d->failed++;
+	if (reason_ctr)
+		(*reason_ctr)++;
+	sl->state = SLOT_FAILED;
+	sl->fail_ctr = reason_ctr;
+}
+
 static void examine(struct sp_ctx_discovery *d, uint32_t pid)
 {
 	struct sp_process_ctx pctx = { 0 };
@@ -96,25 +111,18 @@ static void examine(struct sp_ctx_discovery *d, uint32_t pid)
 	err = sp_process_ctx__read(d->proc_root, pid, &pctx, &why);
 	if (err) {
 		/* Nothing published is the common case, not a failure. */
-		if (why != SP_PCTX_NO_MAPPING && why < SP_PCTX__MAX) {
-			d->pctx_fail[why]++;
-			d->failed++;
-			sl->state = SLOT_FAILED;
-		}
+		if (why != SP_PCTX_NO_MAPPING && why < SP_PCTX__MAX)
+			mark_failed(d, sl, &d->pctx_fail[why]);
 		goto out;
 	}
 	snprintf(sl->service_name, sizeof(sl->service_name), "%s", pctx.service_name);
 	err = sp_tls_resolve__pid(d->proc_root, pid, &desc, &reason);
 	if (err) {
-		if (reason < SP_TLS_FAIL__MAX)
-			d->tls_fail[reason]++;
-		d->failed++;
-		sl->state = SLOT_FAILED;
+		mark_failed(d, sl, reason < SP_TLS_FAIL__MAX ? &d->tls_fail[reason] : NULL);
 		goto out;
 	}
 	if (sp_sampler__set_tls_desc(d->sampler, pid, &desc)) {
-		d->failed++;
-		sl->state = SLOT_FAILED;
+		mark_failed(d, sl, &d->bpf_map_errors);
 		goto out;
 	}
 	if (sl->state != SLOT_RESOLVED)
@@ -124,19 +132,22 @@ out:
 	sp_process_ctx__clear(&pctx);
 }
 
-void sp_ctx_discovery__on_proc(uint32_t pid, int exec, void *ctx)
+void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 {
 	struct sp_ctx_discovery *d = ctx;
 	struct slot *sl;
 
 	if (!d || !pid)
 		return;
-	if (exec) {
+	if (why == SP_PROC_FIRST_SIGHT && slot_for(d, pid, false))
+		return;		/* already examined (e.g. by the start-up scan) */
+	if (why == SP_PROC_EXEC) {
 		sl = slot_for(d, pid, false);
 		if (sl && sl->state == SLOT_RESOLVED)
 			sp_sampler__del_tls_desc(d->sampler, pid);
 		if (sl) {
 			sl->state = SLOT_NONE;
+			sl->fail_ctr = NULL;
 			sl->service_name[0] = 0;
 		}
 	}
@@ -188,6 +199,10 @@ void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_
 	for (int i = 1; i < SP_TLS_FAIL__MAX && s->n_ctx_fail < 16; i++) {
 		s->ctx_fail_names[s->n_ctx_fail] = sp_tls_fail__name(i);
 		s->ctx_fail[s->n_ctx_fail++] = d->tls_fail[i];
+	}
+	if (s->n_ctx_fail < 16) {
+		s->ctx_fail_names[s->n_ctx_fail] = "bpf_map_full";
+		s->ctx_fail[s->n_ctx_fail++] = d->bpf_map_errors;
 	}
 	for (int i = 1; i < SP_PCTX__MAX && s->n_ctx_fail < 16; i++) {
 		if (i == SP_PCTX_NO_MAPPING)

@@ -12,13 +12,16 @@
  * attribute key map); only a process that publishes one has its ELF files
  * searched for otel_thread_ctx_v1 (that search costs milliseconds, so it is
  * not done for every process on the machine).  Every failure is counted by
- * reason.  State is bounded: SP_CTX_DISCOVERY_MAX processes.
+ * reason, once per process (a process failing again for the same reason
+ * is not counted twice).  State is bounded: SP_CTX_DISCOVERY_MAX processes.
  */
 #ifndef SPANPROF_CTX_DISCOVERY_H
 #define SPANPROF_CTX_DISCOVERY_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "consumer.h"
 
 #define SP_CTX_DISCOVERY_MAX 16384
 
@@ -29,8 +32,9 @@ struct sp_ctx_discovery;
 struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char *proc_root);
 void sp_ctx_discovery__free(struct sp_ctx_discovery *d);
 
-/* sp_consumer_proc_fn: (re)examine pid. */
-void sp_ctx_discovery__on_proc(uint32_t pid, int exec, void *ctx);
+/* sp_consumer_proc_fn: examine pid (first sight: only if never examined;
+ * exec: forget what was known; publish: look again). */
+void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx);
 /* Examine processes already running: all of /proc, or the given pids. */
 void sp_ctx_discovery__scan(struct sp_ctx_discovery *d, bool all, const uint32_t *pids,
 			    uint32_t n);
