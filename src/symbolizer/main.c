@@ -647,10 +647,16 @@ static int cmd_addr(struct cli *c)
 		for (int i = 0; i < c->n_args && !err; i++)
 			err = addr_one(c, &x, id, c->args[i]);
 	} else {
+		struct stat st;
+		/* answer each line at once when driven through a pipe (as
+		 * llvm-symbolizer is); a file on stdin needs no flushing */
+		bool flush = fstat(STDIN_FILENO, &st) || !S_ISREG(st.st_mode);
+
 		while (!err && fgets(line, sizeof(line), stdin)) {
 			line[strcspn(line, "\r\n")] = '\0';
 			err = addr_one(c, &x, id, line);
-			fflush(stdout);
+			if (flush)
+				fflush(stdout);
 		}
 	}
 	if (!c->quiet)
