@@ -20,9 +20,11 @@
  *     and opens its outputs, then drops to --user (default "nobody"):
  *     setgroups(0), setgid, setuid, PR_SET_NO_NEW_PRIVS, and checks that
  *     root cannot be regained.  --allow-root keeps root instead.  After the
- *     drop, debug files must be readable by that user; when
- *     DEBUGINFOD_CACHE_PATH is unset a private cache directory is made
- *     under $TMPDIR (or /tmp) and removed at exit.
+ *     drop, debug files must be readable by that user.  When
+ *     DEBUGINFOD_URLS is set, DEBUGINFOD_CACHE_PATH is not, and we dropped
+ *     privileges or the default cache ($XDG_CACHE_HOME or $HOME/.cache) is
+ *     not writable, a private cache directory is made under $TMPDIR (or
+ *     /tmp) and removed at exit.
  *   - Input format (pprof or OTLP, gzip or not) is detected from the
  *     bytes; `file` writes the same format (and compression) unless
  *     --format says otherwise.
@@ -164,15 +166,41 @@ static int drop_privileges(const struct cli *c)
 	return 0;
 }
 
-/* With privileges dropped, the invoking user's debuginfod cache is not
- * ours: use a private one unless the caller chose one. */
+/* libdebuginfod's default cache: $XDG_CACHE_HOME/debuginfod_client or
+ * $HOME/.cache/debuginfod_client; usable when it or its parent is
+ * writable by us. */
+static bool default_cache_usable(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char p[4096];
+
+	if (xdg && *xdg)
+		snprintf(p, sizeof(p), "%s", xdg);
+	else if (home && *home)
+		snprintf(p, sizeof(p), "%s/.cache", home);
+	else
+		return false;
+	if (access(p, W_OK) == 0)
+		return true;
+	if (errno != ENOENT)
+		return false;
+	/* not there yet: the parent must be writable to create it */
+	*strrchr(p, '/') = '\0';
+	return *p && access(p, W_OK) == 0;
+}
+
+/* With privileges dropped (by us, or by a parent that left HOME pointing at
+ * root's home), the default debuginfod cache is not ours: use a private one
+ * unless the caller chose one. */
 static void setup_debuginfod_cache(const struct cli *c)
 {
 	const char *tmp = getenv("TMPDIR");
 	char *dir;
 
-	if (!dropped || c->no_debuginfod || getenv("DEBUGINFOD_CACHE_PATH") ||
+	if (c->no_debuginfod || getenv("DEBUGINFOD_CACHE_PATH") ||
 	    !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+		return;
+	if (!dropped && default_cache_usable())
 		return;
 	if (asprintf(&dir, "%s/spanprof-symbolizer-XXXXXX",
 		     tmp && *tmp ? tmp : "/tmp") < 0)
