@@ -30,15 +30,18 @@ run_one() { # name, command...
 	local dt=$((SECONDS - t0))
 	if [[ "$name" == unit* ]]; then
 		# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s),"
-		local p f
+		local p f k
 		p=$(grep -Eo '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$NF} END {print s+0}')
+		k=$(grep -Eo '\[  SKIPPED \] [0-9]+' "$log" | awk '{s+=$NF} END {print s+0}')
 		f=$(grep -Eo '\[  FAILED  \] [0-9]+ test' "$log" | awk '{s+=$(NF-1)} END {print s+0}')
 		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-		pass=$((pass + p)); fail=$((fail + f))
+		pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + k))
 		if [ "$f" -gt 0 ]; then
 			failed_names+=("$name"); echo "FAIL $name (${dt}s)"; tail -n 30 "$log" | sed 's/^/    /'
 		else
-			echo "ok   $name: $p cases (${dt}s)"
+			local ks=""
+			[ "$k" -gt 0 ] && ks=", $k skipped"
+			echo "ok   $name: $p cases$ks (${dt}s)"
 		fi
 		return
 	fi
