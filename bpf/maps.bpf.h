@@ -30,6 +30,12 @@ SP_CONFIG(__u8, cfg_filter_pids, 0);	/* only stream processes in targets */
 SP_CONFIG(__u8, cfg_stream_idle, 0);	/* stream idle samples too */
 SP_CONFIG(__u8, cfg_kernel_stacks, 1);	/* take kernel stacks */
 SP_CONFIG(__u8, cfg_read_ctx, 1);	/* read OTEP 4947 trace context */
+/* Off-CPU (offcpu.bpf.c; its program is attached only with --off-cpu). */
+SP_CONFIG(__u64, cfg_offcpu_min_ns, 0);	/* waits shorter are not written */
+SP_CONFIG(__u32, cfg_offcpu_sample_n, 1);	/* capture 1 in N; 0 = adaptive */
+SP_CONFIG(__u32, cfg_offcpu_rate, 1000);	/* adaptive: captures/s per CPU */
+SP_CONFIG(__u32, cfg_offcpu_max_pending, 8192);	/* captured waits open at once */
+SP_CONFIG(__u8, cfg_offcpu_kthreads, 0);	/* kernel threads' waits too */
 
 /* All events: variable-length struct sp_event records.  Size set by the
  * loader (bpf_map__set_max_entries) before load. */

@@ -141,12 +141,28 @@ enum sp_counter {
 	SP_CNT_RB_SENT_OFFCPU,
 	SP_CNT_RB_DROP_OFFCPU,
 	SP_CNT_OFFCPU_STATE_FULL,	/* start-state map full */
+	/* Off-CPU outcomes added by issue 4 (bpf/offcpu.bpf.c has the
+	 * identity): one per sched_switch for prev, one per captured wait. */
+	SP_CNT_OFFCPU_IDLE,		/* prev was the idle task */
+	SP_CNT_OFFCPU_KTHREAD,		/* prev was a kernel thread (not asked) */
+	SP_CNT_OFFCPU_FILTERED,		/* prev not a target process */
+	SP_CNT_OFFCPU_EXITING,		/* prev's last switch (TASK_DEAD) */
+	SP_CNT_OFFCPU_CAPTURED,		/* wait captured, record pending */
+	SP_CNT_OFFCPU_DELETE_ERR,	/* pending record not deleted (reused) */
 	SP_CNT__MAX,
 };
 
 _Static_assert(SP_CNT__MAX <= 64, "counter map size");
 
 #define SP_COUNTERS_MAX 64	/* entries of the counters map */
+
+/* Off-CPU sampling (bpf/offcpu.bpf.c): the adaptive sampler re-derives
+ * its 1-in-N factor per CPU every window; N never exceeds SP_OFFCPU_MAX_N. */
+#define SP_OFFCPU_WINDOW_NS 50000000ull
+#define SP_OFFCPU_MAX_N 65536
+/* Bytes of one pending off-CPU record in task storage (struct sp_scratch
+ * in bpf/maps.bpf.h: header + 256 frame slots). */
+#define SP_OFFCPU_REC_SIZE (SP_EVENT_HDR_SIZE + 8 * 256)
 
 
 /*

@@ -25,6 +25,8 @@ struct sp_sampler {
 	uint32_t n_links;
 	struct bpf_link **links;	/* one per online CPU */
 	struct bpf_link *prctl_link;	/* NULL: no tracefs, not watching */
+	struct bpf_link *offcpu_link;	/* NULL: off-CPU not asked or stopped */
+	bool off_cpu;
 	int *pfds;
 };
 
@@ -79,9 +81,19 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_stream_idle = cfg->stream_idle;
 	s->skel->rodata->cfg_kernel_stacks = cfg->kernel_stacks;
 	s->skel->rodata->cfg_read_ctx = cfg->read_trace_ctx;
+	s->off_cpu = cfg->off_cpu;
+	s->skel->rodata->cfg_offcpu_min_ns = cfg->off_cpu_min_ns;
+	s->skel->rodata->cfg_offcpu_sample_n = cfg->off_cpu_sample_n;
+	s->skel->rodata->cfg_offcpu_rate = cfg->off_cpu_rate ? cfg->off_cpu_rate : 1;
+	s->skel->rodata->cfg_offcpu_max_pending = cfg->off_cpu_max_pending ?
+						   cfg->off_cpu_max_pending : 8192;
+	s->skel->rodata->cfg_offcpu_kthreads = cfg->off_cpu_kthreads;
 	/* Needs tracefs; attached by hand in attach() so its absence is not
 	 * fatal. */
 	bpf_program__set_autoattach(s->skel->progs.sp_prctl, false);
+	/* Runs on every context switch: attached only when asked, in attach()
+	 * after the process tracepoints. */
+	bpf_program__set_autoattach(s->skel->progs.sp_offcpu_switch, false);
 	err = bpf_map__set_max_entries(s->skel->maps.events, cfg->ringbuf_bytes);
 	if (err) {
 		snprintf(err_msg, err_len, "ring buffer size %u rejected: it must be a power "
@@ -193,6 +205,16 @@ int sp_sampler__attach(struct sp_sampler *s, char *err_msg, size_t err_len)
 		return err;
 	}
 	attach_prctl(s);
+	if (s->off_cpu) {
+		s->offcpu_link = bpf_program__attach(s->skel->progs.sp_offcpu_switch);
+		if (!s->offcpu_link) {
+			err = -errno;
+			snprintf(err_msg, err_len, "attaching the off-CPU program to "
+				 "tp_btf/sched_switch failed: %s (needs kernel 5.18+ with BTF)",
+				 strerror(-err));
+			return err;
+		}
+	}
 	memset(online, 0, sizeof(online));
 	err = read_online_cpus("/sys/devices/system/cpu/online", online, &n_online);
 	if (err) {
@@ -238,6 +260,8 @@ void sp_sampler__stop(struct sp_sampler *s)
 {
 	if (!s)
 		return;
+	bpf_link__destroy(s->offcpu_link);
+	s->offcpu_link = NULL;
 	for (uint32_t i = 0; i < s->n_cpus; i++) {
 		bpf_link__destroy(s->links[i]);
 		s->links[i] = NULL;
@@ -311,12 +335,22 @@ int sp_sampler__read_counters(const struct sp_sampler *s, uint64_t out[SP_CNT__M
 	return err;
 }
 
-uint32_t sp_sampler__oncpu_prog_id(const struct sp_sampler *s)
+static uint32_t prog_id(const struct bpf_program *p)
 {
 	struct bpf_prog_info info = {};
 	uint32_t len = sizeof(info);
 
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sp_oncpu), &info, &len))
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len))
 		return 0;
 	return info.id;
+}
+
+uint32_t sp_sampler__oncpu_prog_id(const struct sp_sampler *s)
+{
+	return prog_id(s->skel->progs.sp_oncpu);
+}
+
+uint32_t sp_sampler__offcpu_prog_id(const struct sp_sampler *s)
+{
+	return prog_id(s->skel->progs.sp_offcpu_switch);
 }

@@ -6,7 +6,8 @@
  *
  * Attaches: one PERF_COUNT_SW_CPU_CLOCK event per online CPU in frequency
  * mode running the on-CPU program, and the process lifecycle tracepoints
- * (tp_btf: exec, exit, fork).  Events arrive in one ring buffer
+ * (tp_btf: exec, exit, fork), and with off_cpu the off-CPU program on
+ * tp_btf/sched_switch (bpf/offcpu.bpf.c).  Events arrive in one ring buffer
  * (sp_sampler__ring_fd); counters are per-CPU and summed here.
  *
  * Errors carry a one-line human message in err_msg naming the cause and
@@ -27,6 +28,14 @@ struct sp_sampler_config {
 	bool stream_idle;
 	bool kernel_stacks;
 	bool read_trace_ctx;
+	/* Off-CPU waits (bpf/offcpu.bpf.c); the rest is ignored without it. */
+	bool off_cpu;
+	uint64_t off_cpu_min_ns;	/* shorter waits are counted, not written */
+	uint32_t off_cpu_sample_n;	/* capture 1 in N (1 = every wait);
+					 * 0 = adaptive, off_cpu_rate per CPU */
+	uint32_t off_cpu_rate;		/* adaptive: captures per second per CPU */
+	uint32_t off_cpu_max_pending;	/* captured waits open at once (0: 8192) */
+	bool off_cpu_kthreads;		/* kernel threads' waits too */
 };
 
 struct sp_sampler;
@@ -36,7 +45,8 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 			  char *err_msg, size_t err_len);
 /* Attach tracepoints and perf events; sampling starts here. */
 int sp_sampler__attach(struct sp_sampler *s, char *err_msg, size_t err_len);
-/* Stop sampling (disable perf events) but keep maps so the ring can drain. */
+/* Stop sampling (disable perf events, detach the off-CPU program) but keep
+ * maps so the ring can drain. */
 void sp_sampler__stop(struct sp_sampler *s);
 void sp_sampler__destroy(struct sp_sampler *s);	/* NULL-safe */
 
@@ -54,5 +64,6 @@ int sp_sampler__read_counters(const struct sp_sampler *s, uint64_t out[SP_CNT__M
 
 /* Names of the BPF programs (for bpf_stats lookups in benchmarks). */
 uint32_t sp_sampler__oncpu_prog_id(const struct sp_sampler *s);
+uint32_t sp_sampler__offcpu_prog_id(const struct sp_sampler *s);
 
 #endif

@@ -4,6 +4,13 @@
  *
  *   spanprof record [-F HZ] [-a | -p PID[,PID...] | -- COMMAND ARGS...]
  *                   [-d SECONDS] [-o FILE] [--format pprof|otlp] [--no-kernel]
+ *                   [--off-cpu [--off-cpu-min-us N] [--off-cpu-sample N |
+ *                    --off-cpu-rate R] [--off-cpu-kernel-threads]]
+ *
+ * --off-cpu adds wall-clock waits (bpf/offcpu.bpf.c): each captured wait
+ * is a sample of kind off-CPU weighted by its blocked ns times the
+ * sampling factor (an unbiased estimate, see the BPF file); the default
+ * sampler is adaptive (about --off-cpu-rate captures per second per CPU).
  *
  * Flow: parse and validate every flag (bad input is a one-line error and
  * exit 2 before anything is loaded) -> check privileges -> open the output
@@ -61,6 +68,11 @@ struct record_opts {
 	uint32_t agg_entries;
 	const char *summary_json;
 	bool report;			/* run the symbolizer's report at the end */
+	bool off_cpu;
+	uint64_t off_cpu_min_us;
+	uint32_t off_cpu_sample_n;	/* 0 = adaptive */
+	uint32_t off_cpu_rate;
+	bool off_cpu_kthreads;
 	bool quiet;
 };
 
@@ -89,6 +101,15 @@ static void usage(FILE *f)
 "                        spanprof.otlp.pb with --format otlp)\n"
 "      --format FMT      pprof (gzipped) or otlp (ExportProfilesServiceRequest)\n"
 "      --no-kernel       user stacks only\n"
+"      --off-cpu         also record off-CPU waits (sleep, locks, I/O, run\n"
+"                        queue) with stacks, trace context and blocked time\n"
+"      --off-cpu-min-us N  waits shorter than N us are counted, not written\n"
+"                        (default 10)\n"
+"      --off-cpu-sample N  capture 1 wait in N at random, weighted by N\n"
+"                        (1 = every wait; default: adaptive, see --off-cpu-rate)\n"
+"      --off-cpu-rate R  adaptive sampling: about R captured waits per second\n"
+"                        per CPU, weighted by the sampling factor (default 1000)\n"
+"      --off-cpu-kernel-threads  kernel threads' waits too\n"
 "      --idle            also write samples of idle CPUs\n"
 "      --no-report       do not run spanprof-symbolizer's report at the end\n"
 "      --ringbuf-size B  BPF ring buffer bytes, power of two (default 4 MiB)\n"
@@ -133,7 +154,8 @@ static int parse_pids(const char *arg, struct record_opts *o)
 
 enum {
 	OPT_FORMAT = 256, OPT_NO_KERNEL, OPT_IDLE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET,
-	OPT_AGG_ENTRIES, OPT_SUMMARY_JSON, OPT_NO_REPORT,
+	OPT_AGG_ENTRIES, OPT_SUMMARY_JSON, OPT_NO_REPORT, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
+	OPT_OFF_CPU_SAMPLE, OPT_OFF_CPU_RATE, OPT_OFF_CPU_KTHREADS,
 };
 
 static int parse_opts(int argc, char **argv, struct record_opts *o)
@@ -155,15 +177,22 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "agg-entries", required_argument, NULL, OPT_AGG_ENTRIES },
 		{ "summary-json", required_argument, NULL, OPT_SUMMARY_JSON },
 		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN },
+		{ "off-cpu-sample", required_argument, NULL, OPT_OFF_CPU_SAMPLE },
+		{ "off-cpu-rate", required_argument, NULL, OPT_OFF_CPU_RATE },
+		{ "off-cpu-kernel-threads", no_argument, NULL, OPT_OFF_CPU_KTHREADS },
 		{ 0 },
 	};
 	uint64_t v, below, above;
+	bool off_cpu_tuned = false;
 	char *end;
 	int c;
 
 	*o = (struct record_opts){
 		.hz = DEFAULT_HZ, .kernel = true, .ringbuf_bytes = 4u << 20, .poll_ms = 100,
 		.agg_budget = 64u << 20, .agg_entries = 65536, .report = true,
+		.off_cpu_min_us = 10, .off_cpu_sample_n = 0, .off_cpu_rate = 1000,
 	};
 	optind = 1;
 	opterr = 0;	/* one message of our own, naming the option */
@@ -270,6 +299,41 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		case OPT_NO_REPORT:
 			o->report = false;
 			break;
+		case OPT_OFF_CPU:
+			o->off_cpu = true;
+			break;
+		case OPT_OFF_CPU_MIN:
+			if (parse_u64(optarg, 3600000000ull, &v)) {
+				fprintf(stderr, "spanprof record: --off-cpu-min-us %s: expected "
+					"microseconds, 0..3600000000\n", optarg);
+				return -EINVAL;
+			}
+			o->off_cpu_min_us = v;
+			off_cpu_tuned = true;
+			break;
+		case OPT_OFF_CPU_SAMPLE:
+			if (parse_u64(optarg, SP_OFFCPU_MAX_N, &v) || v == 0) {
+				fprintf(stderr, "spanprof record: --off-cpu-sample %s: expected N "
+					"in 1..%u (capture 1 wait in N)\n", optarg, SP_OFFCPU_MAX_N);
+				return -EINVAL;
+			}
+			o->off_cpu_sample_n = v;
+			off_cpu_tuned = true;
+			break;
+		case OPT_OFF_CPU_RATE:
+			if (parse_u64(optarg, 1000000, &v) || v == 0) {
+				fprintf(stderr, "spanprof record: --off-cpu-rate %s: expected "
+					"captures per second per CPU, 1..1000000\n", optarg);
+				return -EINVAL;
+			}
+			o->off_cpu_rate = v;
+			o->off_cpu_sample_n = 0;
+			off_cpu_tuned = true;
+			break;
+		case OPT_OFF_CPU_KTHREADS:
+			o->off_cpu_kthreads = true;
+			off_cpu_tuned = true;
+			break;
 		default:
 			fprintf(stderr, "spanprof record: unknown option or missing value: %s; "
 				"see spanprof record --help\n", argv[optind - 1]);
@@ -284,6 +348,10 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	}
 	if (!o->n_pids && !o->command)
 		o->all = true;
+	if (off_cpu_tuned && !o->off_cpu) {
+		fprintf(stderr, "spanprof record: --off-cpu-* options need --off-cpu\n");
+		return -EINVAL;
+	}
 	if (!o->output)
 		o->output = o->otlp ? "spanprof.otlp.pb" : "spanprof.pb.gz";
 	for (uint32_t i = 0; i < o->n_pids; i++) {
@@ -390,6 +458,19 @@ out:
 	return err;
 }
 
+/* Off-CPU totals by reason for the summary (estimated ns, waits written). */
+static int sum_offcpu(const struct sp_agg_entry *e, void *ctx)
+{
+	struct sp_summary *sum = ctx;
+	uint32_t r = e->key->reason <= SP_OFF_OTHER ? e->key->reason : SP_OFF_OTHER;
+
+	if (e->key->kind != SP_KIND_OFFCPU)
+		return 0;
+	sum->offcpu_ns[r] += e->weight_ns;
+	sum->offcpu_waits[r] += e->count;
+	return 0;
+}
+
 int sp_record__main(int argc, char **argv)
 {
 	struct record_opts o;
@@ -439,7 +520,9 @@ int sp_record__main(int argc, char **argv)
 	scfg = (struct sp_sampler_config){
 		.freq_hz = o.hz, .ringbuf_bytes = o.ringbuf_bytes,
 		.filter_pids = !o.all, .stream_idle = o.idle, .kernel_stacks = o.kernel,
-		.read_trace_ctx = true,
+		.read_trace_ctx = true, .off_cpu = o.off_cpu,
+		.off_cpu_min_ns = o.off_cpu_min_us * 1000, .off_cpu_sample_n = o.off_cpu_sample_n,
+		.off_cpu_rate = o.off_cpu_rate, .off_cpu_kthreads = o.off_cpu_kthreads,
 	};
 	err = sp_sampler__open_load(&scfg, &sampler, err_msg, sizeof(err_msg));
 	if (err) {
@@ -554,6 +637,11 @@ int sp_record__main(int argc, char **argv)
 	sum.consumer = cons.stats;
 	sum.agg = *sp_agg__stats(agg);
 	sum.procs = *sp_proc_table__stats(procs);
+	sum.off_cpu = o.off_cpu;
+	sum.off_cpu_min_ns = o.off_cpu_min_us * 1000;
+	sum.off_cpu_sample_n = o.off_cpu_sample_n;
+	sum.off_cpu_rate = o.off_cpu_rate;
+	sp_agg__foreach(agg, sum_offcpu, &sum);
 	sp_ctx_discovery__fill_summary(disc, &sum);
 	sp_summary__print(stderr, &sum);
 	if (o.summary_json && sp_summary__write_json(o.summary_json, &sum))

@@ -31,7 +31,34 @@ static const char *const counter_names[SP_CNT__MAX] = {
 	[SP_CNT_RB_SENT_OFFCPU] = "ringbuf_sent_offcpu",
 	[SP_CNT_RB_DROP_OFFCPU] = "ringbuf_dropped_offcpu",
 	[SP_CNT_OFFCPU_STATE_FULL] = "offcpu_state_full",
+	[SP_CNT_OFFCPU_IDLE] = "offcpu_idle",
+	[SP_CNT_OFFCPU_KTHREAD] = "offcpu_kthread",
+	[SP_CNT_OFFCPU_FILTERED] = "offcpu_filtered",
+	[SP_CNT_OFFCPU_EXITING] = "offcpu_exiting",
+	[SP_CNT_OFFCPU_CAPTURED] = "offcpu_captured",
+	[SP_CNT_OFFCPU_DELETE_ERR] = "offcpu_delete_errors",
 };
+
+_Static_assert(SP_CNT_OFFCPU_DELETE_ERR + 1 == SP_CNT__MAX, "a name for every counter");
+
+static const char *const reason_names[SP_OFF_OTHER + 1] = {
+	"none", "sleep", "io", "runq", "other",
+};
+
+/* Captured waits not closed by switch-in before the program was detached,
+ * and whether both off-CPU identities hold. */
+static void offcpu_balance(const uint64_t *b, uint64_t *pending, int *ok)
+{
+	uint64_t out = b[SP_CNT_OFFCPU_IDLE] + b[SP_CNT_OFFCPU_KTHREAD] +
+		       b[SP_CNT_OFFCPU_FILTERED] + b[SP_CNT_OFFCPU_EXITING] +
+		       b[SP_CNT_OFFCPU_SAMPLED_OUT] + b[SP_CNT_OFFCPU_STATE_FULL] +
+		       b[SP_CNT_OFFCPU_CAPTURED];
+	uint64_t closed = b[SP_CNT_OFFCPU_BELOW_MIN] + b[SP_CNT_RB_SENT_OFFCPU] +
+			  b[SP_CNT_RB_DROP_OFFCPU];
+
+	*pending = b[SP_CNT_OFFCPU_CAPTURED] >= closed ? b[SP_CNT_OFFCPU_CAPTURED] - closed : 0;
+	*ok = out == b[SP_CNT_OFFCPU_SWITCHES] && closed <= b[SP_CNT_OFFCPU_CAPTURED];
+}
 
 void sp_summary__status_line(FILE *f, const struct sp_consumer_stats *c, uint64_t elapsed_ns)
 {
@@ -39,6 +66,40 @@ void sp_summary__status_line(FILE *f, const struct sp_consumer_stats *c, uint64_
 		elapsed_ns / 1e9, c->received_oncpu + c->received_offcpu, c->aggregated,
 		c->agg_dropped);
 	fflush(f);
+}
+
+static void print_offcpu(FILE *f, const struct sp_summary *s)
+{
+	const uint64_t *b = s->bpf;
+	uint64_t pending, tot_ns = 0, tot_waits = 0;
+	int ok;
+
+	offcpu_balance(b, &pending, &ok);
+	for (int r = 0; r <= SP_OFF_OTHER; r++) {
+		tot_ns += s->offcpu_ns[r];
+		tot_waits += s->offcpu_waits[r];
+	}
+	if (s->off_cpu_sample_n)
+		fprintf(f, "  off-CPU: waits >= %.0f us, 1 in %u captured\n",
+			s->off_cpu_min_ns / 1e3, s->off_cpu_sample_n);
+	else
+		fprintf(f, "  off-CPU: waits >= %.0f us, adaptive sampling (~%u captures/s per CPU)\n",
+			s->off_cpu_min_ns / 1e3, s->off_cpu_rate);
+	fprintf(f, "    switches %" PRIu64 ": idle %" PRIu64 ", kernel threads %" PRIu64
+		", other processes %" PRIu64 ", exiting %" PRIu64 ", sampled out %" PRIu64
+		", state full %" PRIu64 ", captured %" PRIu64 "\n",
+		b[SP_CNT_OFFCPU_SWITCHES], b[SP_CNT_OFFCPU_IDLE], b[SP_CNT_OFFCPU_KTHREAD],
+		b[SP_CNT_OFFCPU_FILTERED], b[SP_CNT_OFFCPU_EXITING], b[SP_CNT_OFFCPU_SAMPLED_OUT],
+		b[SP_CNT_OFFCPU_STATE_FULL], b[SP_CNT_OFFCPU_CAPTURED]);
+	fprintf(f, "    captured %" PRIu64 ": streamed %" PRIu64 ", below minimum %" PRIu64
+		", ring buffer full %" PRIu64 ", still blocked at stop %" PRIu64 "%s\n",
+		b[SP_CNT_OFFCPU_CAPTURED], b[SP_CNT_RB_SENT_OFFCPU], b[SP_CNT_OFFCPU_BELOW_MIN],
+		b[SP_CNT_RB_DROP_OFFCPU], pending, ok ? "" : " (COUNTERS DO NOT ADD UP)");
+	fprintf(f, "    waits received %" PRIu64 ", written %" PRIu64 " = %.3f s estimated off-CPU:",
+		s->consumer.received_offcpu, tot_waits, tot_ns / 1e9);
+	for (int r = 1; r <= SP_OFF_OTHER; r++)
+		fprintf(f, " %s %.3f s", reason_names[r], s->offcpu_ns[r] / 1e9);
+	fputc('\n', f);
 }
 
 void sp_summary__print(FILE *f, const struct sp_summary *s)
@@ -50,8 +111,9 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 	uint64_t in_transit = b[SP_CNT_RB_SENT_ONCPU] > received ?
 			      b[SP_CNT_RB_SENT_ONCPU] - received : 0;
 
-	fprintf(f, "spanprof: %.1f s on %u CPUs at %u Hz -> %s (%s)\n",
-		s->duration_ns / 1e9, s->n_cpus, s->hz, s->output, s->format);
+	fprintf(f, "spanprof: %.1f s on %u CPUs at %u Hz%s -> %s (%s)\n",
+		s->duration_ns / 1e9, s->n_cpus, s->hz, s->off_cpu ? " + off-CPU" : "",
+		s->output, s->format);
 	fprintf(f, "  samples taken %" PRIu64 ": idle %" PRIu64 " (counted, not written), "
 		"other processes %" PRIu64 ", streamed %" PRIu64 "\n",
 		b[SP_CNT_ONCPU_EVENTS], b[SP_CNT_IDLE_SKIPPED], b[SP_CNT_FILTERED], streamed);
@@ -73,6 +135,8 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 		if (s->ctx_fail[i])
 			fprintf(f, " (%s %" PRIu64 ")", s->ctx_fail_names[i], s->ctx_fail[i]);
 	fputc('\n', f);
+	if (s->off_cpu)
+		print_offcpu(f, s);
 }
 
 int sp_summary__write_json(const char *path, const struct sp_summary *s)
@@ -117,7 +181,23 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->ctx_procs_resolved, s->ctx_procs_failed);
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
-	fprintf(f, "}\n}\n");
+	fprintf(f, "},\n");
+	{
+		uint64_t pending;
+		int ok;
+
+		offcpu_balance(s->bpf, &pending, &ok);
+		fprintf(f, "  \"offcpu\": {\"enabled\": %s, \"min_ns\": %" PRIu64
+			", \"sample_n\": %u, \"rate\": %u, \"pending_at_stop\": %" PRIu64
+			", \"identity_ok\": %s", s->off_cpu ? "true" : "false",
+			s->off_cpu_min_ns, s->off_cpu_sample_n, s->off_cpu_rate, pending,
+			ok ? "true" : "false");
+		for (int r = 1; r <= SP_OFF_OTHER; r++)
+			fprintf(f, ", \"%s_ns\": %" PRIu64 ", \"%s_waits\": %" PRIu64,
+				reason_names[r], s->offcpu_ns[r], reason_names[r],
+				s->offcpu_waits[r]);
+		fprintf(f, "}\n}\n");
+	}
 	if (ferror(f))
 		err = -EIO;
 	if (fclose(f) && !err)

@@ -10,6 +10,15 @@
  *   streamed  = ring sent + ring full (dropped)
  *   ring sent = received by user space (+ malformed)
  *   received  = written (aggregated) + aggregator full (dropped)
+ *
+ * Off-CPU (--off-cpu), one outcome per context switch (bpf/offcpu.bpf.c):
+ *   switches  = idle + kernel threads + other processes + exiting
+ *               + sampled out + state full + captured
+ *   captured  = below min + ring sent + ring full + still blocked at stop
+ * ("still blocked" is derived: captured minus the others, never negative
+ * unless a counter is wrong, which the JSON's offcpu.identity_ok says).
+ * Off-CPU records received by user space go through the same aggregator
+ * as on-CPU samples (written / aggregator full above count both kinds).
  */
 #ifndef SPANPROF_SUMMARY_H
 #define SPANPROF_SUMMARY_H
@@ -39,6 +48,13 @@ struct sp_summary {
 	uint64_t ctx_fail[16];
 	const char *ctx_fail_names[16];
 	uint32_t n_ctx_fail;
+	/* off-CPU (--off-cpu) */
+	bool off_cpu;
+	uint64_t off_cpu_min_ns;
+	uint32_t off_cpu_sample_n;		/* 0 = adaptive */
+	uint32_t off_cpu_rate;
+	uint64_t offcpu_ns[SP_OFF_OTHER + 1];	/* estimated ns written, by reason */
+	uint64_t offcpu_waits[SP_OFF_OTHER + 1];	/* captured waits written */
 };
 
 void sp_summary__print(FILE *f, const struct sp_summary *s);
