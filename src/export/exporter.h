@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exporter.h - ships profiles off the host without ever blocking the
+ * caller on the network.
+ *
+ * sp_exporter__submit encodes a profile (OTLP ExportProfilesServiceRequest,
+ * gzip when configured) on the caller's thread and queues the bytes; one
+ * export thread sends them with OTLP/HTTP's rules (POST
+ * {endpoint}/v1development/profiles, retries only for 429/502/503/504 and
+ * connection failures, Retry-After honoured, else exponential backoff with
+ * jitter, partial success logged not retried) and/or writes rotating files.
+ *
+ * Bounds: the queue holds at most queue_bytes of encoded requests; when a
+ * new batch does not fit, the drop policy removes the oldest queued batches
+ * (default) or refuses the new one, and every dropped batch and its sample
+ * count are counted.  Nothing else allocates without bound.
+ *
+ * Thread safety: submit, flush, stats may be called from any one thread
+ * (the agent's interval thread); the export thread is internal.
+ */
+#ifndef SPANPROF_EXPORTER_H
+#define SPANPROF_EXPORTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sp_profile;
+
+enum sp_drop_policy {
+	SP_DROP_OLDEST = 0,	/* make room by dropping the oldest queued batch */
+	SP_DROP_NEWEST = 1,	/* refuse the batch being submitted */
+};
+
+struct sp_export_config {
+	/* OTLP/HTTP; NULL = no network export.  Base URL as in
+	 * OTEL_EXPORTER_OTLP_ENDPOINT; the signal path is appended. */
+	const char *endpoint;
+	const char *headers;		/* "k=v,k2=v2" (OTEL_EXPORTER_OTLP_HEADERS) */
+	bool gzip;			/* Content-Encoding: gzip (default on) */
+	uint32_t timeout_ms;		/* per request (default 10000) */
+	const char *ca_file;		/* https: extra CA bundle */
+	const char *client_cert;	/* https: mTLS */
+	const char *client_key;
+	uint32_t max_attempts;		/* per batch, default 5 */
+	uint32_t initial_backoff_ms;	/* default 1000 */
+	uint32_t max_backoff_ms;	/* default 30000 */
+	size_t queue_bytes;		/* default 16 MiB */
+	enum sp_drop_policy drop_policy;
+	/* Rotating files; NULL = none.  Files are written atomically
+	 * (temp + rename); at most max_files are kept (oldest removed), each
+	 * at most max_file_bytes (larger batches are dropped, counted). */
+	const char *output_dir;
+	uint32_t max_files;		/* default 100 */
+	size_t max_file_bytes;		/* default 64 MiB */
+};
+
+struct sp_export_stats {
+	uint64_t batches_submitted;
+	uint64_t batches_exported;	/* accepted by the endpoint (2xx) */
+	uint64_t batches_dropped_queue_full;
+	uint64_t batches_dropped_failed;	/* non-retryable or retries exhausted */
+	uint64_t samples_dropped;	/* samples inside dropped batches */
+	uint64_t requests;		/* HTTP attempts */
+	uint64_t request_failures;	/* attempts that did not get 2xx */
+	uint64_t retries;
+	uint64_t partial_success_rejected;	/* rejected_profiles reported */
+	uint64_t bytes_sent;
+	uint64_t latency_ns_sum;	/* over successful requests */
+	uint64_t latency_ns_max;
+	uint64_t files_written;
+	uint64_t files_failed;		/* write errors (disk full, ...) */
+	uint64_t files_removed;		/* rotation */
+	size_t queue_bytes;		/* now */
+	uint32_t queue_batches;		/* now */
+};
+
+struct sp_exporter;
+
+/* Validates the configuration (URL scheme, header syntax, directory
+ * writable) and starts the export thread.  Returns 0 and *out, or a negative
+ * errno with a one-line message naming the cause and the fix in err. */
+int sp_exporter__new(const struct sp_export_config *cfg, struct sp_exporter **out,
+		     char *err, size_t err_len);
+/* Stops the thread; queued batches are dropped (counted).  NULL-safe. */
+void sp_exporter__free(struct sp_exporter *e);
+
+/* Encodes and queues.  0, or -ENOSPC when dropped by policy (counted), or
+ * an encoding error.  n_samples is recorded for drop accounting. */
+int sp_exporter__submit(struct sp_exporter *e, const struct sp_profile *p);
+
+/* Waits until the queue is empty and nothing is in flight, or timeout_ms
+ * passes (then returns -ETIMEDOUT; what is left stays counted as queued). */
+int sp_exporter__flush(struct sp_exporter *e, uint32_t timeout_ms);
+
+void sp_exporter__stats(struct sp_exporter *e, struct sp_export_stats *out);
+
+/* Fills cfg fields that are unset from the standard OTEL_EXPORTER_OTLP_*
+ * variables (ENDPOINT, PROFILES_ENDPOINT, HEADERS, COMPRESSION, TIMEOUT,
+ * CERTIFICATE, CLIENT_CERTIFICATE, CLIENT_KEY).  Strings point into the
+ * environment.  Returns 0 or -EINVAL with a message for a bad value. */
+int sp_export_config__from_env(struct sp_export_config *cfg, char *err, size_t err_len);
+
+#endif
