@@ -4,11 +4,14 @@
  * the reports people read.
  *
  *   spanprof-symbolizer file IN [-o OUT] [--format pprof|otlp]
+ *       [--no-symbolize]
  *   spanprof-symbolizer report IN [--top N] [--collapsed]
  *       [--flamegraph OUT.html] [--by-span] [--trace-id HEX]
  *       [--span-id HEX] [--kind oncpu|offcpu] [-o OUT.txt]
  *   spanprof-symbolizer addr -e ELF [--offset] [ADDR...]   (stdin if none)
  *   spanprof-symbolizer lookup BUILD_ID... [--hint PATH]
+ *   spanprof-symbolizer serve [--listen HOST:PORT] [--forward URL]
+ *       [--output-dir DIR] [--queue N] [--workers N] [--max-body BYTES]
  * common options: --debug-dir DIR (repeatable; default /usr/lib/debug),
  *   --no-debuginfod, --cache-entries N, --allow-root, --user NAME,
  *   --quiet (no statistics on stderr).
@@ -37,6 +40,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +53,7 @@
 #include "debuginfo.h"
 #include "report.h"
 #include "resolve.h"
+#include "serve.h"
 #include "symbolize.h"
 
 /* libstdc++'s demangler; the binary links -lstdc++ for it alone. */
@@ -73,12 +78,16 @@ struct cli {
 	enum fmt format;
 	uint32_t top;
 	bool top_set, collapsed, by_span, allow_root, quiet, no_debuginfod;
-	bool is_offset;
+	bool is_offset, no_symbolize;
 	int kind;		/* -1 auto */
 	uint32_t cache_entries;
 	struct sp_report_opts ropts;
 	char **args;		/* positional after IN (addr, lookup) */
 	int n_args;
+	const char *listen;	/* serve */
+	const char *forward;
+	const char *output_dir;
+	uint32_t queue, workers, max_body;
 };
 
 static char *private_cache;
@@ -87,9 +96,9 @@ static bool dropped;		/* privileges were dropped by us */
 static void usage(FILE *f)
 {
 	fputs("usage: spanprof-symbolizer COMMAND [options]\n"
-	      "  file IN [-o OUT] [--format pprof|otlp]\n"
+	      "  file IN [-o OUT] [--format pprof|otlp] [--no-symbolize]\n"
 	      "      symbolize a pprof or OTLP file (gzip or not); writes the\n"
-	      "      same format by default\n"
+	      "      same format by default (--no-symbolize: convert only)\n"
 	      "  report IN [--top N] [--collapsed] [--flamegraph OUT.html]\n"
 	      "      [--by-span] [--trace-id HEX] [--span-id HEX]\n"
 	      "      [--kind oncpu|offcpu] [--title TEXT] [-o OUT.txt]\n"
@@ -99,6 +108,10 @@ static void usage(FILE *f)
 	      "      like llvm-symbolizer --inlining; reads stdin without ADDR\n"
 	      "  lookup BUILD_ID... [--hint PATH]\n"
 	      "      show where debug info for build ids is found\n"
+	      "  serve [--listen HOST:PORT] [--forward URL] [--output-dir DIR]\n"
+	      "      [--queue N] [--workers N] [--max-body BYTES]\n"
+	      "      OTLP/HTTP receiver (POST /v1development/profiles, GET\n"
+	      "      /metrics); default listen 127.0.0.1:4318\n"
 	      "common options:\n"
 	      "  --debug-dir DIR   build-id directory (repeatable; default\n"
 	      "                    /usr/lib/debug)\n"
@@ -478,7 +491,10 @@ static int cmd_file(struct cli *c)
 	err = ctx_init(c, &x);
 	if (err)
 		goto out;
-	err = sp_symbolize__profile(x.res, p, &ss);
+	if (c->no_symbolize)
+		memset(&ss, 0, sizeof(ss));
+	else
+		err = sp_symbolize__profile(x.res, p, &ss);
 	if (err)
 		goto out;
 	out_fmt = c->format == FMT_AUTO ? in_fmt : c->format;
@@ -729,13 +745,71 @@ out:
 	return found == c->n_args ? 0 : 3;
 }
 
+static volatile bool stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = true;
+}
+
+static int serve_after_bind(void *arg)
+{
+	const struct cli *c = arg;
+	int err = drop_privileges(c);
+
+	if (!err)
+		setup_debuginfod_cache(c);
+	return err;
+}
+
+static int cmd_serve(struct cli *c)
+{
+	struct sp_serve_opts o = {
+		.listen = c->listen ? c->listen : "127.0.0.1:4318",
+		.forward_url = c->forward,
+		.output_dir = c->output_dir,
+		.queue_len = c->queue,
+		.workers = c->workers,
+		.max_body = c->max_body,
+		.quiet = c->quiet,
+		.after_bind = serve_after_bind,
+		.after_bind_arg = c,
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct ctx x = { 0 };
+	int err;
+
+	if (!c->forward && !c->output_dir) {
+		fprintf(stderr, "spanprof-symbolizer: serve needs --forward URL "
+			"and/or --output-dir DIR\n");
+		return 2;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	err = ctx_init(c, &x);
+	if (err)
+		goto out;
+	o.resolver = x.res;
+	err = sp_serve__run(&o, &stop_flag);
+	if (!c->quiet)
+		print_stats(NULL, x.res, x.di);
+out:
+	ctx_fini(&x);
+	if (err == -EINVAL)
+		fprintf(stderr, "spanprof-symbolizer: serve: bad --listen\n");
+	return err ? 1 : 0;
+}
+
 /* ------------------------------------------------------------ parsing */
 
 enum {
 	OPT_FORMAT = 256, OPT_TOP, OPT_COLLAPSED, OPT_FLAMEGRAPH, OPT_BY_SPAN,
 	OPT_TRACE, OPT_SPAN, OPT_KIND, OPT_DEBUG_DIR, OPT_NO_DEBUGINFOD,
 	OPT_CACHE, OPT_ALLOW_ROOT, OPT_USER, OPT_QUIET, OPT_HINT, OPT_OFFSET,
-	OPT_TITLE,
+	OPT_TITLE, OPT_LISTEN, OPT_FORWARD, OPT_OUTPUT_DIR, OPT_QUEUE,
+	OPT_WORKERS, OPT_MAX_BODY, OPT_NO_SYMBOLIZE,
 };
 
 static const struct option long_opts[] = {
@@ -757,6 +831,13 @@ static const struct option long_opts[] = {
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "hint", required_argument, NULL, OPT_HINT },
 	{ "offset", no_argument, NULL, OPT_OFFSET },
+	{ "no-symbolize", no_argument, NULL, OPT_NO_SYMBOLIZE },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "forward", required_argument, NULL, OPT_FORWARD },
+	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "queue", required_argument, NULL, OPT_QUEUE },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "max-body", required_argument, NULL, OPT_MAX_BODY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -865,6 +946,31 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case OPT_OFFSET:
 			c->is_offset = true;
 			break;
+		case OPT_NO_SYMBOLIZE:
+			c->no_symbolize = true;
+			break;
+		case OPT_LISTEN:
+			c->listen = optarg;
+			break;
+		case OPT_FORWARD:
+			c->forward = optarg;
+			break;
+		case OPT_OUTPUT_DIR:
+			c->output_dir = optarg;
+			break;
+		case OPT_QUEUE:
+			if (parse_u32(optarg, &c->queue) || !c->queue)
+				return -EINVAL;
+			break;
+		case OPT_WORKERS:
+			if (parse_u32(optarg, &c->workers) || !c->workers ||
+			    c->workers > 64)
+				return -EINVAL;
+			break;
+		case OPT_MAX_BODY:
+			if (parse_u32(optarg, &c->max_body) || !c->max_body)
+				return -EINVAL;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -902,6 +1008,13 @@ int main(int argc, char **argv)
 		return cmd_report(&c);
 	if (!strcmp(c.cmd, "addr"))
 		return cmd_addr(&c);
+	if (!strcmp(c.cmd, "serve")) {
+		if (c.n_args) {
+			usage(stderr);
+			return 2;
+		}
+		return cmd_serve(&c);
+	}
 	if (!strcmp(c.cmd, "lookup")) {
 		if (!c.n_args) {
 			usage(stderr);

@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: MIT
+/*
+ * serve.c - libmicrohttpd receiver, bounded work queue, symbolizing
+ * workers that write files and/or forward.
+ *
+ * Contract: see serve.h.  Threads: libmicrohttpd's pool (http_threads)
+ * runs the request handler: header checks, body buffering, gunzip and
+ * decode; a decoded profile goes into a fixed ring (queue_len) under one
+ * mutex.  Workers pop, symbolize, encode, write and forward.  The main
+ * thread waits for *stop, stops the daemon, then lets the workers drain
+ * the ring and joins them.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "profile/codec.h"
+#include "forward.h"
+#include "serve.h"
+#include "symbolize.h"
+
+#define PATH_PROFILES "/v1development/profiles"
+
+enum ctr {
+	C_REQUESTS, C_ACCEPTED, C_R400, C_R404, C_R405, C_R413, C_R415,
+	C_R503_QUEUE, C_R503_BUDGET, C_SYMBOLIZED, C_FRAMES_RESOLVED,
+	C_FRAMES_UNRESOLVED, C_FILES, C_FILE_ERRORS, C_FORWARDED,
+	C_FORWARD_FAILED, C_FORWARD_RETRIES, C_ENCODE_ERRORS,
+	C__MAX,
+};
+
+static const char *const ctr_names[C__MAX] = {
+	[C_REQUESTS] = "requests_total",
+	[C_ACCEPTED] = "accepted_total",
+	[C_R400] = "rejected_malformed_total",
+	[C_R404] = "rejected_not_found_total",
+	[C_R405] = "rejected_method_total",
+	[C_R413] = "rejected_too_large_total",
+	[C_R415] = "rejected_content_type_total",
+	[C_R503_QUEUE] = "rejected_queue_full_total",
+	[C_R503_BUDGET] = "rejected_buffer_budget_total",
+	[C_SYMBOLIZED] = "profiles_symbolized_total",
+	[C_FRAMES_RESOLVED] = "frames_resolved_total",
+	[C_FRAMES_UNRESOLVED] = "frames_unresolved_total",
+	[C_FILES] = "files_written_total",
+	[C_FILE_ERRORS] = "file_errors_total",
+	[C_FORWARDED] = "forwarded_total",
+	[C_FORWARD_FAILED] = "forward_failed_total",
+	[C_FORWARD_RETRIES] = "forward_retries_total",
+	[C_ENCODE_ERRORS] = "encode_errors_total",
+};
+
+struct server {
+	const struct sp_serve_opts *o;
+	_Atomic uint64_t ctr[C__MAX];
+	_Atomic uint64_t buffered;	/* bytes held by all connections */
+	_Atomic uint64_t seq;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct sp_profile **ring;
+	uint32_t head, len;
+	bool closing;
+	volatile bool *stop;
+};
+
+struct req {
+	uint8_t *buf;
+	size_t len, cap;
+	bool started;
+	bool too_big;
+	bool over_budget;
+	bool gzip;
+};
+
+/* ------------------------------------------------------------ responses */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code,
+			     const void *body, size_t len, const char *type,
+			     bool retry_after)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, (void *)body,
+					    MHD_RESPMEM_MUST_COPY);
+	if (!r)
+		return MHD_NO;
+	if (type)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (retry_after)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	do {
+		p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	return n;
+}
+
+/* google.rpc.Status { int32 code = 1; string message = 2; } */
+static enum MHD_Result reply_status(struct MHD_Connection *c,
+				    unsigned int http, int rpc_code,
+				    const char *msg)
+{
+	uint8_t buf[512];
+	size_t n = 0, ml = strlen(msg);
+
+	if (ml > sizeof(buf) - 32)
+		ml = sizeof(buf) - 32;
+	buf[n++] = 0x08;
+	n += put_varint(buf + n, (uint64_t)rpc_code);
+	buf[n++] = 0x12;
+	n += put_varint(buf + n, ml);
+	memcpy(buf + n, msg, ml);
+	n += ml;
+	return reply(c, http, buf, n, "application/x-protobuf",
+		     http == MHD_HTTP_SERVICE_UNAVAILABLE);
+}
+
+static enum MHD_Result reply_metrics(struct server *s,
+				     struct MHD_Connection *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	enum MHD_Result ret;
+	struct sp_resolver_stats rs;
+
+	if (!f)
+		return MHD_NO;
+	for (int i = 0; i < C__MAX; i++)
+		fprintf(f, "# TYPE spanprof_symbolizer_%s counter\n"
+			"spanprof_symbolizer_%s %" PRIu64 "\n", ctr_names[i],
+			ctr_names[i], (uint64_t)s->ctr[i]);
+	pthread_mutex_lock(&s->lock);
+	fprintf(f, "spanprof_symbolizer_queue_length %u\n", s->len);
+	pthread_mutex_unlock(&s->lock);
+	fprintf(f, "spanprof_symbolizer_buffered_bytes %" PRIu64 "\n",
+		(uint64_t)s->buffered);
+	sp_resolver__stats(s->o->resolver, &rs);
+	fprintf(f, "spanprof_symbolizer_cache_hits_total %" PRIu64 "\n"
+		"spanprof_symbolizer_cache_misses_total %" PRIu64 "\n"
+		"spanprof_symbolizer_cache_evictions_total %" PRIu64 "\n",
+		rs.cache_hits, rs.cache_misses, rs.cache_evictions);
+	fclose(f);
+	ret = reply(c, MHD_HTTP_OK, buf, len, "text/plain; version=0.0.4",
+		    false);
+	free(buf);
+	return ret;
+}
+
+/* ------------------------------------------------------------ queue */
+
+static int enqueue(struct server *s, struct sp_profile *p)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->closing || s->len == s->o->queue_len) {
+		err = -EBUSY;
+	} else {
+		s->ring[(s->head + s->len) % s->o->queue_len] = p;
+		s->len++;
+		pthread_cond_signal(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+static struct sp_profile *dequeue(struct server *s)
+{
+	struct sp_profile *p = NULL;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->len && !s->closing)
+		pthread_cond_wait(&s->cond, &s->lock);
+	if (s->len) {
+		p = s->ring[s->head];
+		s->head = (s->head + 1) % s->o->queue_len;
+		s->len--;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return p;
+}
+
+/* ------------------------------------------------------------ handler */
+
+static bool header_is(struct MHD_Connection *c, const char *name,
+		      const char *want)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+	size_t n = strlen(want);
+
+	return v && !strncasecmp(v, want, n) &&
+	       (v[n] == '\0' || v[n] == ';' || v[n] == ' ');
+}
+
+static enum MHD_Result first_call(struct server *s, struct MHD_Connection *c,
+				  const char *url, const char *method,
+				  struct req *r)
+{
+	const char *cl, *ce;
+
+	s->ctr[C_REQUESTS]++;
+	if (!strcmp(method, "GET") && !strcmp(url, "/metrics"))
+		return reply_metrics(s, c);
+	if (strcmp(url, PATH_PROFILES)) {
+		s->ctr[C_R404]++;
+		return reply(c, MHD_HTTP_NOT_FOUND, "not found\n", 10,
+			     "text/plain", false);
+	}
+	if (strcmp(method, "POST")) {
+		s->ctr[C_R405]++;
+		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "POST only\n", 10,
+			     "text/plain", false);
+	}
+	if (!header_is(c, MHD_HTTP_HEADER_CONTENT_TYPE,
+		       "application/x-protobuf")) {
+		s->ctr[C_R415]++;
+		return reply_status(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, 3,
+				    "Content-Type must be application/x-protobuf");
+	}
+	ce = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					 MHD_HTTP_HEADER_CONTENT_ENCODING);
+	if (ce && strcasecmp(ce, "identity")) {
+		if (strcasecmp(ce, "gzip")) {
+			s->ctr[C_R415]++;
+			return reply_status(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+					    3, "Content-Encoding must be gzip "
+					    "or identity");
+		}
+		r->gzip = true;
+	}
+	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					 MHD_HTTP_HEADER_CONTENT_LENGTH);
+	r->started = true;
+	if (cl && strtoull(cl, NULL, 10) > s->o->max_body) {
+		/* A client waiting for "100 Continue" is told at once; any
+		 * other is already sending, and closing on it would lose our
+		 * answer: its body is read and discarded, then 413. */
+		if (header_is(c, MHD_HTTP_HEADER_EXPECT, "100-continue")) {
+			r->started = false;
+			s->ctr[C_R413]++;
+			return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8,
+					    "body too large");
+		}
+		r->too_big = true;
+	}
+	return MHD_YES;
+}
+
+static void absorb(struct server *s, struct req *r, const char *data,
+		   size_t n)
+{
+	size_t need = r->len + n;
+
+	if (r->too_big || r->over_budget)
+		return;
+	if (need > s->o->max_body) {
+		r->too_big = true;
+		goto drop;
+	}
+	if (need > r->cap) {
+		size_t nc = r->cap ? r->cap : 64 * 1024, add;
+		void *q;
+
+		while (nc < need)
+			nc *= 2;
+		if (nc > s->o->max_body)
+			nc = s->o->max_body;
+		add = nc - r->cap;
+		if (s->buffered + add > s->o->buffer_budget) {
+			r->over_budget = true;
+			goto drop;
+		}
+		q = realloc(r->buf, nc);
+		if (!q) {
+			r->over_budget = true;
+			goto drop;
+		}
+		s->buffered += add;
+		r->buf = q;
+		r->cap = nc;
+	}
+	memcpy(r->buf + r->len, data, n);
+	r->len += n;
+	return;
+drop:
+	/* keep reading and discarding; give the memory back now */
+	s->buffered -= r->cap;
+	free(r->buf);
+	r->buf = NULL;
+	r->cap = r->len = 0;
+}
+
+static enum MHD_Result finish(struct server *s, struct MHD_Connection *c,
+			      struct req *r)
+{
+	struct sp_profile *p = NULL;
+	uint8_t *plain = NULL;
+	size_t plain_len = 0;
+	int err;
+
+	if (r->too_big) {
+		s->ctr[C_R413]++;
+		return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8,
+				    "body too large");
+	}
+	if (r->over_budget) {
+		s->ctr[C_R503_BUDGET]++;
+		return reply_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, 14,
+				    "receiver busy");
+	}
+	if (r->gzip) {
+		err = sp_gunzip(r->buf, r->len, s->o->max_decompressed, &plain,
+				&plain_len);
+		if (err == -E2BIG) {
+			s->ctr[C_R413]++;
+			return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8,
+					    "decompressed body too large");
+		}
+		if (err) {
+			s->ctr[C_R400]++;
+			return reply_status(c, MHD_HTTP_BAD_REQUEST, 3,
+					    "malformed gzip body");
+		}
+	}
+	err = sp_otlp__decode(plain ? plain : r->buf, plain ? plain_len : r->len,
+			      &p);
+	free(plain);
+	if (err == -E2BIG) {
+		s->ctr[C_R413]++;
+		return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8,
+				    "request over the decoder's limits");
+	}
+	if (err) {
+		s->ctr[C_R400]++;
+		return reply_status(c, MHD_HTTP_BAD_REQUEST, 3,
+				    "malformed ExportProfilesServiceRequest");
+	}
+	if (enqueue(s, p)) {
+		sp_profile__free(p);
+		s->ctr[C_R503_QUEUE]++;
+		return reply_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, 14,
+				    "symbolization queue full");
+	}
+	s->ctr[C_ACCEPTED]++;
+	return reply(c, MHD_HTTP_OK, "", 0, "application/x-protobuf", false);
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
+			       const char *url, const char *method,
+			       const char *version, const char *upload_data,
+			       size_t *upload_data_size, void **con_cls)
+{
+	struct server *s = cls;
+	struct req *r = *con_cls;
+
+	(void)version;
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		*con_cls = r;
+		return first_call(s, c, url, method, r);
+	}
+	if (!r->started)
+		return MHD_YES;	/* answered already */
+	if (*upload_data_size) {
+		absorb(s, r, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	r->started = false;
+	return finish(s, c, r);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	struct server *s = cls;
+	struct req *r = *con_cls;
+
+	(void)c;
+	(void)toe;
+	if (!r)
+		return;
+	s->buffered -= r->cap;
+	free(r->buf);
+	free(r);
+	*con_cls = NULL;
+}
+
+/* ------------------------------------------------------------ workers */
+
+static void write_file(struct server *s, const uint8_t *gz, size_t len)
+{
+	char tmp[4096], dst[4096];
+	uint64_t seq = ++s->seq;
+	FILE *f;
+
+	snprintf(dst, sizeof(dst), "%s/profile-%06" PRIu64 ".otlp.pb.gz",
+		 s->o->output_dir, seq);
+	snprintf(tmp, sizeof(tmp), "%s/.profile-%06" PRIu64 ".tmp",
+		 s->o->output_dir, seq);
+	f = fopen(tmp, "wx");
+	if (!f) {
+		s->ctr[C_FILE_ERRORS]++;
+		return;
+	}
+	if (fwrite(gz, 1, len, f) != len || fclose(f)) {
+		unlink(tmp);
+		s->ctr[C_FILE_ERRORS]++;
+		return;
+	}
+	if (rename(tmp, dst)) {
+		unlink(tmp);
+		s->ctr[C_FILE_ERRORS]++;
+		return;
+	}
+	s->ctr[C_FILES]++;
+}
+
+static void *worker(void *arg)
+{
+	struct server *s = arg;
+	struct sp_forward *fw = NULL;
+	struct sp_profile *p;
+
+	if (s->o->forward_url &&
+	    sp_forward__new(s->o->forward_url, s->o->forward_attempts, &fw))
+		fw = NULL;
+	while ((p = dequeue(s))) {
+		struct sp_symbolize_stats st;
+		uint8_t *enc = NULL, *gz = NULL;
+		size_t enc_len = 0, gz_len = 0;
+
+		if (sp_symbolize__profile(s->o->resolver, p, &st) == 0) {
+			s->ctr[C_SYMBOLIZED]++;
+			s->ctr[C_FRAMES_RESOLVED] += st.resolved;
+			s->ctr[C_FRAMES_UNRESOLVED] += st.unresolved;
+		}
+		if (sp_otlp__encode(p, &enc, &enc_len) ||
+		    sp_gzip(enc, enc_len, &gz, &gz_len)) {
+			s->ctr[C_ENCODE_ERRORS]++;
+			goto next;
+		}
+		if (s->o->output_dir)
+			write_file(s, gz, gz_len);
+		if (s->o->forward_url) {
+			uint32_t retries = 0;
+			long status = 0;
+			int err = fw ? sp_forward__post(fw, gz, gz_len, true,
+							s->stop, &retries,
+							&status)
+				     : -ENOMEM;
+
+			s->ctr[C_FORWARD_RETRIES] += retries;
+			if (err)
+				s->ctr[C_FORWARD_FAILED]++;
+			else
+				s->ctr[C_FORWARDED]++;
+		}
+next:
+		free(enc);
+		free(gz);
+		sp_profile__free(p);
+	}
+	sp_forward__free(fw);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ run */
+
+static int parse_listen(const char *spec, struct sockaddr_storage *ss,
+			socklen_t *len)
+{
+	char host[256];
+	const char *colon = strrchr(spec, ':');
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV |
+					      AI_PASSIVE,
+				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL;
+	size_t hl;
+
+	if (!colon || colon == spec)
+		return -EINVAL;
+	hl = (size_t)(colon - spec);
+	if (spec[0] == '[' && hl >= 2 && spec[hl - 1] == ']') {
+		spec++;
+		hl -= 2;
+	}
+	if (hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, spec, hl);
+	host[hl] = '\0';
+	if (getaddrinfo(host, colon + 1, &hints, &ai) || !ai)
+		return -EINVAL;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
+{
+	struct sp_serve_opts o = *in;
+	struct sockaddr_storage ss;
+	struct MHD_Daemon *d = NULL;
+	struct server *s;
+	pthread_t *th = NULL;
+	uint32_t started = 0;
+	socklen_t sl;
+	unsigned int flags;
+	int err;
+
+	if (!o.resolver || !o.listen || parse_listen(o.listen, &ss, &sl))
+		return -EINVAL;
+	if (!o.queue_len)
+		o.queue_len = 16;
+	if (!o.workers)
+		o.workers = 1;
+	if (!o.http_threads)
+		o.http_threads = 2;
+	if (!o.max_connections)
+		o.max_connections = 64;
+	if (!o.max_body)
+		o.max_body = 16u << 20;
+	if (!o.max_decompressed)
+		o.max_decompressed = SP_DECODE_MAX_BYTES;
+	if (!o.buffer_budget)
+		o.buffer_budget = 64u << 20;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->o = &o;
+	s->stop = stop;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->ring = calloc(o.queue_len, sizeof(*s->ring));
+	th = calloc(o.workers, sizeof(*th));
+	if (!s->ring || !th) {
+		err = -ENOMEM;
+		goto out;
+	}
+	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+		MHD_USE_ERROR_LOG;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s,
+			     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)o.http_threads,
+			     MHD_OPTION_CONNECTION_LIMIT,
+			     (unsigned int)o.max_connections,
+			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+			     MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+			     MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "spanprof-symbolizer: cannot listen on %s\n",
+			o.listen);
+		err = -EADDRINUSE;
+		goto out;
+	}
+	if (o.after_bind && o.after_bind(o.after_bind_arg)) {
+		err = -EPERM;
+		goto out;
+	}
+	for (; started < o.workers; started++)
+		if (pthread_create(&th[started], NULL, worker, s)) {
+			err = -EAGAIN;
+			goto out;
+		}
+	if (!o.quiet)
+		fprintf(stderr, "spanprof-symbolizer: listening on %s\n",
+			o.listen);
+	while (!*stop) {
+		struct timespec ts = { 0, 100 * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	err = 0;
+out:
+	if (d)
+		MHD_stop_daemon(d);	/* no new requests from here on */
+	pthread_mutex_lock(&s->lock);
+	s->closing = true;		/* workers drain the ring, then exit */
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	for (uint32_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	while (s->len) {
+		sp_profile__free(s->ring[s->head]);
+		s->head = (s->head + 1) % o.queue_len;
+		s->len--;
+	}
+	if (!o.quiet)
+		for (int i = 0; i < C__MAX; i++)
+			fprintf(stderr, "spanprof-symbolizer: %s %" PRIu64 "\n",
+				ctr_names[i], (uint64_t)s->ctr[i]);
+	free(th);
+	free(s->ring);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	return err;
+}
