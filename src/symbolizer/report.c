@@ -518,7 +518,7 @@ static uint64_t sample_ns(const struct sp_profile *p, const struct sp_sample *s)
 static int add_sample(struct sp_report *r, const struct sp_profile *p,
 		      const struct sp_sample *s)
 {
-	uint32_t start = r->n_tmp, nloc, off;
+	uint32_t nloc, off;
 	struct ktree *t;
 	struct rspan *sp;
 	uint64_t w, ns = sample_ns(p, s);
@@ -556,7 +556,6 @@ static int add_sample(struct sp_report *r, const struct sp_profile *p,
 		memcpy(&r->tmp[r->n_tmp], ids, n * sizeof(*ids));
 		r->n_tmp += n;
 	}
-	(void)start;
 	t = &r->trees[s->kind];
 	w = s->kind == SP_KIND_ONCPU ? (uint64_t)(s->count > 0 ? s->count : 0)
 				     : ns;

@@ -22,6 +22,8 @@
  *     the number of enum sp_offcpu_reason.
  *   - Output functions write to a FILE and return 0 or a negative errno.
  *     Nothing here allocates per output line beyond the report's tables.
+ *   - Not thread safe: building and sorting use file-scope comparator
+ *     context.  One report at a time per process.
  */
 #ifndef SPANPROF_SYMBOLIZER_REPORT_H
 #define SPANPROF_SYMBOLIZER_REPORT_H
