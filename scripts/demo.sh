@@ -3,9 +3,10 @@
 # and print a report a person can read.
 #
 #   spanprof record (BPF, root) -- spanprof-demo (traces of nested spans)
-#     -> out/demo.pb.gz (pprof, unsymbolized, build ids, trace/span labels)
-#     -> spanprof-symbolizer report (unprivileged): top functions, per-span
-#        table, flame graph out/demo.pb.gz.html
+#     -> out/demo.pb.gz: pprof, unsymbolized, build ids, trace/span labels
+#     -> at its end spanprof record runs spanprof-symbolizer as an
+#        unprivileged process: top functions + flame graph out/demo.pb.gz.html
+#   then the per-span table (which span spent its time where).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${O:-build}
@@ -18,17 +19,16 @@ for f in "$B/spanprof" "$B/spanprof-demo" "$B/spanprof-symbolizer"; do
 done
 mkdir -p out
 chmod 755 out
-echo "== recording spanprof-demo for ${DEMO_SECONDS:-8} s at 97 Hz (on-CPU and off-CPU)"
-"$B/spanprof" record -F 97 ${DEMO_RECORD_FLAGS:-} -o out/demo.pb.gz --no-report \
-	-- "$B/spanprof-demo" --duration "${DEMO_SECONDS:-8}" --threads 4 \
-	--truth out/demo-truth.jsonl
-chmod 644 out/demo.pb.gz out/demo-truth.jsonl 2>/dev/null || true
+secs=${DEMO_SECONDS:-8}
+echo "== spanprof record -F 97 ${DEMO_RECORD_FLAGS:-} -- spanprof-demo (${secs} s, 4 worker threads)"
+"$B/spanprof" record -F 97 ${DEMO_RECORD_FLAGS:-} -o out/demo.pb.gz \
+	-- "$B/spanprof-demo" --duration "$secs" --threads 4 --truth out/demo-truth.jsonl
+chmod 644 out/demo.pb.gz out/demo-truth.jsonl
 echo
-echo "== report (spanprof-symbolizer, unprivileged)"
-touch out/demo.html && chown nobody out/demo.html 2>/dev/null || true
+echo "== per span (first rows; every span of every trace is in the profile)"
 setpriv --reuid=nobody --regid=nogroup --clear-groups \
-	"$B/spanprof-symbolizer" report out/demo.pb.gz --top 15 --by-span \
-	--flamegraph out/demo.html | head -n 60
+	"$B/spanprof-symbolizer" report out/demo.pb.gz --by-span --quiet 2>/dev/null | head -n 12 || true
 echo
-echo "flame graph: out/demo.html (open it in a browser)"
-echo "raw profile: out/demo.pb.gz (go tool pprof -top out/demo.pb.gz works too)"
+echo "files: out/demo.pb.gz (go tool pprof -top out/demo.pb.gz also reads it),"
+echo "       out/demo.pb.gz.html (flame graph: open it in a browser),"
+echo "       out/demo-truth.jsonl (the demo's own log of its spans)"
