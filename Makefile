@@ -128,7 +128,8 @@ ALL_TARGETS := $(O)/spanprof
 # Folder fragments add to ALL_TARGETS and TEST_TARGETS.
 TEST_TARGETS :=
 include $(wildcard src/symbolizer/build.mk lib/spanctx/build.mk \
-	examples/build.mk tests/build.mk bench/build.mk)
+	examples/build.mk tests/build.mk bench/build.mk tests/fuzz/build.mk \
+	deploy/build.mk)
 
 all: $(ALL_TARGETS) $(TEST_TARGETS)
 
