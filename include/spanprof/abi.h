@@ -149,6 +149,8 @@ enum sp_counter {
 	SP_CNT_OFFCPU_EXITING,		/* prev's last switch (TASK_DEAD) */
 	SP_CNT_OFFCPU_CAPTURED,		/* wait captured, record pending */
 	SP_CNT_OFFCPU_DELETE_ERR,	/* pending record not deleted (reused) */
+	SP_CNT_OFFCPU_UNCLOSED,		/* captured wait whose switch-in was not
+					 * seen: replaced by the next capture */
 	SP_CNT__MAX,
 };
 

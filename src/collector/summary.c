@@ -37,9 +37,10 @@ static const char *const counter_names[SP_CNT__MAX] = {
 	[SP_CNT_OFFCPU_EXITING] = "offcpu_exiting",
 	[SP_CNT_OFFCPU_CAPTURED] = "offcpu_captured",
 	[SP_CNT_OFFCPU_DELETE_ERR] = "offcpu_delete_errors",
+	[SP_CNT_OFFCPU_UNCLOSED] = "offcpu_unclosed",
 };
 
-_Static_assert(SP_CNT_OFFCPU_DELETE_ERR + 1 == SP_CNT__MAX, "a name for every counter");
+_Static_assert(SP_CNT_OFFCPU_UNCLOSED + 1 == SP_CNT__MAX, "a name for every counter");
 
 static const char *const reason_names[SP_OFF_OTHER + 1] = {
 	"none", "sleep", "io", "runq", "other",
@@ -54,7 +55,7 @@ static void offcpu_balance(const uint64_t *b, uint64_t *pending, int *ok)
 		       b[SP_CNT_OFFCPU_SAMPLED_OUT] + b[SP_CNT_OFFCPU_STATE_FULL] +
 		       b[SP_CNT_OFFCPU_CAPTURED];
 	uint64_t closed = b[SP_CNT_OFFCPU_BELOW_MIN] + b[SP_CNT_RB_SENT_OFFCPU] +
-			  b[SP_CNT_RB_DROP_OFFCPU];
+			  b[SP_CNT_RB_DROP_OFFCPU] + b[SP_CNT_OFFCPU_UNCLOSED];
 
 	*pending = b[SP_CNT_OFFCPU_CAPTURED] >= closed ? b[SP_CNT_OFFCPU_CAPTURED] - closed : 0;
 	*ok = out == b[SP_CNT_OFFCPU_SWITCHES] && closed <= b[SP_CNT_OFFCPU_CAPTURED];
@@ -92,9 +93,11 @@ static void print_offcpu(FILE *f, const struct sp_summary *s)
 		b[SP_CNT_OFFCPU_FILTERED], b[SP_CNT_OFFCPU_EXITING], b[SP_CNT_OFFCPU_SAMPLED_OUT],
 		b[SP_CNT_OFFCPU_STATE_FULL], b[SP_CNT_OFFCPU_CAPTURED]);
 	fprintf(f, "    captured %" PRIu64 ": streamed %" PRIu64 ", below minimum %" PRIu64
-		", ring buffer full %" PRIu64 ", still blocked at stop %" PRIu64 "%s\n",
+		", ring buffer full %" PRIu64 ", switch-in not seen %" PRIu64
+		", still blocked at stop %" PRIu64 "%s\n",
 		b[SP_CNT_OFFCPU_CAPTURED], b[SP_CNT_RB_SENT_OFFCPU], b[SP_CNT_OFFCPU_BELOW_MIN],
-		b[SP_CNT_RB_DROP_OFFCPU], pending, ok ? "" : " (COUNTERS DO NOT ADD UP)");
+		b[SP_CNT_RB_DROP_OFFCPU], b[SP_CNT_OFFCPU_UNCLOSED], pending,
+		ok ? "" : " (COUNTERS DO NOT ADD UP)");
 	fprintf(f, "    waits received %" PRIu64 ", written %" PRIu64 " = %.3f s estimated off-CPU:",
 		s->consumer.received_offcpu, tot_waits, tot_ns / 1e9);
 	for (int r = 1; r <= SP_OFF_OTHER; r++)

@@ -14,7 +14,8 @@
  * Off-CPU (--off-cpu), one outcome per context switch (bpf/offcpu.bpf.c):
  *   switches  = idle + kernel threads + other processes + exiting
  *               + sampled out + state full + captured
- *   captured  = below min + ring sent + ring full + still blocked at stop
+ *   captured  = below min + ring sent + ring full + switch-in not seen
+ *               + still blocked at stop
  * ("still blocked" is derived: captured minus the others, never negative
  * unless a counter is wrong, which the JSON's offcpu.identity_ok says).
  * Off-CPU records received by user space go through the same aggregator
