@@ -20,8 +20,11 @@ int sp_http__parse_retry_after(const char *value, size_t len, time_t now, uint64
 int sp_http__status_retryable(long status);
 
 /* OTEL_EXPORTER_OTLP_HEADERS: "k1=v1,k2=v2", values percent-decoded, keys
- * and values trimmed.  Calls cb for each pair; -EINVAL on a malformed entry
- * (nothing is called after it).  Bounded: at most 64 headers, 8 KiB each. */
+ * (RFC 9110 tokens) and values trimmed; empty entries are skipped.  Calls cb
+ * for each pair; -EINVAL on a malformed entry (bad key, no '=', bad %XX, a
+ * control character other than HTAB in the decoded value), -E2BIG past 64
+ * entries or an entry over 8 KiB, or cb's negative return; nothing is
+ * called after an error.  Strings passed to cb live until it returns. */
 typedef int (*sp_header_cb)(const char *key, const char *value, void *ctx);
 int sp_http__parse_headers(const char *s, sp_header_cb cb, void *ctx);
 
