@@ -1,0 +1,47 @@
+# tests/fuzz/build.mk - libFuzzer targets for every parser of outside input.
+#
+# Built with clang (-fsanitize=fuzzer,address,undefined) into $(FUZZ_O),
+# from the same sources as the product, compiled separately: gcc's ASan
+# objects cannot be linked with clang's libFuzzer runtime.
+#
+#   make fuzz                      long campaign (FUZZ_SECONDS per target, 600)
+#   tests/integration/test_fuzz_smoke.sh   the bounded CI run (FUZZ_SECONDS=10)
+
+FUZZ_O ?= build-fuzz
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 600
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+	-Iinclude -Isrc -I$(O)/gen
+FUZZ_LIB_SRCS := $(wildcard src/profile/*.c) src/collector/maps.c \
+	src/collector/buildid.c src/collector/process_ctx.c src/collector/tls_elf.c \
+	$(wildcard src/export/http_parse.c src/symbolizer/kallsyms.c)
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_O)/obj/%.o,$(FUZZ_LIB_SRCS)) \
+	$(patsubst $(O)/gen/%.c,$(FUZZ_O)/gen/%.o,$(PB_C))
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_O)/%,$(FUZZ_SRCS))
+
+$(FUZZ_O)/obj/%.o: %.c $(PB_H)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_O)/gen/%.o: $(O)/gen/%.c $(PB_H)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-unused-parameter -c $< -o $@
+
+$(FUZZ_O)/libfuzzcore.a: $(FUZZ_LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_O)/libfuzzcore.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_O)/libfuzzcore.a \
+		-lprotobuf-c -lelf -lxxhash -lz -o $@
+
+$(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $< $(O)/libsp_profile.a $(LIBS_ALL)
+
+.PHONY: fuzz
+fuzz: $(FUZZ_BINS) $(O)/tests/make_seeds
+	FUZZ_SECONDS=$(FUZZ_SECONDS) O=$(O) FUZZ_O=$(FUZZ_O) bash tests/fuzz/run.sh
+
+TEST_TARGETS += $(FUZZ_BINS) $(O)/tests/make_seeds

@@ -1,0 +1,89 @@
+/*
+ * make_seeds.c - writes seed inputs for the fuzz targets that want valid
+ * structure to start from: a small profile encoded as pprof and as OTLP,
+ * and its gzip.  Usage: make_seeds DIR (creates DIR/<target>/seed-*).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "profile/codec.h"
+#include "profile/profile.h"
+
+static int put(const char *dir, const char *target, const char *name,
+	       const uint8_t *buf, size_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, target);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, target, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, len, f) != len) {
+		perror(path);
+		return 1;
+	}
+	return fclose(f) != 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sp_profile *p = sp_profile__new();
+	uint8_t tid[16] = { 1, 2, 3 }, sid[8] = { 4, 5, 6 };
+	uint8_t *pb = NULL, *ot = NULL, *gz = NULL;
+	size_t pb_len, ot_len, gz_len;
+	struct sp_mapping m = { 0 };
+	struct sp_location l = { 0 };
+	struct sp_function fn = { 0 };
+	struct sp_resource r = { .pid = 42 };
+	struct sp_sample s = { 0 };
+	uint64_t ts[2] = { 1000, 2000 };
+	int32_t locs[2];
+	int rc = 0;
+
+	if (argc != 2 || !p)
+		return 2;
+	mkdir(argv[1], 0755);
+	m.memory_start = 0x400000;
+	m.memory_limit = 0x500000;
+	m.filename = sp_profile__intern(p, "/usr/bin/app");
+	m.build_id = sp_profile__intern(p, "0123456789abcdef0123456789abcdef01234567");
+	l.mapping = sp_profile__add_mapping(p, &m);
+	fn.name = sp_profile__intern(p, "main");
+	fn.filename = sp_profile__intern(p, "app.c");
+	l.address = 0x401000;
+	l.n_lines = 1;
+	l.lines[0].function = sp_profile__add_function(p, &fn);
+	l.lines[0].line = 12;
+	locs[0] = sp_profile__add_location(p, &l);
+	l.address = 0x401100;
+	l.n_lines = 0;
+	locs[1] = sp_profile__add_location(p, &l);
+	r.service_name = sp_profile__intern(p, "svc");
+	s.resource = sp_profile__add_resource(p, &r);
+	s.stack = sp_profile__add_stack(p, locs, 2);
+	s.link = sp_profile__add_link(p, tid, sid);
+	s.tid = 43;
+	s.thread_name = sp_profile__intern(p, "worker");
+	s.count = 2;
+	s.value_ns = 20000000;
+	s.n_timestamps = 2;
+	s.timestamps = ts;
+	sp_profile__add_sample(p, &s);
+	p->period_ns[SP_KIND_ONCPU] = 10000000;
+	if (sp_pprof__encode(p, &pb, &pb_len) || sp_otlp__encode(p, &ot, &ot_len) ||
+	    sp_gzip(pb, pb_len, &gz, &gz_len)) {
+		fprintf(stderr, "make_seeds: encoding failed\n");
+		return 1;
+	}
+	rc |= put(argv[1], "fuzz_pprof_decode", "seed-1", pb, pb_len);
+	rc |= put(argv[1], "fuzz_otlp_decode", "seed-1", ot, ot_len);
+	rc |= put(argv[1], "fuzz_gunzip", "seed-1", gz, gz_len);
+	free(pb);
+	free(ot);
+	free(gz);
+	sp_profile__free(p);
+	return rc;
+}

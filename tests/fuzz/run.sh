@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# tests/fuzz/run.sh - runs every fuzz target for FUZZ_SECONDS (default 600)
+# on a corpus seeded from tests/fuzz/corpus/, generated seeds (profiles) and
+# real files of this build (ELF binaries, /sys/kernel/notes).  New inputs
+# accumulate in $FUZZ_O/corpus/<target>/; crashes go to $FUZZ_O/crashes/.
+# Exit 0 when no target crashed.
+set -u
+cd "$(dirname "$0")/../.."
+O=${O:-build}
+FUZZ_O=${FUZZ_O:-build-fuzz}
+secs=${FUZZ_SECONDS:-600}
+work=$FUZZ_O/corpus
+mkdir -p "$work" "$FUZZ_O/crashes"
+"$O/tests/make_seeds" "$work" || { echo "fuzz: cannot make seeds" >&2; exit 1; }
+for t in tests/fuzz/corpus/*/; do
+	name=$(basename "$t")
+	mkdir -p "$work/$name"
+	cp -n "$t"* "$work/$name/" 2>/dev/null
+done
+for name in fuzz_buildid fuzz_tls_elf; do
+	mkdir -p "$work/$name"
+	for f in "$O/fixtures/callchain" "$O/libspanctx.so"; do
+		[ -f "$f" ] && cp -n "$f" "$work/$name/$(basename "$f")"
+	done
+done
+[ -r /sys/kernel/notes ] && cp /sys/kernel/notes "$work/fuzz_buildid/kernel-notes"
+fails=0
+for bin in "$FUZZ_O"/fuzz_*; do
+	[ -x "$bin" ] || continue
+	name=$(basename "$bin")
+	mkdir -p "$work/$name"
+	# -rss_limit_mb bounds each target; -timeout catches hangs (a stall is a bug).
+	if "$bin" -max_total_time="$secs" -rss_limit_mb=1024 -timeout=10 \
+		-artifact_prefix="$FUZZ_O/crashes/$name-" -print_final_stats=1 \
+		"$work/$name" >"$FUZZ_O/$name.log" 2>&1; then
+		echo "ok   $name: $(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$FUZZ_O/$name.log" | grep -Eo '[0-9]+$') runs in ${secs}s"
+	else
+		echo "FAIL $name (log: $FUZZ_O/$name.log)"
+		grep -E "ERROR|SUMMARY|==[0-9]+==" "$FUZZ_O/$name.log" | head -n 5 | sed 's/^/    /'
+		fails=$((fails + 1))
+	fi
+done
+[ "$fails" -eq 0 ]
