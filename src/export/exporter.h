@@ -34,8 +34,12 @@ enum sp_drop_policy {
 
 struct sp_export_config {
 	/* OTLP/HTTP; NULL = no network export.  Base URL as in
-	 * OTEL_EXPORTER_OTLP_ENDPOINT; the signal path is appended. */
+	 * OTEL_EXPORTER_OTLP_ENDPOINT; the signal path is appended
+	 * ("http://h:4318/base" -> "http://h:4318/base/v1development/profiles"). */
 	const char *endpoint;
+	/* Full URL used as is, as in OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT (an
+	 * empty path becomes "/"); wins over endpoint. */
+	const char *profiles_url;
 	const char *headers;		/* "k=v,k2=v2" (OTEL_EXPORTER_OTLP_HEADERS) */
 	bool gzip;			/* Content-Encoding: gzip (default on) */
 	uint32_t timeout_ms;		/* per request (default 10000) */
@@ -60,33 +64,39 @@ struct sp_export_stats {
 	uint64_t batches_exported;	/* accepted by the endpoint (2xx) */
 	uint64_t batches_dropped_queue_full;
 	uint64_t batches_dropped_failed;	/* non-retryable or retries exhausted */
-	uint64_t samples_dropped;	/* samples inside dropped batches */
+	uint64_t samples_dropped;	/* events (sum of sample counts) in dropped batches */
 	uint64_t requests;		/* HTTP attempts */
 	uint64_t request_failures;	/* attempts that did not get 2xx */
 	uint64_t retries;
 	uint64_t partial_success_rejected;	/* rejected_profiles reported */
-	uint64_t bytes_sent;
+	uint64_t bytes_sent;		/* request bytes uploaded, every attempt */
 	uint64_t latency_ns_sum;	/* over successful requests */
 	uint64_t latency_ns_max;
 	uint64_t files_written;
 	uint64_t files_failed;		/* write errors (disk full, ...) */
 	uint64_t files_removed;		/* rotation */
-	size_t queue_bytes;		/* now */
+	size_t queue_bytes;		/* now; <= cfg queue_bytes */
 	uint32_t queue_batches;		/* now */
+	size_t inflight_bytes;		/* now: the batch the export thread holds
+					 * (outside the queue's cap, at most one) */
 };
 
 struct sp_exporter;
 
 /* Validates the configuration (URL scheme, header syntax, directory
- * writable) and starts the export thread.  Returns 0 and *out, or a negative
+ * writable, CA/cert/key files readable, at least one of endpoint,
+ * profiles_url, output_dir) and starts the export thread.  Exported means
+ * 2xx from the endpoint; with only output_dir, a file written.  Returns 0 and *out, or a negative
  * errno with a one-line message naming the cause and the fix in err. */
 int sp_exporter__new(const struct sp_export_config *cfg, struct sp_exporter **out,
 		     char *err, size_t err_len);
-/* Stops the thread; queued batches are dropped (counted).  NULL-safe. */
+/* Stops the thread promptly, also mid-request or mid-backoff; queued and
+ * in-flight batches are dropped and reported in one stderr line.  NULL-safe. */
 void sp_exporter__free(struct sp_exporter *e);
 
 /* Encodes and queues.  0, or -ENOSPC when dropped by policy (counted), or
- * an encoding error.  n_samples is recorded for drop accounting. */
+ * an encoding error (not counted as submitted).  The batch's event count
+ * (sum of sample counts) is recorded for drop accounting. */
 int sp_exporter__submit(struct sp_exporter *e, const struct sp_profile *p);
 
 /* Waits until the queue is empty and nothing is in flight, or timeout_ms
@@ -95,10 +105,20 @@ int sp_exporter__flush(struct sp_exporter *e, uint32_t timeout_ms);
 
 void sp_exporter__stats(struct sp_exporter *e, struct sp_export_stats *out);
 
+/* Zeroes cfg and sets the defaults that zero cannot express (gzip on,
+ * SP_DROP_OLDEST).  Zero numeric fields mean "default" to
+ * sp_exporter__new. */
+void sp_export_config__init(struct sp_export_config *cfg);
+
 /* Fills cfg fields that are unset from the standard OTEL_EXPORTER_OTLP_*
  * variables (ENDPOINT, PROFILES_ENDPOINT, HEADERS, COMPRESSION, TIMEOUT,
- * CERTIFICATE, CLIENT_CERTIFICATE, CLIENT_KEY).  Strings point into the
- * environment.  Returns 0 or -EINVAL with a message for a bad value. */
+ * CERTIFICATE, CLIENT_CERTIFICATE, CLIENT_KEY; the OTEL_EXPORTER_OTLP_PROFILES_*
+ * form of each wins over the generic one).  PROFILES_ENDPOINT fills
+ * profiles_url (used as is), ENDPOINT fills endpoint (path appended), only
+ * when neither is set.  gzip has no "unset" state: it is set when
+ * COMPRESSION is present ("gzip" or "none").  TIMEOUT is in milliseconds.
+ * Strings point into the environment.  Returns 0 or -EINVAL with a message
+ * for a bad value. */
 int sp_export_config__from_env(struct sp_export_config *cfg, char *err, size_t err_len);
 
 #endif
