@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics.c - see metrics.h.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "metrics.h"
+
+#define MAX_CONNECTIONS 8
+
+void sp_metrics_buf__init(struct sp_metrics_buf *b, char *mem, size_t cap)
+{
+	b->p = mem;
+	b->len = 0;
+	b->cap = cap;
+	b->truncated = false;
+	b->bad_name = false;
+	if (cap)
+		mem[0] = '\0';
+}
+
+bool sp_metrics__valid_name(const char *n)
+{
+	if (!n || !*n)
+		return false;
+	if (!((*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z') || *n == '_' || *n == ':'))
+		return false;
+	for (n++; *n; n++)
+		if (!((*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z') ||
+		      (*n >= '0' && *n <= '9') || *n == '_' || *n == ':'))
+			return false;
+	return true;
+}
+
+static bool valid_label(const char *n)
+{
+	/* label names: [a-zA-Z_][a-zA-Z0-9_]*, no ':' */
+	return sp_metrics__valid_name(n) && !strchr(n, ':');
+}
+
+/* A line is assembled in a scratch buffer and appended whole, so the text
+ * never ends in half a line. */
+struct line {
+	char s[1024];
+	size_t n;
+	bool over;
+};
+
+static void put(struct line *l, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (l->over)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(l->s + l->n, sizeof(l->s) - l->n, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= sizeof(l->s) - l->n)
+		l->over = true;
+	else
+		l->n += w;
+}
+
+static void put_escaped(struct line *l, const char *v, bool quote)
+{
+	for (; *v && !l->over; v++) {
+		if (*v == '\\')
+			put(l, "\\\\");
+		else if (*v == '\n')
+			put(l, "\\n");
+		else if (quote && *v == '"')
+			put(l, "\\\"");
+		else
+			put(l, "%c", *v);
+	}
+}
+
+static int commit(struct sp_metrics_buf *b, struct line *l)
+{
+	if (l->over)
+		return -E2BIG;
+	if (b->truncated || b->len + l->n + 1 > b->cap) {
+		b->truncated = true;
+		return -ENOSPC;
+	}
+	memcpy(b->p + b->len, l->s, l->n);
+	b->len += l->n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+static const char *type_name(enum sp_metric_type t)
+{
+	switch (t) {
+	case SP_METRIC_COUNTER:
+		return "counter";
+	case SP_METRIC_GAUGE:
+		return "gauge";
+	case SP_METRIC_SUMMARY:
+		return "summary";
+	default:
+		return "histogram";
+	}
+}
+
+int sp_metrics__family(struct sp_metrics_buf *b, const char *name, enum sp_metric_type t,
+		       const char *help)
+{
+	struct line l = { .n = 0 };
+	size_t nl = name ? strlen(name) : 0;
+
+	if (!sp_metrics__valid_name(name) ||
+	    (t == SP_METRIC_COUNTER && (nl < 6 || strcmp(name + nl - 6, "_total")))) {
+		b->bad_name = true;
+		return -EINVAL;
+	}
+	put(&l, "# HELP %s ", name);
+	put_escaped(&l, help ? help : "", false);
+	put(&l, "\n# TYPE %s %s\n", name, type_name(t));
+	return commit(b, &l);
+}
+
+static int sample(struct sp_metrics_buf *b, const char *name, const char *const *labels,
+		  const char *value)
+{
+	struct line l = { .n = 0 };
+
+	if (!sp_metrics__valid_name(name)) {
+		b->bad_name = true;
+		return -EINVAL;
+	}
+	put(&l, "%s", name);
+	if (labels && labels[0]) {
+		put(&l, "{");
+		for (int i = 0; labels[i] && labels[i + 1]; i += 2) {
+			if (!valid_label(labels[i])) {
+				b->bad_name = true;
+				return -EINVAL;
+			}
+			put(&l, "%s%s=\"", i ? "," : "", labels[i]);
+			put_escaped(&l, labels[i + 1], true);
+			put(&l, "\"");
+		}
+		put(&l, "}");
+	}
+	put(&l, " %s\n", value);
+	return commit(b, &l);
+}
+
+int sp_metrics__u64(struct sp_metrics_buf *b, const char *name, const char *const *labels,
+		    uint64_t v)
+{
+	char s[32];
+
+	snprintf(s, sizeof(s), "%llu", (unsigned long long)v);
+	return sample(b, name, labels, s);
+}
+
+int sp_metrics__f64(struct sp_metrics_buf *b, const char *name, const char *const *labels,
+		    double v)
+{
+	char s[40];
+
+	if (v != v)
+		snprintf(s, sizeof(s), "NaN");
+	else if (v > 1.7976931348623157e308)
+		snprintf(s, sizeof(s), "+Inf");
+	else if (v < -1.7976931348623157e308)
+		snprintf(s, sizeof(s), "-Inf");
+	else
+		snprintf(s, sizeof(s), "%.9g", v);
+	return sample(b, name, labels, s);
+}
+
+/* ------------------------------------------------------------- server */
+
+struct sp_metrics_server {
+	struct MHD_Daemon *d;
+	size_t buf_bytes;
+	sp_metrics_render_fn render;
+	sp_metrics_health_fn health;
+	void *ctx;
+	uint16_t port;
+	_Atomic uint64_t requests;
+};
+
+int sp_metrics__parse_addr(const char *addr, struct sockaddr_storage *ss)
+{
+	char host[64];
+	const char *colon;
+	unsigned long port;
+	char *end;
+	size_t hl;
+
+	if (!addr || !ss)
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	colon = strrchr(addr, ':');
+	if (!colon || colon == addr || !colon[1])
+		return -EINVAL;
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || *end || port > 65535 || colon[1] < '0' || colon[1] > '9')
+		return -EINVAL;
+	hl = colon - addr;
+	if (addr[0] == '[') {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		if (hl < 3 || addr[hl - 1] != ']' || hl - 2 >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, addr + 1, hl - 2);
+		host[hl - 2] = '\0';
+		if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
+			return -EINVAL;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		return 0;
+	}
+	if (hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, addr, hl);
+	host[hl] = '\0';
+	{
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+			return -EINVAL;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+	}
+	return 0;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code, const char *ctype,
+			     char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+	enum MHD_Result ret;
+
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_len, void **con_cls)
+{
+	struct sp_metrics_server *s = cls;
+	static int first_call_marker;
+
+	(void)version;
+	(void)upload;
+	if (*con_cls == NULL) {		/* headers only so far */
+		*con_cls = &first_call_marker;
+		return MHD_YES;
+	}
+	if (*upload_len) {		/* a body is never wanted: discard it */
+		*upload_len = 0;
+		return MHD_YES;
+	}
+	atomic_fetch_add(&s->requests, 1);
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+			     (char *)"method not allowed\n", 19, MHD_RESPMEM_PERSISTENT);
+	if (!strcmp(url, "/healthz")) {
+		if (!s->health || s->health(s->ctx))
+			return reply(c, MHD_HTTP_OK, "text/plain", (char *)"ok\n", 3,
+				     MHD_RESPMEM_PERSISTENT);
+		return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
+			     (char *)"unhealthy: the consumer thread is not running\n", 46,
+			     MHD_RESPMEM_PERSISTENT);
+	}
+	if (!strcmp(url, "/metrics")) {
+		struct sp_metrics_buf b;
+		char *mem = malloc(s->buf_bytes);
+
+		if (!mem)
+			return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
+				     (char *)"out of memory\n", 14, MHD_RESPMEM_PERSISTENT);
+		sp_metrics_buf__init(&b, mem, s->buf_bytes);
+		s->render(&b, s->ctx);
+		return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", mem, b.len,
+			     MHD_RESPMEM_MUST_FREE);
+	}
+	return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", (char *)"not found\n", 10,
+		     MHD_RESPMEM_PERSISTENT);
+}
+
+int sp_metrics_server__start(const char *addr, size_t buf_bytes, sp_metrics_render_fn render,
+			     sp_metrics_health_fn health, void *ctx,
+			     struct sp_metrics_server **out, char *err, size_t err_len)
+{
+	struct sockaddr_storage ss;
+	struct sp_metrics_server *s;
+	const union MHD_DaemonInfo *info;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+
+	*out = NULL;
+	if (!render || sp_metrics__parse_addr(addr, &ss)) {
+		snprintf(err, err_len, "--metrics-addr %s: expected IPv4:PORT or [IPv6]:PORT",
+			 addr ? addr : "(null)");
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
+	s->buf_bytes = buf_bytes ? buf_bytes : 256 << 10;
+	s->render = render;
+	s->health = health;
+	s->ctx = ctx;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 << 10),
+				MHD_OPTION_END);
+	if (!s->d) {
+		snprintf(err, err_len, "cannot listen on %s (address in use or not local?): "
+			 "choose another with --metrics-addr, or --metrics-addr none", addr);
+		free(s);
+		return -EADDRINUSE;
+	}
+	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = info ? info->port : 0;
+	*out = s;
+	return 0;
+}
+
+uint16_t sp_metrics_server__port(const struct sp_metrics_server *s)
+{
+	return s ? s->port : 0;
+}
+
+uint64_t sp_metrics_server__requests(const struct sp_metrics_server *s)
+{
+	return s ? atomic_load(&((struct sp_metrics_server *)s)->requests) : 0;
+}
+
+void sp_metrics_server__stop(struct sp_metrics_server *s)
+{
+	if (!s)
+		return;
+	if (s->d)
+		MHD_stop_daemon(s->d);
+	free(s);
+}
