@@ -54,6 +54,20 @@ int sp_export__url(const char *endpoint, const char *profiles_url, char **url, c
 		if ((unsigned char)*p <= 0x20 || *p == 0x7f)
 			return url_err(what, src, "contains a space or control character", err,
 				       err_len);
+	/* curl is lenient ("http:///h" is host h, "h:4318" a scheme "h"):
+	 * demand scheme://host explicitly */
+	{
+		const char *sep = strstr(src, "://");
+
+		if (!sep)
+			return url_err(what, src, "no scheme: start with http:// or https://",
+				       err, err_len);
+		if (!((sep - src == 4 && !strncasecmp(src, "http", 4)) ||
+		      (sep - src == 5 && !strncasecmp(src, "https", 5))))
+			return url_err(what, src, "scheme must be http or https", err, err_len);
+		if (sep[3] == '/' || sep[3] == '\0' || sep[3] == '?' || sep[3] == '#')
+			return url_err(what, src, "no host", err, err_len);
+	}
 	u = curl_url();
 	if (!u)
 		goto nomem;
