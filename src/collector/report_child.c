@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * report_child.c - see report_child.h.
+ *
+ * When the recording has a kernel symbol snapshot next to it
+ * (PROFILE.kallsyms.gz, written by sp_kallsyms__capture with mode 0644 so
+ * the unprivileged child can read it), it is passed as --kallsyms so kernel
+ * frames are named; without one they stay "[kernel] 0xADDR" and counted.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +38,8 @@ static unsigned long env_id(const char *name, unsigned long dflt)
 int sp_report_child__run(const char *profile_path)
 {
 	char self[PATH_MAX], sym[PATH_MAX + 32], html[PATH_MAX + 8];
+	char ksyms[PATH_MAX + 16];
+	bool have_ksyms;
 	uid_t uid = geteuid() == 0 ? env_id("SUDO_UID", NOBODY) : geteuid();
 	gid_t gid = getegid() == 0 ? env_id("SUDO_GID", NOBODY) : getegid();
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -52,6 +60,9 @@ int sp_report_child__run(const char *profile_path)
 		return -1;
 	}
 	snprintf(html, sizeof(html), "%s.html", profile_path);
+	have_ksyms = (size_t)snprintf(ksyms, sizeof(ksyms), "%s.kallsyms.gz", profile_path) <
+			     sizeof(ksyms) &&
+		     access(ksyms, R_OK) == 0;
 	fd = open(html, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0 || (geteuid() == 0 && fchown(fd, uid, gid) != 0)) {
 		fprintf(stderr, "spanprof: no flame graph: cannot prepare %s: %s\n", html,
@@ -71,8 +82,12 @@ int sp_report_child__run(const char *profile_path)
 			fprintf(stderr, "spanprof: cannot drop privileges for the report\n");
 			_exit(126);
 		}
-		execl(sym, sym, "report", profile_path, "--top", "15", "--flamegraph", html,
-		      (char *)NULL);
+		if (have_ksyms)
+			execl(sym, sym, "report", profile_path, "--top", "15", "--flamegraph",
+			      html, "--kallsyms", ksyms, (char *)NULL);
+		else
+			execl(sym, sym, "report", profile_path, "--top", "15", "--flamegraph",
+			      html, "--no-kallsyms", (char *)NULL);
 		fprintf(stderr, "spanprof: cannot run %s: %s\n", sym, strerror(errno));
 		_exit(127);
 	}

@@ -14,7 +14,8 @@
  *       [--output-dir DIR] [--queue N] [--workers N] [--max-body BYTES]
  * common options: --debug-dir DIR (repeatable; default /usr/lib/debug),
  *   --no-debuginfod, --cache-entries N, --allow-root, --user NAME,
- *   --quiet (no statistics on stderr).
+ *   --quiet (no statistics on stderr), --kallsyms FILE (repeatable),
+ *   --kallsyms-dir DIR (repeatable), --no-kallsyms.
  *
  * Contract:
  *   - Privileges: the symbolizer parses untrusted data (profiles, ELF,
@@ -28,6 +29,12 @@
  *     privileges or the default cache ($XDG_CACHE_HOME or $HOME/.cache) is
  *     not writable, a private cache directory is made under $TMPDIR (or
  *     /tmp) and removed at exit.
+ *   - Kernel symbol snapshots (kallsyms.h) are loaded before privileges
+ *     are dropped, like the input: every --kallsyms FILE (a failure is
+ *     fatal), and for file/report IN.kallsyms.gz next to the input when it
+ *     exists (a failure is a warning) unless --no-kallsyms.  --kallsyms-dir
+ *     directories are searched lazily per build id (serve: after the drop,
+ *     so they must be readable by --user).
  *   - Input format (pprof or OTLP, gzip or not) is detected from the
  *     bytes; `file` writes the same format (and compression) unless
  *     --format says otherwise.
@@ -51,6 +58,7 @@
 #include "profile/codec.h"
 #include "profile/profile.h"
 #include "debuginfo.h"
+#include "kallsyms.h"
 #include "report.h"
 #include "resolve.h"
 #include "serve.h"
@@ -75,6 +83,11 @@ struct cli {
 	const char *title;
 	const char *dirs[MAX_DIRS];
 	size_t n_dirs;
+	const char *ks_files[MAX_DIRS];
+	size_t n_ks_files;
+	const char *ks_dirs[MAX_DIRS];
+	size_t n_ks_dirs;
+	bool no_kallsyms;
 	enum fmt format;
 	uint32_t top;
 	bool top_set, collapsed, by_span, allow_root, quiet, no_debuginfod;
@@ -120,7 +133,13 @@ static void usage(FILE *f)
 	      "  --allow-root      keep root privileges (default: drop to\n"
 	      "                    --user, default nobody, when run as root)\n"
 	      "  --user NAME       the user to drop to when run as root\n"
-	      "  --quiet           no statistics on stderr\n", f);
+	      "  --quiet           no statistics on stderr\n"
+	      "  --kallsyms FILE   kernel symbol snapshot (repeatable; used for\n"
+	      "                    kernel frames whose build id matches; default\n"
+	      "                    for file/report: IN.kallsyms.gz if present)\n"
+	      "  --kallsyms-dir DIR  directory of BUILD_ID.kallsyms.gz snapshots\n"
+	      "                    (repeatable; searched per kernel build id)\n"
+	      "  --no-kallsyms     do not look for IN.kallsyms.gz\n", f);
 }
 
 /* ------------------------------------------------------------ privileges */
@@ -352,8 +371,11 @@ static int decode_input(uint8_t *raw, size_t raw_len, struct sp_profile **p,
 /* ------------------------------------------------------------ statistics */
 
 static void print_stats(const struct sp_symbolize_stats *ss,
-			struct sp_resolver *r, struct sp_debuginfo *di)
+			struct sp_resolver *r, struct sp_debuginfo *di,
+			struct sp_ksyms_set *ks)
 {
+	struct sp_ksyms_set_stats ks_st;
+
 	struct sp_resolver_stats rs;
 	struct sp_debuginfo_stats ds;
 
@@ -364,17 +386,39 @@ static void print_stats(const struct sp_symbolize_stats *ss,
 			"spanprof-symbolizer: locations %" PRIu64
 			": resolved %" PRIu64 " (dwarf %" PRIu64
 			", symtab %" PRIu64 ", inlined frames %" PRIu64
-			"), unresolved %" PRIu64 " (kernel %" PRIu64
+			", kernel %" PRIu64 "), unresolved %" PRIu64
+			" (kernel %" PRIu64
 			", no mapping %" PRIu64 ", no build id %" PRIu64
 			", bad build id %" PRIu64 ", out of range %" PRIu64
 			", not found %" PRIu64 ", other %" PRIu64
 			"), already symbolized %" PRIu64 "\n",
 			ss->locations, ss->resolved, ss->resolved_dwarf,
-			ss->resolved_symtab, ss->inline_frames, ss->unresolved,
+			ss->resolved_symtab, ss->inline_frames,
+			ss->resolved_kernel, ss->unresolved,
 			ss->unresolved_kernel, ss->unresolved_no_mapping,
 			ss->unresolved_no_build_id, ss->unresolved_bad_build_id,
 			ss->unresolved_out_of_range, ss->unresolved_not_found,
 			ss->unresolved_other, ss->already);
+	if (ss && (ss->resolved_kernel || ss->unresolved_kernel))
+		fprintf(stderr,
+			"spanprof-symbolizer: kernel: resolved %" PRIu64
+			", unresolved %" PRIu64 " (no snapshot %" PRIu64
+			", build id mismatch %" PRIu64 ", not found %" PRIu64
+			", no build id %" PRIu64 ")\n",
+			ss->resolved_kernel, ss->unresolved_kernel,
+			ss->unresolved_kernel_no_snapshot,
+			ss->unresolved_kernel_mismatch,
+			ss->unresolved_kernel_not_found,
+			ss->unresolved_kernel_no_build_id);
+	sp_ksyms_set__stats(ks, &ks_st);
+	if (ks_st.loaded || ks_st.load_failed || ks_st.dir_lookups)
+		fprintf(stderr,
+			"spanprof-symbolizer: kallsyms snapshots %u, load failed %"
+			PRIu64 ", dir lookups %" PRIu64 " (misses %" PRIu64
+			"), refused %" PRIu64 ", duplicate build id %" PRIu64 "\n",
+			ks_st.loaded, ks_st.load_failed, ks_st.dir_lookups,
+			ks_st.dir_misses, ks_st.refused,
+			ks_st.duplicate_build_id);
 	fprintf(stderr,
 		"spanprof-symbolizer: cache hits %" PRIu64 " misses %" PRIu64
 		" evictions %" PRIu64 " used %u/%u; modules %u (dwarf %u, "
@@ -398,7 +442,49 @@ static void print_stats(const struct sp_symbolize_stats *ss,
 struct ctx {
 	struct sp_debuginfo *di;
 	struct sp_resolver *res;
+	struct sp_ksyms_set *ks;
 };
+
+/* Kernel symbol snapshots: explicit files (fatal when unreadable), the
+ * default IN.kallsyms.gz (a warning), directories (searched later). */
+static int load_ksyms(const struct cli *c, struct ctx *x)
+{
+	char def[4096];
+	int err;
+
+	err = sp_ksyms_set__new(&x->ks);
+	if (err)
+		return err;
+	for (size_t i = 0; i < c->n_ks_files; i++) {
+		err = sp_ksyms_set__add_file(x->ks, c->ks_files[i]);
+		if (err) {
+			fprintf(stderr, "spanprof-symbolizer: --kallsyms %s: %s\n",
+				c->ks_files[i],
+				err == -EINVAL ? "not a spanprof-kallsyms v1 "
+						 "snapshot" : strerror(-err));
+			return err;
+		}
+	}
+	for (size_t i = 0; i < c->n_ks_dirs; i++) {
+		err = sp_ksyms_set__add_dir(x->ks, c->ks_dirs[i]);
+		if (err)
+			return err;
+	}
+	if (c->no_kallsyms || !c->in || !strcmp(c->in, "-") ||
+	    (size_t)snprintf(def, sizeof(def), "%s.kallsyms.gz", c->in) >=
+		    sizeof(def) || access(def, F_OK))
+		return 0;
+	for (size_t i = 0; i < c->n_ks_files; i++)
+		if (!strcmp(c->ks_files[i], def))
+			return 0;
+	err = sp_ksyms_set__add_file(x->ks, def);
+	if (err)
+		fprintf(stderr, "spanprof-symbolizer: warning: %s: %s; kernel "
+			"frames stay unresolved\n", def,
+			err == -EINVAL ? "not a spanprof-kallsyms v1 snapshot"
+				       : strerror(-err));
+	return 0;
+}
 
 static int ctx_init(const struct cli *c, struct ctx *x)
 {
@@ -426,6 +512,7 @@ static void ctx_fini(struct ctx *x)
 {
 	sp_resolver__free(x->res);
 	sp_debuginfo__free(x->di);
+	sp_ksyms_set__free(x->ks);
 }
 
 static FILE *open_out(const char *path)
@@ -478,6 +565,11 @@ static int cmd_file(struct cli *c)
 		err = -errno;
 		goto out;
 	}
+	if (!c->no_symbolize) {
+		err = load_ksyms(c, &x);
+		if (err)
+			goto out;
+	}
 	err = drop_privileges(c);
 	if (err)
 		goto out;
@@ -494,7 +586,7 @@ static int cmd_file(struct cli *c)
 	if (c->no_symbolize)
 		memset(&ss, 0, sizeof(ss));
 	else
-		err = sp_symbolize__profile(x.res, p, &ss);
+		err = sp_symbolize__profile_ks(x.res, x.ks, p, &ss);
 	if (err)
 		goto out;
 	out_fmt = c->format == FMT_AUTO ? in_fmt : c->format;
@@ -514,7 +606,7 @@ static int cmd_file(struct cli *c)
 	    (gz ? gz_len : enc_len))
 		err = -EIO;
 	if (!c->quiet)
-		print_stats(&ss, x.res, x.di);
+		print_stats(&ss, x.res, x.di, x.ks);
 out:
 	if (close_out(out) && !err)
 		err = -EIO;
@@ -561,6 +653,9 @@ static int cmd_report(struct cli *c)
 			goto out;
 		}
 	}
+	err = load_ksyms(c, &x);
+	if (err)
+		goto out;
 	err = drop_privileges(c);
 	if (err)
 		goto out;
@@ -574,7 +669,7 @@ static int cmd_report(struct cli *c)
 	err = ctx_init(c, &x);
 	if (err)
 		goto out;
-	err = sp_symbolize__profile(x.res, p, &ss);
+	err = sp_symbolize__profile_ks(x.res, x.ks, p, &ss);
 	if (err)
 		goto out;
 	err = sp_report__new(p, &c->ropts, &rep);
@@ -613,7 +708,7 @@ static int cmd_report(struct cli *c)
 				c->flamegraph);
 	}
 	if (!c->quiet)
-		print_stats(&ss, x.res, x.di);
+		print_stats(&ss, x.res, x.di, x.ks);
 out:
 	if (close_out(out) && !err)
 		err = -EIO;
@@ -704,7 +799,7 @@ static int cmd_addr(struct cli *c)
 		}
 	}
 	if (!c->quiet)
-		print_stats(NULL, x.res, x.di);
+		print_stats(NULL, x.res, x.di, x.ks);
 out:
 	ctx_fini(&x);
 	return err ? 1 : 0;
@@ -737,7 +832,7 @@ static int cmd_lookup(struct cli *c)
 		free(path);
 	}
 	if (!c->quiet)
-		print_stats(NULL, x.res, x.di);
+		print_stats(NULL, x.res, x.di, x.ks);
 out:
 	ctx_fini(&x);
 	if (err)
@@ -788,13 +883,17 @@ static int cmd_serve(struct cli *c)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	err = load_ksyms(c, &x);
+	if (err)
+		goto out;
 	err = ctx_init(c, &x);
 	if (err)
 		goto out;
 	o.resolver = x.res;
+	o.ksyms = x.ks;
 	err = sp_serve__run(&o, &stop_flag);
 	if (!c->quiet)
-		print_stats(NULL, x.res, x.di);
+		print_stats(NULL, x.res, x.di, x.ks);
 out:
 	ctx_fini(&x);
 	if (err == -EINVAL)
@@ -809,7 +908,8 @@ enum {
 	OPT_TRACE, OPT_SPAN, OPT_KIND, OPT_DEBUG_DIR, OPT_NO_DEBUGINFOD,
 	OPT_CACHE, OPT_ALLOW_ROOT, OPT_USER, OPT_QUIET, OPT_HINT, OPT_OFFSET,
 	OPT_TITLE, OPT_LISTEN, OPT_FORWARD, OPT_OUTPUT_DIR, OPT_QUEUE,
-	OPT_WORKERS, OPT_MAX_BODY, OPT_NO_SYMBOLIZE,
+	OPT_WORKERS, OPT_MAX_BODY, OPT_NO_SYMBOLIZE, OPT_KALLSYMS,
+	OPT_KALLSYMS_DIR, OPT_NO_KALLSYMS,
 };
 
 static const struct option long_opts[] = {
@@ -838,6 +938,9 @@ static const struct option long_opts[] = {
 	{ "queue", required_argument, NULL, OPT_QUEUE },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
 	{ "max-body", required_argument, NULL, OPT_MAX_BODY },
+	{ "kallsyms", required_argument, NULL, OPT_KALLSYMS },
+	{ "kallsyms-dir", required_argument, NULL, OPT_KALLSYMS_DIR },
+	{ "no-kallsyms", no_argument, NULL, OPT_NO_KALLSYMS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -926,6 +1029,19 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			if (c->n_dirs == MAX_DIRS)
 				return -E2BIG;
 			c->dirs[c->n_dirs++] = optarg;
+			break;
+		case OPT_KALLSYMS:
+			if (c->n_ks_files == MAX_DIRS)
+				return -E2BIG;
+			c->ks_files[c->n_ks_files++] = optarg;
+			break;
+		case OPT_KALLSYMS_DIR:
+			if (c->n_ks_dirs == MAX_DIRS)
+				return -E2BIG;
+			c->ks_dirs[c->n_ks_dirs++] = optarg;
+			break;
+		case OPT_NO_KALLSYMS:
+			c->no_kallsyms = true;
 			break;
 		case OPT_NO_DEBUGINFOD:
 			c->no_debuginfod = true;

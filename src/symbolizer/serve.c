@@ -37,6 +37,8 @@ enum ctr {
 	C_R503_QUEUE, C_R503_BUDGET, C_SYMBOLIZED, C_FRAMES_RESOLVED,
 	C_FRAMES_UNRESOLVED, C_FILES, C_FILE_ERRORS, C_FORWARDED,
 	C_FORWARD_FAILED, C_FORWARD_RETRIES, C_ENCODE_ERRORS,
+	C_KERNEL_RESOLVED, C_KERNEL_NO_BUILD_ID, C_KERNEL_NO_SNAPSHOT,
+	C_KERNEL_MISMATCH, C_KERNEL_NOT_FOUND,
 	C__MAX,
 };
 
@@ -53,6 +55,11 @@ static const char *const ctr_names[C__MAX] = {
 	[C_SYMBOLIZED] = "profiles_symbolized_total",
 	[C_FRAMES_RESOLVED] = "frames_resolved_total",
 	[C_FRAMES_UNRESOLVED] = "frames_unresolved_total",
+	[C_KERNEL_RESOLVED] = "kernel_frames_resolved_total",
+	[C_KERNEL_NO_BUILD_ID] = "kernel_frames_unresolved_no_build_id_total",
+	[C_KERNEL_NO_SNAPSHOT] = "kernel_frames_unresolved_no_snapshot_total",
+	[C_KERNEL_MISMATCH] = "kernel_frames_unresolved_build_id_mismatch_total",
+	[C_KERNEL_NOT_FOUND] = "kernel_frames_unresolved_not_found_total",
 	[C_FILES] = "files_written_total",
 	[C_FILE_ERRORS] = "file_errors_total",
 	[C_FORWARDED] = "forwarded_total",
@@ -454,10 +461,18 @@ static void *worker(void *arg)
 		uint8_t *enc = NULL, *gz = NULL;
 		size_t enc_len = 0, gz_len = 0;
 
-		if (sp_symbolize__profile(s->o->resolver, p, &st) == 0) {
+		if (sp_symbolize__profile_ks(s->o->resolver, s->o->ksyms, p,
+					     &st) == 0) {
 			s->ctr[C_SYMBOLIZED]++;
 			s->ctr[C_FRAMES_RESOLVED] += st.resolved;
 			s->ctr[C_FRAMES_UNRESOLVED] += st.unresolved;
+			s->ctr[C_KERNEL_RESOLVED] += st.resolved_kernel;
+			s->ctr[C_KERNEL_NO_BUILD_ID] +=
+				st.unresolved_kernel_no_build_id;
+			s->ctr[C_KERNEL_NO_SNAPSHOT] +=
+				st.unresolved_kernel_no_snapshot;
+			s->ctr[C_KERNEL_MISMATCH] += st.unresolved_kernel_mismatch;
+			s->ctr[C_KERNEL_NOT_FOUND] += st.unresolved_kernel_not_found;
 		}
 		if (sp_otlp__encode(p, &enc, &enc_len) ||
 		    sp_gzip(enc, enc_len, &gz, &gz_len)) {

@@ -19,7 +19,8 @@
  *     connections would pass buffer_budget; 404 other paths; 405 other
  *     methods.  GET /metrics answers Prometheus text with every counter.
  *   - Workers take profiles from the bounded queue, symbolize them through
- *     the shared resolver and then write them to output_dir as gzip'd OTLP
+ *     the shared resolver (kernel frames through the shared kallsyms
+ *     snapshot set, looked up by the kernel's build id) and then write them to output_dir as gzip'd OTLP
  *     (profile-SEQ.otlp.pb.gz, written to a temporary name and renamed)
  *     and/or forward them (sp_forward, OTLP retry rules).  Failures are
  *     counted; nothing blocks the HTTP threads.
@@ -35,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kallsyms.h"
 #include "resolve.h"
 
 struct sp_serve_opts {
@@ -42,6 +44,7 @@ struct sp_serve_opts {
 	const char *forward_url;	/* NULL: no forwarding */
 	const char *output_dir;		/* NULL: no files */
 	struct sp_resolver *resolver;	/* required, shared, not owned */
+	struct sp_ksyms_set *ksyms;	/* kernel snapshots; NULL none; not owned */
 	uint32_t queue_len;		/* default 16 */
 	uint32_t workers;		/* default 1 */
 	uint32_t http_threads;		/* default 2 */

@@ -7,6 +7,7 @@
  * functions are appended through the profile's own dedup calls.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "symbolize.h"
@@ -54,9 +55,76 @@ static int fill_location(struct sp_profile *p, struct sp_location *loc,
 	return 0;
 }
 
+struct kcache {
+	int32_t mapping;		/* -1: nothing cached */
+	const struct sp_ksyms *k;
+};
+
+/* A kernel location: 0 resolved, 1 unresolved (counted), <0 error. */
+static int kernel_location(struct sp_ksyms_set *ks, struct sp_profile *p,
+			   struct sp_location *loc, struct kcache *kc,
+			   struct sp_symbolize_stats *st)
+{
+	char name[2 * SP_KSYMS_MAX_NAME + 8];
+	struct sp_frames fr = { .n = 1, .source = SP_RES_SYMTAB };
+	struct sp_ksyms_set_stats ss;
+	struct sp_mapping *m;
+	struct sp_ksym sym;
+	const char *id;
+	int err;
+
+	st->unresolved_kernel++;
+	if (loc->mapping <= 0 || (uint32_t)loc->mapping >= p->n_mappings) {
+		st->unresolved_kernel_no_build_id++;
+		return 1;
+	}
+	m = &p->mappings[loc->mapping];
+	id = sp_profile__str(p, m->build_id);
+	if (!*id || sp_buildid__validate(id)) {
+		st->unresolved_kernel_no_build_id++;
+		return 1;
+	}
+	if (kc->mapping != loc->mapping) {
+		kc->mapping = loc->mapping;
+		kc->k = sp_ksyms_set__get(ks, id);
+	}
+	if (!kc->k) {
+		sp_ksyms_set__stats(ks, &ss);
+		if (ss.loaded)
+			st->unresolved_kernel_mismatch++;
+		else
+			st->unresolved_kernel_no_snapshot++;
+		return 1;
+	}
+	if (sp_ksyms__resolve(kc->k, loc->address, &sym)) {
+		st->unresolved_kernel_not_found++;
+		return 1;
+	}
+	if (sym.module)
+		snprintf(name, sizeof(name), "%s [%s]", sym.name, sym.module);
+	else
+		snprintf(name, sizeof(name), "%s", sym.name);
+	fr.f[0] = (struct sp_frame){ .function = name, .linkage = sym.name };
+	err = fill_location(p, loc, &fr);
+	if (err)
+		return err;
+	p->mappings[loc->mapping].has_functions = true;
+	st->unresolved_kernel--;
+	st->resolved_kernel++;
+	return 0;
+}
+
 int sp_symbolize__profile(struct sp_resolver *r, struct sp_profile *p,
 			  struct sp_symbolize_stats *st)
 {
+	return sp_symbolize__profile_ks(r, NULL, p, st);
+}
+
+int sp_symbolize__profile_ks(struct sp_resolver *r, struct sp_ksyms_set *ks,
+			     struct sp_profile *p,
+			     struct sp_symbolize_stats *st)
+{
+	struct kcache kc = { .mapping = -1 };
 	struct sp_frames fr;
 	int err = 0;
 
@@ -75,7 +143,15 @@ int sp_symbolize__profile(struct sp_resolver *r, struct sp_profile *p,
 		}
 		st->unresolved++;	/* undone below on success */
 		if (loc->frame_kind == SP_FRAME_KERNEL) {
-			st->unresolved_kernel++;
+			rc = kernel_location(ks, p, loc, &kc, st);
+			if (rc < 0) {
+				err = rc;
+				goto out;
+			}
+			if (rc == 0) {
+				st->unresolved--;
+				st->resolved++;
+			}
 			continue;
 		}
 		if (loc->mapping <= 0 || (uint32_t)loc->mapping >= p->n_mappings) {

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kallsyms.h - capture a kernel symbol snapshot next to a recording.
+ *
+ * This is data capture, not symbolization (design invariant 2): the
+ * collector copies the text symbols of /proc/kallsyms, as they are, into a
+ * file that the unprivileged symbolizer later uses to name kernel frames.
+ * The format is in docs/formats.md ("Kernel symbol snapshot"):
+ *
+ *   # spanprof-kallsyms v1 build-id=HEX captured-at=NS kernel=RELEASE
+ *     boot-id=UUID                                    (one line)
+ *   ADDR TYPE NAME            (vmlinux)
+ *   ADDR TYPE NAME\t[MODULE]  (modules, BPF programs, trampolines)
+ *
+ * gzip'd, lines in address order (ties in /proc/kallsyms order), only
+ * types t T w W.  `spanprof record -o FILE` writes FILE.kallsyms.gz.
+ *
+ * Contract of sp_kallsyms__capture():
+ *   - Reads /proc/kallsyms (or SP_KALLSYMS_PATH_ENV's value, for tests)
+ *     with bounds: at most SP_KALLSYMS_MAX_RAW bytes (more is -EFBIG),
+ *     lines longer than SP_KALLSYMS_MAX_LINE and malformed lines are
+ *     skipped (their number goes into the error text only on failure).
+ *   - Refuses with -EPERM and a message naming kernel.kptr_restrict when
+ *     every text address reads as 0 (not privileged enough to see them),
+ *     and with -ENOENT when no text symbol was found.
+ *   - kernel_id may be NULL or empty: the running kernel's build id is
+ *     then read from /sys/kernel/notes (-ENOENT if there is none).
+ *   - Writes out_path atomically: a temporary file in the same directory
+ *     (O_EXCL, random suffix), gzip'd, fsync'd, mode 0644 (the report
+ *     runs unprivileged and must read it), then rename(2).  On failure the
+ *     temporary file is removed and out_path is untouched.
+ *   - Memory: the kept lines once plus 16 bytes per symbol, freed before
+ *     returning.  Not for the ingest path: call it once per recording.
+ *   - Returns 0 or a negative errno; err (may be NULL) gets a one-line
+ *     reason on failure.
+ */
+#ifndef SPANPROF_COLLECTOR_KALLSYMS_H
+#define SPANPROF_COLLECTOR_KALLSYMS_H
+
+#include <stddef.h>
+
+#include "buildid.h"
+
+#define SP_KALLSYMS_MAX_RAW (64u << 20)
+#define SP_KALLSYMS_MAX_LINE 1024
+#define SP_KALLSYMS_PATH_ENV "SPANPROF_KALLSYMS_PATH"
+
+int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_id,
+			 char *err, size_t err_len);
+
+#endif /* SPANPROF_COLLECTOR_KALLSYMS_H */

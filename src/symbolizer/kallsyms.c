@@ -1,0 +1,752 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kallsyms.c - parse kernel symbol snapshots and resolve kernel addresses.
+ *
+ * Contract: see kallsyms.h.  Parsing streams: bytes come from a reader
+ * (memory, memory through inflate, or a file through gzread) in chunks and
+ * are cut into lines in a fixed SP_KSYMS_MAX_LINE buffer, so no input can
+ * make a line allocation grow.  Symbols go to a growing array and names to
+ * one arena; both are bounded by SP_KSYMS_MAX_SYMS and SP_KSYMS_MAX_BYTES.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "debuginfo.h"
+#include "kallsyms.h"
+
+#define CHUNK (64u << 10)
+#define MAX_DIRS 16
+#define NEG_MAX 64
+
+struct ent {
+	uint64_t addr;
+	uint32_t name;		/* arena offset */
+	uint32_t module;	/* arena offset, 0 = vmlinux */
+	uint8_t rank;		/* lower wins among equal addresses */
+	uint8_t marker;		/* end-of-section marker (_etext, ...) */
+	uint8_t tail;		/* no known end: next symbol is elsewhere */
+};
+
+struct sp_ksyms {
+	struct ent *e;
+	size_t n, cap;
+	char *arena;		/* offset 0 holds "" */
+	size_t arena_len, arena_cap;
+	uint32_t last_module;	/* interning of consecutive equal modules */
+	char build_id[SP_BUILDID_MAX_HEX + 1];
+	char kernel[128];
+	char boot_id[64];
+	uint64_t captured_at;
+};
+
+/* ------------------------------------------------------------ readers */
+
+struct reader {
+	int (*read)(struct reader *r, char *buf, size_t n);	/* bytes or -errno */
+	const uint8_t *mem;
+	size_t mem_len, mem_pos;
+	z_stream zs;
+	bool zs_init, zs_end;
+	gzFile gz;
+};
+
+static int read_mem(struct reader *r, char *buf, size_t n)
+{
+	size_t left = r->mem_len - r->mem_pos;
+
+	if (n > left)
+		n = left;
+	memcpy(buf, r->mem + r->mem_pos, n);
+	r->mem_pos += n;
+	return (int)n;
+}
+
+static int read_inflate(struct reader *r, char *buf, size_t n)
+{
+	int rc;
+
+	if (r->zs_end)
+		return 0;
+	r->zs.next_out = (Bytef *)buf;
+	r->zs.avail_out = (uInt)n;
+	while (r->zs.avail_out == n) {
+		rc = inflate(&r->zs, Z_NO_FLUSH);
+		if (rc == Z_STREAM_END) {
+			r->zs_end = true;
+			break;
+		}
+		if (rc == Z_MEM_ERROR)
+			return -ENOMEM;
+		if (rc != Z_OK)
+			return -EINVAL;	/* corrupt, or truncated (Z_BUF_ERROR) */
+	}
+	return (int)(n - r->zs.avail_out);
+}
+
+static int read_gz(struct reader *r, char *buf, size_t n)
+{
+	int got = gzread(r->gz, buf, (unsigned)n);
+	int zerr = Z_OK;
+
+	if (got > 0)
+		return got;
+	gzerror(r->gz, &zerr);
+	if (got == 0)	/* end of input; Z_BUF_ERROR: truncated gzip */
+		return zerr == Z_OK ? 0 : -EINVAL;
+	return zerr == Z_ERRNO ? -EIO : zerr == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
+}
+
+/* ------------------------------------------------------------ table */
+
+static int arena_add(struct sp_ksyms *k, const char *s, size_t len,
+		     uint32_t *off)
+{
+	if (k->arena_len + len + 1 > k->arena_cap) {
+		size_t cap = k->arena_cap ? k->arena_cap : 1 << 16;
+		char *a;
+
+		while (cap < k->arena_len + len + 1)
+			cap *= 2;
+		if (cap > UINT32_MAX)
+			return -E2BIG;
+		a = realloc(k->arena, cap);
+		if (!a)
+			return -ENOMEM;
+		k->arena = a;
+		k->arena_cap = cap;
+	}
+	memcpy(k->arena + k->arena_len, s, len);
+	k->arena[k->arena_len + len] = '\0';
+	*off = (uint32_t)k->arena_len;
+	k->arena_len += len + 1;
+	return 0;
+}
+
+static bool is_marker(const char *name, size_t len)
+{
+	static const char suffix[] = "_text_end";
+	size_t sl = sizeof(suffix) - 1;
+
+	if ((len == 6 && !memcmp(name, "_etext", 6)) ||
+	    (len == 10 && !memcmp(name, "_einittext", 10)) ||
+	    (len == 4 && !memcmp(name, "_end", 4)))
+		return true;
+	return len > sl + 2 && name[0] == '_' && name[1] == '_' &&
+	       !memcmp(name + len - sl, suffix, sl);
+}
+
+static uint8_t rank_of(char type, const char *name, size_t len)
+{
+	uint8_t r = type == 'T' ? 0 : type == 'W' ? 1 : 2;
+	size_t u = 0;
+
+	while (u < len && name[u] == '_')
+		u++;
+	return (uint8_t)(r * 64 + (u > 63 ? 63 : u));
+}
+
+static bool hexval(char c, unsigned *v)
+{
+	if (c >= '0' && c <= '9')
+		*v = (unsigned)(c - '0');
+	else if (c >= 'a' && c <= 'f')
+		*v = (unsigned)(c - 'a' + 10);
+	else if (c >= 'A' && c <= 'F')
+		*v = (unsigned)(c - 'A' + 10);
+	else
+		return false;
+	return true;
+}
+
+static bool printable(char c)
+{
+	return c > ' ' && c < 0x7f;
+}
+
+/* One symbol line (no newline).  0 kept, 1 skipped (counted), <0 fatal. */
+static int parse_sym(struct sp_ksyms *k, const char *l, size_t len,
+		     struct sp_ksyms_stats *st)
+{
+	const char *name, *mod = NULL;
+	size_t i = 0, nd = 0, name_len, mod_len = 0;
+	uint64_t addr = 0;
+	struct ent e = { 0 };
+	char type;
+	int err;
+
+	while (i < len && nd < 17) {
+		unsigned v;
+
+		if (!hexval(l[i], &v))
+			break;
+		addr = addr << 4 | v;
+		i++;
+		nd++;
+	}
+	if (nd == 0 || nd > 16 || i + 3 > len || l[i] != ' ' ||
+	    l[i + 2] != ' ')
+		goto bad;
+	type = l[i + 1];
+	i += 3;
+	name = l + i;
+	while (i < len && printable(l[i]))
+		i++;
+	name_len = (size_t)(l + i - name);
+	if (name_len == 0 || name_len > SP_KSYMS_MAX_NAME)
+		goto bad;
+	if (i < len) {
+		if (l[i] != '\t' && l[i] != ' ')
+			goto bad;
+		while (i < len && (l[i] == '\t' || l[i] == ' '))
+			i++;
+		if (i == len || l[i] != '[')
+			goto bad;
+		mod = l + ++i;
+		while (i < len && printable(l[i]) && l[i] != ']')
+			i++;
+		mod_len = (size_t)(l + i - mod);
+		if (i + 1 != len || l[i] != ']' || mod_len == 0 ||
+		    mod_len > SP_KSYMS_MAX_NAME)
+			goto bad;
+	}
+	if (type != 't' && type != 'T' && type != 'w' && type != 'W') {
+		st->skipped_type++;
+		return 1;
+	}
+	if (!addr) {
+		st->skipped_zero++;
+		return 1;
+	}
+	if (k->n == SP_KSYMS_MAX_SYMS)
+		return -E2BIG;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 4096;
+		struct ent *ne = realloc(k->e, cap * sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM;
+		k->e = ne;
+		k->cap = cap;
+	}
+	if (k->n && addr < k->e[k->n - 1].addr)
+		st->unsorted = true;
+	e.addr = addr;
+	e.rank = rank_of(type, name, name_len);
+	e.marker = is_marker(name, name_len);
+	err = arena_add(k, name, name_len, &e.name);
+	if (err)
+		return err;
+	if (mod) {
+		const char *last = k->arena + k->last_module;
+
+		if (k->last_module && strlen(last) == mod_len &&
+		    !memcmp(last, mod, mod_len)) {
+			e.module = k->last_module;
+		} else {
+			err = arena_add(k, mod, mod_len, &e.module);
+			if (err)
+				return err;
+			k->last_module = e.module;
+		}
+	}
+	k->e[k->n++] = e;
+	return 0;
+bad:
+	st->malformed++;
+	return 1;
+}
+
+/* "# spanprof-kallsyms v1 build-id=HEX key=value ..." */
+static int parse_header(struct sp_ksyms *k, const char *l, size_t len)
+{
+	size_t ml = sizeof(SP_KSYMS_MAGIC) - 1, i;
+
+	if (len < ml || memcmp(l, SP_KSYMS_MAGIC, ml))
+		return -EINVAL;
+	for (i = ml; i < len;) {
+		const char *key = l + i, *val;
+		size_t kl, vl;
+
+		while (i < len && l[i] != ' ' && l[i] != '=')
+			i++;
+		kl = (size_t)(l + i - key);
+		if (i == len || l[i] != '=')
+			return -EINVAL;
+		val = l + ++i;
+		while (i < len && l[i] != ' ')
+			i++;
+		vl = (size_t)(l + i - val);
+		while (i < len && l[i] == ' ')
+			i++;
+		for (size_t j = 0; j < vl; j++)
+			if (!printable(val[j]))
+				return -EINVAL;
+		if (kl == 8 && !memcmp(key, "build-id", 8)) {
+			if (vl > SP_BUILDID_MAX_HEX)
+				return -EINVAL;
+			memcpy(k->build_id, val, vl);
+			k->build_id[vl] = '\0';
+		} else if (kl == 6 && !memcmp(key, "kernel", 6) &&
+			   vl < sizeof(k->kernel)) {
+			memcpy(k->kernel, val, vl);
+			k->kernel[vl] = '\0';
+		} else if (kl == 7 && !memcmp(key, "boot-id", 7) &&
+			   vl < sizeof(k->boot_id)) {
+			memcpy(k->boot_id, val, vl);
+			k->boot_id[vl] = '\0';
+		} else if (kl == 11 && !memcmp(key, "captured-at", 11)) {
+			uint64_t v = 0;
+			size_t j;
+
+			for (j = 0; j < vl && j < 20; j++) {
+				if (val[j] < '0' || val[j] > '9')
+					break;
+				v = v * 10 + (uint64_t)(val[j] - '0');
+			}
+			k->captured_at = j == vl && vl < 20 ? v : 0;
+		}
+	}
+	return sp_buildid__validate(k->build_id);
+}
+
+static int line(struct sp_ksyms *k, const char *l, size_t len,
+		struct sp_ksyms_stats *st)
+{
+	int rc;
+
+	st->lines++;
+	if (st->lines == 1)
+		return parse_header(k, l, len);
+	if (len && l[0] == '#') {
+		st->comments++;
+		return 0;
+	}
+	rc = parse_sym(k, l, len, st);
+	return rc < 0 ? rc : 0;
+}
+
+static int cmp_ent(const void *a, const void *b, void *arg)
+{
+	const struct ent *x = a, *y = b;
+	const char *arena = arg;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->marker != y->marker)
+		return x->marker - y->marker;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return strcmp(arena + x->name, arena + y->name);
+}
+
+/* Module names are interned per run of equal names only. */
+static bool same_module(const struct sp_ksyms *k, const struct ent *a,
+			const struct ent *b)
+{
+	if (a->module == b->module)
+		return true;
+	return a->module && b->module &&
+	       !strcmp(k->arena + a->module, k->arena + b->module);
+}
+
+static void finish(struct sp_ksyms *k, struct sp_ksyms_stats *st)
+{
+	size_t w = 0;
+
+	if (k->n > 1)
+		qsort_r(k->e, k->n, sizeof(k->e[0]), cmp_ent, k->arena);
+	for (size_t i = 0; i < k->n; i++) {
+		if (w && k->e[w - 1].addr == k->e[i].addr) {
+			st->duplicates++;
+			continue;
+		}
+		k->e[w++] = k->e[i];
+	}
+	k->n = w;
+	for (size_t i = 0; i < k->n; i++)
+		k->e[i].tail = i + 1 == k->n ||
+			       !same_module(k, &k->e[i], &k->e[i + 1]);
+	st->symbols = k->n;
+}
+
+static int parse_stream(struct reader *r, struct sp_ksyms **out,
+			struct sp_ksyms_stats *st_out)
+{
+	struct sp_ksyms_stats st = { 0 };
+	struct sp_ksyms *k = calloc(1, sizeof(*k));
+	char *chunk = malloc(CHUNK), *lb = malloc(SP_KSYMS_MAX_LINE);
+	size_t total = 0, ll = 0;
+	bool over = false;
+	uint32_t zero;
+	int err = 0;
+
+	*out = NULL;
+	if (!k || !chunk || !lb) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = arena_add(k, "", 0, &zero);	/* offset 0 = no module */
+	if (err)
+		goto out;
+	for (;;) {
+		int got = r->read(r, chunk, CHUNK);
+
+		if (got < 0) {
+			err = got;
+			goto out;
+		}
+		if (got == 0)
+			break;
+		total += (size_t)got;
+		if (total > SP_KSYMS_MAX_BYTES) {
+			err = -EFBIG;
+			goto out;
+		}
+		for (int i = 0; i < got; i++) {
+			char c = chunk[i];
+
+			if (c != '\n') {
+				if (ll < SP_KSYMS_MAX_LINE)
+					lb[ll++] = c;
+				else
+					over = true;
+				continue;
+			}
+			if (over) {
+				st.lines++;
+				st.too_long++;
+				if (st.lines == 1) {
+					err = -EINVAL;
+					goto out;
+				}
+			} else {
+				err = line(k, lb, ll, &st);
+				if (err)
+					goto out;
+			}
+			ll = 0;
+			over = false;
+		}
+	}
+	if (over) {
+		st.lines++;
+		st.too_long++;
+	} else if (ll) {
+		err = line(k, lb, ll, &st);
+		if (err)
+			goto out;
+	}
+	if (st.lines == 0 || !k->build_id[0]) {
+		err = -EINVAL;
+		goto out;
+	}
+	finish(k, &st);
+	*out = k;
+	k = NULL;
+out:
+	if (st_out)
+		*st_out = st;
+	free(lb);
+	free(chunk);
+	sp_ksyms__free(k);
+	return err;
+}
+
+int sp_ksyms__parse(const void *buf, size_t len, struct sp_ksyms **out,
+		    struct sp_ksyms_stats *st)
+{
+	struct reader r = { .mem = buf, .mem_len = len };
+	int err;
+
+	if (len >= 2 && r.mem[0] == 0x1f && r.mem[1] == 0x8b) {
+		if (inflateInit2(&r.zs, 16 + MAX_WBITS) != Z_OK)
+			return -ENOMEM;
+		r.zs.next_in = (Bytef *)buf;
+		r.zs.avail_in = len > UINT32_MAX ? UINT32_MAX : (uInt)len;
+		r.zs_init = true;
+		r.read = read_inflate;
+	} else {
+		r.read = read_mem;
+	}
+	err = parse_stream(&r, out, st);
+	if (r.zs_init)
+		inflateEnd(&r.zs);
+	return err;
+}
+
+int sp_ksyms__load(const char *path, struct sp_ksyms **out,
+		   struct sp_ksyms_stats *st)
+{
+	struct reader r = { .read = read_gz };
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	*out = NULL;
+	if (fd < 0)
+		return -errno;
+	r.gz = gzdopen(fd, "rb");	/* plain files pass through */
+	if (!r.gz) {
+		close(fd);
+		return -ENOMEM;
+	}
+	gzbuffer(r.gz, CHUNK);
+	err = parse_stream(&r, out, st);
+	gzclose(r.gz);
+	return err;
+}
+
+void sp_ksyms__free(struct sp_ksyms *k)
+{
+	if (!k)
+		return;
+	free(k->e);
+	free(k->arena);
+	free(k);
+}
+
+const char *sp_ksyms__build_id(const struct sp_ksyms *k)
+{
+	return k->build_id;
+}
+
+const char *sp_ksyms__kernel(const struct sp_ksyms *k)
+{
+	return k->kernel;
+}
+
+const char *sp_ksyms__boot_id(const struct sp_ksyms *k)
+{
+	return k->boot_id;
+}
+
+uint64_t sp_ksyms__captured_at(const struct sp_ksyms *k)
+{
+	return k->captured_at;
+}
+
+size_t sp_ksyms__count(const struct sp_ksyms *k)
+{
+	return k->n;
+}
+
+int sp_ksyms__resolve(const struct sp_ksyms *k, uint64_t addr,
+		      struct sp_ksym *out)
+{
+	size_t lo = 0, hi = k->n;
+	const struct ent *e;
+
+	/* last entry with e->addr <= addr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->e[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -ERANGE;
+	e = &k->e[lo - 1];
+	if (e->marker)
+		return -ERANGE;
+	if (e->tail && addr - e->addr >= SP_KSYMS_TAIL_MAX)
+		return -ERANGE;
+	out->name = k->arena + e->name;
+	out->module = e->module ? k->arena + e->module : NULL;
+	out->start = e->addr;
+	out->offset = addr - e->addr;
+	return 0;
+}
+
+/* ------------------------------------------------------------ sets */
+
+struct neg {
+	char id[SP_BUILDID_MAX_HEX + 1];
+	time_t when;
+};
+
+struct sp_ksyms_set {
+	pthread_mutex_t mu;
+	struct sp_ksyms *held[SP_KSYMS_SET_MAX];
+	uint32_t n_held;
+	char *dirs[MAX_DIRS];
+	uint32_t n_dirs;
+	struct neg neg[NEG_MAX];
+	uint32_t neg_next;
+	struct sp_ksyms_set_stats st;
+};
+
+int sp_ksyms_set__new(struct sp_ksyms_set **out)
+{
+	struct sp_ksyms_set *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->mu, NULL);
+	*out = s;
+	return 0;
+}
+
+void sp_ksyms_set__free(struct sp_ksyms_set *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->n_held; i++)
+		sp_ksyms__free(s->held[i]);
+	for (uint32_t i = 0; i < s->n_dirs; i++)
+		free(s->dirs[i]);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+static struct sp_ksyms *find_held(struct sp_ksyms_set *s, const char *id)
+{
+	for (uint32_t i = 0; i < s->n_held; i++)
+		if (!strcmp(s->held[i]->build_id, id))
+			return s->held[i];
+	return NULL;
+}
+
+/* Called with the lock held; takes k. */
+static int hold(struct sp_ksyms_set *s, struct sp_ksyms *k)
+{
+	if (find_held(s, k->build_id)) {
+		s->st.duplicate_build_id++;
+		sp_ksyms__free(k);
+		return 0;
+	}
+	if (s->n_held == SP_KSYMS_SET_MAX) {
+		s->st.refused++;
+		sp_ksyms__free(k);
+		return -ENOSPC;
+	}
+	s->held[s->n_held++] = k;
+	s->st.loaded = s->n_held;
+	return 0;
+}
+
+int sp_ksyms_set__add_file(struct sp_ksyms_set *s, const char *path)
+{
+	struct sp_ksyms *k;
+	int err = sp_ksyms__load(path, &k, NULL);
+
+	pthread_mutex_lock(&s->mu);
+	if (err)
+		s->st.load_failed++;
+	else
+		err = hold(s, k);
+	pthread_mutex_unlock(&s->mu);
+	return err;
+}
+
+int sp_ksyms_set__add_dir(struct sp_ksyms_set *s, const char *dir)
+{
+	char *d;
+
+	if (s->n_dirs == MAX_DIRS)
+		return -E2BIG;
+	d = strdup(dir);
+	if (!d)
+		return -ENOMEM;
+	pthread_mutex_lock(&s->mu);
+	s->dirs[s->n_dirs++] = d;
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+static bool negative(struct sp_ksyms_set *s, const char *id, time_t now)
+{
+	for (uint32_t i = 0; i < NEG_MAX; i++)
+		if (s->neg[i].id[0] && !strcmp(s->neg[i].id, id))
+			return now - s->neg[i].when < SP_KSYMS_RETRY_S;
+	return false;
+}
+
+static void remember_negative(struct sp_ksyms_set *s, const char *id,
+			      time_t now)
+{
+	for (uint32_t i = 0; i < NEG_MAX; i++)
+		if (s->neg[i].id[0] && !strcmp(s->neg[i].id, id)) {
+			s->neg[i].when = now;
+			return;
+		}
+	snprintf(s->neg[s->neg_next].id, sizeof(s->neg[0].id), "%s", id);
+	s->neg[s->neg_next].when = now;
+	s->neg_next = (s->neg_next + 1) % NEG_MAX;
+}
+
+const struct sp_ksyms *sp_ksyms_set__get(struct sp_ksyms_set *s,
+					 const char *build_id)
+{
+	struct sp_ksyms *k = NULL;
+	struct timespec ts;
+
+	if (!s || !build_id || sp_buildid__validate(build_id))
+		return NULL;
+	pthread_mutex_lock(&s->mu);
+	k = find_held(s, build_id);
+	if (k || !s->n_dirs)
+		goto out;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (negative(s, build_id, ts.tv_sec))
+		goto out;
+	s->st.dir_lookups++;
+	for (uint32_t i = 0; i < s->n_dirs && !k; i++) {
+		char path[4096];
+		struct sp_ksyms *c;
+
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s.kallsyms.gz",
+				     s->dirs[i], build_id) >= sizeof(path))
+			continue;
+		if (access(path, R_OK))
+			continue;
+		if (sp_ksyms__load(path, &c, NULL)) {
+			s->st.load_failed++;
+			continue;
+		}
+		if (strcmp(c->build_id, build_id)) {	/* misnamed file */
+			s->st.load_failed++;
+			sp_ksyms__free(c);
+			continue;
+		}
+		if (hold(s, c) == 0)
+			k = find_held(s, build_id);
+	}
+	if (!k) {
+		s->st.dir_misses++;
+		remember_negative(s, build_id, ts.tv_sec);
+	}
+out:
+	pthread_mutex_unlock(&s->mu);
+	return k;
+}
+
+bool sp_ksyms_set__empty(struct sp_ksyms_set *s)
+{
+	bool e;
+
+	if (!s)
+		return true;
+	pthread_mutex_lock(&s->mu);
+	e = !s->n_held && !s->n_dirs;
+	pthread_mutex_unlock(&s->mu);
+	return e;
+}
+
+void sp_ksyms_set__stats(struct sp_ksyms_set *s, struct sp_ksyms_set_stats *st)
+{
+	if (!s) {
+		memset(st, 0, sizeof(*st));
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	*st = s->st;
+	pthread_mutex_unlock(&s->mu);
+}
