@@ -614,6 +614,13 @@ static void test_http_endpoint_down_then_up(void **state)
 	srv_stop(s);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static void test_http_slow_server_never_blocks(void **state)
 {
 	struct srv *s = srv_start(0);
@@ -623,7 +630,7 @@ static void test_http_slow_server_never_blocks(void **state)
 	struct sp_exporter *e;
 	uint8_t *raw = NULL, *gz = NULL;
 	size_t raw_len, gz_len;
-	double t0, t, worst = 0;
+	double t0, t, worst = 0, lat[40];
 	char url[64];
 	int n = 40;
 
@@ -649,14 +656,16 @@ static void test_http_slow_server_never_blocks(void **state)
 		t0 = now_s();
 		assert_int_equal(sp_exporter__submit(e, p), 0);
 		t = now_s() - t0;
+		lat[i] = t;
 		if (t > worst)
 			worst = t;
 		st = stats(e);
 		assert_true(st.queue_bytes <= cfg.queue_bytes);
 	}
 	st = stats(e);
-	print_message("slow endpoint: worst submit %.3f ms over %d submits; queue %zu/%zu bytes, %u batches; %llu dropped\n",
-		      worst * 1e3, n, st.queue_bytes, cfg.queue_bytes, st.queue_batches,
+	qsort(lat, (size_t)n, sizeof(lat[0]), cmp_double);
+	print_message("slow endpoint: submit median %.3f ms, worst %.3f ms over %d submits; queue %zu/%zu bytes, %u batches; %llu dropped\n",
+		      lat[n / 2] * 1e3, worst * 1e3, n, st.queue_bytes, cfg.queue_bytes, st.queue_batches,
 		      (unsigned long long)st.batches_dropped_queue_full);
 	assert_true(worst < 0.010);
 	assert_int_equal(st.queue_batches, 4);
