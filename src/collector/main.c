@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent.h"
 #include "record.h"
 
 #define SPANPROF_VERSION "0.1.0"
@@ -16,6 +17,7 @@ static void usage(FILE *f)
 "\n"
 "commands:\n"
 "  record     sample stacks (and trace context) into a pprof or OTLP file\n"
+"  agent      profile continuously, export OTLP Profiles every interval\n"
 "  version    print the version\n"
 "\n"
 "spanprof <command> --help shows a command's options.\n");
@@ -29,6 +31,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return sp_record__main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "agent"))
+		return sp_agent__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("spanprof %s\n", SPANPROF_VERSION);
 		return 0;

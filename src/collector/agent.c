@@ -1,0 +1,1271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent.c - `spanprof agent`: runs until stopped, exports every interval.
+ *
+ * Threads
+ *   main      parses options, refuses setuid, loads and attaches BPF, drops
+ *             capabilities (privs.h) before any other thread exists, then
+ *             waits for signals and polls the memory guard (4 Hz).
+ *   consumer  drains the BPF ring buffer into the current aggregator; at
+ *             each interval (default 10 s, +-10% jitter so a fleet does not
+ *             export in lockstep) swaps it with the spare one.  It never
+ *             touches the network and never waits on the export side.
+ *   interval  ("export worker") takes the full aggregator: snapshot
+ *             (profile model) + container.id -> sp_exporter__submit (encode
+ *             + enqueue, no network) -> reset -> hands it back as the spare.
+ *   exporter  sp_exporter's own thread: HTTP with OTLP's retry rules and/or
+ *             rotating files (src/export).
+ *   metrics   libmicrohttpd's thread: /metrics and /healthz.
+ *
+ * Buffers, all bounded by configuration
+ *   BPF ring buffer (--ringbuf-size); two aggregators (--agg-budget and
+ *   --agg-entries each, preallocated); one snapshot profile at a time (its
+ *   size follows one aggregator's content); the exporter's queue
+ *   (--queue-bytes) plus at most one batch in flight; process table and
+ *   container-id cache (fixed entry counts); metrics (8 connections x 256
+ *   KiB).
+ *
+ * Drop policies (each drop counted, see /metrics)
+ *   ring buffer full      in BPF (ringbuf_dropped_samples_total);
+ *   aggregator full       drop-tail in the current aggregator;
+ *   interval overrun      when the swap is due but the worker still holds
+ *                         the previous aggregator, the consumer keeps
+ *                         aggregating into the current one: the interval
+ *                         stretches (intervals_stretched_total) and the
+ *                         aggregator's own bound applies; nothing waits;
+ *   export queue full     sp_exporter's policy (--drop-policy oldest by
+ *                         default, or newest);
+ *   export failed         non-retryable status or retries exhausted;
+ *   memory guard          above --mem-high of the cgroup limit the
+ *                         consumer drains the ring and drops samples
+ *                         (process events still go to the process table),
+ *                         and a full aggregator reaching the worker while
+ *                         engaged is discarded instead of snapshotted (a
+ *                         snapshot allocates); aggregators are then
+ *                         re-created so their pages return to the kernel.
+ *
+ * Locking: procs_lock covers the process table, ctx discovery and the
+ * container-id cache (consumer while draining, worker while snapshotting);
+ * xfer_lock the aggregator hand-over; stats_lock the counters the metrics
+ * thread reads (published by their owners).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "agent.h"
+#include "aggregator.h"
+#include "bpf_sampler.h"
+#include "caps.h"
+#include "consumer.h"
+#include "container_id.h"
+#include "ctx_discovery.h"
+#include "export/exporter.h"
+#include "memguard.h"
+#include "metrics.h"
+#include "prime.h"
+#include "privs.h"
+#include "proc_table.h"
+#include "profile/profile.h"
+#include "snapshot.h"
+
+#define AGENT_VERSION "0.1.0"
+#define DEFAULT_HZ 19
+
+struct agent_opts {
+	uint32_t hz;
+	double interval_s;
+	double jitter;			/* fraction, 0.1 = +-10% */
+	double shutdown_timeout_s;
+	const char *endpoint;
+	const char *output_dir;
+	const char *metrics_addr;	/* NULL = none */
+	const char *headers;
+	int compression;		/* -1 = env/default, 0 none, 1 gzip */
+	uint32_t timeout_ms;
+	size_t queue_bytes;
+	int drop_policy;		/* -1 = default */
+	uint32_t max_files;
+	size_t max_file_bytes;
+	bool kernel;
+	bool off_cpu;
+	uint64_t off_cpu_min_us;
+	uint32_t off_cpu_rate;
+	uint32_t ringbuf_bytes;
+	uint32_t poll_ms;
+	size_t agg_budget;
+	uint32_t agg_entries;
+	double mem_high, mem_low;
+	bool quiet;
+};
+
+struct published {		/* consumer -> metrics, under stats_lock */
+	struct sp_consumer_stats cons;
+	struct sp_agg_stats agg;
+	struct sp_proc_table_stats procs;
+	uint64_t memguard_dropped[2];	/* on-CPU, off-CPU */
+	uint64_t intervals;
+	uint64_t intervals_stretched;
+};
+
+struct worker_stats {		/* worker -> metrics, under stats_lock */
+	uint64_t batches;
+	uint64_t samples_submitted;	/* handed to the exporter */
+	uint64_t samples_memguard;	/* discarded buffers (guard engaged) */
+	uint64_t samples_snapshot_failed;
+	uint64_t samples_encode_failed;
+	uint64_t snapshot_ns_sum;
+	uint64_t last_resources;
+	uint64_t agg_recreated;
+};
+
+struct agent {
+	struct agent_opts o;
+	struct sp_sampler *sampler;
+	struct ring_buffer *rb;
+	struct sp_proc_table *procs;
+	struct sp_ctx_discovery *disc;
+	struct sp_container_ids *cids;
+	struct sp_exporter *exp;
+	struct sp_metrics_server *metrics;
+	struct sp_agg_config acfg;
+	struct sp_consumer cons;	/* consumer thread */
+	struct sp_agg *cur;		/* consumer thread */
+	uint64_t interval_start;	/* consumer thread */
+	pthread_mutex_t procs_lock;
+
+	pthread_mutex_t xfer_lock;
+	pthread_cond_t xfer_cond;
+	struct sp_agg *full;		/* for the worker, or NULL */
+	uint64_t full_start, full_end;
+	bool full_is_last;
+	struct sp_agg *spare;		/* for the consumer, or NULL */
+	bool worker_quit;
+	bool last_done;			/* the final interval was submitted */
+
+	pthread_mutex_t stats_lock;
+	struct published pub;
+	struct worker_stats ws;
+	uint64_t memguard_dropped[2];	/* consumer thread's own copy */
+
+	atomic_bool stopping;
+	atomic_bool consumer_alive;
+	atomic_bool guard_engaged;
+	atomic_uint_fast64_t guard_usage, guard_limit, guard_engagements, guard_releases;
+	struct sp_memguard guard;	/* main thread */
+	uint64_t deadline_ns;		/* shutdown deadline, set before stopping */
+	uint64_t start_unix_s;
+	uint32_t seed;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int64_t mono_to_unix_offset(void)
+{
+	struct timespec r, m;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	return (int64_t)(r.tv_sec - m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
+}
+
+static void abs_deadline(struct timespec *ts, uint64_t mono_deadline)
+{
+	ts->tv_sec = mono_deadline / 1000000000ull;
+	ts->tv_nsec = mono_deadline % 1000000000ull;
+}
+
+/* ------------------------------------------------------------ options */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: spanprof agent [-F HZ] [--interval SEC] [--endpoint URL] [--output-dir DIR]\n"
+"                      [--metrics-addr HOST:PORT|none] [options]\n"
+"\n"
+"Profiles the whole machine until stopped and exports every interval as\n"
+"OTLP Profiles over HTTP (POST {endpoint}/v1development/profiles) and/or as\n"
+"rotating files.  Unset options come from OTEL_EXPORTER_OTLP_* variables.\n"
+"\n"
+"  -F, --freq HZ             sampling frequency, prime (default 19)\n"
+"      --interval SEC        reporting interval (default 10; +-10%% jitter)\n"
+"      --jitter FRAC         interval jitter fraction (default 0.1)\n"
+"      --endpoint URL        OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT)\n"
+"      --headers K=V,...     extra HTTP headers (OTEL_EXPORTER_OTLP_HEADERS)\n"
+"      --compression C       gzip (default) or none\n"
+"      --timeout-ms MS       per request (default 10000)\n"
+"      --output-dir DIR      also write rotating files there\n"
+"      --max-files N         files kept in --output-dir (default 100)\n"
+"      --max-file-bytes B    largest file (default 64 MiB)\n"
+"      --queue-bytes B       export queue cap in bytes (default 16 MiB)\n"
+"      --drop-policy P       oldest (default) or newest: what a full queue drops\n"
+"      --metrics-addr A      Prometheus /metrics and /healthz (default\n"
+"                            127.0.0.1:9464; none to disable)\n"
+"      --shutdown-timeout S  SIGTERM/SIGINT flush budget (default 5)\n"
+"      --no-kernel           user stacks only\n"
+"      --off-cpu             also off-CPU waits (--off-cpu-min-us N, default\n"
+"                            1000; --off-cpu-rate R captures/s/CPU, default 200)\n"
+"      --ringbuf-size B      BPF ring buffer bytes (default 4 MiB)\n"
+"      --poll-ms MS          ring buffer drain period (default 100)\n"
+"      --agg-budget B        bytes per aggregator, two of them (default 16 MiB)\n"
+"      --agg-entries N       entries per aggregator (default 16384)\n"
+"      --mem-high PCT        memory guard: stop ingesting at PCT%% of the cgroup\n"
+"                            limit (default 75)\n"
+"      --mem-low PCT         resume below PCT%% (default 60)\n"
+"  -q, --quiet               fewer log lines\n");
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !(v >= lo && v <= hi))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+enum {
+	OPT_INTERVAL = 256, OPT_JITTER, OPT_ENDPOINT, OPT_HEADERS, OPT_COMPRESSION, OPT_TIMEOUT,
+	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
+	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_NO_KERNEL, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
+	OPT_OFF_CPU_RATE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET, OPT_AGG_ENTRIES, OPT_MEM_HIGH,
+	OPT_MEM_LOW,
+};
+
+#define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
+
+static int parse_opts(int argc, char **argv, struct agent_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "freq", required_argument, NULL, 'F' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "jitter", required_argument, NULL, OPT_JITTER },
+		{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
+		{ "headers", required_argument, NULL, OPT_HEADERS },
+		{ "compression", required_argument, NULL, OPT_COMPRESSION },
+		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+		{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+		{ "max-files", required_argument, NULL, OPT_MAX_FILES },
+		{ "max-file-bytes", required_argument, NULL, OPT_MAX_FILE_BYTES },
+		{ "queue-bytes", required_argument, NULL, OPT_QUEUE_BYTES },
+		{ "drop-policy", required_argument, NULL, OPT_DROP_POLICY },
+		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
+		{ "shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN },
+		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN },
+		{ "off-cpu-rate", required_argument, NULL, OPT_OFF_CPU_RATE },
+		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+		{ "poll-ms", required_argument, NULL, OPT_POLL },
+		{ "agg-budget", required_argument, NULL, OPT_AGG_BUDGET },
+		{ "agg-entries", required_argument, NULL, OPT_AGG_ENTRIES },
+		{ "mem-high", required_argument, NULL, OPT_MEM_HIGH },
+		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
+		{ 0 },
+	};
+	uint64_t v, below, above;
+	double d;
+	int c;
+
+	*o = (struct agent_opts){
+		.hz = DEFAULT_HZ, .interval_s = 10, .jitter = 0.1, .shutdown_timeout_s = 5,
+		.metrics_addr = "127.0.0.1:9464", .compression = -1, .drop_policy = -1,
+		.kernel = true, .off_cpu_min_us = 1000, .off_cpu_rate = 200,
+		.ringbuf_bytes = 4u << 20, .poll_ms = 100, .agg_budget = 16u << 20,
+		.agg_entries = 16384, .mem_high = 0.75, .mem_low = 0.60,
+	};
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+F:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			if (parse_u64(optarg, 100000, &v) || v == 0)
+				BAD("-F %s: expected a frequency in Hz (1..100000)\n", optarg);
+			if (!sp_is_prime(v)) {
+				sp_nearest_primes(v, &below, &above);
+				BAD("-F %llu is not prime: sampling could phase-lock with periodic "
+				    "work; use %llu or %llu\n", (unsigned long long)v,
+				    (unsigned long long)below, (unsigned long long)above);
+			}
+			o->hz = v;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case OPT_INTERVAL:
+			if (parse_double(optarg, 0.2, 86400, &o->interval_s))
+				BAD("--interval %s: expected seconds, 0.2..86400\n", optarg);
+			break;
+		case OPT_JITTER:
+			if (parse_double(optarg, 0, 0.5, &o->jitter))
+				BAD("--jitter %s: expected a fraction, 0..0.5\n", optarg);
+			break;
+		case OPT_ENDPOINT:
+			o->endpoint = optarg;
+			break;
+		case OPT_HEADERS:
+			o->headers = optarg;
+			break;
+		case OPT_COMPRESSION:
+			if (!strcmp(optarg, "gzip"))
+				o->compression = 1;
+			else if (!strcmp(optarg, "none"))
+				o->compression = 0;
+			else
+				BAD("--compression %s: expected gzip or none\n", optarg);
+			break;
+		case OPT_TIMEOUT:
+			if (parse_u64(optarg, 600000, &v) || v == 0)
+				BAD("--timeout-ms %s: expected 1..600000\n", optarg);
+			o->timeout_ms = v;
+			break;
+		case OPT_OUTPUT_DIR:
+			o->output_dir = optarg;
+			break;
+		case OPT_MAX_FILES:
+			if (parse_u64(optarg, 1000000, &v) || v == 0)
+				BAD("--max-files %s: expected 1..1000000\n", optarg);
+			o->max_files = v;
+			break;
+		case OPT_MAX_FILE_BYTES:
+			if (parse_u64(optarg, 1ull << 34, &v) || v < 4096)
+				BAD("--max-file-bytes %s: expected bytes, at least 4096\n", optarg);
+			o->max_file_bytes = v;
+			break;
+		case OPT_QUEUE_BYTES:
+			if (parse_u64(optarg, 1ull << 34, &v) || v < 4096)
+				BAD("--queue-bytes %s: expected bytes, at least 4096\n", optarg);
+			o->queue_bytes = v;
+			break;
+		case OPT_DROP_POLICY:
+			if (!strcmp(optarg, "oldest"))
+				o->drop_policy = SP_DROP_OLDEST;
+			else if (!strcmp(optarg, "newest"))
+				o->drop_policy = SP_DROP_NEWEST;
+			else
+				BAD("--drop-policy %s: expected oldest or newest\n", optarg);
+			break;
+		case OPT_METRICS_ADDR:
+			o->metrics_addr = strcmp(optarg, "none") ? optarg : NULL;
+			break;
+		case OPT_SHUTDOWN:
+			if (parse_double(optarg, 0.1, 600, &o->shutdown_timeout_s))
+				BAD("--shutdown-timeout %s: expected seconds, 0.1..600\n", optarg);
+			break;
+		case OPT_NO_KERNEL:
+			o->kernel = false;
+			break;
+		case OPT_OFF_CPU:
+			o->off_cpu = true;
+			break;
+		case OPT_OFF_CPU_MIN:
+			if (parse_u64(optarg, 3600000000ull, &v))
+				BAD("--off-cpu-min-us %s: expected microseconds\n", optarg);
+			o->off_cpu_min_us = v;
+			break;
+		case OPT_OFF_CPU_RATE:
+			if (parse_u64(optarg, 1000000, &v) || v == 0)
+				BAD("--off-cpu-rate %s: expected 1..1000000\n", optarg);
+			o->off_cpu_rate = v;
+			break;
+		case OPT_RINGBUF:
+			if (parse_u64(optarg, 1u << 30, &v) || v < 4096 || (v & (v - 1)))
+				BAD("--ringbuf-size %s: expected a power of two from 4096 to 1 GiB\n",
+				    optarg);
+			o->ringbuf_bytes = v;
+			break;
+		case OPT_POLL:
+			if (parse_u64(optarg, 10000, &v) || v == 0)
+				BAD("--poll-ms %s: expected 1..10000\n", optarg);
+			o->poll_ms = v;
+			break;
+		case OPT_AGG_BUDGET:
+			if (parse_u64(optarg, 1ull << 40, &v) || v < (64u << 10))
+				BAD("--agg-budget %s: expected bytes, at least 65536\n", optarg);
+			o->agg_budget = v;
+			break;
+		case OPT_AGG_ENTRIES:
+			if (parse_u64(optarg, 1u << 26, &v) || v == 0)
+				BAD("--agg-entries %s: expected 1..%u\n", optarg, 1u << 26);
+			o->agg_entries = v;
+			break;
+		case OPT_MEM_HIGH:
+			if (parse_double(optarg, 1, 100, &d))
+				BAD("--mem-high %s: expected a percentage, 1..100\n", optarg);
+			o->mem_high = d / 100;
+			break;
+		case OPT_MEM_LOW:
+			if (parse_double(optarg, 1, 100, &d))
+				BAD("--mem-low %s: expected a percentage, 1..100\n", optarg);
+			o->mem_low = d / 100;
+			break;
+		default:
+			BAD("unknown option or missing value: %s; see spanprof agent --help\n",
+			    argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		BAD("unexpected argument %s (the agent profiles the whole machine)\n", argv[optind]);
+	if (!(o->mem_low < o->mem_high))
+		BAD("--mem-low must be below --mem-high\n");
+	return 0;
+}
+
+/* ----------------------------------------------------------- consumer */
+
+static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
+{
+	struct agent *a = ctx;
+
+	if (why != SP_PROC_PUBLISH)
+		sp_container_ids__note(a->cids, pid);
+	sp_ctx_discovery__on_proc(pid, why, a->disc);
+}
+
+/* Ring callback: the consumer's, except while the memory guard is engaged,
+ * when samples are drained and dropped (process events still pass: they
+ * keep the process table right and cost no aggregator space). */
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct agent *a = ctx;
+	const struct sp_event *e = data;
+
+	if (atomic_load_explicit(&a->guard_engaged, memory_order_relaxed) &&
+	    size >= SP_EVENT_HDR_SIZE && (e->type == SP_EV_ONCPU || e->type == SP_EV_OFFCPU)) {
+		a->memguard_dropped[e->type == SP_EV_OFFCPU]++;
+		return 0;
+	}
+	return sp_consumer__handle(&a->cons, data, size);
+}
+
+static void publish(struct agent *a)
+{
+	pthread_mutex_lock(&a->stats_lock);
+	a->pub.cons = a->cons.stats;
+	a->pub.agg = *sp_agg__stats(a->cur);
+	a->pub.procs = *sp_proc_table__stats(a->procs);
+	a->pub.memguard_dropped[0] = a->memguard_dropped[0];
+	a->pub.memguard_dropped[1] = a->memguard_dropped[1];
+	pthread_mutex_unlock(&a->stats_lock);
+}
+
+static uint64_t next_interval_ns(struct agent *a)
+{
+	double j = a->o.jitter * (2.0 * rand_r(&a->seed) / RAND_MAX - 1.0);
+
+	return (uint64_t)(a->o.interval_s * (1.0 + j) * 1e9);
+}
+
+/* Hands the current aggregator to the worker if it has returned the spare;
+ * never waits.  Returns true when swapped. */
+static bool try_swap(struct agent *a, uint64_t now, bool last)
+{
+	bool swapped = false;
+
+	pthread_mutex_lock(&a->xfer_lock);
+	if (a->spare && !a->full) {
+		a->full = a->cur;
+		a->full_start = a->interval_start;
+		a->full_end = now;
+		a->full_is_last = last;
+		a->cur = a->spare;
+		a->spare = NULL;
+		a->cons.agg = a->cur;
+		a->interval_start = now;
+		swapped = true;
+		pthread_cond_broadcast(&a->xfer_cond);
+	}
+	pthread_mutex_unlock(&a->xfer_lock);
+	return swapped;
+}
+
+static void drain(struct agent *a)
+{
+	pthread_mutex_lock(&a->procs_lock);
+	ring_buffer__consume(a->rb);
+	pthread_mutex_unlock(&a->procs_lock);
+}
+
+static void *consumer_main(void *arg)
+{
+	struct agent *a = arg;
+	struct pollfd pfd = { .fd = ring_buffer__epoll_fd(a->rb), .events = POLLIN };
+	uint64_t now = mono_ns(), next_swap = now + next_interval_ns(a);
+	bool stretched = false;
+
+	a->interval_start = now;
+	while (!atomic_load(&a->stopping)) {
+		if (poll(&pfd, 1, a->o.poll_ms) < 0 && errno != EINTR) {
+			fprintf(stderr, "spanprof agent: polling the ring buffer failed: %s\n",
+				strerror(errno));
+			break;
+		}
+		drain(a);
+		now = mono_ns();
+		if (now >= next_swap) {
+			if (try_swap(a, now, false)) {
+				next_swap = now + next_interval_ns(a);
+				stretched = false;
+				pthread_mutex_lock(&a->stats_lock);
+				a->pub.intervals++;
+				pthread_mutex_unlock(&a->stats_lock);
+			} else if (!stretched) {
+				stretched = true;	/* counted once per interval */
+				pthread_mutex_lock(&a->stats_lock);
+				a->pub.intervals_stretched++;
+				pthread_mutex_unlock(&a->stats_lock);
+			}
+		}
+		publish(a);
+	}
+	if (atomic_load(&a->stopping)) {
+		/* Final interval: stop sampling, take every record left, and hand
+		 * the buffer over as soon as the worker is free (bounded by the
+		 * shutdown deadline). */
+		struct timespec dl;
+
+		sp_sampler__stop(a->sampler);
+		drain(a);
+		drain(a);
+		publish(a);
+		abs_deadline(&dl, a->deadline_ns);
+		pthread_mutex_lock(&a->xfer_lock);
+		while (!(a->spare && !a->full) && mono_ns() < a->deadline_ns)
+			if (pthread_cond_timedwait(&a->xfer_cond, &a->xfer_lock, &dl) == ETIMEDOUT)
+				break;
+		pthread_mutex_unlock(&a->xfer_lock);
+		if (!try_swap(a, mono_ns(), true))
+			fprintf(stderr, "spanprof agent: shutdown: the export worker is still "
+				"busy; the last interval is not exported\n");
+		else {
+			pthread_mutex_lock(&a->stats_lock);
+			a->pub.intervals++;
+			pthread_mutex_unlock(&a->stats_lock);
+		}
+		publish(a);
+	}
+	atomic_store(&a->consumer_alive, false);
+	return NULL;
+}
+
+/* ------------------------------------------------------------- worker */
+
+struct count_ctx {
+	uint64_t n;
+};
+
+static int count_entry(const struct sp_agg_entry *e, void *ctx)
+{
+	((struct count_ctx *)ctx)->n += e->count;
+	return 0;
+}
+
+static uint64_t agg_samples(struct sp_agg *g)
+{
+	struct count_ctx c = { 0 };
+
+	sp_agg__foreach(g, count_entry, &c);
+	return c.n;
+}
+
+/* container.id on each resource, from the cgroup of its pid (the
+ * snapshot builder fills the other resource attributes). */
+static void add_container_ids(struct agent *a, struct sp_profile *p)
+{
+	for (uint32_t i = 0; i < p->n_resources; i++) {
+		const char *id = sp_container_ids__get(a->cids, (uint32_t)p->resources[i].pid);
+		int32_t s;
+
+		if (!id || p->resources[i].container_id)
+			continue;
+		s = sp_profile__intern(p, id);
+		if (s > 0)
+			p->resources[i].container_id = s;
+	}
+}
+
+/* Under memory pressure an aggregator's touched pages are given back by
+ * re-creating it (one mmap each); on failure the old one is kept. */
+static struct sp_agg *recreate(struct agent *a, struct sp_agg *g)
+{
+	struct sp_agg *n;
+
+	sp_agg__free(g);
+	n = sp_agg__new(&a->acfg);
+	malloc_trim(0);
+	pthread_mutex_lock(&a->stats_lock);
+	a->ws.agg_recreated++;
+	pthread_mutex_unlock(&a->stats_lock);
+	return n;
+}
+
+static void export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64_t end)
+{
+	struct sp_profile *prof = NULL;
+	struct sp_snapshot_opts so = {
+		.mono_to_unix_ns = mono_to_unix_offset(),
+		.period_ns = 1000000000ull / a->o.hz,
+		.start_mono_ns = start,
+		.end_mono_ns = end,
+		.service_name = sp_ctx_discovery__service_name,
+		.service_name_ctx = a->disc,
+	};
+	uint64_t n = 0, t0;
+	int err;
+
+	if (atomic_load(&a->guard_engaged)) {
+		n = agg_samples(g);
+		pthread_mutex_lock(&a->stats_lock);
+		a->ws.samples_memguard += n;
+		pthread_mutex_unlock(&a->stats_lock);
+		return;
+	}
+	t0 = mono_ns();
+	pthread_mutex_lock(&a->procs_lock);
+	err = sp_snapshot__build(g, a->procs, &so, &prof);
+	if (!err)
+		add_container_ids(a, prof);
+	pthread_mutex_unlock(&a->procs_lock);
+	if (err) {
+		n = agg_samples(g);
+		fprintf(stderr, "spanprof agent: snapshot failed (%s): %llu samples dropped\n",
+			strerror(-err), (unsigned long long)n);
+		pthread_mutex_lock(&a->stats_lock);
+		a->ws.samples_snapshot_failed += n;
+		pthread_mutex_unlock(&a->stats_lock);
+		return;
+	}
+	for (uint32_t i = 0; i < prof->n_samples; i++)
+		n += prof->samples[i].count;
+	err = prof->n_samples ? sp_exporter__submit(a->exp, prof) : 0;
+	pthread_mutex_lock(&a->stats_lock);
+	a->ws.snapshot_ns_sum += mono_ns() - t0;
+	a->ws.last_resources = prof->n_resources;
+	if (prof->n_samples)
+		a->ws.batches++;
+	if (!err || err == -ENOSPC)
+		a->ws.samples_submitted += n;	/* -ENOSPC: counted by the exporter */
+	else
+		a->ws.samples_encode_failed += n;
+	pthread_mutex_unlock(&a->stats_lock);
+	if (err && err != -ENOSPC)
+		fprintf(stderr, "spanprof agent: encoding the profile failed (%s): %llu samples "
+			"dropped\n", strerror(-err), (unsigned long long)n);
+	sp_profile__free(prof);
+}
+
+static void *worker_main(void *arg)
+{
+	struct agent *a = arg;
+
+	for (;;) {
+		struct sp_agg *g;
+		uint64_t start, end;
+		bool last, pressure;
+
+		pthread_mutex_lock(&a->xfer_lock);
+		while (!a->full && !a->worker_quit)
+			pthread_cond_wait(&a->xfer_cond, &a->xfer_lock);
+		if (!a->full) {
+			pthread_mutex_unlock(&a->xfer_lock);
+			break;
+		}
+		g = a->full;
+		start = a->full_start;
+		end = a->full_end;
+		last = a->full_is_last;
+		pthread_mutex_unlock(&a->xfer_lock);
+
+		pressure = atomic_load(&a->guard_engaged);
+		export_one(a, g, start, end);
+		if (pressure || atomic_load(&a->guard_engaged)) {
+			struct sp_agg *n = recreate(a, g);
+
+			g = n ? n : sp_agg__new(&a->acfg);
+		} else {
+			sp_agg__reset(g);
+		}
+		pthread_mutex_lock(&a->xfer_lock);
+		a->full = NULL;
+		a->spare = g;		/* NULL only if re-creation failed twice */
+		if (last)
+			a->last_done = true;
+		pthread_cond_broadcast(&a->xfer_cond);
+		pthread_mutex_unlock(&a->xfer_lock);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ metrics */
+
+static void own_usage(uint64_t *rss, uint64_t *hwm, double *cpu_s)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+	struct rusage ru;
+
+	*rss = *hwm = 0;
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long long kb;
+
+			if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+				*rss = kb * 1024;
+			else if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+				*hwm = kb * 1024;
+		}
+		fclose(f);
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	*cpu_s = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+		 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+#define L(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+static void m_counter(struct sp_metrics_buf *b, const char *name, const char *help, uint64_t v)
+{
+	sp_metrics__family(b, name, SP_METRIC_COUNTER, help);
+	sp_metrics__u64(b, name, NULL, v);
+}
+
+static void m_gauge(struct sp_metrics_buf *b, const char *name, const char *help, double v)
+{
+	sp_metrics__family(b, name, SP_METRIC_GAUGE, help);
+	sp_metrics__f64(b, name, NULL, v);
+}
+
+static void render(struct sp_metrics_buf *b, void *ctx)
+{
+	struct agent *a = ctx;
+	struct published p;
+	struct worker_stats w;
+	struct sp_export_stats x;
+	uint64_t bpf[SP_CNT__MAX] = { 0 }, rss, hwm;
+	double cpu;
+
+	pthread_mutex_lock(&a->stats_lock);
+	p = a->pub;
+	w = a->ws;
+	pthread_mutex_unlock(&a->stats_lock);
+	sp_exporter__stats(a->exp, &x);
+	sp_sampler__read_counters(a->sampler, bpf);
+	own_usage(&rss, &hwm, &cpu);
+
+	sp_metrics__family(b, "spanprof_agent_info", SP_METRIC_GAUGE,
+			   "Agent version, sampling frequency and memory cgroup version");
+	{
+		char hz[16];
+
+		snprintf(hz, sizeof(hz), "%u", a->o.hz);
+		sp_metrics__u64(b, "spanprof_agent_info",
+				L("version", AGENT_VERSION, "hz", hz, "off_cpu",
+				  a->o.off_cpu ? "true" : "false", "cgroup",
+				  sp_memguard__version_name(a->guard.version)), 1);
+	}
+	sp_metrics__family(b, "spanprof_bpf_samples_total", SP_METRIC_COUNTER,
+			   "Samples taken in BPF by type (on-CPU: perf events; off-CPU: "
+			   "waits captured)");
+	sp_metrics__u64(b, "spanprof_bpf_samples_total", L("type", "oncpu"),
+			bpf[SP_CNT_ONCPU_EVENTS]);
+	sp_metrics__u64(b, "spanprof_bpf_samples_total", L("type", "offcpu"),
+			bpf[SP_CNT_OFFCPU_CAPTURED]);
+	sp_metrics__family(b, "spanprof_samples_skipped_total", SP_METRIC_COUNTER,
+			   "Samples not streamed by design (idle CPU, off-CPU waits below the "
+			   "minimum or sampled out)");
+	sp_metrics__u64(b, "spanprof_samples_skipped_total", L("reason", "idle"),
+			bpf[SP_CNT_IDLE_SKIPPED]);
+	sp_metrics__u64(b, "spanprof_samples_skipped_total", L("reason", "offcpu_below_min"),
+			bpf[SP_CNT_OFFCPU_BELOW_MIN]);
+	sp_metrics__u64(b, "spanprof_samples_skipped_total", L("reason", "offcpu_sampled_out"),
+			bpf[SP_CNT_OFFCPU_SAMPLED_OUT]);
+	sp_metrics__family(b, "spanprof_samples_received_total", SP_METRIC_COUNTER,
+			   "Samples read from the ring buffer by type");
+	sp_metrics__u64(b, "spanprof_samples_received_total", L("type", "oncpu"),
+			p.cons.received_oncpu + p.memguard_dropped[0]);
+	sp_metrics__u64(b, "spanprof_samples_received_total", L("type", "offcpu"),
+			p.cons.received_offcpu + p.memguard_dropped[1]);
+	m_counter(b, "spanprof_samples_aggregated_total",
+		  "Samples accepted by the aggregator", p.cons.aggregated);
+	m_counter(b, "spanprof_samples_submitted_total",
+		  "Samples handed to the exporter (encoded and queued, or dropped by the "
+		  "queue policy and counted there)", w.samples_submitted);
+	sp_metrics__family(b, "spanprof_dropped_samples_total", SP_METRIC_COUNTER,
+			   "Samples lost, by reason");
+	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "ringbuf_full"),
+			bpf[SP_CNT_RB_DROP_ONCPU] + bpf[SP_CNT_RB_DROP_OFFCPU]);
+	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "malformed"),
+			p.cons.malformed);
+	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "aggregator_full"),
+			p.cons.agg_dropped);
+	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "memguard"),
+			p.memguard_dropped[0] + p.memguard_dropped[1] + w.samples_memguard);
+	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "snapshot_failed"),
+			w.samples_snapshot_failed);
+	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "encode_failed"),
+			w.samples_encode_failed);
+	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "export"),
+			x.samples_dropped);
+	m_counter(b, "spanprof_ringbuf_dropped_samples_total",
+		  "Samples lost because the BPF ring buffer was full (on-CPU + off-CPU)",
+		  bpf[SP_CNT_RB_DROP_ONCPU] + bpf[SP_CNT_RB_DROP_OFFCPU]);
+	m_counter(b, "spanprof_ringbuf_dropped_records_total",
+		  "Process lifecycle records (exec/exit) lost because the ring buffer was full",
+		  bpf[SP_CNT_RB_DROP_PROC]);
+	m_counter(b, "spanprof_perf_event_lost_total",
+		  "Always 0: samples go through a BPF ring buffer, not perf buffers, so "
+		  "there are no PERF_RECORD_LOST records; ring-buffer losses are "
+		  "spanprof_ringbuf_dropped_samples_total", 0);
+	m_counter(b, "spanprof_memguard_dropped_samples_total",
+		  "Samples drained and dropped, or discarded buffers, while the memory guard "
+		  "was engaged", p.memguard_dropped[0] + p.memguard_dropped[1] + w.samples_memguard);
+	sp_metrics__family(b, "spanprof_stack_events_total", SP_METRIC_COUNTER,
+			   "Stack quality: truncated and empty stacks, frames in no known mapping");
+	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "kernel_truncated"),
+			p.cons.kstack_truncated);
+	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "user_truncated"),
+			p.cons.ustack_truncated);
+	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "user_empty"),
+			p.cons.ustack_empty);
+	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "frame_unresolved"),
+			p.cons.frames_unresolved);
+	m_counter(b, "spanprof_trace_context_samples_total",
+		  "Samples carrying a trace id and span id", p.cons.ctx_samples);
+
+	m_counter(b, "spanprof_intervals_total", "Reporting intervals handed to export",
+		  p.intervals);
+	m_counter(b, "spanprof_intervals_stretched_total",
+		  "Intervals extended because the export worker still held the previous "
+		  "buffer", p.intervals_stretched);
+	m_gauge(b, "spanprof_aggregator_bytes", "Bytes used in the current aggregator",
+		(double)p.agg.bytes_used);
+	m_gauge(b, "spanprof_aggregator_reserved_bytes",
+		"Bytes reserved by one aggregator (there are two)", (double)p.agg.bytes_reserved);
+	m_gauge(b, "spanprof_aggregator_entries", "Entries in the current aggregator",
+		(double)p.agg.entries);
+	m_counter(b, "spanprof_aggregator_recreated_total",
+		  "Aggregators re-created to return memory under memory pressure",
+		  w.agg_recreated);
+	m_counter(b, "spanprof_processes_seen_total", "Processes seen by the process table",
+		  p.procs.procs_seen);
+	m_gauge(b, "spanprof_processes_tracked",
+		"Processes (resources) in the last exported profile", (double)w.last_resources);
+	sp_metrics__family(b, "spanprof_process_events_total", SP_METRIC_COUNTER,
+			   "Process table events and bounds hit");
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_read"),
+			p.procs.maps_reads);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "gone_before_read"),
+			p.procs.maps_gone);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_unreadable"),
+			p.procs.maps_unreadable);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "table_full"),
+			p.procs.procs_table_full);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "mappings_full"),
+			p.procs.mappings_full);
+
+	sp_metrics__family(b, "spanprof_export_batches_total", SP_METRIC_COUNTER,
+			   "Export batches by outcome");
+	sp_metrics__u64(b, "spanprof_export_batches_total", L("outcome", "submitted"),
+			x.batches_submitted);
+	sp_metrics__u64(b, "spanprof_export_batches_total", L("outcome", "exported"),
+			x.batches_exported);
+	sp_metrics__u64(b, "spanprof_export_batches_total", L("outcome", "dropped_queue_full"),
+			x.batches_dropped_queue_full);
+	sp_metrics__u64(b, "spanprof_export_batches_total", L("outcome", "dropped_failed"),
+			x.batches_dropped_failed);
+	m_counter(b, "spanprof_export_requests_total", "HTTP export attempts", x.requests);
+	m_counter(b, "spanprof_export_request_failures_total",
+		  "HTTP export attempts without a 2xx answer", x.request_failures);
+	m_counter(b, "spanprof_export_retries_total", "HTTP export retries", x.retries);
+	m_counter(b, "spanprof_export_partial_success_rejected_total",
+		  "Profiles the endpoint reported as rejected (partial success)",
+		  x.partial_success_rejected);
+	m_counter(b, "spanprof_export_sent_bytes_total", "Request bytes uploaded", x.bytes_sent);
+	sp_metrics__family(b, "spanprof_export_request_duration_seconds", SP_METRIC_SUMMARY,
+			   "Latency of successful export requests");
+	sp_metrics__f64(b, "spanprof_export_request_duration_seconds_sum", NULL,
+			x.latency_ns_sum / 1e9);
+	sp_metrics__u64(b, "spanprof_export_request_duration_seconds_count", NULL,
+			x.requests >= x.request_failures ? x.requests - x.request_failures : 0);
+	m_gauge(b, "spanprof_export_request_duration_max_seconds",
+		"Slowest successful export request", x.latency_ns_max / 1e9);
+	m_gauge(b, "spanprof_export_queue_bytes", "Encoded bytes waiting in the export queue",
+		(double)x.queue_bytes);
+	m_gauge(b, "spanprof_export_queue_limit_bytes", "Export queue cap",
+		(double)(a->o.queue_bytes ? a->o.queue_bytes : 16u << 20));
+	m_gauge(b, "spanprof_export_queue_batches", "Batches waiting in the export queue",
+		(double)x.queue_batches);
+	m_gauge(b, "spanprof_export_inflight_bytes", "Bytes of the batch being sent",
+		(double)x.inflight_bytes);
+	sp_metrics__family(b, "spanprof_export_files_total", SP_METRIC_COUNTER,
+			   "Rotating files by outcome");
+	sp_metrics__u64(b, "spanprof_export_files_total", L("outcome", "written"),
+			x.files_written);
+	sp_metrics__u64(b, "spanprof_export_files_total", L("outcome", "failed"), x.files_failed);
+	sp_metrics__u64(b, "spanprof_export_files_total", L("outcome", "removed"),
+			x.files_removed);
+
+	m_gauge(b, "spanprof_memguard_engaged",
+		"1 while the memory guard stops ingestion (usage above the high watermark)",
+		atomic_load(&a->guard_engaged) ? 1 : 0);
+	m_gauge(b, "spanprof_memguard_limit_bytes", "Cgroup memory limit (0 = none: guard off)",
+		(double)atomic_load(&a->guard_limit));
+	m_gauge(b, "spanprof_memguard_usage_bytes",
+		"Cgroup memory usage minus inactive file cache", (double)atomic_load(&a->guard_usage));
+	m_counter(b, "spanprof_memguard_engagements_total", "Times the memory guard engaged",
+		  atomic_load(&a->guard_engagements));
+	m_counter(b, "spanprof_memguard_releases_total", "Times the memory guard released",
+		  atomic_load(&a->guard_releases));
+
+	m_gauge(b, "process_resident_memory_bytes", "Resident set size of the agent",
+		(double)rss);
+	m_gauge(b, "spanprof_process_peak_resident_memory_bytes",
+		"Peak resident set size of the agent (VmHWM)", (double)hwm);
+	sp_metrics__family(b, "process_cpu_seconds_total", SP_METRIC_COUNTER,
+			   "User and system CPU time of the agent");
+	sp_metrics__f64(b, "process_cpu_seconds_total", NULL, cpu);
+	m_gauge(b, "process_start_time_seconds", "Start time of the agent (unix seconds)",
+		(double)a->start_unix_s);
+}
+
+static bool healthy(void *ctx)
+{
+	return atomic_load(&((struct agent *)ctx)->consumer_alive);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void second_signal(int sig)
+{
+	static const char msg[] = "spanprof agent: second signal: exiting now\n";
+
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+		/* nothing to do */
+	}
+	_exit(128 + sig);
+}
+
+static void guard_poll(struct agent *a, bool quiet)
+{
+	int r = sp_memguard__poll(&a->guard);
+
+	atomic_store(&a->guard_usage, a->guard.usage);
+	atomic_store(&a->guard_limit, a->guard.limit);
+	atomic_store(&a->guard_engagements, a->guard.engagements);
+	atomic_store(&a->guard_releases, a->guard.releases);
+	if (r == 1) {
+		atomic_store(&a->guard_engaged, a->guard.engaged);
+		fprintf(stderr, "spanprof agent: memory guard %s: cgroup usage %llu of %llu bytes "
+			"(%.0f%%; %s at %.0f%%, resume below %.0f%%)\n",
+			a->guard.engaged ? "ENGAGED, dropping samples" : "released, ingesting again",
+			(unsigned long long)a->guard.usage, (unsigned long long)a->guard.limit,
+			100.0 * a->guard.usage / (a->guard.limit ? a->guard.limit : 1),
+			"stop", a->guard.high * 100, a->guard.low * 100);
+	} else if (r < 0 && !quiet && a->guard.read_errors == 1) {
+		fprintf(stderr, "spanprof agent: memory guard: cannot read %s: %s\n",
+			a->guard.dir, strerror(-r));
+	}
+}
+
+static int build_exporter(struct agent *a, char *err, size_t err_len)
+{
+	struct sp_export_config c;
+	int rc;
+
+	sp_export_config__init(&c);
+	c.endpoint = a->o.endpoint;
+	c.headers = a->o.headers;
+	c.timeout_ms = a->o.timeout_ms;
+	c.queue_bytes = a->o.queue_bytes;
+	c.output_dir = a->o.output_dir;
+	c.max_files = a->o.max_files;
+	c.max_file_bytes = a->o.max_file_bytes;
+	if (a->o.drop_policy >= 0)
+		c.drop_policy = a->o.drop_policy;
+	rc = sp_export_config__from_env(&c, err, err_len);
+	if (rc)
+		return rc;
+	if (a->o.compression >= 0)
+		c.gzip = a->o.compression == 1;
+	if (!c.endpoint && !c.profiles_url && !c.output_dir) {
+		snprintf(err, err_len, "nowhere to export: give --endpoint URL (or set "
+			 "OTEL_EXPORTER_OTLP_ENDPOINT) and/or --output-dir DIR");
+		return -EINVAL;
+	}
+	return sp_exporter__new(&c, &a->exp, err, err_len);
+}
+
+int sp_agent__main(int argc, char **argv)
+{
+	struct agent *a;
+	char err[512] = "", names[256];
+	pthread_t consumer_th, worker_th;
+	bool consumer_started = false, worker_started = false;
+	struct sp_sampler_config scfg;
+	struct sp_memguard_config gcfg;
+	sigset_t sigs;
+	uint64_t eff = 0, perm = 0;
+	int rc = 1, sig = 0;
+
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		fprintf(stderr, "spanprof agent: out of memory\n");
+		return 1;
+	}
+	if (parse_opts(argc, argv, &a->o)) {
+		free(a);
+		return 2;
+	}
+	pthread_mutex_init(&a->procs_lock, NULL);
+	pthread_mutex_init(&a->xfer_lock, NULL);
+	pthread_mutex_init(&a->stats_lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&a->xfer_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	a->start_unix_s = time(NULL);
+	if (getrandom(&a->seed, sizeof(a->seed), 0) != sizeof(a->seed))
+		a->seed = (uint32_t)(getpid() ^ mono_ns());
+
+	if (sp_privs__refuse_setuid(err, sizeof(err)) ||
+	    !sp_caps__can_profile(err, sizeof(err))) {
+		fprintf(stderr, "spanprof agent: %s\n", err);
+		goto out;
+	}
+	gcfg = (struct sp_memguard_config){ .high = a->o.mem_high, .low = a->o.mem_low };
+	sp_memguard__init(&a->guard, &gcfg);
+
+	/* Signals go to the main thread only: block them before any thread. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	a->acfg = (struct sp_agg_config){ .byte_budget = a->o.agg_budget,
+					  .max_entries = a->o.agg_entries, .keep_timestamps = true };
+	a->procs = sp_proc_table__new(NULL);
+	a->cur = sp_agg__new(&a->acfg);
+	a->spare = sp_agg__new(&a->acfg);
+	a->cids = sp_container_ids__new(0, NULL);
+	if (!a->procs || !a->cur || !a->spare || !a->cids) {
+		fprintf(stderr, "spanprof agent: cannot allocate the process table or the two "
+			"aggregators (%s): lower --agg-budget or --agg-entries\n", strerror(errno));
+		goto out;
+	}
+	scfg = (struct sp_sampler_config){
+		.freq_hz = a->o.hz, .ringbuf_bytes = a->o.ringbuf_bytes, .filter_pids = false,
+		.stream_idle = false, .kernel_stacks = a->o.kernel, .read_trace_ctx = true,
+		.off_cpu = a->o.off_cpu, .off_cpu_min_ns = a->o.off_cpu_min_us * 1000,
+		.off_cpu_sample_n = 0, .off_cpu_rate = a->o.off_cpu_rate,
+	};
+	if (sp_sampler__open_load(&scfg, &a->sampler, err, sizeof(err))) {
+		fprintf(stderr, "spanprof agent: %s\n", err);
+		goto out;
+	}
+	a->disc = sp_ctx_discovery__new(a->sampler, NULL);
+	if (!a->disc) {
+		fprintf(stderr, "spanprof agent: out of memory\n");
+		goto out;
+	}
+	sp_consumer__init(&a->cons, a->procs, a->cur);
+	a->cons.on_proc = on_proc;
+	a->cons.on_proc_ctx = a;
+	a->rb = ring_buffer__new(sp_sampler__ring_fd(a->sampler), on_event, a, NULL);
+	if (!a->rb) {
+		fprintf(stderr, "spanprof agent: cannot map the BPF ring buffer: %s\n",
+			strerror(errno));
+		goto out;
+	}
+	if (sp_sampler__attach(a->sampler, err, sizeof(err))) {
+		fprintf(stderr, "spanprof agent: %s\n", err);
+		goto out;
+	}
+	sp_ctx_discovery__scan(a->disc, true, NULL, 0);
+
+	/* Attached: from here on only /proc reads and BPF map updates need
+	 * privileges.  No other thread exists yet, so all inherit this. */
+	if (sp_privs__drop(sp_privs__needed(), err, sizeof(err)) < 0) {
+		fprintf(stderr, "spanprof agent: %s\n", err);
+		goto out;
+	}
+	if (err[0] && !a->o.quiet)
+		fprintf(stderr, "spanprof agent: %s\n", err);
+	sp_privs__current(&eff, &perm);
+	sp_privs__names(perm, names, sizeof(names));
+
+	if (build_exporter(a, err, sizeof(err))) {
+		fprintf(stderr, "spanprof agent: %s\n", err);
+		goto out;
+	}
+	atomic_store(&a->consumer_alive, true);
+	if (pthread_create(&worker_th, NULL, worker_main, a)) {
+		fprintf(stderr, "spanprof agent: cannot start the export worker\n");
+		goto out;
+	}
+	worker_started = true;
+	if (pthread_create(&consumer_th, NULL, consumer_main, a)) {
+		atomic_store(&a->consumer_alive, false);
+		fprintf(stderr, "spanprof agent: cannot start the consumer thread\n");
+		goto out;
+	}
+	consumer_started = true;
+	if (a->o.metrics_addr &&
+	    sp_metrics_server__start(a->o.metrics_addr, 0, render, healthy, a, &a->metrics, err,
+				     sizeof(err))) {
+		fprintf(stderr, "spanprof agent: %s\n", err);
+		goto out;
+	}
+	guard_poll(a, a->o.quiet);
+	fprintf(stderr, "spanprof agent: sampling %u CPUs at %u Hz%s, interval %.1f s, "
+		"metrics %s (port %u), memory guard %s%s, capabilities kept: %s\n",
+		sp_sampler__n_cpus(a->sampler), a->o.hz, a->o.off_cpu ? " + off-CPU" : "",
+		a->o.interval_s, a->o.metrics_addr ? a->o.metrics_addr : "off",
+		sp_metrics_server__port(a->metrics), sp_memguard__version_name(a->guard.version),
+		a->guard.limit ? "" : " (no limit: off)", names);
+
+	for (;;) {
+		struct timespec ts = { 0, 250 * 1000000L };
+		siginfo_t si;
+
+		sig = sigtimedwait(&sigs, &si, &ts);
+		if (sig > 0)
+			break;
+		guard_poll(a, a->o.quiet);
+		if (!atomic_load(&a->consumer_alive)) {
+			fprintf(stderr, "spanprof agent: the consumer thread stopped; exiting\n");
+			goto out;
+		}
+	}
+
+	/* Shutdown: the deadline bounds every step; a second signal exits. */
+	a->deadline_ns = mono_ns() + (uint64_t)(a->o.shutdown_timeout_s * 1e9);
+	signal(SIGINT, second_signal);
+	signal(SIGTERM, second_signal);
+	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
+	fprintf(stderr, "spanprof agent: %s: flushing the last interval (up to %.1f s)\n",
+		strsignal(sig), a->o.shutdown_timeout_s);
+	atomic_store(&a->stopping, true);
+	pthread_join(consumer_th, NULL);
+	consumer_started = false;
+	{
+		struct timespec dl;
+		bool done;
+		uint64_t now;
+		int64_t left_ms;
+
+		abs_deadline(&dl, a->deadline_ns);
+		pthread_mutex_lock(&a->xfer_lock);
+		while (!a->last_done && mono_ns() < a->deadline_ns)
+			if (pthread_cond_timedwait(&a->xfer_cond, &a->xfer_lock, &dl) == ETIMEDOUT)
+				break;
+		done = a->last_done;
+		pthread_mutex_unlock(&a->xfer_lock);
+		now = mono_ns();
+		left_ms = now < a->deadline_ns ? (int64_t)((a->deadline_ns - now) / 1000000) : 0;
+		if (!done || sp_exporter__flush(a->exp, left_ms > 0 ? left_ms : 1) == -ETIMEDOUT)
+			fprintf(stderr, "spanprof agent: shutdown timeout (%.1f s): what is not "
+				"delivered yet is dropped and counted\n", a->o.shutdown_timeout_s);
+	}
+	rc = 0;
+out:
+	if (a->deadline_ns == 0)
+		a->deadline_ns = mono_ns();	/* an error: no final flush wait */
+	atomic_store(&a->stopping, true);
+	if (consumer_started)
+		pthread_join(consumer_th, NULL);
+	sp_metrics_server__stop(a->metrics);
+	if (worker_started) {
+		pthread_mutex_lock(&a->xfer_lock);
+		a->worker_quit = true;
+		pthread_cond_broadcast(&a->xfer_cond);
+		pthread_mutex_unlock(&a->xfer_lock);
+		pthread_join(worker_th, NULL);
+	}
+	if (a->exp) {
+		struct sp_export_stats x;
+		struct published p;
+		struct worker_stats w;
+
+		sp_exporter__stats(a->exp, &x);
+		p = a->pub;
+		w = a->ws;
+		fprintf(stderr, "spanprof agent: received %llu samples, aggregated %llu, "
+			"submitted %llu; exported %llu of %llu batches; dropped: aggregator full "
+			"%llu, memory guard %llu, export %llu\n",
+			(unsigned long long)(p.cons.received_oncpu + p.cons.received_offcpu +
+					     p.memguard_dropped[0] + p.memguard_dropped[1]),
+			(unsigned long long)p.cons.aggregated,
+			(unsigned long long)w.samples_submitted,
+			(unsigned long long)x.batches_exported,
+			(unsigned long long)x.batches_submitted,
+			(unsigned long long)p.cons.agg_dropped,
+			(unsigned long long)(p.memguard_dropped[0] + p.memguard_dropped[1] +
+					     w.samples_memguard),
+			(unsigned long long)x.samples_dropped);
+	}
+	sp_exporter__free(a->exp);
+	ring_buffer__free(a->rb);
+	sp_sampler__destroy(a->sampler);
+	sp_ctx_discovery__free(a->disc);
+	sp_agg__free(a->cur);
+	sp_agg__free(a->spare);
+	sp_agg__free(a->full);
+	sp_container_ids__free(a->cids);
+	sp_proc_table__free(a->procs);
+	pthread_cond_destroy(&a->xfer_cond);
+	pthread_mutex_destroy(&a->procs_lock);
+	pthread_mutex_destroy(&a->xfer_lock);
+	pthread_mutex_destroy(&a->stats_lock);
+	free(a);
+	return rc;
+}
