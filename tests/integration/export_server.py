@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """export_server.py - a scriptable OTLP/HTTP endpoint for the exporter tests.
 
-A real HTTP/1.1 server (http.server, keep-alive) on 127.0.0.1.  Not a test by
+A real HTTP/1.1 server (http.server, keep-alive) on 127.0.0.1, or https
+with --tls-cert/--tls-key (and --client-ca to require a client certificate).  Not a test by
 itself (tests/run.sh runs test_*.py only); tests/unit/test_export_http.c
 starts it as a child process and drives it over stdin/stdout:
 
@@ -28,6 +29,7 @@ the answer is sent.  Loopback only.
 import argparse
 import http.server
 import os
+import ssl
 import sys
 import threading
 import time
@@ -159,9 +161,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--dir", required=True)
+    ap.add_argument("--tls-cert", help="serve https with this certificate")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--client-ca", help="require a client certificate signed by this CA")
     a = ap.parse_args()
     State.dir = a.dir
     srv = Server(("127.0.0.1", a.port), Handler)
+    if a.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.tls_cert, a.tls_key)
+        if a.client_ca:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(a.client_ca)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     print("port %d" % srv.server_address[1], flush=True)
     for line in sys.stdin:

@@ -81,9 +81,11 @@ static char *srv_line(struct srv *s, char *buf, size_t len)
 	return buf;
 }
 
-static struct srv *srv_start(int port)
+/* tls: NULL, or a directory holding server.pem/server.key/client.pem */
+static struct srv *srv_start_tls(int port, const char *tls)
 {
 	struct srv *s = calloc(1, sizeof(*s));
+	char cert[128], key[128], cca[128];
 	int in[2], out[2];
 	char pbuf[16], line[64];
 	const char *script = server_script();
@@ -99,6 +101,14 @@ static struct srv *srv_start(int port)
 	if (!s->pid) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
+		if (tls) {
+			snprintf(cert, sizeof(cert), "%s/server.pem", tls);
+			snprintf(key, sizeof(key), "%s/server.key", tls);
+			snprintf(cca, sizeof(cca), "%s/client.pem", tls);
+			execlp("python3", "python3", script, "--port", pbuf, "--dir", s->dir,
+			       "--tls-cert", cert, "--tls-key", key, "--client-ca", cca,
+			       (char *)NULL);
+		}
 		execlp("python3", "python3", script, "--port", pbuf, "--dir", s->dir,
 		       (char *)NULL);
 		_exit(127);
@@ -112,6 +122,11 @@ static struct srv *srv_start(int port)
 	srv_line(s, line, sizeof(line));
 	assert_int_equal(sscanf(line, "port %d", &s->port), 1);
 	return s;
+}
+
+static struct srv *srv_start(int port)
+{
+	return srv_start_tls(port, NULL);
 }
 
 static void srv_cmd(struct srv *s, const char *cmd)
@@ -718,6 +733,64 @@ static void test_http_free_mid_backoff(void **state)
 	srv_stop(s);
 }
 
+/* https with a private CA bundle and a client certificate (mTLS); without
+ * the CA the peer cannot be verified: dropped at once, never retried. */
+static void test_https_ca_and_client_cert(void **state)
+{
+	char dir[] = "/tmp/sp-export-tls-XXXXXX", cmd[1024], url[64], ca[96], cc[96], ck[96];
+	struct sp_profile *p = fx_build();
+	struct sp_export_config cfg;
+	struct sp_export_stats st;
+	struct sp_exporter *e;
+	struct srv *s;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && for n in server client; do openssl req -x509 -newkey ec "
+		 "-pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
+		 "-addext subjectAltName=IP:127.0.0.1 -keyout $n.key -out $n.pem "
+		 ">/dev/null 2>&1 || exit 1; done", dir);
+	if (system(cmd))
+		fail_msg("openssl could not make test certificates in %s", dir);
+	s = srv_start_tls(0, dir);
+	snprintf(ca, sizeof(ca), "%s/server.pem", dir);
+	snprintf(cc, sizeof(cc), "%s/client.pem", dir);
+	snprintf(ck, sizeof(ck), "%s/client.key", dir);
+
+	base_cfg(&cfg, url, sizeof(url), s->port);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d", s->port);
+	cfg.ca_file = ca;
+	cfg.client_cert = cc;
+	cfg.client_key = ck;
+	e = mk(&cfg);
+	assert_int_equal(sp_exporter__submit(e, p), 0);
+	assert_int_equal(sp_exporter__flush(e, 5000), 0);
+	st = stats(e);
+	assert_int_equal(st.batches_exported, 1);
+	assert_int_equal(st.requests, 1);
+	assert_int_equal(srv_count(s), 1);
+	sp_exporter__free(e);
+
+	cfg.ca_file = NULL;	/* the system store does not know this server */
+	e = mk(&cfg);
+	assert_int_equal(sp_exporter__submit(e, p), 0);
+	assert_int_equal(sp_exporter__flush(e, 5000), 0);
+	st = stats(e);
+	assert_int_equal(st.batches_exported, 0);
+	assert_int_equal(st.requests, 1);
+	assert_int_equal(st.retries, 0);
+	assert_int_equal(st.batches_dropped_failed, 1);
+	assert_int_equal(srv_count(s), 1);
+	sp_exporter__free(e);
+
+	srv_stop(s);
+	sp_profile__free(p);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +804,7 @@ int main(void)
 		cmocka_unit_test(test_http_endpoint_down_then_up),
 		cmocka_unit_test(test_http_slow_server_never_blocks),
 		cmocka_unit_test(test_http_free_mid_backoff),
+		cmocka_unit_test(test_https_ca_and_client_cert),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
