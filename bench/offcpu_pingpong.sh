@@ -11,13 +11,15 @@
 # Each profiler runs system-wide (no pid filter, as both do by default) on
 # the same load.  BPF ns per switch = run_time_ns / run_cnt of the programs
 # attached to sched_switch (kernel.bpf_stats_enabled=1, bpftool prog show
-# -j), read while the profiler is still attached.  Throughput is measured
-# in separate runs with bpf_stats OFF (the stats' two clock reads per
-# program run would add to the cost being measured).
+# -j), read while the profiler is still attached.  Stats are turned on with
+# the BPF_ENABLE_STATS syscall (held by a helper process, released when it
+# exits), not the sysctl, so a concurrent user of the sysctl is not
+# switched off.  Throughput is measured in separate runs without stats (the
+# stats' two clock reads per program run would add to the cost measured).
 #
 # Usage: bench/offcpu_pingpong.sh [SECONDS] [REPEATS] [-- extra spanprof
 #        record options, e.g. --off-cpu-sample 1]
-# Env:   O=build dir (default build).  Needs root, bpftool, offcputime
+# Env:   O=build dir (default build), PP_CPU=CPU the load is pinned to (1).  Needs root, bpftool, offcputime
 #        (bash scripts/deps.sh --with-bench).
 set -u
 cd "$(dirname "$0")/.."
@@ -36,14 +38,36 @@ OFFCPUTIME=$(command -v offcputime || ls /usr/sbin/offcputime 2>/dev/null || tru
 TMP=$(mktemp -d)
 PROF_PID=
 
+STATS_PID=
 cleanup() {
 	[ -n "$PROF_PID" ] && kill -INT "$PROF_PID" 2>/dev/null && wait "$PROF_PID" 2>/dev/null
-	sysctl -q kernel.bpf_stats_enabled=0
+	[ -n "$STATS_PID" ] && kill "$STATS_PID" 2>/dev/null && wait "$STATS_PID" 2>/dev/null
 	rm -rf "$TMP"
 }
+
+# bpf(BPF_ENABLE_STATS, {type = BPF_STATS_RUN_TIME}): stats stay on while
+# the returned fd is open.
+stats_on() {
+	python3 -c '
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+attr = (ctypes.c_uint32 * 4)(0, 0, 0, 0)
+fd = libc.syscall(321, 32, ctypes.byref(attr), 16)
+if fd < 0:
+    sys.exit("BPF_ENABLE_STATS failed: %s" % os.strerror(ctypes.get_errno()))
+print("on", flush=True)
+signal.pause()' >"$TMP/stats.out" 2>&1 &
+	STATS_PID=$!
+	for _ in $(seq 50); do grep -q on "$TMP/stats.out" && return 0; sleep 0.1; done
+	cat "$TMP/stats.out" >&2; return 1
+}
+stats_off() { kill "$STATS_PID"; wait "$STATS_PID" 2>/dev/null; STATS_PID=; }
 trap cleanup EXIT
 
-rate() { "$PP" "$SECS" | awk '{print $6}'; }
+# Both threads on one CPU: every round trip is two direct context switches
+# (no idle wakeup latency, which made unpinned runs bimodal: 15k vs 200k/s).
+PP_CPU=${PP_CPU:-1}
+rate() { taskset -c "$PP_CPU" "$PP" "$SECS" | awk '{print $6}'; }
 
 # Starts a profiler in the background; waits until its sched_switch
 # program is attached (a bpftool listing shows a program with that name).
@@ -84,7 +108,6 @@ OC_ARGS=("$OFFCPUTIME" -f 3600)
 
 declare -a base sp oc
 echo "# offcpu_pingpong: ${SECS}s x ${REPEATS}, spanprof ${EXTRA[*]:-(defaults)}, $(uname -r), $(nproc) CPUs"
-sysctl -q kernel.bpf_stats_enabled=0
 for r in $(seq "$REPEATS"); do
 	base+=("$(rate)")
 	start_prof sp_offcpu "$SP" "${SP_ARGS[@]}" || exit 1
@@ -97,17 +120,17 @@ done
 base+=("$(rate)")
 
 # In-kernel cost: one more run of each with bpf_stats on.
-sysctl -q kernel.bpf_stats_enabled=1
+stats_on || exit 1
 start_prof sp_offcpu "$SP" "${SP_ARGS[@]}" || exit 1
-"$PP" "$SECS" >/dev/null
+taskset -c "$PP_CPU" "$PP" "$SECS" >/dev/null
 read -r sp_ns sp_cnt <<<"$(bpf_ns sp_offcpu)"
 stop_prof
 cp "$TMP/sp.json" "$TMP/sp_stats.json" 2>/dev/null
 start_prof sched_switch "${OC_ARGS[@]}" || exit 1
-"$PP" "$SECS" >/dev/null
+taskset -c "$PP_CPU" "$PP" "$SECS" >/dev/null
 read -r oc_ns oc_cnt <<<"$(bpf_ns sched_switch)"
 stop_prof
-sysctl -q kernel.bpf_stats_enabled=0
+stats_off
 
 python3 - "$sp_ns" "$sp_cnt" "$oc_ns" "$oc_cnt" "$TMP/sp_stats.json" \
 	"${base[*]}" "${sp[*]}" "${oc[*]}" <<'EOF'

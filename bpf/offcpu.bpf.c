@@ -55,7 +55,7 @@
  *
  * N is either fixed (cfg_offcpu_sample_n > 0: --off-cpu-sample N) or
  * adaptive per CPU (cfg_offcpu_sample_n == 0): every SP_OFFCPU_WINDOW_NS
- * the CPU sets N = ceil(tracked switch-outs in the window / (rate * window))
+ * (checked every SP_OFFCPU_CLOCK_EVERY switch-outs) the CPU sets N = ceil(tracked switch-outs in the window / (rate * window))
  * so that about cfg_offcpu_rate captures per second per CPU are paid for,
  * whatever the switch rate; a thread that switches 100 times a second is
  * then captured every time (exact), a ping-pong at 100k switches/s is
@@ -100,6 +100,9 @@
  * (bpf_trace_run4, __bpf_trace_sched_switch). */
 #define SP_OFFCPU_KSKIP 2
 
+/* Adaptive sampler: look at the clock every this many switch-outs. */
+#define SP_OFFCPU_CLOCK_EVERY 16
+
 /* One pending record per blocked thread whose wait was captured. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -126,25 +129,33 @@ struct {
 /* Records alive in offcpu_pending (bounded by cfg_offcpu_max_pending). */
 __u64 sp_offcpu_live = 0;
 
-static __always_inline __u64 sp_offcpu__n(__u64 now)
+static __always_inline __u64 sp_offcpu__n(void)
 {
 	struct sp_offcpu_rate *r;
 	__u32 zero = 0;
-	__u64 el, n;
+	__u64 el, n, now;
 
 	if (cfg_offcpu_sample_n)
 		return cfg_offcpu_sample_n;
 	r = bpf_map_lookup_elem(&offcpu_rate, &zero);
 	if (!r)
 		return 1;
-	r->win_switches++;
+	/* The clock is read every SP_OFFCPU_CLOCK_EVERY switch-outs only: it
+	 * is the largest item of a sampled-out switch. */
+	if ((++r->win_switches & (SP_OFFCPU_CLOCK_EVERY - 1)) && r->n)
+		return r->n;
+	now = bpf_ktime_get_ns();
 	el = now - r->win_start_ns;
-	if (el >= SP_OFFCPU_WINDOW_NS) {
+	if (r->win_start_ns == 0) {
+		r->n = 1;
+		r->win_start_ns = now;
+		r->win_switches = 0;
+	} else if (el >= SP_OFFCPU_WINDOW_NS) {
 		/* ceil(switches / (rate * el / 1e9)), rate >= 1 */
 		__u64 budget = (__u64)cfg_offcpu_rate * el;
 
 		n = (r->win_switches * 1000000000ull + budget - 1) / budget;
-		if (r->win_start_ns == 0 || n < 1)
+		if (n < 1)
 			n = 1;
 		if (n > SP_OFFCPU_MAX_N)
 			n = SP_OFFCPU_MAX_N;
@@ -168,7 +179,7 @@ static __always_inline __u8 sp_offcpu__reason(bool preempt, unsigned int state)
 
 /* prev leaves the CPU: maybe capture its wait (see top comment). */
 static __always_inline void sp_offcpu__out(void *ctx, bool preempt, struct task_struct *prev,
-					   unsigned int state, __u64 now)
+					   unsigned int state)
 {
 	__u32 tid = prev->pid, tgid = prev->tgid;
 	struct sp_scratch *s;
@@ -194,7 +205,7 @@ static __always_inline void sp_offcpu__out(void *ctx, bool preempt, struct task_
 		sp_count(SP_CNT_OFFCPU_FILTERED);
 		return;
 	}
-	n = sp_offcpu__n(now);
+	n = sp_offcpu__n();
 	if (n > 1 && bpf_get_prandom_u32() % n) {
 		sp_count(SP_CNT_OFFCPU_SAMPLED_OUT);
 		return;
@@ -218,7 +229,6 @@ static __always_inline void sp_offcpu__out(void *ctx, bool preempt, struct task_
 			return;
 		}
 	}
-	s->hdr.ts_ns = now;
 	s->hdr.weight_ns = n;		/* the sampling factor until switch-in */
 	s->hdr.pid = tgid;
 	s->hdr.tid = tid;
@@ -253,6 +263,8 @@ static __always_inline void sp_offcpu__out(void *ctx, bool preempt, struct task_
 						BPF_CORE_READ(uregs, bp));
 		sp_read_trace_ctx(s, tgid);
 	}
+	/* The wait starts when the capture is done (prev leaves right after). */
+	s->hdr.ts_ns = bpf_ktime_get_ns();
 	sp_count(SP_CNT_OFFCPU_CAPTURED);
 }
 
@@ -312,10 +324,8 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(sp_offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
-
 	sp_count(SP_CNT_OFFCPU_SWITCHES);
-	sp_offcpu__out(ctx, preempt, prev, prev_state, now);
+	sp_offcpu__out(ctx, preempt, prev, prev_state);
 	/* After prev's capture: next is still off the CPU while it runs. */
 	sp_offcpu__in(next);
 	return 0;

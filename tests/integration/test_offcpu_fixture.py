@@ -176,6 +176,9 @@ check(truth["migrations"] >= 0.5 * t["count"],
       "the sleeper woke on another CPU than it slept on in %d of %d sleeps" % (
           truth["migrations"], t["count"]))
 mine = [s for s in samples if s["tid"] == t["tid"] and "migrate_sleep_span" in s["user"]]
+if not mine:
+    print("no migrate_sleep_span stacks; consumer %s; samples of the sleeper: %s" % (
+        summ["consumer"], [(s["user"], s["ns"]) for s in samples if s["tid"] == t["tid"]][:5]))
 est = sum(s["ns"] for s in mine)
 waits = sum(s["waits"] for s in mine if s["reason"] == "sleep")
 check(abs(est / t["ns"] - 1) <= 0.10,
