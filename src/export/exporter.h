@@ -13,7 +13,9 @@
  * Bounds: the queue holds at most queue_bytes of encoded requests; when a
  * new batch does not fit, the drop policy removes the oldest queued batches
  * (default) or refuses the new one, and every dropped batch and its sample
- * count are counted.  Nothing else allocates without bound.
+ * count are counted.  Besides the queue, the export thread holds at most
+ * one batch in flight (stats.inflight_bytes) and a 64 KiB response buffer.
+ * Nothing else allocates without bound.
  *
  * Thread safety: submit, flush, stats may be called from any one thread
  * (the agent's interval thread); the export thread is internal.
@@ -85,9 +87,11 @@ struct sp_exporter;
 
 /* Validates the configuration (URL scheme, header syntax, directory
  * writable, CA/cert/key files readable, at least one of endpoint,
- * profiles_url, output_dir) and starts the export thread.  Exported means
- * 2xx from the endpoint; with only output_dir, a file written.  Returns 0 and *out, or a negative
- * errno with a one-line message naming the cause and the fix in err. */
+ * profiles_url, output_dir; headers that frame the request such as
+ * Content-Type or Host are refused) and starts the export thread.
+ * Exported means 2xx from the endpoint; with only output_dir, a file
+ * written.  Returns 0 and *out, or a negative errno with a one-line message
+ * naming the cause and the fix in err. */
 int sp_exporter__new(const struct sp_export_config *cfg, struct sp_exporter **out,
 		     char *err, size_t err_len);
 /* Stops the thread promptly, also mid-request or mid-backoff; queued and
