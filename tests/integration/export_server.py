@@ -23,8 +23,8 @@ starts it as a child process and drives it over stdin/stdout:
     garbage  a non-HTTP answer, then close
 
 Every request is recorded in --dir as req-NNNN.hdr ("t=<CLOCK_MONOTONIC s>",
-"path=<path>", "peer=<client port>", then the header lines) and req-NNNN.body, written before
-the answer is sent.  Loopback only.
+"path=<path>", "peer=<client port>", then the header lines) and
+req-NNNN.body, both written before the answer is sent.  Loopback only.
 """
 import argparse
 import http.server
