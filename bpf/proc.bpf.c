@@ -37,7 +37,9 @@ static __always_inline void emit_proc_event(struct task_struct *task, __u8 type)
 	e->cpu = bpf_get_smp_processor_id();
 	e->type = type;
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-	bpf_ringbuf_submit(e, 0);
+	/* Rare and urgent (a short-lived process's maps must be read while it
+	 * lives): wake the collector now. */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	sp_count(SP_CNT_RB_SENT_PROC);
 }
 

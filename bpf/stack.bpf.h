@@ -81,13 +81,29 @@ static __always_inline __u16 sp_user_stack(struct sp_scratch *s, __u16 kn,
 	return n;
 }
 
-/* Emits the scratch record with its frames; counts sent or dropped. */
+/*
+ * Emits the scratch record with its frames; counts sent or dropped.
+ *
+ * No consumer wakeup per record: a wakeup is an irq_work self-interrupt,
+ * which in this VM cost 6-9 us per sample, most of the program's cost
+ * (docs/benchmarks.md, bench/bpf_breakdown.py).  The collector drains the
+ * ring every --poll-ms instead, and a wakeup is forced once an eighth of the
+ * ring is filled, so bursts cannot overflow it between polls.
+ */
+static __always_inline __u64 sp_wakeup_flags(void)
+{
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >=
+	    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 8)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void sp_emit(struct sp_scratch *s, __u32 sent_idx, __u32 drop_idx)
 {
 	__u64 nframes = (s->hdr.kstack_n + s->hdr.ustack_n) & 255;
 	__u64 size = SP_EVENT_HDR_SIZE + nframes * sizeof(__u64);
 
-	if (bpf_ringbuf_output(&events, s, size, 0))
+	if (bpf_ringbuf_output(&events, s, size, sp_wakeup_flags()))
 		sp_count(drop_idx);
 	else
 		sp_count(sent_idx);

@@ -113,7 +113,7 @@ static void usage(FILE *f)
 "      --idle            also write samples of idle CPUs\n"
 "      --no-report       do not run spanprof-symbolizer's report at the end\n"
 "      --ringbuf-size B  BPF ring buffer bytes, power of two (default 4 MiB)\n"
-"      --poll-ms MS      ring buffer poll timeout (default 100)\n"
+"      --poll-ms MS      drain the ring buffer at least every MS ms (default 20)\n"
 "      --agg-budget B    aggregator memory budget in bytes (default 64 MiB)\n"
 "      --agg-entries N   aggregator entry cap (default 65536)\n"
 "      --summary-json F  also write the final counters as JSON\n"
@@ -190,7 +190,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	int c;
 
 	*o = (struct record_opts){
-		.hz = DEFAULT_HZ, .kernel = true, .ringbuf_bytes = 4u << 20, .poll_ms = 100,
+		.hz = DEFAULT_HZ, .kernel = true, .ringbuf_bytes = 4u << 20, .poll_ms = 20,
 		.agg_budget = 64u << 20, .agg_entries = 65536, .report = true,
 		.off_cpu_min_us = 10, .off_cpu_sample_n = 0, .off_cpu_rate = 1000,
 	};
@@ -579,7 +579,11 @@ int sp_record__main(int argc, char **argv)
 	while (!stop_signal) {
 		uint64_t now;
 
+		/* Samples do not wake us (see bpf/stack.bpf.h): poll returns on
+		 * process events, a filling ring, or the timeout; then drain. */
 		err = ring_buffer__poll(rb, o.poll_ms);
+		if (err >= 0 || err == -EINTR)
+			err = ring_buffer__consume(rb);
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "spanprof record: ring buffer poll failed: %s\n",
 				strerror(-err));
