@@ -85,6 +85,8 @@
 
 #define AGENT_VERSION "0.1.0"
 #define DEFAULT_HZ 19
+/* snapshot + encoding transient, in multiples of an aggregator's bytes */
+#define SNAPSHOT_FACTOR 3
 
 struct agent_opts {
 	uint32_t hz;
@@ -143,6 +145,7 @@ struct agent {
 	struct sp_exporter *exp;
 	struct sp_metrics_server *metrics;
 	struct sp_agg_config acfg;
+	size_t agg_fixed;		/* bytes_used of an empty aggregator */
 	struct sp_consumer cons;	/* consumer thread */
 	struct sp_agg *cur;		/* consumer thread */
 	uint64_t interval_start;	/* consumer thread */
@@ -645,7 +648,8 @@ static struct sp_agg *recreate(struct agent *a, struct sp_agg *g)
 	return n;
 }
 
-static void export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64_t end)
+/* Returns true when memory pressure made it discard the buffer. */
+static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64_t end)
 {
 	struct sp_profile *prof = NULL;
 	struct sp_snapshot_opts so = {
@@ -656,15 +660,27 @@ static void export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 		.service_name = sp_ctx_discovery__service_name,
 		.service_name_ctx = a->disc,
 	};
-	uint64_t n = 0, t0;
+	uint64_t n = 0, t0, limit, need;
 	int err;
 
-	if (atomic_load(&a->guard_engaged)) {
+	/* A snapshot allocates about as much as the aggregator holds, and the
+	 * encoder as much again: when that would cross the high watermark
+	 * the buffer is discarded (counted) rather than risk the OOM killer. */
+	limit = atomic_load(&a->guard_limit);
+	need = sp_agg__stats(g)->bytes_used;
+	need = SNAPSHOT_FACTOR * (need > a->agg_fixed ? need - a->agg_fixed : 0);
+	if (atomic_load(&a->guard_engaged) ||
+	    (limit && (double)(atomic_load(&a->guard_usage) + need) >=
+		      a->o.mem_high * (double)limit)) {
 		n = agg_samples(g);
+		fprintf(stderr, "spanprof agent: memory guard: interval of %llu samples discarded "
+			"(a snapshot needs ~%llu bytes; cgroup usage %llu of %llu)\n",
+			(unsigned long long)n, (unsigned long long)need,
+			(unsigned long long)atomic_load(&a->guard_usage), (unsigned long long)limit);
 		pthread_mutex_lock(&a->stats_lock);
 		a->ws.samples_memguard += n;
 		pthread_mutex_unlock(&a->stats_lock);
-		return;
+		return true;
 	}
 	t0 = mono_ns();
 	pthread_mutex_lock(&a->procs_lock);
@@ -679,7 +695,7 @@ static void export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 		pthread_mutex_lock(&a->stats_lock);
 		a->ws.samples_snapshot_failed += n;
 		pthread_mutex_unlock(&a->stats_lock);
-		return;
+		return err == -ENOMEM;
 	}
 	for (uint32_t i = 0; i < prof->n_samples; i++)
 		n += prof->samples[i].count;
@@ -698,6 +714,7 @@ static void export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 		fprintf(stderr, "spanprof agent: encoding the profile failed (%s): %llu samples "
 			"dropped\n", strerror(-err), (unsigned long long)n);
 	sp_profile__free(prof);
+	return err == -ENOMEM;
 }
 
 static void *worker_main(void *arg)
@@ -723,7 +740,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&a->xfer_lock);
 
 		pressure = atomic_load(&a->guard_engaged);
-		export_one(a, g, start, end);
+		pressure |= export_one(a, g, start, end);
 		if (pressure || atomic_load(&a->guard_engaged)) {
 			struct sp_agg *n = recreate(a, g);
 
@@ -1097,6 +1114,8 @@ int sp_agent__main(int argc, char **argv)
 	a->cur = sp_agg__new(&a->acfg);
 	a->spare = sp_agg__new(&a->acfg);
 	a->cids = sp_container_ids__new(0, NULL);
+	if (a->cur)
+		a->agg_fixed = sp_agg__stats(a->cur)->bytes_used;
 	if (!a->procs || !a->cur || !a->spare || !a->cids) {
 		fprintf(stderr, "spanprof agent: cannot allocate the process table or the two "
 			"aggregators (%s): lower --agg-budget or --agg-entries\n", strerror(errno));

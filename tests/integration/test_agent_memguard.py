@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The memory guard in a real memory cgroup (v1 here; v2 is unit-tested).
+
+The agent starts inside /sys/fs/cgroup/memory/spanprof-test-PID with a
+48 MiB limit, sampling at 997 Hz a flood of unique deep stacks
+(fixtures/deepstack, 2 threads) with aggregators far larger than the limit
+(--agg-budget 256 MiB each, preallocated lazily), so only the guard stands
+between the flood and the OOM killer.  Checks:
+  - it engages (metrics: spanprof_memguard_engaged 1, engagements_total,
+    memguard drops counted; the log says ENGAGED);
+  - the agent survives: still running, healthz 200, no OOM kill in the
+    cgroup (memory.oom_control oom_kill 0), usage stayed under the limit;
+  - it recovers once the flood stops (released, engaged 0, ingestion
+    resumes) and SIGTERM exits 0.
+Bounded: about 40 s.
+"""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from spt import check, fail, require_root, skip, tmpdir  # noqa: E402
+import agent_util as au  # noqa: E402
+
+require_root()
+ROOT = "/sys/fs/cgroup/memory"
+if not os.path.exists(os.path.join(ROOT, "memory.limit_in_bytes")):
+    skip("no cgroup v1 memory hierarchy at %s (v2 hosts: covered by the unit test)" % ROOT)
+LIMIT = 48 << 20
+cg = os.path.join(ROOT, "spanprof-test-%d" % os.getpid())
+os.mkdir(cg)
+d = tmpdir()
+
+
+def put(name, v):
+    with open(os.path.join(cg, name), "w") as f:
+        f.write(str(v))
+
+
+def get(name):
+    with open(os.path.join(cg, name)) as f:
+        return f.read()
+
+
+def join_cgroup():
+    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
+
+
+a = flood = None
+try:
+    put("memory.limit_in_bytes", LIMIT)
+    flood = subprocess.Popen([os.path.join(au.FIXTURES, "deepstack"), "40", "2"])
+    a = au.Agent(["-F", "997", "--interval", "6", "--agg-budget", str(256 << 20),
+                  "--agg-entries", "1000000", "--output-dir", os.path.join(d, "out")], d,
+                 preexec_fn=join_cgroup)
+    check(str(a.pid) in get("cgroup.procs").split(), "agent runs in %s" % cg)
+    m = a.metrics()
+    check(m.get1("spanprof_memguard_limit_bytes") == LIMIT, "guard sees the %d MiB limit"
+          % (LIMIT >> 20))
+    au.wait_for(lambda: a.metrics().get1("spanprof_memguard_engaged") == 1, timeout=25,
+                what="the memory guard to engage")
+    m = a.metrics()
+    check(m.get1("spanprof_memguard_engagements_total") >= 1, "engagement counted")
+    time.sleep(1.0)
+    m = a.metrics()
+    dropped = m.get1("spanprof_dropped_samples_total", reason="memguard")
+    check(dropped > 0, "samples drained and dropped while engaged: %d" % dropped)
+    check(m.get1("spanprof_memguard_dropped_samples_total") == dropped,
+          "memguard drops on their own counter too")
+    check("memory guard ENGAGED" in a.text(), "the transition is logged")
+    flood.kill()
+    flood.wait()
+    au.wait_for(lambda: a.metrics().get1("spanprof_memguard_engaged") == 0, timeout=20,
+                what="the memory guard to release")
+    m2 = a.metrics()
+    check(m2.get1("spanprof_memguard_releases_total") >= 1, "release counted")
+    check("released, ingesting again" in a.text(), "the release is logged")
+    check(a.p.poll() is None, "the agent survived")
+    st, _ = au.http_get(a.port, "/healthz")
+    check(st == 200, "healthz 200 after the pressure")
+    oom = get("memory.oom_control")
+    kills = [l for l in oom.split("\n") if l.startswith("oom_kill ")]
+    check(not kills or kills[0].split()[1] == "0", "no OOM kill in the cgroup (%s)"
+          % (kills[0] if kills else "no oom_kill line"))
+    peak = int(get("memory.max_usage_in_bytes"))
+    check(peak <= LIMIT, "peak cgroup usage %.1f MiB within the %d MiB limit"
+          % (peak / 2**20, LIMIT >> 20))
+    agg0 = m2.get1("spanprof_samples_aggregated_total")
+    au.wait_for(lambda: a.metrics().get1("spanprof_samples_aggregated_total") > agg0,
+                timeout=5, what="ingestion to resume")
+    check(True, "ingestion resumed")
+    rc, _ = a.stop()
+    check(rc == 0, "SIGTERM: exit 0")
+finally:
+    if flood and flood.poll() is None:
+        flood.kill()
+    if a:
+        a.kill()
+    for _ in range(50):
+        try:
+            os.rmdir(cg)
+            break
+        except OSError:
+            time.sleep(0.1)
+print("PASS")
