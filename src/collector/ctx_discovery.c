@@ -10,6 +10,7 @@
 
 #include "bpf_sampler.h"
 #include "ctx_discovery.h"
+#include "proc_table.h"
 #include "process_ctx.h"
 #include "summary.h"
 #include "tls_resolve.h"
@@ -25,12 +26,14 @@ struct slot {
 
 struct sp_ctx_discovery {
 	struct sp_sampler *sampler;
+	struct sp_proc_table *procs;	/* borrowed, may be NULL */
 	const char *proc_root;
 	struct slot *slots;		/* open addressing, SP_CTX_DISCOVERY_MAX * 2 */
 	uint32_t mask;
 	uint32_t used;
 	uint64_t resolved;
 	uint64_t failed;
+	uint64_t skipped;	/* no OTEL_CTX in maps the table just read */
 	uint64_t table_full;
 	uint64_t tls_fail[SP_TLS_FAIL__MAX];
 	uint64_t pctx_fail[SP_PCTX__MAX];
@@ -52,6 +55,12 @@ struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char 
 		return NULL;
 	}
 	return d;
+}
+
+void sp_ctx_discovery__set_procs(struct sp_ctx_discovery *d, struct sp_proc_table *procs)
+{
+	if (d)
+		d->procs = procs;
 }
 
 void sp_ctx_discovery__free(struct sp_ctx_discovery *d)
@@ -110,8 +119,10 @@ static void examine(struct sp_ctx_discovery *d, uint32_t pid)
 		return;
 	err = sp_process_ctx__read(d->proc_root, pid, &pctx, &why);
 	if (err) {
-		/* Nothing published is the common case, not a failure. */
-		if (why != SP_PCTX_NO_MAPPING && why < SP_PCTX__MAX)
+		/* Nothing published is the common case, not a failure; nor is
+		 * a process that exited before we looked. */
+		if (err != -ESRCH && err != -ENOENT && why != SP_PCTX_NO_MAPPING &&
+		    why < SP_PCTX__MAX)
 			mark_failed(d, sl, &d->pctx_fail[why]);
 		goto out;
 	}
@@ -141,6 +152,18 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 		return;
 	if (why == SP_PROC_FIRST_SIGHT && slot_for(d, pid, false))
 		return;		/* already examined (e.g. by the start-up scan) */
+	if (why != SP_PROC_PUBLISH && d->procs) {
+		/* The process table has just read this process's maps: no
+		 * OTEL_CTX there means nothing published yet (a later publish
+		 * comes as SP_PROC_PUBLISH).  Saves a second maps read per
+		 * new process. */
+		const struct sp_proc_info *pi = sp_proc_table__proc(d->procs, pid);
+
+		if (pi && !pi->gone && !pi->has_otel_ctx) {
+			d->skipped++;
+			return;
+		}
+	}
 	if (why == SP_PROC_EXEC) {
 		sl = slot_for(d, pid, false);
 		if (sl && sl->state == SLOT_RESOLVED)

@@ -25,11 +25,15 @@
 
 #define SP_CTX_DISCOVERY_MAX 16384
 
+struct sp_proc_table;
 struct sp_sampler;
 struct sp_summary;
 struct sp_ctx_discovery;
 
 struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char *proc_root);
+/* With the process table (borrowed), first sight and exec skip processes
+ * whose maps, just read by the table, show no OTEL_CTX mapping. */
+void sp_ctx_discovery__set_procs(struct sp_ctx_discovery *d, struct sp_proc_table *procs);
 void sp_ctx_discovery__free(struct sp_ctx_discovery *d);
 
 /* sp_consumer_proc_fn: examine pid (first sight: only if never examined;

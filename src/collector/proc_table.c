@@ -57,7 +57,7 @@
 #define PROC_DEF_MAX_MAPPINGS 65536
 #define PROC_DEF_MAX_MAPS_PER_PROC 1024
 #define PROC_DEF_BUILDID_CACHE 4096
-#define PROC_DEF_REFRESH_NS (20ULL * 1000 * 1000)
+#define PROC_DEF_REFRESH_NS (1000ULL * 1000 * 1000)	/* see resolve */
 #define PROC_EARLY_REREADS 4	/* per exec; see sp_proc_table__resolve */
 #define PROC_KERNEL_START 0xffff800000000000ULL
 #define PROC_KERNEL_PATH "[kernel.kallsyms]"
@@ -87,6 +87,7 @@ struct proc_slot {
 	uint64_t last_read_ns;	/* caller's clock (event time) of the last read */
 	uint64_t read_at_ns;	/* CLOCK_MONOTONIC when the last read happened */
 	uint32_t early_rereads;	/* misses re-read since exec, see resolve */
+	bool otel_ctx_seen;	/* during a read: an OTEL_CTX line passed */
 	struct proc_map *maps;
 	uint32_t n_maps;
 	char *exe;		/* heap, or NULL */
@@ -527,6 +528,20 @@ static int proc_map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* The OTEP 4719 process-context mapping, by the names a writer can give
+ * it (" (deleted)" is already stripped by the parser). */
+static bool proc_is_otel_ctx(const struct sp_map_entry *e)
+{
+	static const char *const names[] = {
+		"[anon_shmem:OTEL_CTX]", "[anon:OTEL_CTX]", "/memfd:OTEL_CTX",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (e->path_len == strlen(names[i]) && !memcmp(e->path, names[i], e->path_len))
+			return true;
+	return false;
+}
+
 /* One maps line -> maybe one scratch entry. */
 static void proc_take_line(struct sp_proc_table *t, struct proc_slot *p,
 			   const char *line, size_t len, uint32_t *n, bool *full)
@@ -539,6 +554,8 @@ static void proc_take_line(struct sp_proc_table *t, struct proc_slot *p,
 		t->stats.maps_malformed_lines++;
 		return;
 	}
+	if (proc_is_otel_ctx(&e))
+		p->otel_ctx_seen = true;
 	if (!(e.perms & SP_MAP_X))
 		return;
 	if (*n >= t->cfg.max_maps_per_proc) {
@@ -582,6 +599,7 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 
 	p->last_read_ns = now_ns;
 	p->read_at_ns = proc_mono_ns();
+	p->otel_ctx_seen = false;
 	p->exited = false;
 	t->stats.maps_reads++;
 	err = proc_path(t, path, sizeof(path), p->pid, "maps");
@@ -654,6 +672,7 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 	p->maps = maps;
 	p->n_maps = n;
 	p->have_maps = true;
+	p->info.has_otel_ctx = p->otel_ctx_seen;
 	p->info.gone = false;
 	proc_gone_del(t, p);
 	return 0;
@@ -839,7 +858,8 @@ uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
 	 * a few times per exec, whenever the sample is newer than the last
 	 * read: a freshly exec'd process maps its libraries right after the
 	 * exec event, and a process living 30 ms cannot wait for the
-	 * interval.  A miss on a sample older than the read is a real hole
+	 * interval (1 s by default: in steady state most misses are garbage
+	 * frames from code without frame pointers, not new mappings).  A miss on a sample older than the read is a real hole
 	 * (JIT, unmapped since) and waits for the interval. */
 	if (!m && !fresh && now_ns >= p->last_read_ns &&
 	    (now_ns - p->last_read_ns >= t->cfg.refresh_interval_ns ||

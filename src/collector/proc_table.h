@@ -37,7 +37,11 @@ struct sp_proc_table_config {
 	uint32_t max_mappings;		/* default 65536 */
 	uint32_t max_maps_per_proc;	/* default 1024 */
 	uint32_t buildid_cache_entries;	/* default 4096 */
-	uint64_t refresh_interval_ns;	/* default 20 ms */
+	uint64_t refresh_interval_ns;	/* default 1 s: a miss in steady state is
+					 * mostly a garbage frame from code built
+					 * without frame pointers, and a maps read
+					 * costs ~100 us; start-up misses are
+					 * re-read at once (a few per exec) */
 	const char *proc_root;		/* default "/proc"; tests point elsewhere */
 };
 
@@ -55,6 +59,9 @@ struct sp_proc_info {
 	bool gone;			/* exit seen or /proc entry vanished */
 	char comm[16];
 	const char *exe_path;		/* readlink /proc/PID/exe; may be "" */
+	bool has_otel_ctx;		/* last maps read saw an OTEP 4719
+					 * OTEL_CTX mapping (anon, anon_shmem
+					 * or memfd) */
 };
 
 struct sp_proc_table_stats {

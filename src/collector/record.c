@@ -549,6 +549,7 @@ int sp_record__main(int argc, char **argv)
 		fprintf(stderr, "spanprof record: out of memory\n");
 		goto out;
 	}
+	sp_ctx_discovery__set_procs(disc, procs);
 	sp_consumer__init(&cons, procs, agg);
 	cons.on_proc = sp_ctx_discovery__on_proc;
 	cons.on_proc_ctx = disc;

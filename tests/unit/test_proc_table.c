@@ -688,6 +688,40 @@ static void test_fake_exec_rereads(void **state)
 	sp_proc_table__free(t);
 }
 
+/* The table notes an OTEP 4719 OTEL_CTX mapping when it reads maps, so
+ * trace-context discovery needs no second read for processes without one. */
+static void test_otel_ctx_mapping_noted(void **state)
+{
+	struct sp_proc_table *t;
+	const struct sp_proc_info *pi;
+	uint64_t addr = (uint64_t)(uintptr_t)test_otel_ctx_mapping_noted;
+	void *m;
+	int fd;
+
+	(void)state;
+	t = sp_proc_table__new(NULL);
+	assert_non_null(t);
+	assert_int_not_equal(sp_proc_table__resolve(t, getpid(), addr, 1), 0);
+	pi = sp_proc_table__proc(t, getpid());
+	assert_non_null(pi);
+	assert_false(pi->has_otel_ctx);
+
+	fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	sp_proc_table__on_exec(t, getpid(), NULL, 2);	/* forces a re-read */
+	pi = sp_proc_table__proc(t, getpid());
+	assert_true(pi->has_otel_ctx);
+
+	munmap(m, 4096);
+	close(fd);
+	sp_proc_table__on_exec(t, getpid(), NULL, 3);
+	assert_false(sp_proc_table__proc(t, getpid())->has_otel_ctx);
+	sp_proc_table__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -704,6 +738,7 @@ int main(void)
 		cmocka_unit_test(test_fake_table_full),
 		cmocka_unit_test(test_fake_mapping_caps),
 		cmocka_unit_test(test_fake_exec_rereads),
+		cmocka_unit_test(test_otel_ctx_mapping_noted),
 	};
 
 	return cmocka_run_group_tests_name("proc_table", tests, setup, teardown);
