@@ -6,9 +6,10 @@
 #
 #   bash bench/symbolizer_bench.sh [ELF...]
 #
-# Default ELFs: /lib/x86_64-linux-gnu/libc.so.6 (stripped; DWARF in
+# Default ELF: /lib/x86_64-linux-gnu/libc.so.6 (stripped; DWARF in
 # libc6-dbg's /usr/lib/debug/.build-id file, which every tool finds by build
-# id) and $O/spanprof-symbolizer (-O2 -g, DWARF inside).
+# id).  Smaller ELFs need a smaller N (cold needs N distinct function bytes;
+# $O/spanprof-symbolizer has about 98,000: N=50000).
 # Environment: O (build dir, default build), N (addresses per set, default
 # 100000), HOT (distinct hot addresses, default 300), RUNS (runs per
 # measurement, median kept, default 3), SEED (default 1).
@@ -39,7 +40,7 @@ for t in llvm-symbolizer eu-addr2line addr2line /usr/bin/time readelf; do
 	command -v "$t" >/dev/null || { echo "missing $t" >&2; exit 1; }
 done
 if [ $# -eq 0 ]; then
-	set -- /lib/x86_64-linux-gnu/libc.so.6 "$SYM"
+	set -- /lib/x86_64-linux-gnu/libc.so.6
 fi
 WORK=$(mktemp -d /tmp/spanprof-symbench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
