@@ -30,6 +30,7 @@ SP_CONFIG(__u8, cfg_filter_pids, 0);	/* only stream processes in targets */
 SP_CONFIG(__u8, cfg_stream_idle, 0);	/* stream idle samples too */
 SP_CONFIG(__u8, cfg_kernel_stacks, 1);	/* take kernel stacks */
 SP_CONFIG(__u8, cfg_read_ctx, 1);	/* read OTEP 4947 trace context */
+SP_CONFIG(__u8, cfg_obi, 0);		/* obi_ctx is OBI's pinned map */
 /* Off-CPU (offcpu.bpf.c; its program is attached only with --off-cpu). */
 SP_CONFIG(__u64, cfg_offcpu_min_ns, 0);	/* waits shorter are not written */
 SP_CONFIG(__u32, cfg_offcpu_sample_n, 1);	/* capture 1 in N; 0 = adaptive */
@@ -68,6 +69,15 @@ SP_SHARED struct {
 	__type(key, __u32);
 	__type(value, struct sp_tls_desc);
 } tls_descs SEC(".maps");
+
+/* OBI's shared map (abi.h): the loader reuses the pinned map's fd when it
+ * exists, else shrinks this placeholder to one entry and leaves cfg_obi 0. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SP_OBI_MAP_ENTRIES);
+	__type(key, __u64);
+	__type(value, struct sp_obi_ctx);
+} obi_ctx SEC(".maps");
 
 /* One record under construction per CPU.  Frames are indexed with a mask of
  * 255 so the verifier can bound every store; hence 256 slots. */

@@ -7,13 +7,36 @@
  * then TP from task->thread.fsbase, the slot (one read more for DTV), the
  * record pointer, and the 28-byte header.  valid must be exactly 1.
  * Every outcome is counted (SP_CNT_CTX_*) and written as hdr.ctx_status.
+ *
+ * Fallback: when the thread has no valid TLS context (none published, NULL,
+ * invalid or unreadable) and OBI's shared map is present, the thread's entry
+ * there (key pid_tgid) is used: status SP_CTX_OBI.
  */
 #ifndef SPANPROF_TRACECTX_BPF_H
 #define SPANPROF_TRACECTX_BPF_H
 
 #include "maps.bpf.h"
 
-static __always_inline void sp_read_trace_ctx(struct sp_scratch *s, __u32 tgid)
+/* Returns 1 when OBI's map had a context for this thread. */
+static __always_inline int sp_read_obi_ctx(struct sp_scratch *s)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sp_obi_ctx *o;
+
+	if (!cfg_obi)
+		return 0;
+	o = bpf_map_lookup_elem(&obi_ctx, &id);
+	if (!o)
+		return 0;
+	__builtin_memcpy(s->hdr.ctx.trace_id, o->trace_id, SP_TRACE_ID_LEN);
+	__builtin_memcpy(s->hdr.ctx.span_id, o->span_id, SP_SPAN_ID_LEN);
+	s->hdr.ctx.trace_flags = 1;	/* OBI only shares sampled traces */
+	s->hdr.ctx_status = SP_CTX_OBI;
+	sp_count(SP_CNT_CTX_OBI);
+	return 1;
+}
+
+static __always_inline void sp_read_tls_ctx(struct sp_scratch *s, __u32 tgid)
 {
 	struct sp_otel_thread_ctx_hdr rec;
 	struct sp_tls_desc *d;
@@ -63,6 +86,13 @@ static __always_inline void sp_read_trace_ctx(struct sp_scratch *s, __u32 tgid)
 read_err:
 	s->hdr.ctx_status = SP_CTX_READ_ERR;
 	sp_count(SP_CNT_CTX_READ_ERR);
+}
+
+static __always_inline void sp_read_trace_ctx(struct sp_scratch *s, __u32 tgid)
+{
+	sp_read_tls_ctx(s, tgid);
+	if (s->hdr.ctx_status != SP_CTX_OK)
+		sp_read_obi_ctx(s);
 }
 
 #endif /* SPANPROF_TRACECTX_BPF_H */

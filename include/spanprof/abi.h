@@ -151,6 +151,7 @@ enum sp_counter {
 	SP_CNT_OFFCPU_DELETE_ERR,	/* pending record not deleted (reused) */
 	SP_CNT_OFFCPU_UNCLOSED,		/* captured wait whose switch-in was not
 					 * seen: replaced by the next capture */
+	SP_CNT_CTX_OBI,			/* context taken from the OBI map */
 	SP_CNT__MAX,
 };
 
@@ -220,5 +221,21 @@ struct sp_otel_thread_ctx_hdr {
 _Static_assert(sizeof(struct sp_otel_thread_ctx_hdr) == 28, "OTEP 4947 record header");
 
 #define SP_TLS_DESCS_MAX 16384	/* processes with a published context */
+
+/*
+ * The OpenTelemetry eBPF Instrumentation (OBI) shared map, read as a
+ * fallback when a thread publishes no OTEP 4947 context: a BPF LRU hash
+ * pinned at SP_OBI_MAP_PATH, key u64 pid_tgid (tgid << 32 | tid), value
+ * below, SP_OBI_MAP_ENTRIES entries.  Written by OBI, only read here.
+ */
+#define SP_OBI_MAP_PATH "/sys/fs/bpf/otel/traces_ctx_v1"
+#define SP_OBI_MAP_ENTRIES 16384
+
+struct sp_obi_ctx {
+	__u8 trace_id[16];
+	__u8 span_id[8];
+};
+
+_Static_assert(sizeof(struct sp_obi_ctx) == 24, "OBI map value");
 
 #endif /* SPANPROF_ABI_H */

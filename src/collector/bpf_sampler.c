@@ -25,6 +25,7 @@ struct sp_sampler {
 	uint32_t n_links;
 	struct bpf_link **links;	/* one per online CPU */
 	struct bpf_link *prctl_link;	/* NULL: no tracefs, not watching */
+	bool obi;			/* reading OBI's pinned map */
 	struct bpf_link *offcpu_link;	/* NULL: off-CPU not asked or stopped */
 	bool off_cpu;
 	int *pfds;
@@ -37,6 +38,46 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	if (level == LIBBPF_DEBUG || !getenv("SPANPROF_DEBUG"))
 		return 0;
 	return vfprintf(stderr, fmt, ap);
+}
+
+/*
+ * OBI's shared trace-context map, when pinned, replaces our placeholder so
+ * the BPF programs read it directly.  A pinned map of another shape is
+ * ignored with a note (it is not ours to fix); no map is the common case.
+ */
+static int use_obi_map(struct sp_sampler *s, char *err_msg, size_t err_len)
+{
+	struct bpf_map_info info = {};
+	uint32_t len = sizeof(info);
+	int fd, err;
+
+	fd = bpf_obj_get(SP_OBI_MAP_PATH);
+	if (fd < 0)
+		return bpf_map__set_max_entries(s->skel->maps.obi_ctx, 1);
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != BPF_MAP_TYPE_LRU_HASH ||
+	    info.key_size != 8 || info.value_size != sizeof(struct sp_obi_ctx)) {
+		fprintf(stderr, "spanprof: ignoring %s: not an LRU hash of u64 -> 24 bytes\n",
+			SP_OBI_MAP_PATH);
+		close(fd);
+		return bpf_map__set_max_entries(s->skel->maps.obi_ctx, 1);
+	}
+	err = bpf_map__set_max_entries(s->skel->maps.obi_ctx, info.max_entries);
+	if (!err)
+		err = bpf_map__reuse_fd(s->skel->maps.obi_ctx, fd);
+	close(fd);	/* reuse_fd keeps its own duplicate */
+	if (err) {
+		snprintf(err_msg, err_len, "cannot use OBI's map %s: %s", SP_OBI_MAP_PATH,
+			 strerror(-err));
+		return err;
+	}
+	s->skel->rodata->cfg_obi = 1;
+	s->obi = true;
+	return 0;
+}
+
+bool sp_sampler__uses_obi(const struct sp_sampler *s)
+{
+	return s->obi;
 }
 
 int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler **out,
@@ -88,6 +129,9 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_offcpu_max_pending = cfg->off_cpu_max_pending ?
 						   cfg->off_cpu_max_pending : 8192;
 	s->skel->rodata->cfg_offcpu_kthreads = cfg->off_cpu_kthreads;
+	err = use_obi_map(s, err_msg, err_len);
+	if (err)
+		goto fail;
 	/* Needs tracefs; attached by hand in attach() so its absence is not
 	 * fatal. */
 	bpf_program__set_autoattach(s->skel->progs.sp_prctl, false);

@@ -56,6 +56,9 @@ int sp_sampler__set_tls_desc(struct sp_sampler *s, uint32_t pid,
 int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid);
 int sp_sampler__ring_fd(const struct sp_sampler *s);
 uint32_t sp_sampler__n_cpus(const struct sp_sampler *s);
+/* True when OBI's pinned trace-context map (SP_OBI_MAP_PATH) is read as a
+ * fallback. */
+bool sp_sampler__uses_obi(const struct sp_sampler *s);
 /* True when late OTEP 4719 publication is watched (prctl tracepoint). */
 bool sp_sampler__watches_publish(const struct sp_sampler *s);
 

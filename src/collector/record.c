@@ -648,6 +648,8 @@ int sp_record__main(int argc, char **argv)
 	sum.off_cpu_rate = o.off_cpu_rate;
 	sp_agg__foreach(agg, sum_offcpu, &sum);
 	sp_ctx_discovery__fill_summary(disc, &sum);
+	sum.obi_map = sp_sampler__uses_obi(sampler);
+	sum.publish_watch = sp_sampler__watches_publish(sampler);
 	sp_summary__print(stderr, &sum);
 	if (o.summary_json && sp_summary__write_json(o.summary_json, &sum))
 		fprintf(stderr, "spanprof record: cannot write %s: %s\n", o.summary_json,

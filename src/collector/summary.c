@@ -38,9 +38,10 @@ static const char *const counter_names[SP_CNT__MAX] = {
 	[SP_CNT_OFFCPU_CAPTURED] = "offcpu_captured",
 	[SP_CNT_OFFCPU_DELETE_ERR] = "offcpu_delete_errors",
 	[SP_CNT_OFFCPU_UNCLOSED] = "offcpu_unclosed",
+	[SP_CNT_CTX_OBI] = "ctx_obi",
 };
 
-_Static_assert(SP_CNT_OFFCPU_UNCLOSED + 1 == SP_CNT__MAX, "a name for every counter");
+_Static_assert(SP_CNT_CTX_OBI + 1 == SP_CNT__MAX, "a name for every counter");
 
 static const char *const reason_names[SP_OFF_OTHER + 1] = {
 	"none", "sleep", "io", "runq", "other",
@@ -137,6 +138,10 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		if (s->ctx_fail[i])
 			fprintf(f, " (%s %" PRIu64 ")", s->ctx_fail_names[i], s->ctx_fail[i]);
+	if (s->obi_map)
+		fprintf(f, "; from OBI's map %" PRIu64, s->bpf[SP_CNT_CTX_OBI]);
+	if (!s->publish_watch)
+		fputs("; late publication not watched (no tracefs)", f);
 	fputc('\n', f);
 	if (s->off_cpu)
 		print_offcpu(f, s);
@@ -180,8 +185,9 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->procs.procs_seen, s->procs.procs_table_full, s->procs.maps_reads,
 		s->procs.maps_gone, s->procs.maps_unreadable, s->procs.no_build_id,
 		s->procs.addr_unmapped, s->procs.mappings_full);
-	fprintf(f, "  \"ctx\": {\"procs_resolved\": %" PRIu64 ", \"procs_failed\": %" PRIu64,
-		s->ctx_procs_resolved, s->ctx_procs_failed);
+	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
+		PRIu64 ", \"procs_failed\": %" PRIu64, s->obi_map ? "true" : "false",
+		s->publish_watch ? "true" : "false", s->ctx_procs_resolved, s->ctx_procs_failed);
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
 	fprintf(f, "},\n");

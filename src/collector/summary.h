@@ -24,6 +24,7 @@
 #ifndef SPANPROF_SUMMARY_H
 #define SPANPROF_SUMMARY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -46,6 +47,8 @@ struct sp_summary {
 	/* trace-context discovery (ctx_discovery.c) */
 	uint64_t ctx_procs_resolved;
 	uint64_t ctx_procs_failed;
+	bool obi_map;			/* OBI's pinned map read as a fallback */
+	bool publish_watch;		/* prctl tracepoint attached */
 	uint64_t ctx_fail[16];
 	const char *ctx_fail_names[16];
 	uint32_t n_ctx_fail;

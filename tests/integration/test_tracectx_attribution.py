@@ -7,6 +7,11 @@ on-CPU sample (OTLP, per-event timestamps) whose (tid, time) falls inside a
 span must carry exactly the innermost such span's ids (precision 100%),
 >= 99% of those samples carry ids at all, and samples outside every span
 carry none.  The process's service.name comes from its OTEL_CTX.
+
+The demo reads its clock just after publishing a span's context and just
+before withdrawing it, and a clock read costs microseconds on this VM, so a
+sample within EDGE_NS of a span's start or end is ambiguous by construction
+of the truth log: such samples are counted and excluded from both checks.
 """
 import json
 import os
@@ -26,6 +31,7 @@ spans = [json.loads(l) for l in open(truth_path)]
 check(len(spans) > 500, "%d spans of ground truth" % len(spans))
 check(summ["ctx"]["procs_resolved"] >= 1, "the demo's context was resolved (%s)" % summ["ctx"])
 
+EDGE_NS = 20000
 by_tid = {}
 for s in spans:
     by_tid.setdefault(s["tid"], []).append(s)
@@ -34,13 +40,17 @@ samples = read_otlp(out)
 demo_samples = [s for s in samples if s["service"] == "checkout"]
 check(len(demo_samples) > 0, "samples carry the demo's service.name 'checkout' as a Resource attribute")
 
-inside = inside_with_ids = exact = outside = outside_with_ids = 0
+inside = inside_with_ids = exact = outside = outside_with_ids = edge = 0
 wrong = []
 for s in demo_samples:
     if s["kind"] != "samples":
         continue
     for ts in s["ts"]:
         t = ts - off
+        if any(abs(t - sp["start_mono_ns"]) < EDGE_NS or abs(t - sp["end_mono_ns"]) < EDGE_NS
+               for sp in by_tid.get(s["tid"], [])):
+            edge += 1
+            continue
         cands = [sp for sp in by_tid.get(s["tid"], []) if sp["start_mono_ns"] <= t <= sp["end_mono_ns"]]
         if cands:
             inner = min(cands, key=lambda sp: sp["end_mono_ns"] - sp["start_mono_ns"])
@@ -55,8 +65,9 @@ for s in demo_samples:
             outside += 1
             if s["trace_id"]:
                 outside_with_ids += 1
-print("inside %d (with ids %d, exact %d), outside %d (with ids %d)" % (
-    inside, inside_with_ids, exact, outside, outside_with_ids), flush=True)
+print("inside %d (with ids %d, exact %d), outside %d (with ids %d), within 20 us of a span edge %d" % (
+    inside, inside_with_ids, exact, outside, outside_with_ids, edge), flush=True)
+check(edge <= 0.05 * (inside + outside + edge), "few samples are ambiguous (%d at span edges)" % edge)
 check(inside >= 100, "%d samples fell inside spans" % inside)
 check(not wrong, "precision 100%%: every sample with ids inside a span has that span's ids (wrong: %s)" % wrong[:3])
 check(inside_with_ids >= 0.99 * inside, "%d of %d samples inside spans carry ids (>= 99%%)" % (inside_with_ids, inside))
