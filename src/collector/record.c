@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@
 #include "caps.h"
 #include "consumer.h"
 #include "ctx_discovery.h"
+#include "kallsyms.h"
 #include "prime.h"
 #include "proc_table.h"
 #include "profile/codec.h"
@@ -431,6 +433,25 @@ static int write_all(int fd, const uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* Kernel frames are addresses; the symbolizer names them from a snapshot
+ * of /proc/kallsyms taken here (data capture, not symbolization), written
+ * next to the profile as FILE.kallsyms.gz (docs/formats.md).  Failure is a
+ * note: the profile is complete without it. */
+static void capture_kallsyms(const char *output)
+{
+	char path[PATH_MAX], err[256] = "";
+	struct sp_build_id kid;
+	int rc;
+
+	if (snprintf(path, sizeof(path), "%s.kallsyms.gz", output) >= (int)sizeof(path))
+		return;
+	rc = sp_buildid__kernel(&kid);
+	rc = rc ? rc : sp_kallsyms__capture(path, &kid, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "spanprof record: no kernel symbol snapshot: %s\n",
+			err[0] ? err : strerror(-rc));
+}
+
 static int write_profile(const struct record_opts *o, int fd, const struct sp_profile *p)
 {
 	uint8_t *raw = NULL, *gz = NULL;
@@ -616,24 +637,9 @@ int sp_record__main(int argc, char **argv)
 		child = 0;
 	}
 
-	{
-		struct sp_snapshot_opts so = {
-			.mono_to_unix_ns = sum.mono_to_unix_ns,
-			.period_ns = 1000000000ull / o.hz,
-			.start_mono_ns = t_start,
-			.end_mono_ns = t_end,
-		};
-		so.service_name = sp_ctx_discovery__service_name;
-		so.service_name_ctx = disc;
-		err = sp_snapshot__build(agg, procs, &so, &prof);
-	}
-	if (!err)
-		err = write_profile(&o, out_fd, prof);
-	if (err) {
-		fprintf(stderr, "spanprof record: writing %s failed: %s\n", o.output,
-			strerror(-err));
-		goto out;
-	}
+	/* Everything the summary needs from the aggregator, then the
+	 * snapshot, then the aggregator goes: encoding needs memory of its
+	 * own, and the two together would double the peak (bench/rss.py). */
 	sum.hz = o.hz;
 	sum.n_cpus = sp_sampler__n_cpus(sampler);
 	sum.duration_ns = t_end - t_start;
@@ -647,6 +653,28 @@ int sp_record__main(int argc, char **argv)
 	sum.off_cpu_sample_n = o.off_cpu_sample_n;
 	sum.off_cpu_rate = o.off_cpu_rate;
 	sp_agg__foreach(agg, sum_offcpu, &sum);
+	{
+		struct sp_snapshot_opts so = {
+			.mono_to_unix_ns = sum.mono_to_unix_ns,
+			.period_ns = 1000000000ull / o.hz,
+			.start_mono_ns = t_start,
+			.end_mono_ns = t_end,
+		};
+		so.service_name = sp_ctx_discovery__service_name;
+		so.service_name_ctx = disc;
+		err = sp_snapshot__build(agg, procs, &so, &prof);
+	}
+	sp_agg__free(agg);
+	agg = NULL;
+	if (!err)
+		err = write_profile(&o, out_fd, prof);
+	if (err) {
+		fprintf(stderr, "spanprof record: writing %s failed: %s\n", o.output,
+			strerror(-err));
+		goto out;
+	}
+	if (o.kernel)
+		capture_kallsyms(o.output);
 	sp_ctx_discovery__fill_summary(disc, &sum);
 	sum.obi_map = sp_sampler__uses_obi(sampler);
 	sum.publish_watch = sp_sampler__watches_publish(sampler);
