@@ -97,7 +97,7 @@ def main():
         B.table(["t s", "sp VmRSS MiB", "sp VmHWM MiB", "sp RssAnon MiB", "perf VmRSS MiB"],
                 rows)
         ag = summ["aggregator"]
-        dropped = ag["dropped_entries_full"] + ag["dropped_bytes_full"] + ag["dropped_events_full"]
+        dropped = ag["dropped_entries_full"] + ag["dropped_bytes_full"]
         # flatness: RSS growth over the second half of the run
         half = [s["VmRSS"] for t, s, _ in series if t >= D / 2]
         growth = mib(half[-1] - half[0]) if len(half) > 1 else None

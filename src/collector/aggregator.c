@@ -6,13 +6,14 @@
  *   - sp_agg__new() makes exactly one anonymous mmap() of bytes_reserved
  *     (<= byte_budget, page-rounded) and never allocates again; sp_agg__add,
  *     sp_agg__foreach and sp_agg__reset never allocate and never grow.
- *   - added == accepted + dropped_entries_full + dropped_bytes_full +
- *     dropped_events_full, always.  Calls rejected with -EINVAL (NULL
+ *   - added == accepted + dropped_entries_full + dropped_bytes_full,
+ *     always.  Calls rejected with -EINVAL (NULL
  *     aggregator/key, NULL addrs with frames) are programming errors and are
  *     not counted in added.
  *   - A drop is counted under exactly one reason, checked in this order:
- *     event log full (any sample, when keep_timestamps), then entry table
- *     full (new key), then frame storage full (new key).
+ *     entry table full (new key), then frame storage full (new key).
+ *   - A full event log drops the timestamp, not the sample
+ *     (timestamps_dropped); that entry's timestamps are then withheld.
  *
  * Config: cfg == NULL means all defaults (64 MiB, 65536 entries,
  * keep_timestamps).  byte_budget == 0 and max_entries == 0 mean "default"
@@ -23,16 +24,17 @@
  * Memory layout and budget split (one mapping, in this order):
  *   struct sp_agg                          fixed
  *   slots:   nslots x 8 B                  fixed, nslots = pow2 >= 2*max_entries
- *   entries: max_entries x sizeof(entry)   fixed (88 B: key + count + weight
- *                                          + frame offset + slot + scratch)
+ *   entries: max_entries x sizeof(entry)   fixed (96 B: key + count + weight
+ *                                          + frame offset + slot + scratch
+ *                                          + timestamps logged / lost)
  *   then the remainder R of the page-rounded-down budget is split:
  *     keep_timestamps: 1/4 of R for events, 3/4 of R for frames;
  *     otherwise:       all of R for frames.
  *   frame:  12 B  (u64 address + u32 mapping id, two parallel arrays)
  *   event:  20 B  (u64 timestamp + u32 entry index in the log, plus a u64
  *                  slot of foreach's grouping scratch)
- *   Defaults: 64 MiB, 65536 entries -> 1 MiB slots + 5.5 MiB headers;
- *   R ~ 57.5 MiB -> ~3.6 M frames (~55 per entry) and ~754 K events.
+ *   Defaults: 64 MiB, 65536 entries -> 1 MiB slots + 6 MiB headers;
+ *   R ~ 57 MiB -> ~3.5 M frames (~54 per entry) and ~750 K events.
  *   Capacities are capped at UINT32_MAX (u32 offsets).
  *
  * Keys are normalized before hashing and comparing, so only defined bytes
@@ -89,6 +91,8 @@ struct agg_entry {
 	uint32_t slot;		/* where this entry sits in slots[] */
 	uint32_t ts_off;	/* foreach scratch: first timestamp */
 	uint32_t ts_fill;	/* foreach scratch: timestamps placed */
+	uint32_t n_logged;	/* events of this entry in the log */
+	uint32_t ts_lost;	/* 1: some event had no room in the log */
 };
 
 struct sp_agg {
@@ -262,6 +266,12 @@ static void log_event(struct sp_agg *a, uint32_t idx, uint64_t ts_ns)
 {
 	if (!a->keep_timestamps)
 		return;
+	if (a->events_used >= a->events_cap) {
+		a->entries[idx].ts_lost = 1;
+		a->stats.timestamps_dropped++;
+		return;
+	}
+	a->entries[idx].n_logged++;
 	a->ev_ts[a->events_used] = ts_ns;
 	a->ev_entry[a->events_used] = idx;
 	a->events_used++;
@@ -288,11 +298,6 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 	if (n && !addrs)
 		return -EINVAL;
 	a->stats.added++;
-
-	if (a->keep_timestamps && a->events_used >= a->events_cap) {
-		a->stats.dropped_events_full++;
-		return -ENOSPC;
-	}
 
 	normalize_key(&k, key);
 	h = XXH3_64bits(&k, sizeof(k));
@@ -337,6 +342,8 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 	e->weight_ns = weight_ns;
 	e->frame_off = a->frames_used;
 	e->slot = pos;
+	e->n_logged = 0;
+	e->ts_lost = 0;
 	if (n) {
 		memcpy(a->addrs + e->frame_off, addrs, n * sizeof(*addrs));
 		if (maps)
@@ -356,7 +363,7 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 }
 
 /* Counting sort of the event log by entry, stable, into ev_scratch: each
- * entry's count is exactly the number of its events in the log. */
+ * entry owns n_logged slots (its count, unless the log ran out). */
 static void group_timestamps(struct sp_agg *a)
 {
 	uint32_t off = 0, i;
@@ -364,7 +371,7 @@ static void group_timestamps(struct sp_agg *a)
 	for (i = 0; i < a->stats.entries; i++) {
 		a->entries[i].ts_off = off;
 		a->entries[i].ts_fill = 0;
-		off += (uint32_t)a->entries[i].count;
+		off += a->entries[i].n_logged;
 	}
 	for (i = 0; i < a->events_used; i++) {
 		struct agg_entry *e = &a->entries[a->ev_entry[i]];
@@ -392,7 +399,7 @@ int sp_agg__foreach(struct sp_agg *a, sp_agg_cb cb, void *ctx)
 			},
 			.count = e->count,
 			.weight_ns = e->weight_ns,
-			.timestamps = a->keep_timestamps ?
+			.timestamps = a->keep_timestamps && !e->ts_lost ?
 				a->ev_scratch + e->ts_off : NULL,
 		};
 

@@ -9,10 +9,12 @@
  *
  * Bounds: everything is allocated in sp_agg__new from byte_budget (hash
  * slots, entry headers, frame storage, event log) and max_entries.  When a
- * sample needs a new entry and there is no entry or frame space left, or the
- * event log is full, the sample is dropped (drop-tail) and counted in
- * stats.dropped_*; an existing entry can always absorb a sample unless the
- * event log is full.  So: added = accepted + dropped, exactly.
+ * sample needs a new entry and there is no entry or frame space left, the
+ * sample is dropped (drop-tail) and counted in stats.dropped_*; an existing
+ * entry always absorbs a sample.  So: added = accepted + dropped, exactly.
+ * A full event log costs timestamps, never samples: the sample is kept and
+ * counted in stats.timestamps_dropped, and its entry reports no timestamps
+ * (a partial list would misstate when the events happened).
  *
  * sp_agg__add does no heap allocation.  Not thread safe: the collector owns
  * two aggregators and swaps them at each interval.
@@ -59,7 +61,9 @@ struct sp_agg_stats {
 	uint64_t accepted;
 	uint64_t dropped_entries_full;	/* max_entries reached */
 	uint64_t dropped_bytes_full;	/* frame storage exhausted */
-	uint64_t dropped_events_full;	/* event log exhausted */
+	uint64_t timestamps_dropped;	/* samples kept without their timestamp
+					 * (event log full): their entry then
+					 * reports no timestamps, only counts */
 	uint32_t entries;
 	size_t bytes_used;		/* of byte_budget */
 	size_t bytes_reserved;		/* allocated at new(): <= byte_budget */

@@ -125,6 +125,9 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 		", aggregator full %" PRIu64 ", malformed %" PRIu64 ", lost in transit %" PRIu64 "\n",
 		c->aggregated, b[SP_CNT_RB_DROP_ONCPU] + c->agg_dropped + c->malformed + in_transit,
 		b[SP_CNT_RB_DROP_ONCPU], c->agg_dropped, c->malformed, in_transit);
+	if (s->agg.timestamps_dropped)
+		fprintf(f, "  %" PRIu64 " samples written without their timestamp (raise "
+			"--agg-budget for per-event timestamps)\n", s->agg.timestamps_dropped);
 	fprintf(f, "  stacks: kernel truncated %" PRIu64 ", user truncated %" PRIu64
 		", user empty %" PRIu64 "; frames %" PRIu64 ", unresolved user frames %" PRIu64 "\n",
 		c->kstack_truncated, c->ustack_truncated, c->ustack_empty, c->frames,
@@ -173,10 +176,10 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		c->ctx_samples);
 	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64
 		", \"dropped_entries_full\": %" PRIu64 ", \"dropped_bytes_full\": %" PRIu64
-		", \"dropped_events_full\": %" PRIu64 ", \"entries\": %u, \"bytes_used\": %zu"
+		", \"timestamps_dropped\": %" PRIu64 ", \"entries\": %u, \"bytes_used\": %zu"
 		", \"bytes_reserved\": %zu},\n", s->agg.added, s->agg.accepted,
 		s->agg.dropped_entries_full, s->agg.dropped_bytes_full,
-		s->agg.dropped_events_full, s->agg.entries, s->agg.bytes_used,
+		s->agg.timestamps_dropped, s->agg.entries, s->agg.bytes_used,
 		s->agg.bytes_reserved);
 	fprintf(f, "  \"procs\": {\"procs_seen\": %" PRIu64 ", \"procs_table_full\": %" PRIu64
 		", \"maps_reads\": %" PRIu64 ", \"maps_gone\": %" PRIu64

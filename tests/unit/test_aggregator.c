@@ -77,8 +77,7 @@ static struct sp_agg *new_agg(size_t budget, uint32_t max_entries, bool ts)
 
 static uint64_t dropped(const struct sp_agg_stats *st)
 {
-	return st->dropped_entries_full + st->dropped_bytes_full +
-	       st->dropped_events_full;
+	return st->dropped_entries_full + st->dropped_bytes_full;
 }
 
 static void check_invariants(const struct sp_agg *a, size_t budget)
@@ -380,7 +379,7 @@ static void test_flood_entry_cap(void **state)
 	assert_int_equal(st->entries, 1000);
 	assert_int_equal(st->dropped_entries_full, 999000);
 	assert_int_equal(st->dropped_bytes_full, 0);
-	assert_int_equal(st->dropped_events_full, 0);
+	assert_int_equal(st->timestamps_dropped, 0);
 
 	/* an existing entry still absorbs samples */
 	make_stack(&s, 5, 10, 20);
@@ -425,7 +424,7 @@ static void test_flood_byte_budget_rss(void **state)
 	assert_int_equal(st->accepted, kept);
 	assert_int_equal(st->dropped_bytes_full, 1000000 - kept);
 	assert_int_equal(st->dropped_entries_full, 0);
-	assert_int_equal(st->dropped_events_full, 0);
+	assert_int_equal(st->timestamps_dropped, 0);
 	/* frame storage is full: most of the reservation is in use */
 	assert_true(st->bytes_used > st->bytes_reserved / 2);
 	check_invariants(g, budget);
@@ -457,44 +456,65 @@ static int count_cb(const struct sp_agg_entry *e, void *ctx)
 	return 0;
 }
 
+static int ts_cb(const struct sp_agg_entry *e, void *ctx)
+{
+	uint64_t *with_ts = ctx;
+
+	if (e->timestamps)
+		*with_ts += e->count;
+	return 0;
+}
+
+/* A full event log costs timestamps, never samples: counts stay exact, the
+ * entries that lost a timestamp report none, the others keep theirs. */
 static void test_event_log_full(void **state)
 {
-	static struct stack s, t;
+	static struct stack s, t, u;
 	const size_t budget = 1 << 20;
 	struct sp_agg *g = new_agg(budget, 4096, true);
 	const struct sp_agg_stats *st = sp_agg__stats(g);
-	uint64_t cap, sum = 0;
+	uint64_t cap, sum = 0, with_ts = 0;
 
 	(void)state;
+	make_stack(&u, 3, 10, 20);
+	assert_int_equal(add_checked(g, &u, 0), 0);	/* complete, keeps its ts */
 	make_stack(&s, 1, 10, 20);
-	for (uint64_t i = 0; i < 1000000; i++)
-		(void)add_checked(g, &s, i);
-	cap = st->accepted;
-	assert_true(cap > 1000 && cap < 1000000);
-	assert_int_equal(st->entries, 1);
-	assert_int_equal(st->dropped_events_full, 1000000 - cap);
+	for (uint64_t i = 1; i <= 1000000; i++)
+		assert_int_equal(add_checked(g, &s, i), 0);
+	cap = 1000001 - st->timestamps_dropped;	/* events the log took */
+	assert_true(st->timestamps_dropped > 0 && cap > 1000 && cap < 1000000);
+	assert_int_equal(st->accepted, 1000001);
+	assert_int_equal(st->entries, 2);
 	assert_int_equal(st->dropped_entries_full + st->dropped_bytes_full, 0);
-	/* a new key is dropped for the same reason */
+	/* a new key is still accepted, without a timestamp */
 	make_stack(&t, 2, 10, 20);
-	assert_int_equal(add_checked(g, &t, 0), -ENOSPC);
-	assert_int_equal(st->dropped_events_full, 1000000 - cap + 1);
+	assert_int_equal(add_checked(g, &t, 0), 0);
+	assert_int_equal(st->timestamps_dropped, 1000001 - cap + 1);
 	assert_int_equal(sp_agg__foreach(g, count_cb, &sum), 0);
-	assert_int_equal(sum, cap);
+	assert_int_equal(sum, 1000002);
+	assert_int_equal(sp_agg__foreach(g, ts_cb, &with_ts), 0);
+	assert_int_equal(with_ts, 1);	/* only u kept its timestamps */
 	check_invariants(g, budget);
 
 	/* after reset the log takes exactly as many again */
 	sp_agg__reset(g);
-	for (uint64_t i = 0; i < cap + 10; i++)
-		(void)add_checked(g, &t, i);
-	assert_int_equal(st->accepted, 2 * cap);
-	assert_int_equal(st->dropped_events_full, 1000000 - cap + 1 + 10);
+	for (uint64_t i = 0; i < cap; i++)
+		assert_int_equal(add_checked(g, &t, i), 0);
+	with_ts = 0;
+	assert_int_equal(sp_agg__foreach(g, ts_cb, &with_ts), 0);
+	assert_int_equal(with_ts, cap);
+	assert_int_equal(add_checked(g, &t, cap), 0);
+	with_ts = 0;
+	assert_int_equal(sp_agg__foreach(g, ts_cb, &with_ts), 0);
+	assert_int_equal(with_ts, 0);
 	check_invariants(g, budget);
 	sp_agg__free(g);
 }
 
 /* Unique stacks alternating deep (200 frames) and empty, with 1 in 4 calls
- * re-adding an old stack, keep_timestamps: all three reasons fire, and each
- * call moves exactly one counter. */
+ * re-adding an old stack, keep_timestamps: both drop reasons fire, the
+ * event log fills (timestamps dropped, samples kept), and each call moves
+ * exactly one of accepted / dropped. */
 static void test_flood_all_reasons(void **state)
 {
 	static struct stack s;
@@ -522,7 +542,7 @@ static void test_flood_all_reasons(void **state)
 	assert_int_equal(st->added, 1000000);
 	assert_true(st->dropped_entries_full > 0);
 	assert_true(st->dropped_bytes_full > 0);
-	assert_true(st->dropped_events_full > 0);
+	assert_true(st->timestamps_dropped > 0);
 	assert_int_equal(st->entries, 512);
 	assert_int_equal(sp_agg__foreach(g, count_cb, &sum), 0);
 	assert_int_equal(sum, st->accepted);
@@ -588,7 +608,7 @@ static void test_no_timestamps(void **state)
 	assert_true(seen.e[0].ts_null);
 	assert_int_equal(seen.e[0].count, 100000);
 	assert_int_equal(seen.e[0].weight, 300000);
-	assert_int_equal(st->dropped_events_full, 0);
+	assert_int_equal(st->timestamps_dropped, 0);
 	check_invariants(g, 1 << 20);
 	sp_agg__free(g);
 }
@@ -722,7 +742,7 @@ static void test_add_allocates_nothing(void **state)
 	alloc_counting = 0;
 	assert_int_equal(alloc_calls, 0);
 	assert_true(sp_agg__stats(g)->dropped_entries_full > 0);
-	assert_true(sp_agg__stats(g)->dropped_events_full > 0);
+	assert_true(sp_agg__stats(g)->timestamps_dropped > 0);
 	sp_agg__free(g);
 }
 
