@@ -48,8 +48,9 @@ static __always_inline void sp_read_tls_ctx(struct sp_scratch *s, __u32 tgid)
 	d = bpf_map_lookup_elem(&tls_descs, &tgid);
 	if (!d)
 		return;		/* SP_CTX_NONE: process publishes nothing */
+	/* A BTF task pointer: a direct (CO-RE relocated) load, no helper. */
 	task = bpf_get_current_task_btf();
-	tp = BPF_CORE_READ(task, thread.fsbase);
+	tp = task->thread.fsbase;
 	if (d->model == SP_TLS_STATIC) {
 		slot = tp + d->offset;
 	} else if (d->model == SP_TLS_DTV) {

@@ -70,6 +70,7 @@ struct record_opts {
 	uint32_t agg_entries;
 	const char *summary_json;
 	bool report;			/* run the symbolizer's report at the end */
+	bool no_trace_ctx;		/* do not read OTEP 4947 contexts */
 	bool off_cpu;
 	uint64_t off_cpu_min_us;
 	uint32_t off_cpu_sample_n;	/* 0 = adaptive */
@@ -114,6 +115,7 @@ static void usage(FILE *f)
 "      --off-cpu-kernel-threads  kernel threads' waits too\n"
 "      --idle            also write samples of idle CPUs\n"
 "      --no-report       do not run spanprof-symbolizer's report at the end\n"
+"      --no-trace-context  do not read the threads' trace context (OTEP 4947)\n"
 "      --ringbuf-size B  BPF ring buffer bytes, power of two (default 4 MiB)\n"
 "      --poll-ms MS      drain the ring buffer at least every MS ms (default 20)\n"
 "      --agg-budget B    aggregator memory budget in bytes (default 64 MiB)\n"
@@ -157,7 +159,7 @@ static int parse_pids(const char *arg, struct record_opts *o)
 enum {
 	OPT_FORMAT = 256, OPT_NO_KERNEL, OPT_IDLE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET,
 	OPT_AGG_ENTRIES, OPT_SUMMARY_JSON, OPT_NO_REPORT, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
-	OPT_OFF_CPU_SAMPLE, OPT_OFF_CPU_RATE, OPT_OFF_CPU_KTHREADS,
+	OPT_OFF_CPU_SAMPLE, OPT_OFF_CPU_RATE, OPT_OFF_CPU_KTHREADS, OPT_NO_TRACE_CTX,
 };
 
 static int parse_opts(int argc, char **argv, struct record_opts *o)
@@ -179,6 +181,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "agg-entries", required_argument, NULL, OPT_AGG_ENTRIES },
 		{ "summary-json", required_argument, NULL, OPT_SUMMARY_JSON },
 		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+		{ "no-trace-context", no_argument, NULL, OPT_NO_TRACE_CTX },
 		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 		{ "off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN },
 		{ "off-cpu-sample", required_argument, NULL, OPT_OFF_CPU_SAMPLE },
@@ -300,6 +303,9 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_NO_REPORT:
 			o->report = false;
+			break;
+		case OPT_NO_TRACE_CTX:
+			o->no_trace_ctx = true;
 			break;
 		case OPT_OFF_CPU:
 			o->off_cpu = true;
@@ -541,7 +547,7 @@ int sp_record__main(int argc, char **argv)
 	scfg = (struct sp_sampler_config){
 		.freq_hz = o.hz, .ringbuf_bytes = o.ringbuf_bytes,
 		.filter_pids = !o.all, .stream_idle = o.idle, .kernel_stacks = o.kernel,
-		.read_trace_ctx = true, .off_cpu = o.off_cpu,
+		.read_trace_ctx = !o.no_trace_ctx, .off_cpu = o.off_cpu,
 		.off_cpu_min_ns = o.off_cpu_min_us * 1000, .off_cpu_sample_n = o.off_cpu_sample_n,
 		.off_cpu_rate = o.off_cpu_rate, .off_cpu_kthreads = o.off_cpu_kthreads,
 	};
