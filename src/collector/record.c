@@ -51,6 +51,8 @@
 #include "summary.h"
 
 #define DEFAULT_HZ 97
+#define FAST_DRAIN_MS 10			/* ring drain period after an exec */
+#define FAST_DRAIN_NS (250ull * 1000 * 1000)	/* ... for this long */
 #define MAX_PIDS 256
 
 struct record_opts {
@@ -117,7 +119,8 @@ static void usage(FILE *f)
 "      --no-report       do not run spanprof-symbolizer's report at the end\n"
 "      --no-trace-context  do not read the threads' trace context (OTEP 4947)\n"
 "      --ringbuf-size B  BPF ring buffer bytes, power of two (default 4 MiB)\n"
-"      --poll-ms MS      drain the ring buffer at least every MS ms (default 20)\n"
+"      --poll-ms MS      drain the ring buffer at least every MS ms (default 100;\n"
+"                        10 for 250 ms after a process execs)\n"
 "      --agg-budget B    aggregator memory budget in bytes (default 64 MiB)\n"
 "      --agg-entries N   aggregator entry cap (default 65536)\n"
 "      --summary-json F  also write the final counters as JSON\n"
@@ -195,7 +198,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	int c;
 
 	*o = (struct record_opts){
-		.hz = DEFAULT_HZ, .kernel = true, .ringbuf_bytes = 4u << 20, .poll_ms = 20,
+		.hz = DEFAULT_HZ, .kernel = true, .ringbuf_bytes = 4u << 20, .poll_ms = 100,
 		.agg_budget = 64u << 20, .agg_entries = 65536, .report = true,
 		.off_cpu_min_us = 10, .off_cpu_sample_n = 0, .off_cpu_rate = 1000,
 	};
@@ -514,7 +517,7 @@ int sp_record__main(int argc, char **argv)
 	struct sp_sampler_config scfg;
 	struct sp_agg_config acfg;
 	char err_msg[512] = "";
-	uint64_t t_start, t_end, next_status;
+	uint64_t t_start, t_end, next_status, execs_seen = 0, fast_until = 0;
 	int out_fd = -1, go_fd = -1, rc = 1, err, child_status = 0;
 	pid_t child = 0;
 	bool tty;
@@ -608,8 +611,16 @@ int sp_record__main(int argc, char **argv)
 		uint64_t now;
 
 		/* Samples do not wake us (see bpf/stack.bpf.h): poll returns on
-		 * process events, a filling ring, or the timeout; then drain. */
-		err = ring_buffer__poll(rb, o.poll_ms);
+		 * process events, a filling ring, or the timeout; then drain.
+		 * Right after an exec the timeout is short, so a process that
+		 * lives tens of milliseconds has its samples (and the maps
+		 * re-reads they trigger) handled while it is alive; otherwise
+		 * every wakeup costs more than the samples it drains. */
+		if (cons.stats.received_exec != execs_seen) {
+			execs_seen = cons.stats.received_exec;
+			fast_until = mono_ns() + FAST_DRAIN_NS;
+		}
+		err = ring_buffer__poll(rb, mono_ns() < fast_until ? FAST_DRAIN_MS : (int)o.poll_ms);
 		if (err >= 0 || err == -EINTR)
 			err = ring_buffer__consume(rb);
 		if (err < 0 && err != -EINTR) {
