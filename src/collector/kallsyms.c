@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "kallsyms.h"
+#include "profile/fileio.h"
 
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 
@@ -40,55 +41,6 @@ static void say(char *err, size_t err_len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, err_len, fmt, ap);
 	va_end(ap);
-}
-
-static int read_bounded(const char *path, char **out, size_t *out_len)
-{
-	size_t cap = 1 << 20, n = 0;
-	char *b = malloc(cap);
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
-
-	if (fd < 0 || !b) {
-		err = fd < 0 ? -errno : -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (n == cap) {
-			char *q;
-
-			if (cap >= SP_KALLSYMS_MAX_RAW) {
-				err = -EFBIG;
-				goto out;
-			}
-			cap *= 2;
-			q = realloc(b, cap);
-			if (!q) {
-				err = -ENOMEM;
-				goto out;
-			}
-			b = q;
-		}
-		r = read(fd, b + n, cap - n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	*out = b;
-	*out_len = n;
-	b = NULL;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(b);
-	return err;
 }
 
 static int hexdig(char c)
@@ -219,10 +171,10 @@ int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_
 		}
 	}
 	sp_buildid__hex(&kid, hex);
-	rc = read_bounded(src, &raw, &raw_len);
+	rc = sp_read_path(src, SP_KALLSYMS_MAX_RAW, (uint8_t **)&raw, &raw_len);
 	if (rc) {
 		say(err, err_len, "kallsyms: %s: %s%s", src, strerror(-rc),
-		    rc == -EFBIG ? " (over 64 MiB)" : "");
+		    rc == -E2BIG ? " (over 64 MiB)" : "");
 		goto out;
 	}
 	for (size_t i = 0; i < raw_len; i = start) {

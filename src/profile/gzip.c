@@ -22,14 +22,13 @@
  *   OTLP and fails to decode is an error.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "profile/codec.h"
+#include "profile/fileio.h"
 
 int sp_is_gzip(const uint8_t *in, size_t len)
 {
@@ -203,39 +202,14 @@ int sp_profile__read_file(const char *path, struct sp_profile **out)
 {
 	uint8_t *raw = NULL, *plain = NULL;
 	size_t len = 0, plen;
-	struct stat st;
-	int fd = -1, err;
+	int err;
 
 	if (!out || !path)
 		return -EINVAL;
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto out;
-	}
-	err = -E2BIG;
-	if (st.st_size < 0 || (uint64_t)st.st_size > SP_DECODE_MAX_BYTES)
-		goto out;
-	err = -ENOMEM;
-	raw = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!raw)
-		goto out;
-	while (len < (size_t)st.st_size) {
-		ssize_t r = read(fd, raw + len, (size_t)st.st_size - len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = -errno;
-			goto out;
-		}
-		if (r == 0)
-			break;	/* file shrank: decode what we have */
-		len += (size_t)r;
-	}
+	err = sp_read_path(path, SP_DECODE_MAX_BYTES, &raw, &len);
+	if (err)
+		return err;
 	if (sp_is_gzip(raw, len)) {
 		err = sp_gunzip(raw, len, SP_DECODE_MAX_BYTES, &plain, &plen);
 		if (err)
@@ -250,8 +224,6 @@ int sp_profile__read_file(const char *path, struct sp_profile **out)
 	else
 		err = sp_pprof__decode(plain, plen, out);
 out:
-	if (fd >= 0)
-		close(fd);
 	free(raw);
 	free(plain);
 	return err;

@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "profile/codec.h"
+#include "profile/fileio.h"
 #include "profile/profile.h"
 #include "debuginfo.h"
 #include "kallsyms.h"
@@ -247,56 +248,6 @@ static void setup_debuginfod_cache(const struct cli *c)
 }
 
 /* ------------------------------------------------------------ input */
-
-static int read_all(const char *path, uint8_t **buf, size_t *len)
-{
-	size_t cap = 1 << 16, n = 0;
-	uint8_t *b = malloc(cap);
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
-	int err = 0;
-
-	if (fd < 0 || !b) {
-		err = fd < 0 ? -errno : -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (n == cap) {
-			uint8_t *q;
-
-			if (cap >= SP_DECODE_MAX_BYTES) {
-				err = -E2BIG;
-				goto out;
-			}
-			cap *= 2;
-			q = realloc(b, cap);
-			if (!q) {
-				err = -ENOMEM;
-				goto out;
-			}
-			b = q;
-		}
-		r = read(fd, b + n, cap - n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	*buf = b;
-	*len = n;
-	b = NULL;
-out:
-	if (fd > 0)
-		close(fd);
-	free(b);
-	return err;
-}
 
 /* OTLP's ExportProfilesServiceRequest has fields 1 and 2 only at the top
  * level; a pprof Profile always carries string_table (field 6). */
@@ -552,7 +503,7 @@ static int cmd_file(struct cli *c)
 			"is a terminal)\n");
 		return 2;
 	}
-	err = read_all(c->in, &raw, &raw_len);
+	err = sp_read_path(c->in, SP_DECODE_MAX_BYTES, &raw, &raw_len);
 	if (err) {
 		fprintf(stderr, "spanprof-symbolizer: %s: %s\n", c->in,
 			strerror(-err));
@@ -631,7 +582,7 @@ static int cmd_report(struct cli *c)
 	int err, kind;
 	bool gz, any;
 
-	err = read_all(c->in, &raw, &raw_len);
+	err = sp_read_path(c->in, SP_DECODE_MAX_BYTES, &raw, &raw_len);
 	if (err) {
 		fprintf(stderr, "spanprof-symbolizer: %s: %s\n", c->in,
 			strerror(-err));
