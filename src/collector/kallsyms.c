@@ -22,6 +22,7 @@
 
 #include "kallsyms.h"
 #include "profile/fileio.h"
+#include "profile/hex.h"
 
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 
@@ -43,17 +44,6 @@ static void say(char *err, size_t err_len, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int hexdig(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* "ADDR TYPE NAME" with an optional tab and [MODULE]: 0 and *addr, *type, or -EINVAL. */
 static int parse_line(const char *l, size_t len, uint64_t *addr, char *type)
 {
@@ -61,7 +51,7 @@ static int parse_line(const char *l, size_t len, uint64_t *addr, char *type)
 	uint64_t a = 0;
 	int d;
 
-	while (i < len && i < 17 && (d = hexdig(l[i])) >= 0) {
+	while (i < len && i < 17 && (d = sp_hex_digit(l[i])) >= 0) {
 		a = a << 4 | (uint64_t)d;
 		i++;
 	}

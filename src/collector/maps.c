@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "collector/maps.h"
+#include "profile/hex.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -34,17 +35,6 @@ struct cursor {
 	const char *end;
 };
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One or more hex digits into *v; fails on overflow of 64 bits. */
 static int parse_hex(struct cursor *c, uint64_t *v)
 {
@@ -52,7 +42,7 @@ static int parse_hex(struct cursor *c, uint64_t *v)
 	size_t n = 0;
 	int d;
 
-	while (c->p < c->end && (d = hexval(*c->p)) >= 0) {
+	while (c->p < c->end && (d = sp_hex_digit(*c->p)) >= 0) {
 		if (x > (UINT64_MAX >> 4))
 			return -EINVAL;
 		x = (x << 4) | (uint64_t)d;

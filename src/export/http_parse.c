@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "export/http_parse.h"
+#include "profile/hex.h"
 
 #define SP_HDR_MAX_COUNT 64
 #define SP_HDR_MAX_BYTES 8192
@@ -251,17 +252,6 @@ static bool is_tchar(unsigned char c)
 	return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static void trim(const char **b, const char **e)
 {
 	while (*b < *e && is_ows(**b))
@@ -304,7 +294,7 @@ static int parse_entry(const char *b, const char *e, char *buf, const char **key
 		if (c == '%') {
 			int hi, lo;
 
-			if (ve - p < 3 || (hi = hexval(p[1])) < 0 || (lo = hexval(p[2])) < 0)
+			if (ve - p < 3 || (hi = sp_hex_digit(p[1])) < 0 || (lo = sp_hex_digit(p[2])) < 0)
 				return -EINVAL;
 			c = (unsigned char)(hi << 4 | lo);
 			p += 2;

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "profile/internal.h"
+#include "profile/hex.h"
 
 uint64_t sp_hash_bytes(const void *p, size_t len)
 {
@@ -220,17 +221,6 @@ void sp_hex_encode(const uint8_t *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int sp_hex_decode(const char *s, uint8_t *out, size_t n)
 {
 	size_t i;
@@ -238,7 +228,7 @@ int sp_hex_decode(const char *s, uint8_t *out, size_t n)
 	if (strlen(s) != 2 * n)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		int hi = sp_hex_digit(s[2 * i]), lo = sp_hex_digit(s[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -EINVAL;
