@@ -67,6 +67,8 @@
 
 #include <bpf/libbpf.h>
 
+#include "cli.h"
+#include "clock.h"
 #include "agent.h"
 #include "aggregator.h"
 #include "bpf_sampler.h"
@@ -77,7 +79,6 @@
 #include "export/exporter.h"
 #include "memguard.h"
 #include "metrics.h"
-#include "prime.h"
 #include "privs.h"
 #include "proc_table.h"
 #include "profile/profile.h"
@@ -175,23 +176,6 @@ struct agent {
 	uint32_t seed;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static int64_t mono_to_unix_offset(void)
-{
-	struct timespec r, m;
-
-	clock_gettime(CLOCK_REALTIME, &r);
-	clock_gettime(CLOCK_MONOTONIC, &m);
-	return (int64_t)(r.tv_sec - m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
-}
-
 static void abs_deadline(struct timespec *ts, uint64_t mono_deadline)
 {
 	ts->tv_sec = mono_deadline / 1000000000ull;
@@ -236,21 +220,6 @@ static void usage(FILE *f)
 "                            limit (default 75)\n"
 "      --mem-low PCT         resume below PCT%% (default 60)\n"
 "  -q, --quiet               fewer log lines\n");
-}
-
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 static int parse_double(const char *s, double lo, double hi, double *out)
@@ -309,7 +278,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
 		{ 0 },
 	};
-	uint64_t v, below, above;
+	uint64_t v;
+	char msg[256];
 	double d;
 	int c;
 
@@ -325,15 +295,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 	while ((c = getopt_long(argc, argv, "+F:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
-			if (parse_u64(optarg, 100000, &v) || v == 0)
-				BAD("-F %s: expected a frequency in Hz (1..100000)\n", optarg);
-			if (!sp_is_prime(v)) {
-				sp_nearest_primes(v, &below, &above);
-				BAD("-F %llu is not prime: sampling could phase-lock with periodic "
-				    "work; use %llu or %llu\n", (unsigned long long)v,
-				    (unsigned long long)below, (unsigned long long)above);
-			}
-			o->hz = v;
+			if (sp_cli__parse_freq(optarg, &o->hz, msg, sizeof(msg)))
+				BAD("%s\n", msg);
 			break;
 		case 'q':
 			o->quiet = true;
@@ -364,7 +327,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 				BAD("--compression %s: expected gzip or none\n", optarg);
 			break;
 		case OPT_TIMEOUT:
-			if (parse_u64(optarg, 600000, &v) || v == 0)
+			if (sp_cli__parse_u64(optarg, 600000, &v) || v == 0)
 				BAD("--timeout-ms %s: expected 1..600000\n", optarg);
 			o->timeout_ms = v;
 			break;
@@ -372,17 +335,17 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			o->output_dir = optarg;
 			break;
 		case OPT_MAX_FILES:
-			if (parse_u64(optarg, 1000000, &v) || v == 0)
+			if (sp_cli__parse_u64(optarg, 1000000, &v) || v == 0)
 				BAD("--max-files %s: expected 1..1000000\n", optarg);
 			o->max_files = v;
 			break;
 		case OPT_MAX_FILE_BYTES:
-			if (parse_u64(optarg, 1ull << 34, &v) || v < 4096)
+			if (sp_cli__parse_u64(optarg, 1ull << 34, &v) || v < 4096)
 				BAD("--max-file-bytes %s: expected bytes, at least 4096\n", optarg);
 			o->max_file_bytes = v;
 			break;
 		case OPT_QUEUE_BYTES:
-			if (parse_u64(optarg, 1ull << 34, &v) || v < 4096)
+			if (sp_cli__parse_u64(optarg, 1ull << 34, &v) || v < 4096)
 				BAD("--queue-bytes %s: expected bytes, at least 4096\n", optarg);
 			o->queue_bytes = v;
 			break;
@@ -408,33 +371,33 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			o->off_cpu = true;
 			break;
 		case OPT_OFF_CPU_MIN:
-			if (parse_u64(optarg, 3600000000ull, &v))
+			if (sp_cli__parse_u64(optarg, 3600000000ull, &v))
 				BAD("--off-cpu-min-us %s: expected microseconds\n", optarg);
 			o->off_cpu_min_us = v;
 			break;
 		case OPT_OFF_CPU_RATE:
-			if (parse_u64(optarg, 1000000, &v) || v == 0)
+			if (sp_cli__parse_u64(optarg, 1000000, &v) || v == 0)
 				BAD("--off-cpu-rate %s: expected 1..1000000\n", optarg);
 			o->off_cpu_rate = v;
 			break;
 		case OPT_RINGBUF:
-			if (parse_u64(optarg, 1u << 30, &v) || v < 4096 || (v & (v - 1)))
+			if (sp_cli__parse_u64(optarg, 1u << 30, &v) || v < 4096 || (v & (v - 1)))
 				BAD("--ringbuf-size %s: expected a power of two from 4096 to 1 GiB\n",
 				    optarg);
 			o->ringbuf_bytes = v;
 			break;
 		case OPT_POLL:
-			if (parse_u64(optarg, 10000, &v) || v == 0)
+			if (sp_cli__parse_u64(optarg, 10000, &v) || v == 0)
 				BAD("--poll-ms %s: expected 1..10000\n", optarg);
 			o->poll_ms = v;
 			break;
 		case OPT_AGG_BUDGET:
-			if (parse_u64(optarg, 1ull << 40, &v) || v < (64u << 10))
+			if (sp_cli__parse_u64(optarg, 1ull << 40, &v) || v < (64u << 10))
 				BAD("--agg-budget %s: expected bytes, at least 65536\n", optarg);
 			o->agg_budget = v;
 			break;
 		case OPT_AGG_ENTRIES:
-			if (parse_u64(optarg, 1u << 26, &v) || v == 0)
+			if (sp_cli__parse_u64(optarg, 1u << 26, &v) || v == 0)
 				BAD("--agg-entries %s: expected 1..%u\n", optarg, 1u << 26);
 			o->agg_entries = v;
 			break;
@@ -539,7 +502,7 @@ static void *consumer_main(void *arg)
 {
 	struct agent *a = arg;
 	struct pollfd pfd = { .fd = ring_buffer__epoll_fd(a->rb), .events = POLLIN };
-	uint64_t now = mono_ns(), next_swap = now + next_interval_ns(a);
+	uint64_t now = sp_clock__mono_ns(), next_swap = now + next_interval_ns(a);
 	bool stretched = false;
 
 	a->interval_start = now;
@@ -550,7 +513,7 @@ static void *consumer_main(void *arg)
 			break;
 		}
 		drain(a);
-		now = mono_ns();
+		now = sp_clock__mono_ns();
 		if (now >= next_swap) {
 			if (try_swap(a, now, false)) {
 				next_swap = now + next_interval_ns(a);
@@ -579,11 +542,11 @@ static void *consumer_main(void *arg)
 		publish(a);
 		abs_deadline(&dl, a->deadline_ns);
 		pthread_mutex_lock(&a->xfer_lock);
-		while (!(a->spare && !a->full) && mono_ns() < a->deadline_ns)
+		while (!(a->spare && !a->full) && sp_clock__mono_ns() < a->deadline_ns)
 			if (pthread_cond_timedwait(&a->xfer_cond, &a->xfer_lock, &dl) == ETIMEDOUT)
 				break;
 		pthread_mutex_unlock(&a->xfer_lock);
-		if (!try_swap(a, mono_ns(), true))
+		if (!try_swap(a, sp_clock__mono_ns(), true))
 			fprintf(stderr, "spanprof agent: shutdown: the export worker is still "
 				"busy; the last interval is not exported\n");
 		else {
@@ -653,7 +616,7 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 {
 	struct sp_profile *prof = NULL;
 	struct sp_snapshot_opts so = {
-		.mono_to_unix_ns = mono_to_unix_offset(),
+		.mono_to_unix_ns = sp_clock__mono_to_unix_ns(),
 		.period_ns = 1000000000ull / a->o.hz,
 		.start_mono_ns = start,
 		.end_mono_ns = end,
@@ -682,7 +645,7 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 		pthread_mutex_unlock(&a->stats_lock);
 		return true;
 	}
-	t0 = mono_ns();
+	t0 = sp_clock__mono_ns();
 	pthread_mutex_lock(&a->procs_lock);
 	err = sp_snapshot__build(g, a->procs, &so, &prof);
 	if (!err)
@@ -701,7 +664,7 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 		n += prof->samples[i].count;
 	err = prof->n_samples ? sp_exporter__submit(a->exp, prof) : 0;
 	pthread_mutex_lock(&a->stats_lock);
-	a->ws.snapshot_ns_sum += mono_ns() - t0;
+	a->ws.snapshot_ns_sum += sp_clock__mono_ns() - t0;
 	a->ws.last_resources = prof->n_resources;
 	if (prof->n_samples)
 		a->ws.batches++;
@@ -1092,7 +1055,7 @@ int sp_agent__main(int argc, char **argv)
 	}
 	a->start_unix_s = time(NULL);
 	if (getrandom(&a->seed, sizeof(a->seed), 0) != sizeof(a->seed))
-		a->seed = (uint32_t)(getpid() ^ mono_ns());
+		a->seed = (uint32_t)(getpid() ^ sp_clock__mono_ns());
 
 	if (sp_privs__refuse_setuid(err, sizeof(err)) ||
 	    !sp_caps__can_profile(err, sizeof(err))) {
@@ -1207,7 +1170,7 @@ int sp_agent__main(int argc, char **argv)
 	}
 
 	/* Shutdown: the deadline bounds every step; a second signal exits. */
-	a->deadline_ns = mono_ns() + (uint64_t)(a->o.shutdown_timeout_s * 1e9);
+	a->deadline_ns = sp_clock__mono_ns() + (uint64_t)(a->o.shutdown_timeout_s * 1e9);
 	signal(SIGINT, second_signal);
 	signal(SIGTERM, second_signal);
 	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
@@ -1224,12 +1187,12 @@ int sp_agent__main(int argc, char **argv)
 
 		abs_deadline(&dl, a->deadline_ns);
 		pthread_mutex_lock(&a->xfer_lock);
-		while (!a->last_done && mono_ns() < a->deadline_ns)
+		while (!a->last_done && sp_clock__mono_ns() < a->deadline_ns)
 			if (pthread_cond_timedwait(&a->xfer_cond, &a->xfer_lock, &dl) == ETIMEDOUT)
 				break;
 		done = a->last_done;
 		pthread_mutex_unlock(&a->xfer_lock);
-		now = mono_ns();
+		now = sp_clock__mono_ns();
 		left_ms = now < a->deadline_ns ? (int64_t)((a->deadline_ns - now) / 1000000) : 0;
 		if (!done || sp_exporter__flush(a->exp, left_ms > 0 ? left_ms : 1) == -ETIMEDOUT)
 			fprintf(stderr, "spanprof agent: shutdown timeout (%.1f s): what is not "
@@ -1238,7 +1201,7 @@ int sp_agent__main(int argc, char **argv)
 	rc = 0;
 out:
 	if (a->deadline_ns == 0)
-		a->deadline_ns = mono_ns();	/* an error: no final flush wait */
+		a->deadline_ns = sp_clock__mono_ns();	/* an error: no final flush wait */
 	atomic_store(&a->stopping, true);
 	if (consumer_started)
 		pthread_join(consumer_th, NULL);

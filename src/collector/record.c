@@ -35,13 +35,14 @@
 
 #include <bpf/libbpf.h>
 
+#include "cli.h"
+#include "clock.h"
 #include "aggregator.h"
 #include "bpf_sampler.h"
 #include "caps.h"
 #include "consumer.h"
 #include "ctx_discovery.h"
 #include "kallsyms.h"
-#include "prime.h"
 #include "proc_table.h"
 #include "profile/codec.h"
 #include "profile/profile.h"
@@ -127,21 +128,6 @@ static void usage(FILE *f)
 "  -q, --quiet           no status line\n");
 }
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static int parse_pids(const char *arg, struct record_opts *o)
 {
 	char buf[4096], *tok, *save = NULL;
@@ -152,7 +138,7 @@ static int parse_pids(const char *arg, struct record_opts *o)
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
 
-		if (parse_u64(tok, 0x3fffffff, &v) || v == 0 || o->n_pids >= MAX_PIDS)
+		if (sp_cli__parse_u64(tok, 0x3fffffff, &v) || v == 0 || o->n_pids >= MAX_PIDS)
 			return -EINVAL;
 		o->pids[o->n_pids++] = v;
 	}
@@ -192,7 +178,8 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "off-cpu-kernel-threads", no_argument, NULL, OPT_OFF_CPU_KTHREADS },
 		{ 0 },
 	};
-	uint64_t v, below, above;
+	uint64_t v;
+	char msg[256];
 	bool off_cpu_tuned = false;
 	char *end;
 	int c;
@@ -207,24 +194,10 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	while ((c = getopt_long(argc, argv, "+F:ap:d:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
-			if (parse_u64(optarg, 100000, &v) || v == 0) {
-				fprintf(stderr, "spanprof record: -F %s: expected a frequency in Hz "
-					"(1..100000)\n", optarg);
+			if (sp_cli__parse_freq(optarg, &o->hz, msg, sizeof(msg))) {
+				fprintf(stderr, "spanprof record: %s\n", msg);
 				return -EINVAL;
 			}
-			if (!sp_is_prime(v)) {
-				sp_nearest_primes(v, &below, &above);
-				if (below)
-					fprintf(stderr, "spanprof record: -F %llu is not prime: sampling "
-						"could phase-lock with periodic work; use %llu or %llu\n",
-						(unsigned long long)v, (unsigned long long)below,
-						(unsigned long long)above);
-				else
-					fprintf(stderr, "spanprof record: -F %llu is not prime; use %llu\n",
-						(unsigned long long)v, (unsigned long long)above);
-				return -EINVAL;
-			}
-			o->hz = v;
 			break;
 		case 'a':
 			o->all = true;
@@ -270,7 +243,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			o->idle = true;
 			break;
 		case OPT_RINGBUF:
-			if (parse_u64(optarg, 1u << 30, &v) || v < 4096 || (v & (v - 1))) {
+			if (sp_cli__parse_u64(optarg, 1u << 30, &v) || v < 4096 || (v & (v - 1))) {
 				fprintf(stderr, "spanprof record: --ringbuf-size %s: expected a power "
 					"of two from 4096 to 1 GiB\n", optarg);
 				return -EINVAL;
@@ -278,7 +251,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			o->ringbuf_bytes = v;
 			break;
 		case OPT_POLL:
-			if (parse_u64(optarg, 10000, &v) || v == 0) {
+			if (sp_cli__parse_u64(optarg, 10000, &v) || v == 0) {
 				fprintf(stderr, "spanprof record: --poll-ms %s: expected 1..10000\n",
 					optarg);
 				return -EINVAL;
@@ -286,7 +259,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			o->poll_ms = v;
 			break;
 		case OPT_AGG_BUDGET:
-			if (parse_u64(optarg, 1ull << 40, &v) || v < (64u << 10)) {
+			if (sp_cli__parse_u64(optarg, 1ull << 40, &v) || v < (64u << 10)) {
 				fprintf(stderr, "spanprof record: --agg-budget %s: expected bytes, at "
 					"least 65536\n", optarg);
 				return -EINVAL;
@@ -294,7 +267,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			o->agg_budget = v;
 			break;
 		case OPT_AGG_ENTRIES:
-			if (parse_u64(optarg, 1u << 26, &v) || v == 0) {
+			if (sp_cli__parse_u64(optarg, 1u << 26, &v) || v == 0) {
 				fprintf(stderr, "spanprof record: --agg-entries %s: expected 1..%u\n",
 					optarg, 1u << 26);
 				return -EINVAL;
@@ -314,7 +287,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			o->off_cpu = true;
 			break;
 		case OPT_OFF_CPU_MIN:
-			if (parse_u64(optarg, 3600000000ull, &v)) {
+			if (sp_cli__parse_u64(optarg, 3600000000ull, &v)) {
 				fprintf(stderr, "spanprof record: --off-cpu-min-us %s: expected "
 					"microseconds, 0..3600000000\n", optarg);
 				return -EINVAL;
@@ -323,7 +296,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			off_cpu_tuned = true;
 			break;
 		case OPT_OFF_CPU_SAMPLE:
-			if (parse_u64(optarg, SP_OFFCPU_MAX_N, &v) || v == 0) {
+			if (sp_cli__parse_u64(optarg, SP_OFFCPU_MAX_N, &v) || v == 0) {
 				fprintf(stderr, "spanprof record: --off-cpu-sample %s: expected N "
 					"in 1..%u (capture 1 wait in N)\n", optarg, SP_OFFCPU_MAX_N);
 				return -EINVAL;
@@ -332,7 +305,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			off_cpu_tuned = true;
 			break;
 		case OPT_OFF_CPU_RATE:
-			if (parse_u64(optarg, 1000000, &v) || v == 0) {
+			if (sp_cli__parse_u64(optarg, 1000000, &v) || v == 0) {
 				fprintf(stderr, "spanprof record: --off-cpu-rate %s: expected "
 					"captures per second per CPU, 1..1000000\n", optarg);
 				return -EINVAL;
@@ -375,23 +348,6 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		}
 	}
 	return 0;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static int64_t mono_to_unix_offset(void)
-{
-	struct timespec r, m;
-
-	clock_gettime(CLOCK_REALTIME, &r);
-	clock_gettime(CLOCK_MONOTONIC, &m);
-	return (int64_t)(r.tv_sec - m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
 }
 
 /* Starts the command stopped on a pipe so that it becomes a target before
@@ -604,9 +560,9 @@ int sp_record__main(int argc, char **argv)
 	}
 
 	tty = !o.quiet && isatty(STDERR_FILENO);
-	t_start = mono_ns();
+	t_start = sp_clock__mono_ns();
 	next_status = t_start + 1000000000ull;
-	sum.mono_to_unix_ns = mono_to_unix_offset();
+	sum.mono_to_unix_ns = sp_clock__mono_to_unix_ns();
 	while (!stop_signal) {
 		uint64_t now;
 
@@ -618,9 +574,9 @@ int sp_record__main(int argc, char **argv)
 		 * every wakeup costs more than the samples it drains. */
 		if (cons.stats.received_exec != execs_seen) {
 			execs_seen = cons.stats.received_exec;
-			fast_until = mono_ns() + FAST_DRAIN_NS;
+			fast_until = sp_clock__mono_ns() + FAST_DRAIN_NS;
 		}
-		err = ring_buffer__poll(rb, mono_ns() < fast_until ? FAST_DRAIN_MS : (int)o.poll_ms);
+		err = ring_buffer__poll(rb, sp_clock__mono_ns() < fast_until ? FAST_DRAIN_MS : (int)o.poll_ms);
 		if (err >= 0 || err == -EINTR)
 			err = ring_buffer__consume(rb);
 		if (err < 0 && err != -EINTR) {
@@ -628,7 +584,7 @@ int sp_record__main(int argc, char **argv)
 				strerror(-err));
 			break;
 		}
-		now = mono_ns();
+		now = sp_clock__mono_ns();
 		if (o.duration_s > 0 && now - t_start >= (uint64_t)(o.duration_s * 1e9))
 			break;
 		if (child && waitpid(child, &child_status, WNOHANG) == child) {
@@ -642,7 +598,7 @@ int sp_record__main(int argc, char **argv)
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
-	t_end = mono_ns();
+	t_end = sp_clock__mono_ns();
 	/* Stop sampling, then take every record still in the ring. */
 	sp_sampler__stop(sampler);
 	ring_buffer__consume(rb);

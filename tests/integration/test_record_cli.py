@@ -58,7 +58,9 @@ open(keep, "w").write("precious")
 p = run(["-o", keep, "-F", "100"])
 check(p.returncode == 2 and open(keep).read() == "precious", "a bad flag leaves an existing -o file alone")
 
-# SIGINT and SIGTERM: clean stop, file written, exit 0.
+# SIGINT and SIGTERM: clean stop, file written, exit 0.  A busy fixture
+# makes sure there is something to sample (idle CPUs are not written).
+busy = subprocess.Popen([os.path.join(BUILD, "fixtures", "callchain"), "10"], stdout=subprocess.DEVNULL)
 for sig in (signal.SIGINT, signal.SIGTERM):
     out = os.path.join(d, "sig%d.pb.gz" % sig)
     proc = subprocess.Popen([SPANPROF, "record", "--no-report", "-q", "-a", "-o", out],
@@ -70,3 +72,4 @@ for sig in (signal.SIGINT, signal.SIGTERM):
     prof = read_pprof(out)
     check(len(prof["samples"]) > 0 and "written" in err,
           "%s: profile written with %d samples and a summary" % (signal.Signals(sig).name, len(prof["samples"])))
+busy.kill()
