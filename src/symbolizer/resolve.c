@@ -393,8 +393,9 @@ static int load_units(struct module *m)
 				(struct cu_range){ lo, hi, idx };
 		}
 	}
-	qsort(m->cu_ranges, m->n_cu_ranges, sizeof(*m->cu_ranges),
-	      cu_range_cmp);
+	if (m->n_cu_ranges)	/* a CU-less file leaves the array NULL */
+		qsort(m->cu_ranges, m->n_cu_ranges, sizeof(*m->cu_ranges),
+		      cu_range_cmp);
 	return 0;
 }
 
@@ -607,7 +608,8 @@ static int index_cu(struct sp_resolver *r, struct module *m, struct cu *cu)
 		r->st.bad_dwarf_units++;
 		return err;
 	}
-	qsort(cu->roots, cu->n_roots, sizeof(*cu->roots), root_cmp);
+	if (cu->n_roots)
+		qsort(cu->roots, cu->n_roots, sizeof(*cu->roots), root_cmp);
 	if (dwarf_getsrcfiles(&cu->die, &cu->files, &cu->n_files))
 		cu->files = NULL, cu->n_files = 0;
 	else {

@@ -15,7 +15,8 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE \
 	-Iinclude -Isrc -I$(O)/gen
 FUZZ_LIB_SRCS := $(wildcard src/profile/*.c) src/collector/maps.c \
 	src/collector/buildid.c src/collector/process_ctx.c src/collector/tls_elf.c \
-	$(wildcard src/export/http_parse.c src/symbolizer/kallsyms.c)
+	$(wildcard src/export/http_parse.c src/symbolizer/kallsyms.c) \
+	src/symbolizer/resolve.c src/symbolizer/debuginfo.c
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_O)/obj/%.o,$(FUZZ_LIB_SRCS)) \
 	$(patsubst $(O)/gen/%.c,$(FUZZ_O)/gen/%.o,$(PB_C))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
@@ -34,7 +35,7 @@ $(FUZZ_O)/libfuzzcore.a: $(FUZZ_LIB_OBJS)
 
 $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_O)/libfuzzcore.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_O)/libfuzzcore.a \
-		-lprotobuf-c -lelf -lxxhash -lz -o $@
+		-lprotobuf-c -ldw -ldebuginfod -lelf -lxxhash -lz -o $@
 
 $(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a
 	@mkdir -p $(@D)
