@@ -20,8 +20,9 @@ done
 mkdir -p out
 chmod 755 out
 secs=${DEMO_SECONDS:-8}
-echo "== spanprof record -F 97 ${DEMO_RECORD_FLAGS:-} -- spanprof-demo (${secs} s, 4 worker threads)"
-"$B/spanprof" record -F 97 ${DEMO_RECORD_FLAGS:-} -o out/demo.pb.gz \
+flags=${DEMO_RECORD_FLAGS---off-cpu}	# on-CPU + where threads wait
+echo "== spanprof record -F 97 $flags -- spanprof-demo (${secs} s, 4 worker threads)"
+"$B/spanprof" record -F 97 $flags -o out/demo.pb.gz \
 	-- "$B/spanprof-demo" --duration "$secs" --threads 4 --truth out/demo-truth.jsonl
 chmod 644 out/demo.pb.gz out/demo-truth.jsonl
 echo
