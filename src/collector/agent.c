@@ -67,12 +67,12 @@
 
 #include <bpf/libbpf.h>
 
-#include "cli.h"
-#include "clock.h"
 #include "agent.h"
 #include "aggregator.h"
 #include "bpf_sampler.h"
 #include "caps.h"
+#include "cli.h"
+#include "clock.h"
 #include "consumer.h"
 #include "container_id.h"
 #include "ctx_discovery.h"
@@ -582,18 +582,9 @@ static uint64_t agg_samples(struct sp_agg *g)
 
 /* container.id on each resource, from the cgroup of its pid (the
  * snapshot builder fills the other resource attributes). */
-static void add_container_ids(struct agent *a, struct sp_profile *p)
+static const char *container_id_of(uint32_t pid, void *ctx)
 {
-	for (uint32_t i = 0; i < p->n_resources; i++) {
-		const char *id = sp_container_ids__get(a->cids, (uint32_t)p->resources[i].pid);
-		int32_t s;
-
-		if (!id || p->resources[i].container_id)
-			continue;
-		s = sp_profile__intern(p, id);
-		if (s > 0)
-			p->resources[i].container_id = s;
-	}
+	return sp_container_ids__get(ctx, pid);
 }
 
 /* Under memory pressure an aggregator's touched pages are given back by
@@ -622,6 +613,8 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 		.end_mono_ns = end,
 		.service_name = sp_ctx_discovery__service_name,
 		.service_name_ctx = a->disc,
+		.container_id = container_id_of,
+		.container_id_ctx = a->cids,
 	};
 	uint64_t n = 0, t0, limit, need;
 	int err;
@@ -648,8 +641,6 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 	t0 = sp_clock__mono_ns();
 	pthread_mutex_lock(&a->procs_lock);
 	err = sp_snapshot__build(g, a->procs, &so, &prof);
-	if (!err)
-		add_container_ids(a, prof);
 	pthread_mutex_unlock(&a->procs_lock);
 	if (err) {
 		n = agg_samples(g);

@@ -35,11 +35,11 @@
 
 #include <bpf/libbpf.h>
 
-#include "cli.h"
-#include "clock.h"
 #include "aggregator.h"
 #include "bpf_sampler.h"
 #include "caps.h"
+#include "cli.h"
+#include "clock.h"
 #include "consumer.h"
 #include "ctx_discovery.h"
 #include "kallsyms.h"

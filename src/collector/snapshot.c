@@ -53,7 +53,7 @@ static int32_t resource_for(struct builder *b, uint32_t pid, const char *comm)
 	uint32_t h = (pid * 2654435761u) & b->pid_mask;
 	struct sp_resource r = { .pid = pid, .host_name = b->host_name };
 	const struct sp_proc_info *pi;
-	const char *svc = NULL;
+	const char *svc = NULL, *cid;
 	int32_t idx;
 
 	while (b->pids[h].resource >= 0) {
@@ -71,7 +71,9 @@ static int32_t resource_for(struct builder *b, uint32_t pid, const char *comm)
 	if (b->o->service_name)
 		svc = b->o->service_name(pid, b->o->service_name_ctx);
 	r.service_name = svc ? sp_profile__intern(b->p, svc) : r.exe_name;
-	if (r.exe_path < 0 || r.exe_name < 0 || r.service_name < 0)
+	if (b->o->container_id && (cid = b->o->container_id(pid, b->o->container_id_ctx)))
+		r.container_id = sp_profile__intern(b->p, cid);
+	if (r.exe_path < 0 || r.exe_name < 0 || r.service_name < 0 || r.container_id < 0)
 		return -ENOMEM;
 	idx = sp_profile__add_resource(b->p, &r);
 	if (idx < 0)

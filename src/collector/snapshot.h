@@ -27,6 +27,10 @@ struct sp_snapshot_opts {
 	 * NULL or returning NULL means "use the executable name". */
 	const char *(*service_name)(uint32_t pid, void *ctx);
 	void *service_name_ctx;
+	/* Optional: container id per pid (the agent reads /proc/PID/cgroup);
+	 * NULL or returning NULL means none. */
+	const char *(*container_id)(uint32_t pid, void *ctx);
+	void *container_id_ctx;
 };
 
 int sp_snapshot__build(struct sp_agg *agg, struct sp_proc_table *procs,
