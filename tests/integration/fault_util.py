@@ -1,0 +1,148 @@
+"""fault_util.py - helpers shared by test_fault_*.py and test_security_*.py.
+
+Independent of spanprof's C code: profiles are written here with a
+protobuf encoder made from the pprof field numbers, fixtures are compiled
+here from tests/integration/*.c.
+"""
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from spt import BUILD, SPANPROF, fail
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SYMBOLIZER = os.path.join(BUILD, "spanprof-symbolizer")
+
+
+def compile_c(src, out, defines=(), extra=()):
+    """gcc with frame pointers; src relative to tests/integration/."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if not cc:
+        fail("no C compiler (gcc) to build the test's helper")
+    cmd = [cc, "-O1", "-g", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer",
+           "-o", out, os.path.join(HERE, src)] + ["-D" + d for d in defines] + list(extra)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        fail("compiling %s failed: %s" % (src, p.stderr))
+    return out
+
+
+def spin_variant(d, n, name=None):
+    """A fault_spin binary of variant n (its own build id) at d/name."""
+    return compile_c("fault_spin.c", os.path.join(d, name or "spin_%d" % n),
+                     defines=["VARIANT=%d" % n], extra=["-Wl,--build-id=sha1"])
+
+
+# ------------------------------------------------------------ pprof writer
+def _varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _key(f, wt):
+    return _varint(f << 3 | wt)
+
+
+def _vi(f, n):
+    return _key(f, 0) + _varint(n)
+
+
+def _ld(f, b):
+    return _key(f, 2) + _varint(len(b)) + b
+
+
+def _packed(f, xs):
+    return _ld(f, b"".join(_varint(x) for x in xs))
+
+
+class PprofWriter:
+    """A minimal pprof Profile: mappings, locations, samples with labels."""
+
+    def __init__(self):
+        self.strings = [""]
+        self.sidx = {"": 0}
+        self.maps, self.locs, self.samples = [], [], []
+
+    def s(self, text):
+        if text not in self.sidx:
+            self.sidx[text] = len(self.strings)
+            self.strings.append(text)
+        return self.sidx[text]
+
+    def mapping(self, start, limit, offset, filename, build_id):
+        mid = len(self.maps) + 1
+        self.maps.append(_vi(1, mid) + _vi(2, start) + _vi(3, limit) + _vi(4, offset) +
+                         _vi(5, self.s(filename)) + _vi(6, self.s(build_id)))
+        return mid
+
+    def location(self, mapping_id, address):
+        lid = len(self.locs) + 1
+        self.locs.append(_vi(1, lid) + _vi(2, mapping_id) + _vi(3, address))
+        return lid
+
+    def sample(self, loc_ids, count=1, pid=4242, thread="victim"):
+        labels = [_vi(1, self.s("pid")) + _vi(3, pid),
+                  _vi(1, self.s("thread_name")) + _vi(2, self.s(thread))]
+        self.samples.append(_packed(1, loc_ids) + _packed(2, [count, count * 10309278]) +
+                            b"".join(_ld(3, l) for l in labels))
+
+    def encode(self):
+        st = [_vi(1, self.s("samples")) + _vi(2, self.s("count")),
+              _vi(1, self.s("cpu")) + _vi(2, self.s("nanoseconds"))]
+        pt = _vi(1, self.s("cpu")) + _vi(2, self.s("nanoseconds"))
+        out = b"".join(_ld(1, x) for x in st)
+        out += b"".join(_ld(2, x) for x in self.samples)
+        out += b"".join(_ld(3, x) for x in self.maps)
+        out += b"".join(_ld(4, x) for x in self.locs)
+        out += b"".join(_ld(6, x.encode()) for x in self.strings)
+        out += _vi(9, int(time.time() * 1e9)) + _vi(10, 10**9) + _ld(11, pt) + _vi(12, 10309278)
+        return out
+
+    def write(self, path):
+        with open(path, "wb") as f:
+            f.write(gzip.compress(self.encode()))
+        return path
+
+
+# ------------------------------------------------------------ ELF facts
+def text_section(path):
+    """(file offset, size) of .text via readelf (binutils)."""
+    out = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        m = re.search(r"\]\s+\.text\s+PROGBITS\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
+        if m:
+            return int(m.group(2), 16), int(m.group(3), 16)
+    fail("no .text in %s" % path)
+
+
+def peak_rss_kb(cmd, timeout=120, **kw):
+    """Runs cmd under /usr/bin/time -v; returns (CompletedProcess, peak RSS KiB)."""
+    tm = "/usr/bin/time"
+    if not os.access(tm, os.X_OK):
+        fail("/usr/bin/time (Debian package 'time') is needed to measure peak RSS")
+    p = subprocess.run([tm, "-v"] + cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    if not m:
+        fail("no peak RSS in /usr/bin/time output: %s" % p.stderr[-500:])
+    return p, int(m.group(1))
+
+
+def strace_opens(log_path):
+    """(path, flags) of every open/openat/openat2 in an strace -f log."""
+    out = []
+    for line in open(log_path, errors="replace"):
+        m = re.search(r'\bopen(?:at2?)?\((?:[^,]+, )?"((?:[^"\\]|\\.)*)"(?:\.\.\.)?, ([^)]*)', line)
+        if m:
+            out.append((m.group(1), m.group(2), line.strip()))
+    return out
