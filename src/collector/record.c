@@ -123,7 +123,7 @@ static void usage(FILE *f)
 "      --poll-ms MS      drain the ring buffer at least every MS ms (default 100;\n"
 "                        10 for 250 ms after a process execs)\n"
 "      --agg-budget B    aggregator memory budget in bytes (default 64 MiB)\n"
-"      --agg-entries N   aggregator entry cap (default 65536)\n"
+"      --agg-entries N   aggregator entry cap (default: budget / 512, at most 65536)\n"
 "      --summary-json F  also write the final counters as JSON\n"
 "  -q, --quiet           no status line\n");
 }
@@ -186,7 +186,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 
 	*o = (struct record_opts){
 		.hz = DEFAULT_HZ, .kernel = true, .ringbuf_bytes = 4u << 20, .poll_ms = 100,
-		.agg_budget = 64u << 20, .agg_entries = 65536, .report = true,
+		.agg_budget = 64u << 20, .agg_entries = 0, .report = true,
 		.off_cpu_min_us = 10, .off_cpu_sample_n = 0, .off_cpu_rate = 1000,
 	};
 	optind = 1;
@@ -338,6 +338,12 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	}
 	if (!o->output)
 		o->output = o->otlp ? "spanprof.otlp.pb" : "spanprof.pb.gz";
+	/* Without --agg-entries the entry cap follows the budget: entry headers
+	 * and hash slots cost ~112 B per entry, so 1 per 512 B of budget keeps
+	 * them near a fifth of it (65536 at the 64 MiB default). */
+	if (!o->agg_entries)
+		o->agg_entries = o->agg_budget / 512 < 1024 ? 1024 :
+				 o->agg_budget / 512 > 65536 ? 65536 : o->agg_budget / 512;
 	for (uint32_t i = 0; i < o->n_pids; i++) {
 		char path[64];
 
