@@ -814,7 +814,7 @@ static int exec_segments(struct sp_resolver *r, struct module *m,
 	err = sp_debuginfo__find_exec(r->di, m->id, hint, &path);
 	if (err)
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		err = -errno;
 		goto out;
@@ -862,7 +862,7 @@ static int module_open(struct sp_resolver *r, const char *id,
 		r->st.modules_no_debuginfo++;
 		goto done;
 	}
-	m->fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	m->fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (m->fd < 0)
 		goto done;
 	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
