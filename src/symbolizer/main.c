@@ -249,6 +249,17 @@ static void setup_debuginfod_cache(const struct cli *c)
 
 /* ------------------------------------------------------------ input */
 
+/* strerror(E2BIG) says "Argument list too long": name the limit instead. */
+_Static_assert(SP_DECODE_MAX_BYTES == 64u << 20, "input_error names 64 MiB");
+static const char *input_error(int err, bool decoding)
+{
+	if (err != -E2BIG)
+		return strerror(-err);
+	return decoding ? "over the decoder's limits (64 MiB limit on the decompressed "
+			  "input, 1048576 entries per table)"
+			: "larger than the 64 MiB input limit";
+}
+
 /* OTLP's ExportProfilesServiceRequest has fields 1 and 2 only at the top
  * level; a pprof Profile always carries string_table (field 6). */
 static enum fmt detect_format(const uint8_t *b, size_t len)
@@ -506,7 +517,7 @@ static int cmd_file(struct cli *c)
 	err = sp_read_path(c->in, SP_DECODE_MAX_BYTES, &raw, &raw_len);
 	if (err) {
 		fprintf(stderr, "spanprof-symbolizer: %s: %s\n", c->in,
-			strerror(-err));
+			input_error(err, false));
 		return 1;
 	}
 	out = open_out(c->out);
@@ -528,7 +539,7 @@ static int cmd_file(struct cli *c)
 	err = decode_input(raw, raw_len, &p, &in_fmt, &gz);
 	if (err) {
 		fprintf(stderr, "spanprof-symbolizer: %s: cannot decode: %s\n",
-			c->in, strerror(-err));
+			c->in, input_error(err, true));
 		goto out;
 	}
 	err = ctx_init(c, &x);
@@ -585,7 +596,7 @@ static int cmd_report(struct cli *c)
 	err = sp_read_path(c->in, SP_DECODE_MAX_BYTES, &raw, &raw_len);
 	if (err) {
 		fprintf(stderr, "spanprof-symbolizer: %s: %s\n", c->in,
-			strerror(-err));
+			input_error(err, false));
 		return 1;
 	}
 	out = open_out(c->out);
@@ -614,7 +625,7 @@ static int cmd_report(struct cli *c)
 	err = decode_input(raw, raw_len, &p, &in_fmt, &gz);
 	if (err) {
 		fprintf(stderr, "spanprof-symbolizer: %s: cannot decode: %s\n",
-			c->in, strerror(-err));
+			c->in, input_error(err, true));
 		goto out;
 	}
 	err = ctx_init(c, &x);
