@@ -22,6 +22,7 @@ reads go through /proc/self/fd/N of a pinned regular file or through
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -62,11 +63,12 @@ def run_record(prefix, pid, tag, seconds, timeout):
     cmd = prefix + [SPANPROF, "record", "--no-report", "-q", "-p", str(pid), "-d", str(seconds),
                     "-o", out, "--summary-json", js]
     t0 = time.time()
-    p = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
     try:
         so, se = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        p.kill()
+        os.killpg(p.pid, signal.SIGKILL)   # under strace: the tracee too
         so, se = p.communicate()
         fail("%s: spanprof record did not finish within %d s: blocked on a file the profiled "
              "process chose (the FIFO over its library?)\n%s" % (tag, timeout, se[-2000:]))
