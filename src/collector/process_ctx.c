@@ -53,6 +53,7 @@
 
 #include "collector/maps.h"
 #include "collector/process_ctx.h"
+#include "profile/pbdepth.h"
 #include "otel_process_context.pb-c.h"
 
 #define HDR_SIZE 32
@@ -117,88 +118,19 @@ int sp_process_ctx__parse_header(const uint8_t hdr[32], uint32_t *payload_size,
 
 /* ---------------------------------------------------------- depth check */
 
-enum msg_kind { M_NONE, M_PCTX, M_RESOURCE, M_KV, M_ANY, M_ARRAY, M_KVLIST };
+/* ProcessContext's recursive paths (to AnyValue), for sp_pb__check_depth. */
+enum { M_PCTX = 1, M_RESOURCE, M_KV, M_ANY, M_ARRAY, M_KVLIST };
 
-/* Which length-delimited fields are sub-messages, per message kind. */
-static enum msg_kind sub_kind(enum msg_kind k, uint64_t field)
-{
-	switch (k) {
-	case M_PCTX:
-		return field == 1 ? M_RESOURCE : field == 2 ? M_KV : M_NONE;
-	case M_RESOURCE:
-		return field == 1 ? M_KV : M_NONE;
-	case M_KV:
-		return field == 2 ? M_ANY : M_NONE;
-	case M_ANY:
-		return field == 5 ? M_ARRAY : field == 6 ? M_KVLIST : M_NONE;
-	case M_ARRAY:
-		return field == 1 ? M_ANY : M_NONE;
-	case M_KVLIST:
-		return field == 1 ? M_KV : M_NONE;
-	default:
-		return M_NONE;
-	}
-}
-
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t x = 0;
-	unsigned shift;
-
-	for (shift = 0; shift < 64; shift += 7) {
-		if (*p >= end)
-			return -EBADMSG;
-		x |= (uint64_t)(**p & 0x7f) << shift;
-		if (!(*(*p)++ & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -EBADMSG;
-}
-
-/* Walks the wire format of one message; -EBADMSG when malformed or nested
- * deeper than MAX_DEPTH.  Iterative over fields, recursive over depth
- * (bounded by MAX_DEPTH). */
-static int check_wire(const uint8_t *p, const uint8_t *end, enum msg_kind kind, int depth)
-{
-	if (depth > MAX_DEPTH)
-		return -EBADMSG;
-	while (p < end) {
-		uint64_t key, v;
-		enum msg_kind sub;
-
-		if (get_varint(&p, end, &key))
-			return -EBADMSG;
-		switch (key & 7) {
-		case 0:
-			if (get_varint(&p, end, &v))
-				return -EBADMSG;
-			break;
-		case 1:
-			if (end - p < 8)
-				return -EBADMSG;
-			p += 8;
-			break;
-		case 5:
-			if (end - p < 4)
-				return -EBADMSG;
-			p += 4;
-			break;
-		case 2:
-			if (get_varint(&p, end, &v) || v > (uint64_t)(end - p))
-				return -EBADMSG;
-			sub = sub_kind(kind, key >> 3);
-			if (sub != M_NONE && check_wire(p, p + v, sub, depth + 1))
-				return -EBADMSG;
-			p += v;
-			break;
-		default:	/* groups and reserved wire types */
-			return -EBADMSG;
-		}
-	}
-	return 0;
-}
+static const struct sp_pb_edge pctx_edges[] = {
+	{ M_PCTX, 1, M_RESOURCE },	/* resource */
+	{ M_PCTX, 2, M_KV },		/* attributes */
+	{ M_RESOURCE, 1, M_KV },	/* attributes */
+	{ M_KV, 2, M_ANY },		/* value */
+	{ M_ANY, 5, M_ARRAY },		/* array_value */
+	{ M_ANY, 6, M_KVLIST },		/* kvlist_value */
+	{ M_ARRAY, 1, M_ANY },		/* values */
+	{ M_KVLIST, 1, M_KV },		/* values */
+};
 
 /* ---------------------------------------------------------- payload */
 
@@ -257,7 +189,8 @@ int sp_process_ctx__parse_payload(const uint8_t *buf, size_t len, struct sp_proc
 		buf = empty;
 	if (len > SP_PROCESS_CTX_MAX_PAYLOAD)
 		return -EFBIG;
-	if (check_wire(buf, buf + len, M_PCTX, 0))
+	if (sp_pb__check_depth(buf, len, M_PCTX, pctx_edges,
+			       sizeof(pctx_edges) / sizeof(pctx_edges[0]), MAX_DEPTH))
 		return -EBADMSG;
 	m = opentelemetry__proto__processcontext__process_context__unpack(NULL, len, buf);
 	if (!m)

@@ -58,7 +58,13 @@
 
 #include "profile/codec.h"
 #include "profile/internal.h"
+#include "profile/pbdepth.h"
 #include "otlp_profiles_service.pb-c.h"
+
+/* Deepest nesting accepted in a request: Request > ResourceProfiles >
+ * Resource > KeyValue > AnyValue is 5; 32 leaves room for nested
+ * attribute values and bounds protobuf-c's recursion. */
+#define SP_OTLP_MAX_DEPTH 32
 
 #define OT(x) Opentelemetry__Proto__Profiles__V1development__##x
 #define ot_(x) opentelemetry__proto__profiles__v1development__##x
@@ -961,6 +967,10 @@ int sp_otlp__decode(const uint8_t *buf, size_t len, struct sp_profile **out)
 		return -EINVAL;
 	if (len > SP_DECODE_MAX_BYTES)
 		return -E2BIG;
+	/* protobuf-c recurses once per nested AnyValue, without a limit. */
+	if (sp_pb__check_depth(buf, len, SP_PB_OTLP_REQUEST, sp_pb_otlp_request_edges,
+			       sp_pb_otlp_request_n_edges, SP_OTLP_MAX_DEPTH))
+		return -EINVAL;
 	sp_pballoc__init(&alloc, len);
 	req = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
 		&alloc.a, len, buf);
