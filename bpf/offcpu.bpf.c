@@ -97,8 +97,9 @@
 #define SP_PF_KTHREAD 0x00200000
 
 /* Kernel frames to skip: the tracing glue above __schedule
- * (bpf_trace_run4, __bpf_trace_sched_switch). */
-#define SP_OFFCPU_KSKIP 2
+ * (bpf_trace_run4, __bpf_trace_sched_switch, __traceiter_sched_switch on
+ * 6.18), so a wait's kernel stack starts at __schedule. */
+#define SP_OFFCPU_KSKIP 3
 
 /* Adaptive sampler: look at the clock every this many switch-outs. */
 #define SP_OFFCPU_CLOCK_EVERY 16

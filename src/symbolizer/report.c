@@ -12,7 +12,8 @@
  *           weight of stacks ending there.  Children are sorted by name
  *           once everything is added.
  *   spans   per link index: samples, on-CPU ns, off-CPU ns by reason, and
- *           self time per (span, leaf name) for the top frames.
+ *           self time per (span, leaf name) for the top frames (for
+ *           off-CPU time the innermost user frame: where the code waited).
  * The flame graph writer lives in flamegraph.c and reads the same tables
  * through report_internal.h.
  */
@@ -522,6 +523,7 @@ static int add_sample(struct sp_report *r, const struct sp_profile *p,
 	struct ktree *t;
 	struct rspan *sp;
 	uint64_t w, ns = sample_ns(p, s);
+	int32_t user_leaf = -1;	/* index in tmp of the innermost user frame */
 	int err;
 
 	if (s->kind >= SP_KIND__MAX)
@@ -538,6 +540,9 @@ static int add_sample(struct sp_report *r, const struct sp_profile *p,
 
 		if (li <= 0)
 			continue;
+		if (user_leaf < 0 && (uint32_t)li < p->n_locations &&
+		    p->locations[li].frame_kind != SP_FRAME_KERNEL)
+			user_leaf = (int32_t)r->n_tmp;
 		err = loc_frames(r, p, (uint32_t)li, &ids, &n);
 		if (err)
 			return err;
@@ -578,8 +583,12 @@ static int add_sample(struct sp_report *r, const struct sp_profile *p,
 		sp->off_ns[reason_of(p, s)] += ns;
 	}
 	if (r->n_tmp) {
+		/* A wait's kernel leaf is always the scheduler; where the code
+		 * waited is its innermost user frame. */
+		uint32_t top = s->kind != SP_KIND_ONCPU && user_leaf >= 0 &&
+			       (uint32_t)user_leaf < r->n_tmp ? (uint32_t)user_leaf : 0;
 		uint64_t key = (uint64_t)(sp - r->spans) << 32 |
-			       (uint32_t)r->tmp[0];
+			       (uint32_t)r->tmp[top];
 		uint64_t *v = u64map_get(&r->span_leaf, key, 0, NULL);
 
 		if (!v)

@@ -41,10 +41,11 @@ static char fixture[PATH_MAX];
 static bool have_fixture(void)
 {
 	const char *b = getenv("SPANPROF_BUILD");
+	char rel[PATH_MAX];
 
-	snprintf(fixture, sizeof(fixture), "%s/fixtures/sym_inline_O2",
-		 b && *b ? b : "build");
-	return access(fixture, R_OK) == 0;
+	snprintf(rel, sizeof(rel), "%s/fixtures/sym_inline_O2", b && *b ? b : "build");
+	/* Absolute: tests link to it from temporary build-id directories. */
+	return realpath(rel, fixture) != NULL && access(fixture, R_OK) == 0;
 }
 
 /* Value and size of a FUNC symbol of the fixture (its ELF vaddr). */
@@ -716,6 +717,36 @@ static void test_report_by_span_and_filter(void **state)
 	sp_profile__free(p);
 }
 
+/* A wait's kernel leaf is the scheduler; the span's top frame for off-CPU
+ * time names the innermost user frame, where the code waited. */
+static void test_by_span_offcpu_top_is_user_frame(void **state)
+{
+	struct sp_profile *p = sp_profile__new();
+	struct sp_report *r;
+	uint8_t tid[16], sid[8];
+	int32_t link, k, st[3];
+	char *s;
+
+	(void)state;
+	assert_true(sp_profile__add_resource(p, &(struct sp_resource){ .pid = 1 }) >= 0);
+	memset(tid, 0x11, sizeof(tid));
+	memset(sid, 0x22, sizeof(sid));
+	link = sp_profile__add_link(p, tid, sid);
+	k = loc1(p, "__schedule", 0x7000);
+	p->locations[k].frame_kind = SP_FRAME_KERNEL;
+	st[0] = k;
+	st[1] = loc1(p, "wait_for_pipe", 0x1000);
+	st[2] = loc1(p, "main", 0x2000);
+	add(p, st, 3, SP_KIND_OFFCPU, 1, 4000000, link, "sleep");
+	assert_int_equal(sp_report__new(p, NULL, &r), 0);
+	s = capture(do_span, r, 2);
+	assert_non_null(strstr(s, "wait_for_pipe 4.0ms"));
+	assert_null(strstr(s, "__schedule 4.0ms"));
+	free(s);
+	sp_report__free(r);
+	sp_profile__free(p);
+}
+
 static void test_flamegraph_escaping(void **state)
 {
 	struct sp_profile *p = sp_profile__new();
@@ -781,6 +812,7 @@ int main(void)
 		cmocka_unit_test(test_report_folded),
 		cmocka_unit_test(test_report_top),
 		cmocka_unit_test(test_report_by_span_and_filter),
+		cmocka_unit_test(test_by_span_offcpu_top_is_user_frame),
 		cmocka_unit_test(test_flamegraph_escaping),
 		cmocka_unit_test(test_parse_hex),
 	};
