@@ -138,6 +138,15 @@ def peak_rss_kb(cmd, timeout=120, **kw):
     return p, int(m.group(1))
 
 
+def env_under_ptrace():
+    """The environment for a run under strace: LeakSanitizer cannot work
+    under ptrace (a sanitized build would fail at exit), so it is off
+    there; the same binaries' runs without strace keep it on."""
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
+    return env
+
+
 def strace_opens(log_path):
     """(path, flags) of every open/openat/openat2 in an strace -f log."""
     out = []

@@ -48,8 +48,14 @@ def fork_exec_at(target, argv):
         if pid == target:
             return pid
         os.waitpid(pid, 0)
-        if os.path.exists("/proc/%d" % target):
-            return None   # someone else holds it now
+        # Another process took it between our write and our fork (a busy
+        # machine forks all the time): most live milliseconds, wait.
+        for _ in range(200):
+            if not os.path.exists("/proc/%d" % target):
+                break
+            time.sleep(0.01)
+        else:
+            return None   # held for good
     return None
 
 

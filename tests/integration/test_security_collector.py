@@ -29,7 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, skip, tmpdir  # noqa: E402
-from fault_util import compile_c, strace_opens  # noqa: E402
+from fault_util import compile_c, env_under_ptrace, strace_opens  # noqa: E402
 
 require_root()
 if not shutil.which("unshare"):
@@ -64,7 +64,7 @@ def run_record(prefix, pid, tag, seconds, timeout):
                     "-o", out, "--summary-json", js]
     t0 = time.time()
     p = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True, env=env_under_ptrace() if prefix else None)
     try:
         so, se = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
