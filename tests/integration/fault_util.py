@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import time
+import types
 
 from spt import BUILD, SPANPROF, fail
 
@@ -127,15 +128,35 @@ def text_section(path):
 
 
 def peak_rss_kb(cmd, timeout=120, **kw):
-    """Runs cmd under /usr/bin/time -v; returns (CompletedProcess, peak RSS KiB)."""
-    tm = "/usr/bin/time"
-    if not os.access(tm, os.X_OK):
-        fail("/usr/bin/time (Debian package 'time') is needed to measure peak RSS")
-    p = subprocess.run([tm, "-v"] + cmd, capture_output=True, text=True, timeout=timeout, **kw)
-    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
-    if not m:
-        fail("no peak RSS in /usr/bin/time output: %s" % p.stderr[-500:])
-    return p, int(m.group(1))
+    """Runs cmd; returns (CompletedProcess, its peak RSS in KiB) from
+    wait4(2)'s rusage of that very child (ru_maxrss)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    p._try_wait = types.MethodType(_try_wait_rusage, p)   # this child only
+    try:
+        so, se = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        fail("%s did not finish within %d s" % (" ".join(cmd), timeout))
+    if not _last_maxrss.get(p.pid):
+        fail("no rusage for %s" % " ".join(cmd))
+    return subprocess.CompletedProcess(cmd, p.returncode, so, se), _last_maxrss[p.pid]
+
+
+_last_maxrss = {}
+
+
+def _try_wait_rusage(self, wait_flags):
+    """Popen reaps with waitpid (Popen._try_wait); this reaps with wait4 to
+    keep the child's rusage, and otherwise does the same."""
+    try:
+        pid, sts, ru = os.wait4(self.pid, wait_flags)
+    except ChildProcessError:
+        pid, sts = self.pid, 0
+    else:
+        if pid == self.pid:
+            _last_maxrss[pid] = ru.ru_maxrss
+    return (pid, sts)
 
 
 def env_under_ptrace():
