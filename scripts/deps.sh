@@ -12,7 +12,7 @@ pkgs=(
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libcurl4-openssl-dev libmicrohttpd-dev
   libcmocka-dev libclang-rt-14-dev
-  golang-go binutils iproute2 procps util-linux python3
+  golang-go binutils iproute2 procps util-linux strace python3
   chromium
 )
 if [ "${1:-}" = "--with-bench" ]; then
