@@ -423,6 +423,60 @@ static void capture_kallsyms(const char *output)
 			err[0] ? err : strerror(-rc));
 }
 
+/*
+ * The output file.  A regular file (or a new path) is written to FILE.tmp.PID
+ * beside it and renamed over FILE only once complete and synced, so a
+ * failure (disk full, a signal during encoding) leaves the previous FILE as
+ * it was.  Other outputs (/dev/stdout, a FIFO) are written directly.
+ */
+struct out_file {
+	int fd;
+	char tmp[PATH_MAX];	/* "" when writing directly */
+};
+
+static int out_open(const char *path, struct out_file *of)
+{
+	struct stat st;
+
+	of->tmp[0] = 0;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		of->fd = open(path, O_WRONLY | O_CLOEXEC);
+		return of->fd < 0 ? -errno : 0;
+	}
+	if (snprintf(of->tmp, sizeof(of->tmp), "%s.tmp.%d", path, (int)getpid()) >=
+	    (int)sizeof(of->tmp)) {
+		of->tmp[0] = 0;
+		of->fd = -1;
+		return -ENAMETOOLONG;
+	}
+	of->fd = open(of->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (of->fd < 0) {
+		of->tmp[0] = 0;
+		return -errno;
+	}
+	return 0;
+}
+
+static int out_commit(struct out_file *of, const char *path)
+{
+	if (!of->tmp[0])
+		return 0;
+	if (rename(of->tmp, path))
+		return -errno;
+	of->tmp[0] = 0;
+	return 0;
+}
+
+static void out_close(struct out_file *of)	/* removes an uncommitted temp */
+{
+	if (of->fd >= 0)
+		close(of->fd);
+	of->fd = -1;
+	if (of->tmp[0])
+		unlink(of->tmp);
+	of->tmp[0] = 0;
+}
+
 static int write_profile(const struct record_opts *o, int fd, const struct sp_profile *p)
 {
 	uint8_t *raw = NULL, *gz = NULL;
@@ -436,10 +490,6 @@ static int write_profile(const struct record_opts *o, int fd, const struct sp_pr
 		err = sp_gzip(raw, raw_len, &gz, &gz_len);
 		if (err)
 			goto out;
-	}
-	if (ftruncate(fd, 0) && errno != EINVAL) {
-		err = -errno;
-		goto out;
 	}
 	err = write_all(fd, gz ? gz : raw, gz ? gz_len : raw_len);
 	if (!err && fsync(fd) && errno != EINVAL)
@@ -473,14 +523,13 @@ int sp_record__main(int argc, char **argv)
 	struct sp_profile *prof = NULL;
 	struct sp_ctx_discovery *disc = NULL;
 	struct sp_consumer cons;
-	struct stat st;
-	bool created;
 	struct sp_summary sum = { 0 };
 	struct sp_sampler_config scfg;
 	struct sp_agg_config acfg;
 	char err_msg[512] = "";
 	uint64_t t_start, t_end, next_status, execs_seen = 0, fast_until = 0;
-	int out_fd = -1, go_fd = -1, rc = 1, err, child_status = 0;
+	struct out_file out = { .fd = -1 };
+	int go_fd = -1, rc = 1, err, child_status = 0;
 	pid_t child = 0;
 	bool tty;
 
@@ -490,13 +539,11 @@ int sp_record__main(int argc, char **argv)
 		fprintf(stderr, "spanprof record: %s\n", err_msg);
 		return 1;
 	}
-	/* Opened now so an unwritable path fails before anything is loaded;
-	 * truncated only when the profile is ready. */
-	created = stat(o.output, &st) != 0;
-	out_fd = open(o.output, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (out_fd < 0) {
+	/* Opened now so an unwritable path fails before anything is loaded. */
+	err = out_open(o.output, &out);
+	if (err) {
 		fprintf(stderr, "spanprof record: cannot write %s: %s (choose another path "
-			"with -o)\n", o.output, strerror(errno));
+			"with -o)\n", o.output, strerror(-err));
 		return 1;
 	}
 
@@ -646,7 +693,9 @@ int sp_record__main(int argc, char **argv)
 	sp_agg__free(agg);
 	agg = NULL;
 	if (!err)
-		err = write_profile(&o, out_fd, prof);
+		err = write_profile(&o, out.fd, prof);
+	if (!err)
+		err = out_commit(&out, o.output);
 	if (err) {
 		fprintf(stderr, "spanprof record: writing %s failed: %s\n", o.output,
 			strerror(-err));
@@ -671,10 +720,7 @@ out:
 	}
 	if (go_fd >= 0)
 		close(go_fd);
-	if (out_fd >= 0)
-		close(out_fd);
-	if (rc && created && o.output)
-		unlink(o.output);	/* only a file this run created */
+	out_close(&out);
 	ring_buffer__free(rb);
 	sp_sampler__destroy(sampler);
 	sp_ctx_discovery__free(disc);

@@ -5,12 +5,10 @@ target:
 1. full, new output file: record exits non-zero with "writing FILE failed:
    No space left on device" and leaves no file behind (the file it created
    is removed: nothing claims success).
-2. full, an existing (empty) output file: record exits non-zero with the
-   same message; the file is kept, as it was not this run's to remove.
-   (An existing file with content is truncated before the write, so a
-   failed write loses the old content and may leave a partial file: the
-   exit status and the message say the run failed.  A test cannot show
-   that here: the truncation frees the pages the new profile then uses.)
+2. full, an existing output file with content: record exits non-zero with
+   the same message, and the file keeps its previous content (the profile
+   is written to FILE.tmp.PID and renamed over FILE only when complete; the
+   temporary file is removed on failure).
 3. room for the profile but not for the kernel symbol snapshot
    (FILE.kallsyms.gz, about 1 MB): record succeeds (the profile is
    complete without it), prints a note naming the snapshot, and leaves no
@@ -45,10 +43,11 @@ mount -t tmpfs -o size=256k tmpfs {half} || exit 90
 dd if=/dev/zero of={full}/fill bs=4k 2>/dev/null
 {rec} --no-kernel -o {full}/new.pb.gz -- {spin} 500 2>{keep}/a.err; echo $? > {keep}/a.rc
 ls -1 {full} > {keep}/a.ls
-rm {full}/fill; : > {full}/old.pb.gz
+rm {full}/fill; printf 'previous profile' > {full}/old.pb.gz
 dd if=/dev/zero of={full}/fill bs=4k 2>/dev/null
 {rec} --no-kernel -o {full}/old.pb.gz -- {spin} 500 2>{keep}/b.err; echo $? > {keep}/b.rc
 ls -1 {full} > {keep}/b.ls
+cp {full}/old.pb.gz {keep}/b.old
 {rec} -o {half}/p.pb.gz -- {spin} 500 2>{keep}/c.err; echo $? > {keep}/c.rc
 ls -1 {half} > {keep}/c.ls
 cp {half}/p.pb.gz {keep}/c.pb.gz
@@ -81,6 +80,9 @@ check(rc != 0, "2: full filesystem, existing file: record exits non-zero (rc=%d)
 check("writing %s failed: No space left on device" % os.path.join(full, "old.pb.gz") in err,
       "2: the message says writing the file failed: No space left on device")
 check("old.pb.gz" in ls, "2: the existing file is not removed (%s)" % ls)
+check(open(os.path.join(keep, "b.old")).read() == "previous profile",
+      "2: and keeps its previous content (written to a temporary file, renamed only when complete)")
+check(sorted(ls) == ["fill", "old.pb.gz"], "2: no temporary file is left behind (%s)" % ls)
 
 rc, err, ls = res("c")
 print("3:", rc, err, ls, flush=True)
