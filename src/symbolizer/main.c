@@ -497,6 +497,35 @@ static int close_out(FILE *f)
 	return err;
 }
 
+/*
+ * What `file` and `report` do once their outputs are open, in this order:
+ * kernel symbol snapshots (when symbolizing), the privilege drop, a usable
+ * debuginfod cache, decoding the input (a failure is reported here), and
+ * the resolver.  Returns 0 or a negative errno; x is released by ctx_fini.
+ */
+static int prepare(const struct cli *c, struct ctx *x, bool kernel, uint8_t *raw,
+		   size_t raw_len, struct sp_profile **p, enum fmt *in_fmt, bool *gz)
+{
+	int err;
+
+	if (kernel) {
+		err = load_ksyms(c, x);
+		if (err)
+			return err;
+	}
+	err = drop_privileges(c);
+	if (err)
+		return err;
+	setup_debuginfod_cache(c);
+	err = decode_input(raw, raw_len, p, in_fmt, gz);
+	if (err) {
+		fprintf(stderr, "spanprof-symbolizer: %s: cannot decode: %s\n",
+			c->in, input_error(err, true));
+		return err;
+	}
+	return ctx_init(c, x);
+}
+
 static int cmd_file(struct cli *c)
 {
 	struct sp_symbolize_stats ss;
@@ -527,22 +556,7 @@ static int cmd_file(struct cli *c)
 		err = -errno;
 		goto out;
 	}
-	if (!c->no_symbolize) {
-		err = load_ksyms(c, &x);
-		if (err)
-			goto out;
-	}
-	err = drop_privileges(c);
-	if (err)
-		goto out;
-	setup_debuginfod_cache(c);
-	err = decode_input(raw, raw_len, &p, &in_fmt, &gz);
-	if (err) {
-		fprintf(stderr, "spanprof-symbolizer: %s: cannot decode: %s\n",
-			c->in, input_error(err, true));
-		goto out;
-	}
-	err = ctx_init(c, &x);
+	err = prepare(c, &x, !c->no_symbolize, raw, raw_len, &p, &in_fmt, &gz);
 	if (err)
 		goto out;
 	if (c->no_symbolize)
@@ -615,20 +629,7 @@ static int cmd_report(struct cli *c)
 			goto out;
 		}
 	}
-	err = load_ksyms(c, &x);
-	if (err)
-		goto out;
-	err = drop_privileges(c);
-	if (err)
-		goto out;
-	setup_debuginfod_cache(c);
-	err = decode_input(raw, raw_len, &p, &in_fmt, &gz);
-	if (err) {
-		fprintf(stderr, "spanprof-symbolizer: %s: cannot decode: %s\n",
-			c->in, input_error(err, true));
-		goto out;
-	}
-	err = ctx_init(c, &x);
+	err = prepare(c, &x, true, raw, raw_len, &p, &in_fmt, &gz);
 	if (err)
 		goto out;
 	err = sp_symbolize__profile_ks(x.res, x.ks, p, &ss);
