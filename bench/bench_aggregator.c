@@ -72,7 +72,7 @@ static int bench(const struct sp_agg_config *cfg, int runs)
 
 		for (i = 0; i < NADDS; i++) {
 			const struct bstack *s = &st[order[i]];
-			struct sp_agg_frames fr = { s->addrs, s->maps };
+			struct sp_agg_frames fr = { .addrs = s->addrs, .mappings = s->maps };
 
 			if (sp_agg__add(a, &s->key, &fr, (uint64_t)i, 1)) {
 				fprintf(stderr, "unexpected drop at %d\n", i);

@@ -80,11 +80,16 @@ SP_SHARED struct {
 } obi_ctx SEC(".maps");
 
 /* One record under construction per CPU.  Frames are indexed with a mask of
- * 255 so the verifier can bound every store; hence 256 slots. */
+ * 255 so the verifier can bound every store; hence 256 slots, plus room for
+ * SP_CTX_ATTRS_MAX bytes of attrs copied right after the last frame. */
+#define SP_SCRATCH_SLOTS (256 + SP_CTX_ATTRS_MAX / 8)
+
 struct sp_scratch {
 	struct sp_event hdr;
-	__u64 frames[256];
+	__u64 frames[SP_SCRATCH_SLOTS];
 };
+
+_Static_assert(sizeof(struct sp_scratch) == SP_OFFCPU_REC_SIZE, "abi.h states this size");
 
 SP_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -101,7 +101,16 @@ static __always_inline __u64 sp_wakeup_flags(void)
 static __always_inline void sp_emit(struct sp_scratch *s, __u32 sent_idx, __u32 drop_idx)
 {
 	__u64 nframes = (s->hdr.kstack_n + s->hdr.ustack_n) & 255;
-	__u64 size = SP_EVENT_HDR_SIZE + nframes * sizeof(__u64);
+	__u64 attrs = s->hdr.ctx.attrs_len;
+	__u64 size;
+
+	/* Never true: bounds the size for the verifier, which must see the
+	 * check on the very register the size is computed from. */
+	barrier_var(attrs);
+	if (attrs > SP_CTX_ATTRS_MAX)
+		attrs = SP_CTX_ATTRS_MAX;
+	barrier_var(attrs);
+	size = SP_EVENT_HDR_SIZE + nframes * sizeof(__u64) + attrs;
 
 	if (bpf_ringbuf_output(&events, s, size, sp_wakeup_flags()))
 		sp_count(drop_idx);

@@ -5,7 +5,9 @@
  *
  * Per sample: one hash lookup (is there a descriptor for this process?),
  * then TP from task->thread.fsbase, the slot (one read more for DTV), the
- * record pointer, and the 28-byte header.  valid must be exactly 1.
+ * record pointer, and the 28-byte header with up to SP_CTX_ATTRS_MAX bytes
+ * of its attrs in the same read.  valid must be exactly 1.  The attrs are
+ * copied unparsed after the frames (abi.h); user space decodes them.
  * Every outcome is counted (SP_CNT_CTX_*) and written as hdr.ctx_status.
  *
  * Fallback: when the thread has no valid TLS context (none published, NULL,
@@ -36,12 +38,52 @@ static __always_inline int sp_read_obi_ctx(struct sp_scratch *s)
 	return 1;
 }
 
+/*
+ * The record header and its attrs as one read lands them: the header sits
+ * at offset 4 so that the attrs start 8-aligned and copy out as words.
+ */
+struct sp_ctx_raw {
+	__u32 _align;
+	struct sp_otel_thread_ctx_hdr hdr;
+	__u64 attrs[SP_CTX_ATTRS_MAX / 8];
+};
+
+/*
+ * Copies the valid record's attrs (at most SP_CTX_ATTRS_MAX bytes) right
+ * after the frames already in s.  read_attrs: the optimistic read did not
+ * bring them (it crossed into an unmapped page), read them on their own.
+ */
+static __always_inline void sp_ctx_attrs(struct sp_scratch *s, struct sp_ctx_raw *raw,
+					 __u64 rec, bool read_attrs)
+{
+	__u32 len = raw->hdr.attrs_size, nf;
+
+	if (!len)
+		return;
+	if (len > SP_CTX_ATTRS_MAX) {
+		len = SP_CTX_ATTRS_MAX;
+		s->hdr.flags |= SP_F_ATTRS_TRUNC;
+		sp_count(SP_CNT_CTX_ATTRS_TRUNC);
+	}
+	if (read_attrs && bpf_probe_read_user(raw->attrs, len, (void *)(rec + sizeof(raw->hdr)))) {
+		sp_count(SP_CNT_CTX_ATTRS_ERR);
+		return;
+	}
+	/* A constant-size copy (16 word moves, no helper); bytes past len are
+	 * not emitted (sp_emit sends attrs_len of them). */
+	nf = (s->hdr.kstack_n + s->hdr.ustack_n) & 255;
+	__builtin_memcpy(&s->frames[nf], raw->attrs, sizeof(raw->attrs));
+	s->hdr.ctx.attrs_len = len;
+}
+
+/* Call after the stacks are in s: the attrs go after the last frame. */
 static __always_inline void sp_read_tls_ctx(struct sp_scratch *s, __u32 tgid)
 {
-	struct sp_otel_thread_ctx_hdr rec;
+	struct sp_ctx_raw raw;
 	struct sp_tls_desc *d;
 	struct task_struct *task;
 	__u64 tp, slot, ptr, dtv, blk;
+	bool read_attrs = false;
 
 	if (!cfg_read_ctx)
 		return;
@@ -71,18 +113,25 @@ static __always_inline void sp_read_tls_ctx(struct sp_scratch *s, __u32 tgid)
 		sp_count(SP_CNT_CTX_NULL);
 		return;
 	}
-	if (bpf_probe_read_user(&rec, sizeof(rec), (void *)ptr))
-		goto read_err;
-	if (rec.valid != 1) {
+	/* One read for header and attrs: a record is small and sits in
+	 * mapped memory, so reading past its end almost never faults; when
+	 * it does (the record ends a mapping), the header is read alone. */
+	if (bpf_probe_read_user(&raw.hdr, sizeof(raw.hdr) + sizeof(raw.attrs), (void *)ptr)) {
+		if (bpf_probe_read_user(&raw.hdr, sizeof(raw.hdr), (void *)ptr))
+			goto read_err;
+		read_attrs = true;
+	}
+	if (raw.hdr.valid != 1) {
 		s->hdr.ctx_status = SP_CTX_INVALID;
 		sp_count(SP_CNT_CTX_INVALID);
 		return;
 	}
-	__builtin_memcpy(s->hdr.ctx.trace_id, rec.trace_id, SP_TRACE_ID_LEN);
-	__builtin_memcpy(s->hdr.ctx.span_id, rec.span_id, SP_SPAN_ID_LEN);
-	s->hdr.ctx.trace_flags = rec.trace_flags;
+	__builtin_memcpy(s->hdr.ctx.trace_id, raw.hdr.trace_id, SP_TRACE_ID_LEN);
+	__builtin_memcpy(s->hdr.ctx.span_id, raw.hdr.span_id, SP_SPAN_ID_LEN);
+	s->hdr.ctx.trace_flags = raw.hdr.trace_flags;
 	s->hdr.ctx_status = SP_CTX_OK;
 	sp_count(SP_CNT_CTX_OK);
+	sp_ctx_attrs(s, &raw, ptr, read_attrs);
 	return;
 read_err:
 	s->hdr.ctx_status = SP_CTX_READ_ERR;

@@ -12,9 +12,9 @@
  *   span_id[i] == trace_id[i] ^ trace_id[15 - i] ^ salt ^ 0xa5,
  *   with bit 0 of span_id[0] forced to 1,
  *
- * where salt is the value of attribute key 0 ("hammer.salt", one byte)
- * when present, else 0; attribute key 1 ("hammer.trace"), when present,
- * is the 16 trace id bytes again.  trace_flags is always 1.  A reader
+ * where salt is the value of attribute key 0 ("hammer.salt", two lower-case
+ * hex digits) when present, else 0; attribute key 1 ("hammer.trace"), when
+ * present, is the trace id again (32 lower-case hex digits).  trace_flags is always 1.  A reader
  * that ever sees a record with valid == 1 violating this mixed two
  * contexts.  Prints one line: threads, seconds, context switches per
  * second (each iteration publishes 6 pointers).
@@ -40,6 +40,8 @@ static void derive_span(const uint8_t t[16], uint8_t salt, uint8_t out[8])
 	out[0] |= 1;
 }
 
+static const char hex[] = "0123456789abcdef";
+
 static void *hammer(void *arg)
 {
 	uint64_t n = (uint64_t)(uintptr_t)arg << 48, iters = 0;
@@ -49,24 +51,27 @@ static void *hammer(void *arg)
 		struct spanctx_scope a, b;
 		struct spanctx_context c;
 		uint8_t t[16], s[8], salt = (uint8_t)(n * 7 + 3);
+		char thex[33];
 
 		memcpy(t, &n, 8);
 		memcpy(t + 8, &n, 8);
 		t[15] ^= 0x5a;
+		spanctx_trace_id_hex(t, thex);
 		derive_span(t, 0, s);
 		if (spanctx_span_enter(&a, t, s, 1))
 			break;
-		spanctx_span_set_attr(1, t, 16);
+		spanctx_span_set_attr(1, thex, 32);
 		memset(&c, 0, sizeof(c));
 		memcpy(c.trace_id, t, 16);
 		derive_span(t, salt, c.span_id);
 		c.trace_flags = 1;
-		c.attrs_size = 3;
+		c.attrs_size = 4;
 		c.attrs[0] = 0;
-		c.attrs[1] = 1;
-		c.attrs[2] = salt;
+		c.attrs[1] = 2;
+		c.attrs[2] = (uint8_t)hex[salt >> 4];
+		c.attrs[3] = (uint8_t)hex[salt & 15];
 		spanctx_restore(&b, &c);
-		spanctx_span_set_attr(1, t, 16);
+		spanctx_span_set_attr(1, thex, 32);
 		spanctx_span_leave(&b);
 		spanctx_span_leave(&a);
 		n++;

@@ -27,8 +27,19 @@
  *   88     8*n   frames       kstack_n kernel addresses, then ustack_n user
  *                             addresses, leaf first; non-leaf entries are
  *                             return addresses
+ *   88+8n  a     attrs        ctx.attrs_len bytes copied verbatim from the
+ *                             thread's OTEP 4947 record (its attrs, at most
+ *                             SP_CTX_ATTRS_MAX; not parsed in BPF)
  *
- * Total size = SP_EVENT_HDR_SIZE + 8 * (kstack_n + ustack_n).
+ * Total size = SP_EVENT_HDR_SIZE + 8 * (kstack_n + ustack_n) + ctx.attrs_len.
+ *
+ * struct sp_trace_ctx (at offset 56):
+ *
+ *   0      16    trace_id
+ *   16     8     span_id
+ *   24     1     trace_flags
+ *   25     1     attrs_len    bytes of attrs after the frames
+ *   26     6     _pad
  */
 #ifndef SPANPROF_ABI_H
 #define SPANPROF_ABI_H
@@ -60,6 +71,8 @@ enum sp_sample_flags {
 	SP_F_KSTACK_ERR = 1 << 3,	/* bpf_get_stack failed for kernel */
 	SP_F_USTACK_ERR = 1 << 4,	/* user stack could not be read */
 	SP_F_KERNEL_MODE = 1 << 5,	/* sample interrupted kernel code */
+	SP_F_ATTRS_TRUNC = 1 << 6,	/* record had more than SP_CTX_ATTRS_MAX
+					 * bytes of attrs: only the first kept */
 };
 
 enum sp_offcpu_reason {
@@ -79,11 +92,17 @@ enum sp_ctx_status {
 	SP_CTX_OBI = 5,		/* taken from the OBI map fallback */
 };
 
+/* Attribute bytes carried per sample: the bound that keeps the per-sample
+ * read to one bpf_probe_read_user of the header and attrs together.
+ * libspanctx's records carry at most 100; OTEP 4947 allows up to 612. */
+#define SP_CTX_ATTRS_MAX 128
+
 struct sp_trace_ctx {
 	__u8 trace_id[SP_TRACE_ID_LEN];
 	__u8 span_id[SP_SPAN_ID_LEN];
 	__u8 trace_flags;
-	__u8 _pad[7];
+	__u8 attrs_len;
+	__u8 _pad[6];
 };
 
 struct sp_event {
@@ -105,12 +124,14 @@ struct sp_event {
 };
 
 #define SP_EVENT_HDR_SIZE 88
-#define SP_EVENT_MAX_SIZE (SP_EVENT_HDR_SIZE + 8 * 2 * SP_MAX_FRAMES)
+#define SP_EVENT_MAX_SIZE (SP_EVENT_HDR_SIZE + 8 * 2 * SP_MAX_FRAMES + SP_CTX_ATTRS_MAX)
 
 _Static_assert(sizeof(struct sp_trace_ctx) == 32, "sp_trace_ctx layout");
 _Static_assert(sizeof(struct sp_event) == SP_EVENT_HDR_SIZE, "sp_event layout");
 _Static_assert(__builtin_offsetof(struct sp_event, comm) == 40, "comm offset");
 _Static_assert(__builtin_offsetof(struct sp_event, ctx) == 56, "ctx offset");
+_Static_assert(__builtin_offsetof(struct sp_trace_ctx, attrs_len) == 25, "attrs_len offset");
+_Static_assert(SP_CTX_ATTRS_MAX % 8 == 0 && SP_CTX_ATTRS_MAX <= 255, "attrs_len is a u8");
 
 /*
  * Per-CPU counters (BPF_MAP_TYPE_PERCPU_ARRAY, u64 each).  User space sums
@@ -152,6 +173,8 @@ enum sp_counter {
 	SP_CNT_OFFCPU_UNCLOSED,		/* captured wait whose switch-in was not
 					 * seen: replaced by the next capture */
 	SP_CNT_CTX_OBI,			/* context taken from the OBI map */
+	SP_CNT_CTX_ATTRS_TRUNC,		/* attrs longer than SP_CTX_ATTRS_MAX */
+	SP_CNT_CTX_ATTRS_ERR,		/* attrs unreadable: sample kept without */
 	SP_CNT__MAX,
 };
 
@@ -164,8 +187,8 @@ _Static_assert(SP_CNT__MAX <= 64, "counter map size");
 #define SP_OFFCPU_WINDOW_NS 50000000ull
 #define SP_OFFCPU_MAX_N 65536
 /* Bytes of one pending off-CPU record in task storage (struct sp_scratch
- * in bpf/maps.bpf.h: header + 256 frame slots). */
-#define SP_OFFCPU_REC_SIZE (SP_EVENT_HDR_SIZE + 8 * 256)
+ * in bpf/maps.bpf.h: header + 256 frame slots + room for the attrs). */
+#define SP_OFFCPU_REC_SIZE (SP_EVENT_HDR_SIZE + 8 * 256 + SP_CTX_ATTRS_MAX)
 
 
 /*

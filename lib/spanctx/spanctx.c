@@ -299,6 +299,11 @@ int spanctx_span_enter_child(struct spanctx_scope *scope)
 	ctx_init(&c);
 	memcpy(c.trace_id, cur->trace_id, SPANCTX_TRACE_ID_SIZE);
 	c.trace_flags = cur->trace_flags;
+	/* Attributes describe the work (the request's route, the tenant):
+	 * a child span's samples keep them, as pprof labels do through a Go
+	 * context.  cur's attrs_size was bounded when it was written. */
+	c.attrs_size = cur->attrs_size;
+	memcpy(c.attrs, cur->attrs, cur->attrs_size);
 	err = spanctx_random_span_id(c.span_id);
 	if (err)
 		return err;

@@ -207,7 +207,9 @@ SPANCTX_API int spanctx_span_enter_root(struct spanctx_scope *scope,
 /*
  * Enters a child of the current span: same trace id and flags, a new
  * random span id.  With no current context it starts a new trace
- * (flags SPANCTX_FLAG_SAMPLED).  Attributes are not inherited.
+ * (flags SPANCTX_FLAG_SAMPLED).  The child starts with the current span's
+ * attributes (set_attr then changes the child's copy only), so that work
+ * done in nested spans keeps e.g. the request's http.route.
  */
 SPANCTX_API int spanctx_span_enter_child(struct spanctx_scope *scope);
 

@@ -613,6 +613,8 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 		.end_mono_ns = end,
 		.service_name = sp_ctx_discovery__service_name,
 		.service_name_ctx = a->disc,
+		.attr_key = sp_ctx_discovery__attr_key,
+		.attr_key_ctx = a->disc,
 		.container_id = container_id_of,
 		.container_id_ctx = a->cids,
 	};
@@ -848,6 +850,11 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.cons.frames_unresolved);
 	m_counter(b, "spanprof_trace_context_samples_total",
 		  "Samples carrying a trace id and span id", p.cons.ctx_samples);
+	m_counter(b, "spanprof_trace_attributes_samples_total",
+		  "Samples carrying thread-record attributes", p.cons.attrs_samples);
+	m_counter(b, "spanprof_trace_attributes_dropped_total",
+		  "Thread-record attribute entries not kept (partial, or over the per-sample "
+		  "key limit)", p.cons.attrs_dropped);
 
 	m_counter(b, "spanprof_intervals_total", "Reporting intervals handed to export",
 		  p.intervals);

@@ -24,22 +24,24 @@
  * Memory layout and budget split (one mapping, in this order):
  *   struct sp_agg                          fixed
  *   slots:   nslots x 8 B                  fixed, nslots = pow2 >= 2*max_entries
- *   entries: max_entries x sizeof(entry)   fixed (96 B: key + count + weight
+ *   entries: max_entries x sizeof(entry)   fixed (104 B: key + count + weight
  *                                          + frame offset + slot + scratch
  *                                          + timestamps logged / lost)
  *   then the remainder R of the page-rounded-down budget is split:
  *     keep_timestamps: 1/4 of R for events, 3/4 of R for frames;
  *     otherwise:       all of R for frames.
- *   frame:  12 B  (u64 address + u32 mapping id, two parallel arrays)
+ *   frame:  12 B  (u64 address + u32 mapping id, two parallel arrays);
+ *           an entry's attrs take ceil(attrs_len / 8) more frame slots
+ *           after its frames (bytes in the address array, mapping 0)
  *   event:  20 B  (u64 timestamp + u32 entry index in the log, plus a u64
  *                  slot of foreach's grouping scratch)
- *   Defaults: 64 MiB, 65536 entries -> 1 MiB slots + 6 MiB headers;
+ *   Defaults: 64 MiB, 65536 entries -> 1 MiB slots + 6.5 MiB headers;
  *   R ~ 57 MiB -> ~3.5 M frames (~54 per entry) and ~750 K events.
  *   Capacities are capped at UINT32_MAX (u32 offsets).
  *
  * Keys are normalized before hashing and comparing, so only defined bytes
- * matter: comm bytes after the first NUL are zeroed, has_ctx becomes 0/1 and
- * trace_id/span_id/trace_flags are zeroed when has_ctx is 0.  struct
+ * matter: comm bytes after the first NUL and _pad are zeroed, has_ctx becomes
+ * 0/1 and trace_id/span_id/trace_flags/attrs_len are zeroed when has_ctx is 0.  struct
  * sp_agg_key has no padding (static assert below), so the normalized key is
  * hashed and compared as bytes.  A NULL mappings array means all mapping ids
  * are 0; mapping ids are only hashed when one is non-zero, so both spellings
@@ -75,7 +77,7 @@
 #define EVENT_BYTES	(2 * sizeof(uint64_t) + sizeof(uint32_t))
 
 _Static_assert(sizeof(struct sp_agg_key) ==
-	       4 + 4 + 4 * 1 + 2 * 2 + 16 + 16 + 8,
+	       4 + 4 + 4 * 1 + 2 * 2 + 16 + 16 + 8 + 4,
 	       "struct sp_agg_key must have no padding: it is hashed as bytes");
 
 struct agg_slot {
@@ -229,9 +231,11 @@ static void normalize_key(struct sp_agg_key *dst, const struct sp_agg_key *src)
 	*dst = *src;
 	n = strnlen(src->comm, sizeof(src->comm));
 	memset(dst->comm + n, 0, sizeof(dst->comm) - n);
+	memset(dst->_pad, 0, sizeof(dst->_pad));
 	dst->has_ctx = !!src->has_ctx;
 	if (!dst->has_ctx) {
 		dst->trace_flags = 0;
+		dst->attrs_len = 0;
 		memset(dst->trace_id, 0, sizeof(dst->trace_id));
 		memset(dst->span_id, 0, sizeof(dst->span_id));
 	}
@@ -250,11 +254,13 @@ static bool any_nonzero(const uint32_t *v, uint32_t n)
 
 static bool entry_matches(const struct sp_agg *a, const struct agg_entry *e,
 			  const struct sp_agg_key *k, const uint64_t *addrs,
-			  const uint32_t *maps, uint32_t n)
+			  const uint32_t *maps, uint32_t n, const uint8_t *attrs)
 {
 	if (memcmp(&e->key, k, sizeof(*k)))
 		return false;
 	if (n && memcmp(a->addrs + e->frame_off, addrs, n * sizeof(*addrs)))
+		return false;
+	if (k->attrs_len && memcmp(a->addrs + e->frame_off + n, attrs, k->attrs_len))
 		return false;
 	if (maps)
 		return !n || !memcmp(a->mappings + e->frame_off, maps,
@@ -283,9 +289,10 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 {
 	const uint64_t *addrs = NULL;
 	const uint32_t *maps = NULL;
+	const uint8_t *attrs = NULL;
 	struct sp_agg_key k;
 	struct agg_entry *e;
-	uint32_t n, pos, tag, idx;
+	uint32_t n, slots_needed, pos, tag, idx;
 	uint64_t h;
 
 	if (!a || !key)
@@ -294,15 +301,19 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 	if (frames) {
 		addrs = frames->addrs;
 		maps = frames->mappings;
+		attrs = frames->attrs;
 	}
-	if (n && !addrs)
+	if ((n && !addrs) || (key->has_ctx && key->attrs_len && !attrs))
 		return -EINVAL;
 	a->stats.added++;
 
 	normalize_key(&k, key);
+	slots_needed = n + (k.attrs_len + 7u) / 8;
 	h = XXH3_64bits(&k, sizeof(k));
 	if (n)
 		h = XXH3_64bits_withSeed(addrs, n * sizeof(*addrs), h);
+	if (k.attrs_len)
+		h = XXH3_64bits_withSeed(attrs, k.attrs_len, h);
 	if (any_nonzero(maps, n))
 		h = XXH3_64bits_withSeed(maps, n * sizeof(*maps), h);
 	else
@@ -317,7 +328,7 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 		if (s->tag != tag)
 			continue;
 		e = &a->entries[s->idx1 - 1];
-		if (!entry_matches(a, e, &k, addrs, maps, n))
+		if (!entry_matches(a, e, &k, addrs, maps, n, attrs))
 			continue;
 		e->count++;
 		e->weight_ns += weight_ns;
@@ -331,7 +342,7 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 		a->stats.dropped_entries_full++;
 		return -ENOSPC;
 	}
-	if (n > a->frames_cap - a->frames_used) {
+	if (slots_needed > a->frames_cap - a->frames_used) {
 		a->stats.dropped_bytes_full++;
 		return -ENOSPC;
 	}
@@ -353,10 +364,17 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 			memset(a->mappings + e->frame_off, 0,
 			       n * sizeof(*maps));
 	}
-	a->frames_used += n;
+	if (k.attrs_len) {
+		uint32_t off = e->frame_off + n, words = slots_needed - n;
+
+		a->addrs[off + words - 1] = 0;	/* no stale bytes in the tail */
+		memcpy(a->addrs + off, attrs, k.attrs_len);
+		memset(a->mappings + off, 0, words * sizeof(*maps));
+	}
+	a->frames_used += slots_needed;
 	a->slots[pos].idx1 = idx + 1;
 	a->slots[pos].tag = tag;
-	a->stats.bytes_used += sizeof(*e) + (size_t)n * FRAME_BYTES;
+	a->stats.bytes_used += sizeof(*e) + (size_t)slots_needed * FRAME_BYTES;
 	log_event(a, idx, ts_ns);
 	a->stats.accepted++;
 	return 0;
@@ -396,6 +414,8 @@ int sp_agg__foreach(struct sp_agg *a, sp_agg_cb cb, void *ctx)
 			.frames = {
 				.addrs = a->addrs + e->frame_off,
 				.mappings = a->mappings + e->frame_off,
+				.attrs = (const uint8_t *)(a->addrs + e->frame_off +
+							   e->key.n_kernel + e->key.n_user),
 			},
 			.count = e->count,
 			.weight_ns = e->weight_ns,

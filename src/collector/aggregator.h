@@ -38,13 +38,18 @@ struct sp_agg_key {
 	char comm[16];
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
+	uint8_t attrs_len;	/* bytes at sp_agg_frames.attrs (has_ctx only) */
+	uint8_t _pad[3];
 };
 
 /* frames: n_kernel + n_user entries, leaf first (kernel leaf ... kernel
- * root, user leaf ... user root). */
+ * root, user leaf ... user root).  attrs: the key's attrs_len bytes of
+ * OTEP 4947 thread-record attributes, part of the identity of the entry
+ * (stored with the frames, 8 bytes per frame slot). */
 struct sp_agg_frames {
 	const uint64_t *addrs;
 	const uint32_t *mappings;	/* mapping id per frame, 0 = unknown */
+	const uint8_t *attrs;		/* may be NULL when attrs_len is 0 */
 };
 
 /* cfg == NULL: all defaults.  byte_budget == 0 or max_entries == 0: that
@@ -85,8 +90,9 @@ void sp_agg__free(struct sp_agg *a);
 
 /* Returns 0, or -ENOSPC when dropped (counted).  -EINVAL (not counted in
  * added) for a NULL aggregator or key, or NULL frames/addrs with frames;
- * mappings may be NULL (all 0).  Keys are normalized: comm bytes after the
- * NUL, and trace_id/span_id/trace_flags when has_ctx == 0, are ignored. */
+ * mappings may be NULL (all 0); NULL attrs with attrs_len is -EINVAL.  Keys
+ * are normalized: comm bytes after the NUL, _pad, and trace_id/span_id/
+ * trace_flags/attrs when has_ctx == 0, are ignored. */
 int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 		const struct sp_agg_frames *frames, uint64_t ts_ns, uint64_t weight_ns);
 

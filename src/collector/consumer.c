@@ -7,6 +7,7 @@
 
 #include "aggregator.h"
 #include "consumer.h"
+#include "ctx_attrs.h"
 #include "proc_table.h"
 #include "profile/profile.h"
 
@@ -38,7 +39,8 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 			  const uint64_t *frames)
 {
 	struct sp_agg_key key;
-	struct sp_agg_frames fr = { .addrs = c->addrs, .mappings = c->mappings };
+	struct sp_agg_frames fr = { .addrs = c->addrs, .mappings = c->mappings,
+				    .attrs = c->attrs };
 	uint32_t kmap = sp_proc_table__kernel_mapping(c->procs);
 	uint32_t n = e->kstack_n + e->ustack_n;
 	int first_sight;
@@ -81,6 +83,14 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 		memcpy(key.trace_id, e->ctx.trace_id, sizeof(key.trace_id));
 		memcpy(key.span_id, e->ctx.span_id, sizeof(key.span_id));
 		c->stats.ctx_samples++;
+		if (e->ctx.attrs_len) {
+			uint32_t lost = 0;
+
+			key.attrs_len = sp_ctx_attrs__canon((const uint8_t *)(frames + n),
+							    e->ctx.attrs_len, c->attrs, &lost);
+			c->stats.attrs_samples += key.attrs_len != 0;
+			c->stats.attrs_dropped += lost;
+		}
 	}
 	if (e->pid && !e->ustack_n && !(e->flags & SP_F_IDLE))
 		c->stats.ustack_empty++;
@@ -96,8 +106,8 @@ int sp_consumer__handle(void *ctx, void *data, size_t size)
 	const struct sp_event *e = data;
 
 	if (size < SP_EVENT_HDR_SIZE || e->kstack_n > SP_MAX_FRAMES ||
-	    e->ustack_n > SP_MAX_FRAMES ||
-	    size < SP_EVENT_HDR_SIZE + 8u * (e->kstack_n + e->ustack_n)) {
+	    e->ustack_n > SP_MAX_FRAMES || e->ctx.attrs_len > SP_CTX_ATTRS_MAX ||
+	    size < SP_EVENT_HDR_SIZE + 8u * (e->kstack_n + e->ustack_n) + e->ctx.attrs_len) {
 		c->stats.malformed++;
 		return 0;
 	}

@@ -38,6 +38,9 @@ struct sp_consumer_stats {
 	uint64_t frames;
 	uint64_t frames_unresolved;	/* user frame in no known mapping */
 	uint64_t ctx_samples;		/* samples carrying a trace context */
+	uint64_t attrs_samples;		/* ... and thread-record attributes */
+	uint64_t attrs_dropped;		/* attribute entries not kept
+					 * (ctx_attrs.h: partial, too many keys) */
 };
 
 /* Why a process is worth a look (e.g. to resolve its trace-context
@@ -60,6 +63,7 @@ struct sp_consumer {
 	/* scratch for one event's resolved frames */
 	uint64_t addrs[2 * SP_MAX_FRAMES];
 	uint32_t mappings[2 * SP_MAX_FRAMES];
+	uint8_t attrs[SP_CTX_ATTRS_MAX];	/* canonical attrs (ctx_attrs.h) */
 };
 
 void sp_consumer__init(struct sp_consumer *c, struct sp_proc_table *procs, struct sp_agg *agg);

@@ -22,6 +22,10 @@ struct slot {
 	uint8_t state;
 	uint64_t *fail_ctr;	/* the reason counted when state == FAILED */
 	char service_name[128];
+	/* threadlocal.attribute_key_map, owned (moved out of the process
+	 * context read); freed when the pid execs or the table is freed. */
+	char **keys;
+	uint32_t n_keys;
 };
 
 struct sp_ctx_discovery {
@@ -63,10 +67,21 @@ void sp_ctx_discovery__set_procs(struct sp_ctx_discovery *d, struct sp_proc_tabl
 		d->procs = procs;
 }
 
+static void slot_free_keys(struct slot *sl)
+{
+	for (uint32_t i = 0; i < sl->n_keys; i++)
+		free(sl->keys[i]);
+	free(sl->keys);
+	sl->keys = NULL;
+	sl->n_keys = 0;
+}
+
 void sp_ctx_discovery__free(struct sp_ctx_discovery *d)
 {
 	if (!d)
 		return;
+	for (uint32_t i = 0; i <= d->mask; i++)
+		slot_free_keys(&d->slots[i]);
 	free(d->slots);
 	free(d);
 }
@@ -127,6 +142,12 @@ static void examine(struct sp_ctx_discovery *d, uint32_t pid)
 		goto out;
 	}
 	snprintf(sl->service_name, sizeof(sl->service_name), "%s", pctx.service_name);
+	slot_free_keys(sl);
+	if (pctx.n_keys && (sl->keys = malloc(pctx.n_keys * sizeof(*sl->keys)))) {
+		memcpy(sl->keys, pctx.keys, pctx.n_keys * sizeof(*sl->keys));
+		sl->n_keys = pctx.n_keys;
+		pctx.n_keys = 0;	/* moved: clear() must not free them */
+	}
 	err = sp_tls_resolve__pid(d->proc_root, pid, &desc, &reason);
 	if (err) {
 		mark_failed(d, sl, reason < SP_TLS_FAIL__MAX ? &d->tls_fail[reason] : NULL);
@@ -172,6 +193,7 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 			sl->state = SLOT_NONE;
 			sl->fail_ctr = NULL;
 			sl->service_name[0] = 0;
+			slot_free_keys(sl);
 		}
 	}
 	examine(d, pid);
@@ -210,6 +232,15 @@ const char *sp_ctx_discovery__service_name(uint32_t pid, void *ctx)
 	struct slot *sl = d ? slot_for(d, pid, false) : NULL;
 
 	return sl && sl->service_name[0] ? sl->service_name : NULL;
+}
+
+const char *sp_ctx_discovery__attr_key(uint32_t pid, uint8_t key_index, void *ctx)
+{
+	struct sp_ctx_discovery *d = ctx;
+	struct slot *sl = d ? slot_for(d, pid, false) : NULL;
+
+	return sl && key_index < sl->n_keys && sl->keys[key_index][0] ?
+		sl->keys[key_index] : NULL;
 }
 
 void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_summary *s)

@@ -44,6 +44,9 @@ void sp_ctx_discovery__scan(struct sp_ctx_discovery *d, bool all, const uint32_t
 			    uint32_t n);
 /* service.name published by pid, or NULL (snapshot's service_name hook). */
 const char *sp_ctx_discovery__service_name(uint32_t pid, void *ctx);
+/* Name of thread-record attribute key_index in pid's attribute key map,
+ * or NULL (snapshot's attr_key hook). */
+const char *sp_ctx_discovery__attr_key(uint32_t pid, uint8_t key_index, void *ctx);
 void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_summary *s);
 
 #endif

@@ -688,6 +688,8 @@ int sp_record__main(int argc, char **argv)
 		};
 		so.service_name = sp_ctx_discovery__service_name;
 		so.service_name_ctx = disc;
+		so.attr_key = sp_ctx_discovery__attr_key;
+		so.attr_key_ctx = disc;
 		err = sp_snapshot__build(agg, procs, &so, &prof);
 	}
 	sp_agg__free(agg);

@@ -3,12 +3,15 @@
  * snapshot.c - see snapshot.h.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "aggregator.h"
 #include "buildid.h"
+#include "ctx_attrs.h"
 #include "proc_table.h"
 #include "profile/profile.h"
 #include "snapshot.h"
@@ -113,6 +116,57 @@ static int32_t mapping_for(struct builder *b, uint32_t id)
 	return idx;
 }
 
+/* Label names the profile codecs read as fixed fields: an attribute of that
+ * name is exported as "attr.NAME" so that it cannot pose as one. */
+static bool reserved_label(const char *name)
+{
+	static const char *const names[] = {
+		"pid", "tid", "thread_name", "trace_id", "span_id", "service.name",
+		"thread.id", "thread.name", "off_cpu_reason",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/*
+ * The thread record's attributes become string labels named by the
+ * process's attribute key map (OTEP 4719 threadlocal.attribute_key_map via
+ * the attr_key hook); a key index with no name is exported as "attr.N"
+ * rather than dropped.  The consumer already capped them at
+ * SP_CTX_ATTRS_KEYS, which with the off-CPU reason fits SP_MAX_LABELS.
+ */
+static int add_attr_labels(struct builder *b, uint32_t pid, const uint8_t *raw, uint32_t len,
+			   struct sp_sample *s)
+{
+	struct sp_ctx_attr at[SP_CTX_ATTRS_KEYS];
+	uint32_t n = sp_ctx_attrs__decode(raw, len, at, NULL);
+	char name[160], value[256];
+
+	for (uint32_t i = 0; i < n && s->n_labels < SP_MAX_LABELS; i++) {
+		const char *key = b->o->attr_key ? b->o->attr_key(pid, at[i].key,
+								  b->o->attr_key_ctx) : NULL;
+		struct sp_label *l = &s->labels[s->n_labels];
+
+		if (!key)
+			snprintf(name, sizeof(name), "attr.%u", at[i].key);
+		else if (reserved_label(key))
+			snprintf(name, sizeof(name), "attr.%.128s", key);
+		else
+			snprintf(name, sizeof(name), "%.128s", key);
+		sp_ctx_attrs__string(&at[i], value);
+		l->key = sp_profile__intern(b->p, name);
+		l->str = sp_profile__intern(b->p, value);
+		l->num = 0;
+		if (l->key < 0 || l->str < 0)
+			return -ENOMEM;
+		s->n_labels++;
+	}
+	return 0;
+}
+
 static int add_entry(const struct sp_agg_entry *e, void *ctx)
 {
 	struct builder *b = ctx;
@@ -157,6 +211,11 @@ static int add_entry(const struct sp_agg_entry *e, void *ctx)
 		s.labels[0].key = b->reason_key;
 		s.labels[0].str = b->reason_str[k->reason];
 		s.n_labels = 1;
+	}
+	if (k->has_ctx && k->attrs_len) {
+		err = add_attr_labels(b, k->pid, e->frames.attrs, k->attrs_len, &s);
+		if (err)
+			return err;
 	}
 	if (e->timestamps) {
 		/* The aggregator lends its grouped timestamps; convert a copy. */

@@ -31,6 +31,11 @@ struct sp_snapshot_opts {
 	 * NULL or returning NULL means none. */
 	const char *(*container_id)(uint32_t pid, void *ctx);
 	void *container_id_ctx;
+	/* Optional: name of thread-record attribute key_index for pid (the
+	 * process's OTEP 4719 threadlocal.attribute_key_map); NULL or
+	 * returning NULL exports the attribute as "attr.<key_index>". */
+	const char *(*attr_key)(uint32_t pid, uint8_t key_index, void *ctx);
+	void *attr_key_ctx;
 };
 
 int sp_snapshot__build(struct sp_agg *agg, struct sp_proc_table *procs,

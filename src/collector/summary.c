@@ -39,9 +39,11 @@ static const char *const counter_names[SP_CNT__MAX] = {
 	[SP_CNT_OFFCPU_DELETE_ERR] = "offcpu_delete_errors",
 	[SP_CNT_OFFCPU_UNCLOSED] = "offcpu_unclosed",
 	[SP_CNT_CTX_OBI] = "ctx_obi",
+	[SP_CNT_CTX_ATTRS_TRUNC] = "ctx_attrs_truncated",
+	[SP_CNT_CTX_ATTRS_ERR] = "ctx_attrs_errors",
 };
 
-_Static_assert(SP_CNT_CTX_OBI + 1 == SP_CNT__MAX, "a name for every counter");
+_Static_assert(SP_CNT_CTX_ATTRS_ERR + 1 == SP_CNT__MAX, "a name for every counter");
 
 static const char *const reason_names[SP_OFF_OTHER + 1] = {
 	"none", "sleep", "io", "runq", "other",
@@ -136,13 +138,18 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 		", unreadable %" PRIu64 ", mappings without build id %" PRIu64 "\n",
 		s->procs.procs_seen, s->procs.maps_reads, s->procs.maps_gone,
 		s->procs.maps_unreadable, s->procs.no_build_id);
-	fprintf(f, "  trace context: samples with ids %" PRIu64 "; processes resolved %" PRIu64
-		", failed %" PRIu64, c->ctx_samples, s->ctx_procs_resolved, s->ctx_procs_failed);
+	fprintf(f, "  trace context: samples with ids %" PRIu64 " (with attributes %" PRIu64
+		"); processes resolved %" PRIu64 ", failed %" PRIu64, c->ctx_samples,
+		c->attrs_samples, s->ctx_procs_resolved, s->ctx_procs_failed);
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		if (s->ctx_fail[i])
 			fprintf(f, " (%s %" PRIu64 ")", s->ctx_fail_names[i], s->ctx_fail[i]);
 	if (s->obi_map)
 		fprintf(f, "; from OBI's map %" PRIu64, s->bpf[SP_CNT_CTX_OBI]);
+	if (s->bpf[SP_CNT_CTX_ATTRS_TRUNC] || s->bpf[SP_CNT_CTX_ATTRS_ERR] || c->attrs_dropped)
+		fprintf(f, "; attributes truncated %" PRIu64 ", unreadable %" PRIu64
+			", entries dropped %" PRIu64, s->bpf[SP_CNT_CTX_ATTRS_TRUNC],
+			s->bpf[SP_CNT_CTX_ATTRS_ERR], c->attrs_dropped);
 	if (!s->publish_watch)
 		fputs("; late publication not watched (no tracefs)", f);
 	fputc('\n', f);
@@ -169,11 +176,12 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"aggregated\": %" PRIu64 ", \"agg_dropped\": %" PRIu64
 		", \"kstack_truncated\": %" PRIu64 ", \"ustack_truncated\": %" PRIu64
 		", \"ustack_empty\": %" PRIu64 ", \"frames\": %" PRIu64
-		", \"frames_unresolved\": %" PRIu64 ", \"ctx_samples\": %" PRIu64 "},\n",
+		", \"frames_unresolved\": %" PRIu64 ", \"ctx_samples\": %" PRIu64
+		", \"attrs_samples\": %" PRIu64 ", \"attrs_dropped\": %" PRIu64 "},\n",
 		c->received_oncpu, c->received_offcpu, c->received_exec, c->received_exit,
 		c->malformed, c->aggregated, c->agg_dropped, c->kstack_truncated,
 		c->ustack_truncated, c->ustack_empty, c->frames, c->frames_unresolved,
-		c->ctx_samples);
+		c->ctx_samples, c->attrs_samples, c->attrs_dropped);
 	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64
 		", \"dropped_entries_full\": %" PRIu64 ", \"dropped_bytes_full\": %" PRIu64
 		", \"timestamps_dropped\": %" PRIu64 ", \"entries\": %u, \"bytes_used\": %zu"

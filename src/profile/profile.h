@@ -96,7 +96,7 @@ struct sp_label {
 	int64_t num;
 };
 
-#define SP_MAX_LABELS 8
+#define SP_MAX_LABELS 16
 
 struct sp_sample {
 	int32_t resource;	/* resource index (0-based, no zero entry) */

@@ -8,6 +8,13 @@ span must carry exactly the innermost such span's ids (precision 100%),
 >= 99% of those samples carry ids at all, and samples outside every span
 carry none.  The process's service.name comes from its OTEL_CTX.
 
+Attributes: the demo sets http.route, demo.worker and demo.request on each
+request's root span (libspanctx hands them down to its child spans); the
+BPF program copies the record's attrs with the ids, and the collector names
+them through the process's attribute key map.  Every sample with ids must
+carry exactly its request's three attributes (the truth log has the worker
+and request of every span), as OTLP sample attributes.
+
 The demo reads its clock just after publishing a span's context and just
 before withdrawing it, and a clock read costs microseconds on this VM, so a
 sample within EDGE_NS of a span's start or end is ambiguous by construction
@@ -39,6 +46,31 @@ off = summ["mono_to_unix_ns"]
 samples = read_otlp(out)
 demo_samples = [s for s in samples if s["service"] == "checkout"]
 check(len(demo_samples) > 0, "samples carry the demo's service.name 'checkout' as a Resource attribute")
+
+span_by_id = {(sp["trace_id"], sp["span_id"]): sp for sp in spans}
+with_ids = attrs_exact = 0
+attrs_wrong = []
+for s in demo_samples:
+    if s["kind"] != "samples" or not s["trace_id"]:
+        continue
+    sp = span_by_id.get((s["trace_id"], s["span_id"]))
+    if sp is None:
+        continue
+    with_ids += 1
+    want = {"http.route": "/api/checkout", "demo.worker": str(sp["worker"]),
+            "demo.request": str(sp["request"])}
+    got = {k: s["attrs"].get(k) for k in want}
+    if got == want:
+        attrs_exact += 1
+    else:
+        attrs_wrong.append((sp["name"], want, got))
+print("samples with ids of a logged span %d, with exactly its request's attributes %d" % (
+    with_ids, attrs_exact), flush=True)
+check(with_ids >= 100, "%d samples carry ids of a logged span" % with_ids)
+check(not attrs_wrong, "every sample with ids carries its request's http.route, demo.worker and "
+      "demo.request (wrong: %s)" % attrs_wrong[:3])
+check(summ["consumer"]["attrs_samples"] >= with_ids and summ["consumer"]["attrs_dropped"] == 0,
+      "the summary counts the samples with attributes and drops none (%s)" % summ["consumer"])
 
 inside = inside_with_ids = exact = outside = outside_with_ids = edge = 0
 wrong = []

@@ -35,6 +35,7 @@
 
 /* ------------------------------------------------------------ helpers */
 #define MAXF 256
+#define SP_ATTRS_TEST_MAX 128
 
 struct stack {
 	struct sp_agg_key key;
@@ -221,6 +222,76 @@ static void test_frames_round_trip(void **state)
 	make_stack(&a, 9, 40, 87);
 	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 1, 0), 0);
 	assert_int_equal(sp_agg__foreach(g, frames_check_cb, &a), 0);
+	sp_agg__free(g);
+}
+
+/* Attributes are part of an entry's identity, come back byte for byte
+ * after the frames, and are ignored without a trace context. */
+struct attrs_seen {
+	unsigned int n;
+	uint8_t len[4];
+	uint8_t bytes[4][SP_ATTRS_TEST_MAX];
+	uint64_t count[4];
+};
+
+static int attrs_cb(const struct sp_agg_entry *e, void *ctx)
+{
+	struct attrs_seen *s = ctx;
+	unsigned int i = s->n++;
+
+	assert_true(i < 4);
+	s->len[i] = e->key->attrs_len;
+	s->count[i] = e->count;
+	if (e->key->attrs_len)
+		memcpy(s->bytes[i], e->frames.attrs, e->key->attrs_len);
+	/* frames stay intact next to the attrs */
+	if (e->key->n_kernel + e->key->n_user)
+		assert_int_equal(e->frames.addrs[0], 0x400000ull + (7ull << 12));
+	return 0;
+}
+
+static void test_attrs_in_identity(void **state)
+{
+	static const uint8_t r1[] = { 0, 4, '/', 'a', 'p', 'i', 1, 1, '3' };
+	static const uint8_t r2[] = { 0, 4, '/', 'a', 'p', 'i', 1, 1, '4' };
+	static struct stack a;
+	static struct attrs_seen s;
+	struct sp_agg *g = new_agg(1 << 20, 16, false);	/* bytes: entries only */
+	size_t used;
+
+	(void)state;
+	make_stack(&a, 7, 1, 3);
+	a.key.has_ctx = 1;
+	a.key.trace_id[0] = 1;
+	a.key.attrs_len = sizeof(r1);
+	a.fr.attrs = NULL;
+	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 1, 0), -EINVAL);	/* bytes missing */
+	a.fr.attrs = r1;
+	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 1, 0), 0);
+	used = sp_agg__stats(g)->bytes_used;
+	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 2, 0), 0);	/* merges */
+	assert_int_equal(sp_agg__stats(g)->bytes_used, used);	/* no new storage */
+	a.fr.attrs = r2;
+	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 3, 0), 0);	/* one byte differs */
+	a.key.attrs_len = 0;
+	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 4, 0), 0);	/* no attrs */
+	/* Without a context, attrs are not looked at. */
+	a.key.has_ctx = 0;
+	a.key.attrs_len = sizeof(r1);
+	a.fr.attrs = NULL;
+	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 5, 0), 0);
+	assert_int_equal(sp_agg__stats(g)->entries, 4);
+
+	assert_int_equal(sp_agg__foreach(g, attrs_cb, &s), 0);
+	assert_int_equal(s.n, 4);
+	assert_int_equal(s.len[0], sizeof(r1));
+	assert_memory_equal(s.bytes[0], r1, sizeof(r1));
+	assert_int_equal(s.count[0], 2);
+	assert_int_equal(s.len[1], sizeof(r2));
+	assert_memory_equal(s.bytes[1], r2, sizeof(r2));
+	assert_int_equal(s.len[2], 0);
+	assert_int_equal(s.len[3], 0);
+	check_invariants(g, 1 << 20);
 	sp_agg__free(g);
 }
 
@@ -751,6 +822,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_merge_equal_keys),
 		cmocka_unit_test(test_frames_round_trip),
+		cmocka_unit_test(test_attrs_in_identity),
 		cmocka_unit_test(test_distinct_every_field),
 		cmocka_unit_test(test_normalization),
 		cmocka_unit_test(test_flood_entry_cap),

@@ -144,6 +144,53 @@ static void test_malformed_counted(void **state)
 	assert_int_equal(f->c.stats.aggregated, agg);
 }
 
+/* Attributes after the frames: canonicalized into the entry's key,
+ * counted, and a record whose size cannot hold them is malformed. */
+static int attrs_entry_cb(const struct sp_agg_entry *e, void *ctx)
+{
+	static const uint8_t want[] = { 1, 1, 'y', 0, 2, 'h', 'i' };
+	int *found = ctx;
+
+	if (e->key->tid != 4242)
+		return 0;
+	assert_int_equal(e->key->has_ctx, 1);
+	assert_int_equal(e->key->attrs_len, sizeof(want));
+	assert_memory_equal(e->frames.attrs, want, sizeof(want));
+	(*found)++;
+	return 0;
+}
+
+static void test_attrs_carried(void **state)
+{
+	/* key 1 twice (last wins), then a partial entry */
+	static const uint8_t raw[] = { 1, 1, 'x', 0, 2, 'h', 'i', 1, 1, 'y', 3, 9 };
+	struct fixture *f = *state;
+	static struct rec r;
+	uint64_t mal = f->c.stats.malformed, as = f->c.stats.attrs_samples;
+	uint64_t ad = f->c.stats.attrs_dropped;
+	size_t len = make_rec(&r, 4242, 7, 0);
+	int found = 0;
+
+	r.hdr.ctx_status = SP_CTX_OK;
+	r.hdr.ctx.trace_id[0] = 0xab;
+	r.hdr.ctx.span_id[0] = 0xcd;
+	r.hdr.ctx.attrs_len = sizeof(raw);
+	memcpy(&r.frames[5], raw, sizeof(raw));
+	sp_consumer__handle(&f->c, &r, len + sizeof(raw) - 1);	/* attrs cut */
+	assert_int_equal(f->c.stats.malformed, mal + 1);
+	r.hdr.ctx.attrs_len = SP_CTX_ATTRS_MAX + 1;
+	sp_consumer__handle(&f->c, &r, sizeof(r));		/* above the bound */
+	assert_int_equal(f->c.stats.malformed, mal + 2);
+	r.hdr.ctx.attrs_len = sizeof(raw);
+	sp_consumer__handle(&f->c, &r, len + sizeof(raw));
+	sp_consumer__handle(&f->c, &r, len + sizeof(raw));
+	assert_int_equal(f->c.stats.malformed, mal + 2);
+	assert_int_equal(f->c.stats.attrs_samples, as + 2);
+	assert_int_equal(f->c.stats.attrs_dropped, ad + 2);	/* the partial entry, twice */
+	sp_agg__foreach(f->agg, attrs_entry_cb, &found);
+	assert_int_equal(found, 1);					/* both merged */
+}
+
 static void test_exec_exit_events(void **state)
 {
 	struct fixture *f = *state;
@@ -166,6 +213,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_steady_state_allocates_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_attrs_carried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_exit_events, setup, teardown),
 	};
 

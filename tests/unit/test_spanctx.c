@@ -407,6 +407,39 @@ static void test_attrs_encoding_and_bounds(void **state)
 	assert_int_equal(spanctx_span_set_attr_str(0, "abc"), -ENOENT);
 }
 
+/* A child starts with its parent's attributes; changing them in the child
+ * leaves the parent's record as it was. */
+static void test_child_inherits_attrs(void **state)
+{
+	static const uint8_t parent_attrs[] = { 0, 5, '/', 'p', 'a', 'y', 's', 1, 1, '7' };
+	static const uint8_t child_attrs[] = { 0, 5, '/', 'p', 'a', 'y', 's', 1, 1, '8' };
+	struct spanctx_scope root, child, fresh;
+	const struct spanctx_record *parent;
+	(void)state;
+
+	assert_int_equal(spanctx_span_enter_root(&root, 1), 0);
+	assert_int_equal(spanctx_span_set_attr_str(0, "/pays"), 0);
+	assert_int_equal(spanctx_span_set_attr_str(1, "7"), 0);
+	parent = cur_rec();
+	assert_int_equal(spanctx_span_enter_child(&child), 0);
+	assert_ptr_not_equal(cur_rec(), parent);
+	assert_memory_equal(cur_rec()->trace_id, parent->trace_id, SPANCTX_TRACE_ID_SIZE);
+	assert_memory_not_equal(cur_rec()->span_id, parent->span_id, SPANCTX_SPAN_ID_SIZE);
+	assert_int_equal(cur_rec()->attrs_size, sizeof(parent_attrs));
+	assert_memory_equal(cur_rec()->attrs, parent_attrs, sizeof(parent_attrs));
+	assert_int_equal(spanctx_span_set_attr_str(1, "8"), 0);
+	assert_memory_equal(cur_rec()->attrs, child_attrs, sizeof(child_attrs));
+	assert_int_equal(spanctx_span_leave(&child), 0);
+	assert_ptr_equal(cur_rec(), parent);
+	assert_int_equal(parent->attrs_size, sizeof(parent_attrs));
+	assert_memory_equal(parent->attrs, parent_attrs, sizeof(parent_attrs));
+	/* A new root starts a new trace with no attributes. */
+	assert_int_equal(spanctx_span_enter_root(&fresh, 1), 0);
+	assert_int_equal(cur_rec()->attrs_size, 0);
+	assert_int_equal(spanctx_span_leave(&fresh), 0);
+	assert_int_equal(spanctx_span_leave(&root), 0);
+}
+
 /* ------------------------------------------------------------ threads */
 
 struct handoff {
@@ -776,6 +809,7 @@ int main(void)
 		cmocka_unit_test(test_leave_from_other_thread_refused),
 		cmocka_unit_test(test_published_chain_never_mutated),
 		cmocka_unit_test(test_attrs_encoding_and_bounds),
+		cmocka_unit_test(test_child_inherits_attrs),
 		cmocka_unit_test(test_capture_restore_across_threads),
 		cmocka_unit_test(test_thread_exit_inside_span),
 		cmocka_unit_test(test_random_ids),
