@@ -151,8 +151,10 @@ def proc_status(pid):
     return r
 
 
-def spawn(argv, out=subprocess.DEVNULL, err=subprocess.DEVNULL):
-    return subprocess.Popen(argv, stdout=out, stderr=err)
+def spawn(argv, out=subprocess.DEVNULL, err=subprocess.DEVNULL, env=None):
+    """env: extra environment variables for the child."""
+    full = dict(os.environ, **env) if env else None
+    return subprocess.Popen(argv, stdout=out, stderr=err, env=full)
 
 
 def reap(p):

@@ -15,12 +15,23 @@ difference.
 Repeats REPS times, alternating which instance starts first, and prints the
 medians.  bpf_stats_enabled is restored afterwards.
 
+The difference of two programs' totals is noisy on a shared VM (their
+timers fire at different instants).  So a third instance, started with
+SPANPROF_BENCH_CTX_TIMING=1, times the read itself inside sp_oncpu: two
+bpf_ktime_get_ns calls around it and a third right after, per-CPU sums in
+its map ctx_timing; (read_ns - clock_ns) / n is the read's own cost with
+the clock's cost taken out.  That is the figure the target is judged on;
+the A/B difference is printed next to it.  The demo's records carry
+attributes (http.route, demo.worker, demo.request: 38 bytes), so the
+attribute copy is included.
+
 Run as root from the repository root after `make -j2`:
   python3 bench/ctx_cost.py [--duration 10] [--reps 3] [--freq 997]
 """
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -31,11 +42,33 @@ import benchlib as B  # noqa: E402
 FREQ = 97
 
 
-def instance(tag, pid, dur, extra):
+def instance(tag, pid, dur, extra, env=None):
     js = os.path.join(B.WORK, "ctx_%s.json" % tag)
     p = B.spawn([B.SPANPROF, "record", "-F", str(FREQ), "-p", str(pid), "-d", str(dur), "--no-report",
-                 "-q", "-o", os.path.join(B.WORK, "ctx_%s.pb.gz" % tag), "--summary-json", js] + extra)
+                 "-q", "-o", os.path.join(B.WORK, "ctx_%s.pb.gz" % tag), "--summary-json", js] + extra,
+                env=env)
     return p, js
+
+
+def ctx_timing(prog_ids):
+    """Sums the ctx_timing map (n, read_ns, clock_ns) of the program."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
+    maps = [m for g in json.loads(out) if g["id"] in prog_ids for m in g.get("map_ids", [])]
+    for mid in maps:
+        info = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", str(mid)],
+                                         capture_output=True, text=True).stdout)
+        if info.get("name") != "ctx_timing":
+            continue
+        dump = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "id", str(mid)],
+                                         capture_output=True, text=True).stdout)
+        tot = [0, 0, 0]
+        for cpu in dump[0]["formatted"]["values"]:
+            v = cpu["value"]
+            tot[0] += v["n"]
+            tot[1] += v["read_ns"]
+            tot[2] += v["clock_ns"]
+        return tot
+    B.die("no ctx_timing map on the timed instance's program")
 
 
 def one(dur, a_first):
@@ -50,19 +83,25 @@ def one(dur, a_first):
     if not a_first:
         order.reverse()
     procs = {tag: instance(tag, demo.pid, dur, extra) for tag, extra in order}
+    procs["timed"] = instance("timed", demo.pid, dur, ["--no-kernel"],
+                              env={"SPANPROF_BENCH_CTX_TIMING": "1"})
     ids = {tag: B.wait_progs(p.pid, lambda g: g["name"] == "sp_oncpu") for tag, (p, _) in procs.items()}
     time.sleep(1.5)
     a = B.bpftool_progs()
+    t0 = ctx_timing(ids["timed"])
     time.sleep(max(1.0, dur - 4.0))
     b = B.bpftool_progs()
-    res = {}
+    t1 = ctx_timing(ids["timed"])
+    res = {"timed": [y - x for x, y in zip(t0, t1)]}
     for tag, (p, js) in procs.items():
         p.wait(dur + 60)
         ns0, c0 = B.sum_stats(a, ids[tag])
         ns1, c1 = B.sum_stats(b, ids[tag])
         j = json.load(open(js))
-        res[tag] = ((ns1 - ns0) / (c1 - c0) if c1 > c0 else None, c1 - c0,
-                    j["consumer"]["ctx_samples"], j["consumer"]["received_oncpu"])
+        if tag != "timed":
+            res[tag] = ((ns1 - ns0) / (c1 - c0) if c1 > c0 else None, c1 - c0,
+                        j["consumer"]["ctx_samples"], j["consumer"]["received_oncpu"],
+                        j["consumer"]["attrs_samples"])
     B.stop(demo)
     return res
 
@@ -80,25 +119,33 @@ def main():
     os.makedirs(B.WORK, exist_ok=True)
     print("# ctx_cost: %s; D=%d s, %d repetitions, %d Hz, -p spanprof-demo (2 threads, flat out)"
           % (B.machine(), args.duration, args.reps, FREQ), flush=True)
-    diffs, on, off = [], [], []
+    diffs, on, off, timed, clock = [], [], [], [], []
     with B.BpfStats():
         for r in range(args.reps):
             res = one(args.duration, r % 2 == 0)
-            (a, na, ctx, recv), (b, nb, _, _) = res["on"], res["off"]
-            print("  rep %d  with ctx %.0f ns/sample (n=%d, %d of %d samples carried ids)  "
+            (a, na, ctx, recv, attrs), (b, nb, _, _, _) = res["on"], res["off"]
+            n, read_ns, clock_ns = res["timed"]
+            t = (read_ns - clock_ns) / n if n else float("nan")
+            print("  rep %d  timed read %.0f ns (n=%d, clock %.0f ns taken out)  "
+                  "A/B: with ctx %.0f ns/sample (n=%d, %d of %d samples carried ids, %d attributes)  "
                   "without %.0f ns/sample (n=%d)  difference %.0f ns"
-                  % (r + 1, a, na, ctx, recv, b, nb, a - b), flush=True)
+                  % (r + 1, t, n, clock_ns / n if n else 0, a, na, ctx, recv, attrs, b, nb, a - b),
+                  flush=True)
             diffs.append(a - b)
             on.append(a)
             off.append(b)
-    rows = [["with context read", B.fmt(B.median(on), 0)],
-            ["--no-trace-context", B.fmt(B.median(off), 0)],
-            ["difference (median of same-run differences)", B.fmt(B.median(diffs), 0)]]
+            timed.append(t)
+            clock.append(clock_ns / n if n else 0)
+    rows = [["context read, timed inside sp_oncpu", B.fmt(B.median(timed), 0)],
+            ["  (bpf_ktime_get_ns, taken out)", B.fmt(B.median(clock), 0)],
+            ["A/B: with context read", B.fmt(B.median(on), 0)],
+            ["A/B: --no-trace-context", B.fmt(B.median(off), 0)],
+            ["A/B: difference (median of same-run differences)", B.fmt(B.median(diffs), 0)]]
     print()
     print(B.table(["sp_oncpu (--no-kernel)", "ns per sample"], rows))
-    d = B.median(diffs)
-    print("\ntarget: the context read adds < 300 ns per sample: %.0f ns -> %s"
-          % (d, "met" if d < 300 else "NOT met"))
+    d = B.median(timed)
+    print("\ntarget: the context read adds < 300 ns per sample: timed %.0f ns -> %s "
+          "(A/B difference %.0f ns)" % (d, "met" if d < 300 else "NOT met", B.median(diffs)))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ SP_CONFIG(__u8, cfg_stream_idle, 0);	/* stream idle samples too */
 SP_CONFIG(__u8, cfg_kernel_stacks, 1);	/* take kernel stacks */
 SP_CONFIG(__u8, cfg_read_ctx, 1);	/* read OTEP 4947 trace context */
 SP_CONFIG(__u8, cfg_obi, 0);		/* obi_ctx is OBI's pinned map */
+SP_CONFIG(__u8, cfg_time_ctx, 0);	/* benchmark: time the context read
+					 * (oncpu.bpf.c, map ctx_timing) */
 /* Off-CPU (offcpu.bpf.c; its program is attached only with --off-cpu). */
 SP_CONFIG(__u64, cfg_offcpu_min_ns, 0);	/* waits shorter are not written */
 SP_CONFIG(__u32, cfg_offcpu_sample_n, 1);	/* capture 1 in N; 0 = adaptive */

@@ -14,6 +14,48 @@
 #include "stack.bpf.h"
 #include "tracectx.bpf.h"
 
+/*
+ * Benchmark instrument (cfg_time_ctx, off in production; the verifier then
+ * drops this code): per CPU, the context reads timed, the ns they took
+ * between two bpf_ktime_get_ns calls, and the ns of an empty interval
+ * between two back-to-back calls, so that read_ns - clock_ns is the read's
+ * own cost.  Read by bench/ctx_cost.py with bpftool.
+ */
+struct sp_ctx_timing {
+	__u64 n;
+	__u64 read_ns;
+	__u64 clock_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_ctx_timing);
+} ctx_timing SEC(".maps");
+
+static __always_inline void sp_read_trace_ctx_timed(struct sp_scratch *s, __u32 tgid)
+{
+	struct sp_ctx_timing *t;
+	__u32 zero = 0;
+	__u64 t0, t1, t2;
+
+	if (!cfg_time_ctx) {
+		sp_read_trace_ctx(s, tgid);
+		return;
+	}
+	t0 = bpf_ktime_get_ns();
+	sp_read_trace_ctx(s, tgid);
+	t1 = bpf_ktime_get_ns();
+	t2 = bpf_ktime_get_ns();
+	t = bpf_map_lookup_elem(&ctx_timing, &zero);
+	if (t) {
+		t->n++;
+		t->read_ns += t1 - t0;
+		t->clock_ns += t2 - t1;
+	}
+}
+
 SEC("perf_event")
 int sp_oncpu(struct bpf_perf_event_data *ctx)
 {
@@ -72,7 +114,7 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 		} else {
 			s->hdr.ustack_n = sp_user_stack(s, kn, ip, PT_REGS_FP(&ctx->regs));
 		}
-		sp_read_trace_ctx(s, tgid);
+		sp_read_trace_ctx_timed(s, tgid);
 	}
 	sp_emit(s, SP_CNT_RB_SENT_ONCPU, SP_CNT_RB_DROP_ONCPU);
 	return 0;

@@ -129,6 +129,10 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_offcpu_max_pending = cfg->off_cpu_max_pending ?
 						   cfg->off_cpu_max_pending : 8192;
 	s->skel->rodata->cfg_offcpu_kthreads = cfg->off_cpu_kthreads;
+	/* A benchmark instrument, not a feature: bench/ctx_cost.py times the
+	 * trace-context read inside sp_oncpu (map ctx_timing).  Off, the
+	 * verifier removes the timing code. */
+	s->skel->rodata->cfg_time_ctx = getenv("SPANPROF_BENCH_CTX_TIMING") != NULL;
 	err = use_obi_map(s, err_msg, err_len);
 	if (err)
 		goto fail;
