@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -410,6 +411,35 @@ static int tree_sort(struct sp_report *r, struct ktree *t)
 
 /* ------------------------------------------------------------ spans */
 
+/*
+ * The sample's attribute labels (the span's thread-record attributes; the
+ * collector's off_cpu_reason is not one) as "k=v k=v", at most
+ * SPAN_ATTRS_MAX bytes, into a new string; *out stays NULL when there are
+ * none.
+ */
+#define SPAN_ATTRS_MAX 160
+
+static int span_attrs(const struct sp_profile *p, const struct sp_sample *s, char **out)
+{
+	char buf[SPAN_ATTRS_MAX + 1];
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < s->n_labels && n < SPAN_ATTRS_MAX; i++) {
+		const char *k = sp_profile__str(p, s->labels[i].key);
+		int w;
+
+		if (s->labels[i].str <= 0 || !strcmp(k, "off_cpu_reason"))
+			continue;
+		w = snprintf(buf + n, sizeof(buf) - n, "%s%s=%s", n ? " " : "", k,
+			     sp_profile__str(p, s->labels[i].str));
+		n = w < 0 ? n : (size_t)w >= sizeof(buf) - n ? SPAN_ATTRS_MAX : n + (size_t)w;
+	}
+	if (!n)
+		return 0;
+	*out = strdup(buf);
+	return *out ? 0 : -ENOMEM;
+}
+
 static int reason_of(const struct sp_profile *p, const struct sp_sample *s)
 {
 	static const char *const names[] = { "none", "sleep", "io", "runq",
@@ -575,6 +605,11 @@ static int add_sample(struct sp_report *r, const struct sp_profile *p,
 				 s->link : 0);
 	if (!sp)
 		return -ENOMEM;
+	if (sp->link && !sp->attrs) {
+		err = span_attrs(p, s, &sp->attrs);
+		if (err)
+			return err;
+	}
 	if (s->kind == SP_KIND_ONCPU) {
 		sp->samples += s->count > 0 ? (uint64_t)s->count : 0;
 		sp->oncpu_ns += ns;
@@ -668,6 +703,8 @@ void sp_report__free(struct sp_report *r)
 		free(r->trees[k].cum_by);
 		free(r->trees[k].stamp);
 	}
+	for (uint32_t i = 0; i < r->n_spans; i++)
+		free(r->spans[i].attrs);
 	free(r->spans);
 	u64map_free(&r->span_idx);
 	u64map_free(&r->span_leaf);
@@ -903,7 +940,7 @@ int sp_report__by_span(const struct sp_report *r, uint32_t top_frames,
 	fprintf(out, "%-32s %-16s %8s %10s %6s %10s %9s %9s %9s %9s  %s\n",
 		"trace_id", "span_id", "samples", "on-CPU ms", "waits",
 		"off-CPU ms", "sleep ms", "io ms", "runq ms", "other ms",
-		"top frames (self time)");
+		"top frames (self time)  [span attributes]");
 	for (uint32_t i = 0; i < r->n_spans; i++) {
 		const struct rspan *s = &r->spans[order[i]];
 		uint64_t off = 0;
@@ -931,6 +968,8 @@ int sp_report__by_span(const struct sp_report *r, uint32_t top_frames,
 			fprintf(out, "%s%s %.1fms", shown ? ", " : "",
 				r->names[lw[j - 1].name].s,
 				(double)lw[j - 1].ns / 1e6);
+		if (s->attrs)
+			fprintf(out, "  [%s]", s->attrs);
 		fputc('\n', out);
 	}
 	err = ferror(out) ? -EIO : 0;

@@ -56,6 +56,8 @@ struct rspan {
 	uint64_t waits;		/* off-CPU waits */
 	uint64_t oncpu_ns;
 	uint64_t off_ns[5];	/* by enum sp_offcpu_reason */
+	char *attrs;		/* "k=v k=v" of the span's first sample with
+				 * attribute labels, owned; NULL = none */
 };
 
 struct sp_report {

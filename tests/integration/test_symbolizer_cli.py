@@ -248,7 +248,7 @@ def make_profile(mapped_name=None):
         off, size = syms[name]
         loc[name] = p.location(m, BASE + off + min(8, size - 1))
     unk = p.location(m_unknown, BASE + 0x200123)
-    span_a = [('trace_id', TRACE_A), ('span_id', SPAN_A)]
+    span_a = [('trace_id', TRACE_A), ('span_id', SPAN_A), ('http.route', '/api/pay')]
     span_b = [('trace_id', TRACE_B), ('span_id', SPAN_B)]
     p.sample([loc['crunch'], loc['main']], count=30, labels=span_a + [('pid', 42)])
     p.sample([loc['hash_block'], loc['main']], count=10, labels=span_a + [('pid', 42)])
@@ -338,6 +338,9 @@ def main():
                   abs(float(f[7]) - 45.0) < 0.01,
                   'by-span: span A samples, on-CPU ms and off-CPU io ms')
             check('crunch' in rows[SPAN_A], 'by-span: top frame crunch')
+            check(rows[SPAN_A].endswith('[http.route=/api/pay]'),
+                  'by-span: the span attribute shown, off_cpu_reason not')
+            check('[' not in rows.get(SPAN_B, '['), 'by-span: no attributes, no brackets')
 
         # filters
         r = run(['report', src, '--collapsed', '--span-id', SPAN_B] + common)
