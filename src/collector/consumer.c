@@ -54,7 +54,9 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 	if (e->flags & SP_F_USTACK_TRUNC)
 		c->stats.ustack_truncated++;
 
-	first_sight = e->pid && !sp_proc_table__proc(c->procs, e->pid);
+	/* Also stamps a known process with the current epoch: a kernel-only
+	 * stack never reaches __resolve, yet the snapshot needs its info. */
+	first_sight = e->pid && !sp_proc_table__touch(c->procs, e->pid);
 	for (uint32_t i = 0; i < e->kstack_n; i++) {
 		c->addrs[i] = frames[i];
 		c->mappings[i] = kmap;

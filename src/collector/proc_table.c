@@ -5,17 +5,40 @@
  * Contract (see proc_table.h for the API):
  *
  * Ownership.  The table owns everything it hands out: sp_proc_info and
- * sp_mapping_info pointers, path strings (in a capped string arena that
- * lives until __free), exe paths (one heap string per live slot) and the
- * per-process mapping arrays.  __free(NULL) is a no-op.
+ * sp_mapping_info pointers, path strings (refcounted, one heap block per
+ * distinct path, freed with the last mapping that names it), exe paths (one
+ * heap string per slot) and the per-process mapping arrays.  __free(NULL)
+ * is a no-op.
  *
  * Memory.  Allocated at __new: the process slots and their pid hash, the
  * mapping registry (max_mappings + 1 entries) with its hash indexes, the
  * build-id cache and the scratch buffers used while reading maps.  Grown
  * only when maps are read (never per sample): a process's sorted array of
  * executable mappings (<= max_maps_per_proc entries, sized to what was
- * found), its exe path (<= PATH_MAX) and string-arena chunks (capped at
- * arena_cap bytes in total).  So the worst case is fixed by the config.
+ * found), its exe path (<= PATH_MAX) and path strings (capped at str_cap
+ * bytes in total).  So the worst case is fixed by the config; and with
+ * __release called after every export (the agent), what is held follows
+ * the live processes, not the history of the run:
+ *
+ * Lifetimes (epochs).  Ingest happens in epochs (one per aggregator the
+ * agent exports); __next_epoch closes the current one.  Every sample
+ * stamps its process slot with the current epoch (__resolve, __touch).
+ *  - A registry id is referenced by every process map entry that names it
+ *    (refs).  When refs drops to 0 the id is stamped dead_epoch = current
+ *    epoch and queued (FIFO, so sorted by dead_epoch); only __resolve
+ *    through a process's maps hands out ids, so no sample after that epoch
+ *    can name it.  __release(N) frees it once dead_epoch <= N, and its id
+ *    goes back to a LIFO free list (the registry's touched pages stay at
+ *    the live high-water mark).  If a new process maps the same file at
+ *    the same range first, the id is taken off the queue and reused as is.
+ *  - A gone process (exit seen, or /proc/PID vanished) is kept for late
+ *    samples and for the snapshot of the interval that holds its samples
+ *    (pid -> comm, exe path).  __release(N) frees it when it went gone
+ *    before epoch N (one whole epoch of grace for late samples) and has no
+ *    sample newer than N; its map entries then drop their references.
+ *  So the snapshot of epoch N (taken before __release(N)) sees every
+ *  mapping and process any of its samples names.  Callers that never call
+ *  __release (spanprof record) keep every id valid until __free.
  *
  * Failure.  Nothing on the resolve path is fatal: a bound that is hit, a
  * /proc file that vanished or cannot be read, a malformed maps line, a file
@@ -64,8 +87,8 @@
 
 #define PROC_NONE UINT32_MAX		/* end of an index chain */
 #define PROC_LINE_MAX (PATH_MAX + 256)	/* a maps line we accept */
-#define PROC_ARENA_CHUNK (64 * 1024)
-#define PROC_ARENA_PER_MAPPING 128	/* arena cap = this * max_mappings */
+#define PROC_STR_PER_MAPPING 128	/* path bytes cap = this * max_mappings */
+#define PROC_STR_MIN_CAP (128 * 1024)
 
 struct proc_map {
 	uint64_t start;
@@ -87,6 +110,8 @@ struct proc_slot {
 	uint64_t last_read_ns;	/* caller's clock (event time) of the last read */
 	uint64_t read_at_ns;	/* CLOCK_MONOTONIC when the last read happened */
 	uint32_t early_rereads;	/* misses re-read since exec, see resolve */
+	uint64_t last_epoch;	/* epoch of the newest sample (resolve, touch) */
+	uint64_t gone_epoch;	/* epoch it joined the gone list */
 	bool otel_ctx_seen;	/* during a read: an OTEL_CTX line passed */
 	struct proc_map *maps;
 	uint32_t n_maps;
@@ -94,11 +119,23 @@ struct proc_slot {
 	struct sp_proc_info info;
 };
 
-struct proc_arena_chunk {
-	struct proc_arena_chunk *next;
-	size_t used;
-	size_t size;
-	char data[];
+/* An interned path: one per distinct string, freed with its last user. */
+struct proc_str {
+	uint32_t refs;		/* registry entries naming it */
+	uint32_t hash;		/* for index deletion */
+	size_t len;
+	char s[];
+};
+
+/* A registry entry; id = index.  Free when info.path == NULL. */
+struct proc_mapping {
+	struct sp_mapping_info info;
+	struct proc_str *str;	/* owns info.path */
+	uint64_t dead_epoch;	/* epoch refs last dropped to 0 */
+	uint32_t refs;		/* process map entries naming it (+1: kernel) */
+	uint32_t hash;		/* for index deletion */
+	uint32_t prev, next;	/* dead queue when refs == 0; free list uses next */
+	bool queued;		/* on the dead queue */
 };
 
 struct sp_proc_table {
@@ -112,15 +149,17 @@ struct sp_proc_table {
 	uint32_t free_head;
 	uint32_t gone_head, gone_tail;
 
-	struct sp_mapping_info *mappings;	/* index = id; [0] unused */
-	uint32_t n_mappings;
+	uint64_t epoch;			/* current ingest epoch, from 1 */
+
+	struct proc_mapping *mappings;	/* index = id; [0] unused */
+	uint32_t n_mappings;		/* high-water mark: ids 1..n touched */
+	uint32_t map_free;		/* LIFO of freed ids, 0 = empty */
+	uint32_t dead_head, dead_tail;	/* FIFO of refs == 0 ids, PROC_NONE */
 	uint32_t *map_index;		/* open addressing: ids, 0 = empty */
 	uint32_t map_mask;
-	const char **str_index;		/* open addressing: interned strings */
+	struct proc_str **str_index;	/* open addressing: interned paths */
 	uint32_t str_mask;
-
-	struct proc_arena_chunk *arena;
-	size_t arena_bytes, arena_cap;
+	size_t str_bytes, str_cap;
 
 	struct sp_buildid_cache *bcache;
 
@@ -150,109 +189,218 @@ static uint32_t proc_pid_hash(uint32_t pid)
 	return h ^ (h >> 16);
 }
 
+/* ------------------------------------------------------------- hashing */
+
+/* Deletes slot i of a linear-probing table of uint32-sized keys by shifting
+ * later members of its cluster back (no tombstones, so probe lengths follow
+ * the live entries, not the history).  home(j) is the ideal slot of the
+ * entry now at j; empty(j) says whether j is free; move(to, from) copies. */
+#define PROC_BACKSHIFT(i0, mask, empty, home, move, clear)			\
+	do {									\
+		uint32_t _i = (i0), _j = (i0), _k;				\
+		for (;;) {							\
+			_j = (_j + 1) & (mask);					\
+			if (empty(_j))						\
+				break;						\
+			_k = home(_j);						\
+			/* stays if its home is cyclically in (_i, _j] */	\
+			if (_i <= _j ? (_i < _k && _k <= _j)			\
+				     : (_i < _k || _k <= _j))			\
+				continue;					\
+			move(_i, _j);						\
+			_i = _j;						\
+		}								\
+		clear(_i);							\
+	} while (0)
+
 /* ------------------------------------------------------------- strings */
 
-static const char *proc_arena_dup(struct sp_proc_table *t, const char *s, size_t n)
+#define STR_EMPTY(j) (!t->str_index[j])
+#define STR_HOME(j) (t->str_index[j]->hash & t->str_mask)
+#define STR_MOVE(to, from) (t->str_index[to] = t->str_index[from])
+#define STR_CLEAR(j) (t->str_index[j] = NULL)
+
+/* The interned copy of s[0..n) with one more reference, or NULL when the
+ * path bytes are at their cap or memory is short (the caller counts). */
+static struct proc_str *proc_str_get(struct sp_proc_table *t, const char *s, size_t n)
 {
-	struct proc_arena_chunk *c = t->arena;
-	char *p;
-
-	if (!c || c->size - c->used < n + 1) {
-		size_t size = n + 1 > PROC_ARENA_CHUNK ? n + 1 : PROC_ARENA_CHUNK;
-
-		if (t->arena_bytes + size > t->arena_cap)
-			return NULL;
-		c = malloc(sizeof(*c) + size);
-		if (!c)
-			return NULL;
-		c->next = t->arena;
-		c->used = 0;
-		c->size = size;
-		t->arena = c;
-		t->arena_bytes += size;
-	}
-	p = c->data + c->used;
-	memcpy(p, s, n);
-	p[n] = '\0';
-	c->used += n + 1;
-	return p;
-}
-
-/* Interned copy of s[0..n), or NULL when the arena is at its cap. */
-static const char *proc_intern(struct sp_proc_table *t, const char *s, size_t n)
-{
-	uint32_t i = (uint32_t)XXH3_64bits(s, n) & t->str_mask;
-	const char *p;
+	uint32_t h = (uint32_t)XXH3_64bits(s, n), i = h & t->str_mask;
+	struct proc_str *p;
 
 	for (;; i = (i + 1) & t->str_mask) {
 		p = t->str_index[i];
 		if (!p)
 			break;
-		if (strlen(p) == n && !memcmp(p, s, n))
+		if (p->len == n && !memcmp(p->s, s, n)) {
+			p->refs++;
 			return p;
+		}
 	}
-	/* Unique strings <= registered mappings < index size: never full. */
-	p = proc_arena_dup(t, s, n);
-	if (p)
-		t->str_index[i] = p;
+	/* Distinct strings <= live mappings < index size: never full. */
+	if (t->str_bytes + sizeof(*p) + n + 1 > t->str_cap)
+		return NULL;
+	p = malloc(sizeof(*p) + n + 1);
+	if (!p)
+		return NULL;
+	p->refs = 1;
+	p->hash = h;
+	p->len = n;
+	memcpy(p->s, s, n);
+	p->s[n] = '\0';
+	t->str_bytes += sizeof(*p) + n + 1;
+	t->str_index[i] = p;
 	return p;
+}
+
+static void proc_str_put(struct sp_proc_table *t, struct proc_str *p)
+{
+	uint32_t i;
+
+	if (!p || --p->refs)
+		return;
+	for (i = p->hash & t->str_mask; t->str_index[i] != p; i = (i + 1) & t->str_mask)
+		;
+	PROC_BACKSHIFT(i, t->str_mask, STR_EMPTY, STR_HOME, STR_MOVE, STR_CLEAR);
+	t->str_bytes -= sizeof(*p) + p->len + 1;
+	free(p);
 }
 
 /* ------------------------------------------------------------- registry */
 
-static uint64_t proc_mapping_hash(const char *path, const struct sp_build_id *b,
-				  uint64_t start, uint64_t limit, uint64_t offset)
+#define MAP_EMPTY(j) (!t->map_index[j])
+#define MAP_HOME(j) (t->mappings[t->map_index[j]].hash & t->map_mask)
+#define MAP_MOVE(to, from) (t->map_index[to] = t->map_index[from])
+#define MAP_CLEAR(j) (t->map_index[j] = 0)
+
+static uint32_t proc_mapping_hash(const char *path, size_t path_len,
+				  const struct sp_build_id *b, uint64_t start,
+				  uint64_t limit, uint64_t offset)
 {
-	uint64_t h = XXH3_64bits(path, strlen(path));
+	uint64_t h = XXH3_64bits(path, path_len);
 
 	h ^= XXH3_64bits_withSeed(b->id, b->len, b->len);
 	h = XXH3_64bits_withSeed(&start, sizeof(start), h);
 	h = XXH3_64bits_withSeed(&limit, sizeof(limit), h);
-	return XXH3_64bits_withSeed(&offset, sizeof(offset), h);
+	return (uint32_t)XXH3_64bits_withSeed(&offset, sizeof(offset), h);
 }
 
-/* Id of (path, build id, start, limit, offset), registering it if new; 0
- * when the registry or its string arena is full (counted). */
+static void proc_dead_del(struct sp_proc_table *t, uint32_t id)
+{
+	struct proc_mapping *m = &t->mappings[id];
+
+	if (!m->queued)
+		return;
+	if (m->prev != PROC_NONE)
+		t->mappings[m->prev].next = m->next;
+	else
+		t->dead_head = m->next;
+	if (m->next != PROC_NONE)
+		t->mappings[m->next].prev = m->prev;
+	else
+		t->dead_tail = m->prev;
+	m->queued = false;
+}
+
+/* Drops one process map entry's reference to id (0 = none). */
+static void proc_mapping_put(struct sp_proc_table *t, uint32_t id)
+{
+	struct proc_mapping *m;
+
+	if (!id)
+		return;
+	m = &t->mappings[id];
+	if (--m->refs)
+		return;
+	m->dead_epoch = t->epoch;
+	m->next = PROC_NONE;
+	m->prev = t->dead_tail;
+	if (t->dead_tail != PROC_NONE)
+		t->mappings[t->dead_tail].next = id;
+	else
+		t->dead_head = id;
+	t->dead_tail = id;
+	m->queued = true;
+}
+
+static void proc_maps_put(struct sp_proc_table *t, const struct proc_map *maps, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		proc_mapping_put(t, maps[i].id);
+}
+
+/* Returns an unreferenced, dequeued id to the free list. */
+static void proc_mapping_free(struct sp_proc_table *t, uint32_t id)
+{
+	struct proc_mapping *m = &t->mappings[id];
+	uint32_t i;
+
+	for (i = m->hash & t->map_mask; t->map_index[i] != id; i = (i + 1) & t->map_mask)
+		;
+	PROC_BACKSHIFT(i, t->map_mask, MAP_EMPTY, MAP_HOME, MAP_MOVE, MAP_CLEAR);
+	proc_str_put(t, m->str);
+	memset(m, 0, sizeof(*m));
+	m->next = t->map_free;
+	t->map_free = id;
+	t->stats.mappings_tracked--;
+	t->stats.mappings_released++;
+}
+
+/* Id of (path, build id, start, limit, offset) with one more reference
+ * (the caller's map entry), registering it if new; 0 when the registry or
+ * its path bytes are full (counted). */
 static uint32_t proc_register(struct sp_proc_table *t, const char *path, size_t path_len,
 			      const struct sp_build_id *b, uint64_t start,
 			      uint64_t limit, uint64_t offset, bool kernel)
 {
-	struct sp_mapping_info *m;
-	const char *ipath;
+	uint32_t h = proc_mapping_hash(path, path_len, b, start, limit, offset);
+	struct proc_mapping *m;
+	struct proc_str *str;
 	uint32_t i, id;
 
-	/* Interning the path first keeps the key a plain C string; a path
-	 * whose mapping is then refused stays in the arena (bounded). */
-	ipath = proc_intern(t, path, path_len);
-	if (!ipath) {
-		t->stats.mappings_full++;
-		return 0;
-	}
-	i = (uint32_t)proc_mapping_hash(ipath, b, start, limit, offset) & t->map_mask;
-	for (;; i = (i + 1) & t->map_mask) {
+	for (i = h & t->map_mask;; i = (i + 1) & t->map_mask) {
 		id = t->map_index[i];
 		if (!id)
 			break;
 		m = &t->mappings[id];
-		/* Interned: equal paths are the same pointer. */
-		if (m->path == ipath && m->start == start && m->limit == limit &&
-		    m->offset == offset && m->build_id.len == b->len &&
-		    !memcmp(m->build_id.id, b->id, b->len))
+		if (m->hash == h && m->str->len == path_len &&
+		    !memcmp(m->str->s, path, path_len) && m->info.start == start &&
+		    m->info.limit == limit && m->info.offset == offset &&
+		    m->info.build_id.len == b->len &&
+		    !memcmp(m->info.build_id.id, b->id, b->len)) {
+			if (!m->refs++)
+				proc_dead_del(t, id);	/* back in use as is */
 			return id;
+		}
 	}
-	if (t->n_mappings >= t->cfg.max_mappings) {
+	if (!t->map_free && t->n_mappings >= t->cfg.max_mappings) {
 		t->stats.mappings_full++;
 		return 0;
 	}
-	id = ++t->n_mappings;
+	str = proc_str_get(t, path, path_len);
+	if (!str) {
+		t->stats.mappings_full++;
+		return 0;
+	}
+	if (t->map_free) {
+		id = t->map_free;
+		t->map_free = t->mappings[id].next;
+	} else {
+		id = ++t->n_mappings;
+	}
 	m = &t->mappings[id];
-	m->start = start;
-	m->limit = limit;
-	m->offset = offset;
-	m->build_id = *b;
-	m->path = ipath;
-	m->kernel = kernel;
+	memset(m, 0, sizeof(*m));
+	m->info.start = start;
+	m->info.limit = limit;
+	m->info.offset = offset;
+	m->info.build_id = *b;
+	m->info.path = str->s;
+	m->info.kernel = kernel;
+	m->str = str;
+	m->refs = 1;
+	m->hash = h;
+	m->prev = m->next = PROC_NONE;
 	t->map_index[i] = id;
+	t->stats.mappings_tracked++;
 	return id;
 }
 
@@ -281,6 +429,7 @@ static void proc_gone_add(struct sp_proc_table *t, struct proc_slot *p)
 
 	if (p->in_gone_list)
 		return;
+	p->gone_epoch = t->epoch;
 	p->gone_next = PROC_NONE;
 	p->gone_prev = t->gone_tail;
 	if (t->gone_tail != PROC_NONE)
@@ -322,11 +471,13 @@ static void proc_slot_release(struct sp_proc_table *t, struct proc_slot *p)
 	if (*link == i)
 		*link = p->hash_next;
 	proc_gone_del(t, p);
+	proc_maps_put(t, p->maps, p->n_maps);
 	free(p->maps);
 	free(p->exe);
 	memset(p, 0, sizeof(*p));
 	p->hash_next = t->free_head;
 	t->free_head = i;
+	t->stats.procs_tracked--;
 }
 
 /* A fresh slot for pid, evicting the oldest gone process if needed; NULL
@@ -356,6 +507,7 @@ static struct proc_slot *proc_alloc(struct sp_proc_table *t, uint32_t pid)
 	p->hash_next = t->pid_heads[h];
 	t->pid_heads[h] = i;
 	t->stats.procs_seen++;
+	t->stats.procs_tracked++;
 	return p;
 }
 
@@ -646,8 +798,10 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 		}
 	}
 	close(fd);
-	if (err)
+	if (err) {
+		proc_maps_put(t, t->scratch, n);
 		goto fail;
+	}
 
 	if (full)
 		t->stats.maps_per_proc_full++;
@@ -663,11 +817,15 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 	if (n) {
 		maps = malloc((size_t)n * sizeof(*maps));
 		if (!maps) {
+			proc_maps_put(t, t->scratch, n);
 			err = -ENOMEM;
 			goto fail;
 		}
 		memcpy(maps, t->scratch, (size_t)n * sizeof(*maps));
 	}
+	/* New references were taken first: a mapping in both reads never
+	 * reaches the dead queue. */
+	proc_maps_put(t, p->maps, p->n_maps);
 	free(p->maps);
 	p->maps = maps;
 	p->n_maps = n;
@@ -761,6 +919,8 @@ struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
 	t->pid_heads = malloc(((size_t)t->pid_mask + 1) * sizeof(*t->pid_heads));
 	/* [0] is "unknown"; the kernel takes id 1, one of max_mappings. */
 	t->mappings = calloc((size_t)t->cfg.max_mappings + 1, sizeof(*t->mappings));
+	t->epoch = 1;
+	t->dead_head = t->dead_tail = PROC_NONE;
 	t->map_mask = proc_pow2_at_least(2ULL * t->cfg.max_mappings + 2) - 1;
 	t->map_index = calloc((size_t)t->map_mask + 1, sizeof(*t->map_index));
 	t->str_mask = t->map_mask;
@@ -772,9 +932,9 @@ struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
 	if (!t->slots || !t->pid_heads || !t->mappings || !t->map_index ||
 	    !t->str_index || !t->linebuf || !t->pathbuf || !t->scratch || !t->bcache)
 		goto fail;
-	t->arena_cap = (size_t)t->cfg.max_mappings * PROC_ARENA_PER_MAPPING;
-	if (t->arena_cap < 2 * PROC_ARENA_CHUNK)
-		t->arena_cap = 2 * PROC_ARENA_CHUNK;
+	t->str_cap = (size_t)t->cfg.max_mappings * PROC_STR_PER_MAPPING;
+	if (t->str_cap < PROC_STR_MIN_CAP)
+		t->str_cap = PROC_STR_MIN_CAP;
 
 	for (i = 0; i <= t->pid_mask; i++)
 		t->pid_heads[i] = PROC_NONE;
@@ -801,7 +961,6 @@ fail:
 
 void sp_proc_table__free(struct sp_proc_table *t)
 {
-	struct proc_arena_chunk *c, *next;
 	uint32_t i;
 
 	if (!t)
@@ -812,10 +971,9 @@ void sp_proc_table__free(struct sp_proc_table *t)
 			free(t->slots[i].exe);
 		}
 	}
-	for (c = t->arena; c; c = next) {
-		next = c->next;
-		free(c);
-	}
+	if (t->str_index)
+		for (i = 0; i <= t->str_mask; i++)
+			free(t->str_index[i]);
 	sp_buildid_cache__free(t->bcache);
 	free(t->scratch);
 	free(t->pathbuf);
@@ -869,6 +1027,7 @@ uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
 		proc_read_maps(t, p, now_ns);
 		m = proc_lookup(p, addr);
 	}
+	p->last_epoch = t->epoch;
 	if (!m || !m->id) {
 		t->stats.addr_unmapped++;
 		return 0;
@@ -894,6 +1053,7 @@ void sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *c
 		if (!p)
 			return;
 	}
+	proc_maps_put(t, p->maps, p->n_maps);
 	free(p->maps);
 	p->maps = NULL;
 	p->n_maps = 0;
@@ -934,9 +1094,9 @@ const struct sp_proc_info *sp_proc_table__proc(struct sp_proc_table *t, uint32_t
 const struct sp_mapping_info *sp_proc_table__mapping(const struct sp_proc_table *t,
 						     uint32_t id)
 {
-	if (!t || id == 0 || id > t->n_mappings)
+	if (!t || id == 0 || id > t->n_mappings || !t->mappings[id].info.path)
 		return NULL;
-	return &t->mappings[id];
+	return &t->mappings[id].info;
 }
 
 uint32_t sp_proc_table__n_mappings(const struct sp_proc_table *t)
@@ -947,4 +1107,56 @@ uint32_t sp_proc_table__n_mappings(const struct sp_proc_table *t)
 const struct sp_proc_table_stats *sp_proc_table__stats(const struct sp_proc_table *t)
 {
 	return t ? &t->stats : NULL;
+}
+
+bool sp_proc_table__touch(struct sp_proc_table *t, uint32_t pid)
+{
+	struct proc_slot *p = t ? proc_find(t, pid) : NULL;
+
+	if (!p)
+		return false;
+	p->last_epoch = t->epoch;
+	return true;
+}
+
+uint64_t sp_proc_table__next_epoch(struct sp_proc_table *t)
+{
+	return t ? t->epoch++ : 0;
+}
+
+void sp_proc_table__release(struct sp_proc_table *t, uint64_t closed,
+			    sp_proc_table_release_fn fn, void *ctx)
+{
+	struct proc_slot *p;
+	uint32_t pid, id;
+
+	if (!t)
+		return;
+	/* Gone list: oldest gone_epoch first.  One sent back to the tail
+	 * gets the current epoch (> closed), so the walk ends there. */
+	while (t->gone_head != PROC_NONE) {
+		p = &t->slots[t->gone_head];
+		if (p->gone_epoch >= closed)
+			break;
+		if (p->last_epoch > closed) {
+			/* Late samples in an epoch not yet exported. */
+			proc_gone_del(t, p);
+			proc_gone_add(t, p);
+			continue;
+		}
+		pid = p->pid;
+		proc_slot_release(t, p);
+		t->stats.procs_released++;
+		if (fn)
+			fn(pid, ctx);
+	}
+	/* Dead queue: oldest dead_epoch first.  Mappings of the processes
+	 * released just now are stamped with the current epoch: next time. */
+	while (t->dead_head != PROC_NONE) {
+		id = t->dead_head;
+		if (t->mappings[id].dead_epoch > closed)
+			break;
+		proc_dead_del(t, id);
+		proc_mapping_free(t, id);
+	}
 }

@@ -5,10 +5,19 @@
  * every user frame becomes (mapping id, address).  It never symbolizes.
  *
  * Mappings are interned in a global registry: a mapping id (>= 1) names one
- * (path, build id, start, limit, file offset) and stays valid until
- * sp_proc_table__free (ids are never reused, so aggregated stacks can hold
- * them).  Id 0 means "unknown".  The kernel has its own registry entry
- * (path "[kernel.kallsyms]", the kernel's build id).
+ * (path, build id, start, limit, file offset).  Id 0 means "unknown".  The
+ * kernel has its own registry entry (path "[kernel.kallsyms]", the
+ * kernel's build id), valid until __free.
+ *
+ * Lifetimes: ingest is split into epochs (the agent: one per exported
+ * aggregator).  An id handed out by __resolve during epoch E, and the
+ * sp_proc_info of every pid sampled during E, stay valid at least until
+ * sp_proc_table__release(t, E) - the owner calls it once everything
+ * aggregated in epochs <= E has been snapshotted (or discarded).  After
+ * that, ids no process maps any more are recycled and processes gone
+ * before E are forgotten, so memory follows the live processes, not the
+ * run's history.  Without __release (spanprof record) nothing is recycled
+ * and every id stays valid until sp_proc_table__free.
  *
  * Bounds (fixed at creation, all memory preallocated or capped):
  * max_procs processes, max_mappings registry entries, max_maps_per_proc
@@ -22,7 +31,9 @@
  * address miss, at most once per refresh_interval_ns per process (a freshly
  * exec'd process maps its libraries after the exec event).
  *
- * Not thread safe: owned by the ring-buffer consumer thread.
+ * Not thread safe: the caller serializes every call (the agent: the
+ * consumer ingests and closes epochs, the export worker snapshots and
+ * releases, both under one lock).
  */
 #ifndef SPANPROF_PROC_TABLE_H
 #define SPANPROF_PROC_TABLE_H
@@ -77,6 +88,11 @@ struct sp_proc_table_stats {
 	uint64_t buildid_cache_hits;
 	uint64_t buildid_cache_misses;
 	uint64_t addr_unmapped;		/* address in no known mapping */
+	uint64_t procs_released;	/* gone processes forgotten by __release */
+	uint64_t mappings_released;	/* registry ids recycled by __release */
+	/* Gauges, current values. */
+	uint64_t procs_tracked;		/* process slots in use (live + gone) */
+	uint64_t mappings_tracked;	/* registry ids in use, kernel included */
 };
 
 struct sp_proc_table;
@@ -91,6 +107,27 @@ void sp_proc_table__free(struct sp_proc_table *t);
 uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
 				uint64_t addr, uint64_t now_ns);
 
+/* Stamps pid's process (if known) as sampled in the current epoch, so it
+ * outlives that epoch's export; true if the pid is known.  For samples that
+ * may not call __resolve (kernel-only stacks). */
+bool sp_proc_table__touch(struct sp_proc_table *t, uint32_t pid);
+
+/* Closes the current epoch and returns its number (epochs count from 1);
+ * ingest after this call belongs to the next one. */
+uint64_t sp_proc_table__next_epoch(struct sp_proc_table *t);
+
+/* Called with each pid __release forgets (e.g. to drop per-pid state kept
+ * elsewhere for the snapshot). */
+typedef void (*sp_proc_table_release_fn)(uint32_t pid, void *ctx);
+
+/* Everything ingested in epochs <= closed has been exported: free gone
+ * processes that went gone before closed and have no later sample (fn is
+ * called for each), and recycle registry ids no process has mapped since
+ * an epoch <= closed.  Call in increasing order of closed.  Pointers from
+ * __proc and __mapping for what is freed become invalid. */
+void sp_proc_table__release(struct sp_proc_table *t, uint64_t closed,
+			    sp_proc_table_release_fn fn, void *ctx);
+
 /* Mapping id of the kernel (always valid, >= 1). */
 uint32_t sp_proc_table__kernel_mapping(const struct sp_proc_table *t);
 
@@ -98,16 +135,19 @@ uint32_t sp_proc_table__kernel_mapping(const struct sp_proc_table *t);
 void sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *comm,
 			    uint64_t now_ns);
 /* The process exited: keep its info (samples still refer to it), mark it
- * gone and make its slot reclaimable (oldest exit first).  No /proc read
+ * gone: __release frees it once its epochs are exported, and a new pid
+ * finding the table full evicts the oldest gone one.  No /proc read
  * happens unless samples for the pid keep arriving (see above). */
 void sp_proc_table__on_exit(struct sp_proc_table *t, uint32_t pid);
 
 /* NULL if pid was never seen.  Valid until the next call that mutates t. */
 const struct sp_proc_info *sp_proc_table__proc(struct sp_proc_table *t, uint32_t pid);
 
+/* NULL for 0, an id never handed out, or a recycled id not reused yet. */
 const struct sp_mapping_info *sp_proc_table__mapping(const struct sp_proc_table *t,
 						     uint32_t id);
-uint32_t sp_proc_table__n_mappings(const struct sp_proc_table *t); /* ids 1..n */
+/* Highest id handed out so far: every valid id is in 1..n. */
+uint32_t sp_proc_table__n_mappings(const struct sp_proc_table *t);
 
 const struct sp_proc_table_stats *sp_proc_table__stats(const struct sp_proc_table *t);
 
