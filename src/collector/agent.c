@@ -44,10 +44,17 @@
  *                         snapshot allocates); aggregators are then
  *                         re-created so their pages return to the kernel.
  *
+ * Process state follows live processes (proc_table.h, "Lifetimes"): each
+ *   aggregator is one process-table epoch, closed at the swap; after the
+ *   worker has snapshotted (or discarded) it, it releases that epoch, which
+ *   recycles mapping ids no process maps any more and forgets processes
+ *   gone for a whole interval, with their ctx-discovery state.
+ *
  * Locking: procs_lock covers the process table, ctx discovery and the
- * container-id cache (consumer while draining, worker while snapshotting);
- * xfer_lock the aggregator hand-over; stats_lock the counters the metrics
- * thread reads (published by their owners).
+ * container-id cache (consumer while draining, worker while snapshotting
+ * and releasing); xfer_lock the aggregator hand-over; stats_lock the
+ * counters the metrics thread reads (published by their owners).  Order:
+ * procs_lock before xfer_lock (try_swap), never the other way.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -156,6 +163,7 @@ struct agent {
 	pthread_cond_t xfer_cond;
 	struct sp_agg *full;		/* for the worker, or NULL */
 	uint64_t full_start, full_end;
+	uint64_t full_epoch;		/* process-table epoch of full */
 	bool full_is_last;
 	struct sp_agg *spare;		/* for the consumer, or NULL */
 	bool worker_quit;
@@ -434,6 +442,14 @@ static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 	sp_ctx_discovery__on_proc(pid, why, a->disc);
 }
 
+/* The process table forgot a gone pid (worker, under procs_lock). */
+static void on_release(uint32_t pid, void *ctx)
+{
+	struct agent *a = ctx;
+
+	sp_ctx_discovery__forget(a->disc, pid);
+}
+
 /* Ring callback: the consumer's, except while the memory guard is engaged,
  * when samples are drained and dropped (process events still pass: they
  * keep the process table right and cost no aggregator space). */
@@ -452,10 +468,16 @@ static int on_event(void *ctx, void *data, size_t size)
 
 static void publish(struct agent *a)
 {
+	struct sp_proc_table_stats ps;
+
+	/* The worker's __release updates these too. */
+	pthread_mutex_lock(&a->procs_lock);
+	ps = *sp_proc_table__stats(a->procs);
+	pthread_mutex_unlock(&a->procs_lock);
 	pthread_mutex_lock(&a->stats_lock);
 	a->pub.cons = a->cons.stats;
 	a->pub.agg = *sp_agg__stats(a->cur);
-	a->pub.procs = *sp_proc_table__stats(a->procs);
+	a->pub.procs = ps;
 	a->pub.memguard_dropped[0] = a->memguard_dropped[0];
 	a->pub.memguard_dropped[1] = a->memguard_dropped[1];
 	pthread_mutex_unlock(&a->stats_lock);
@@ -469,16 +491,20 @@ static uint64_t next_interval_ns(struct agent *a)
 }
 
 /* Hands the current aggregator to the worker if it has returned the spare;
- * never waits.  Returns true when swapped. */
+ * never waits.  Returns true when swapped.  The process-table epoch is
+ * closed in the same critical section, so the worker, which may start at
+ * once, releases exactly the epoch of what it exported. */
 static bool try_swap(struct agent *a, uint64_t now, bool last)
 {
 	bool swapped = false;
 
+	pthread_mutex_lock(&a->procs_lock);
 	pthread_mutex_lock(&a->xfer_lock);
 	if (a->spare && !a->full) {
 		a->full = a->cur;
 		a->full_start = a->interval_start;
 		a->full_end = now;
+		a->full_epoch = sp_proc_table__next_epoch(a->procs);
 		a->full_is_last = last;
 		a->cur = a->spare;
 		a->spare = NULL;
@@ -488,6 +514,7 @@ static bool try_swap(struct agent *a, uint64_t now, bool last)
 		pthread_cond_broadcast(&a->xfer_cond);
 	}
 	pthread_mutex_unlock(&a->xfer_lock);
+	pthread_mutex_unlock(&a->procs_lock);
 	return swapped;
 }
 
@@ -679,7 +706,7 @@ static void *worker_main(void *arg)
 
 	for (;;) {
 		struct sp_agg *g;
-		uint64_t start, end;
+		uint64_t start, end, epoch;
 		bool last, pressure;
 
 		pthread_mutex_lock(&a->xfer_lock);
@@ -692,11 +719,16 @@ static void *worker_main(void *arg)
 		g = a->full;
 		start = a->full_start;
 		end = a->full_end;
+		epoch = a->full_epoch;
 		last = a->full_is_last;
 		pthread_mutex_unlock(&a->xfer_lock);
 
 		pressure = atomic_load(&a->guard_engaged);
 		pressure |= export_one(a, g, start, end);
+		/* Exported or discarded: nothing refers to the epoch any more. */
+		pthread_mutex_lock(&a->procs_lock);
+		sp_proc_table__release(a->procs, epoch, on_release, a);
+		pthread_mutex_unlock(&a->procs_lock);
 		if (pressure || atomic_load(&a->guard_engaged)) {
 			struct sp_agg *n = recreate(a, g);
 
@@ -873,6 +905,19 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_counter(b, "spanprof_processes_seen_total", "Processes seen by the process table",
 		  p.procs.procs_seen);
 	m_gauge(b, "spanprof_processes_tracked",
+		"Processes held by the process table (live, and gone ones until the "
+		"interval that may hold their samples is exported)",
+		(double)p.procs.procs_tracked);
+	m_gauge(b, "spanprof_mappings_tracked",
+		"Mapping ids held by the process table's registry (kernel included)",
+		(double)p.procs.mappings_tracked);
+	m_counter(b, "spanprof_processes_released_total",
+		  "Gone processes forgotten after their last interval was exported",
+		  p.procs.procs_released);
+	m_counter(b, "spanprof_mappings_released_total",
+		  "Mapping ids recycled after their last interval was exported",
+		  p.procs.mappings_released);
+	m_gauge(b, "spanprof_last_profile_resources",
 		"Processes (resources) in the last exported profile", (double)w.last_resources);
 	sp_metrics__family(b, "spanprof_process_events_total", SP_METRIC_COUNTER,
 			   "Process table events and bounds hit");

@@ -21,18 +21,23 @@ struct slot {
 	uint32_t pid;
 	uint8_t state;
 	uint64_t *fail_ctr;	/* the reason counted when state == FAILED */
-	char service_name[128];
+	char *service_name;	/* heap, or NULL: few processes publish one */
 	/* threadlocal.attribute_key_map, owned (moved out of the process
-	 * context read); freed when the pid execs or the table is freed. */
+	 * context read); freed when the pid execs or is forgotten, or with
+	 * the table. */
 	char **keys;
 	uint32_t n_keys;
 };
+
+#define CTX_SERVICE_NAME_MAX 127
 
 struct sp_ctx_discovery {
 	struct sp_sampler *sampler;
 	struct sp_proc_table *procs;	/* borrowed, may be NULL */
 	const char *proc_root;
-	struct slot *slots;		/* open addressing, SP_CTX_DISCOVERY_MAX * 2 */
+	struct slot *slots;		/* open addressing, SP_CTX_DISCOVERY_MAX * 2;
+					 * kept small (40 B): hashing pids spreads
+					 * writes over every page of it */
 	uint32_t mask;
 	uint32_t used;
 	uint64_t resolved;
@@ -80,15 +85,55 @@ void sp_ctx_discovery__free(struct sp_ctx_discovery *d)
 {
 	if (!d)
 		return;
-	for (uint32_t i = 0; i <= d->mask; i++)
-		slot_free_keys(&d->slots[i]);
+	if (d->slots)
+		for (uint32_t i = 0; i <= d->mask; i++) {
+			free(d->slots[i].service_name);
+			slot_free_keys(&d->slots[i]);
+		}
 	free(d->slots);
 	free(d);
 }
 
+static uint32_t slot_home(const struct sp_ctx_discovery *d, uint32_t pid)
+{
+	return (pid * 2654435761u) & d->mask;
+}
+
+void sp_ctx_discovery__forget(struct sp_ctx_discovery *d, uint32_t pid)
+{
+	uint32_t i, j, k;
+
+	if (!d)
+		return;
+	for (i = slot_home(d, pid); d->slots[i].state != SLOT_EMPTY; i = (i + 1) & d->mask)
+		if (d->slots[i].pid == pid)
+			break;
+	if (d->slots[i].state == SLOT_EMPTY)
+		return;
+	if (d->slots[i].state == SLOT_RESOLVED && d->sampler)
+		sp_sampler__del_tls_desc(d->sampler, pid);
+	free(d->slots[i].service_name);
+	slot_free_keys(&d->slots[i]);
+	d->used--;
+	/* Backward-shift deletion (linear probing, no tombstones): a later
+	 * member of the cluster moves into the hole unless its home slot is
+	 * cyclically in (i, j]. */
+	for (j = i;;) {
+		j = (j + 1) & d->mask;
+		if (d->slots[j].state == SLOT_EMPTY)
+			break;
+		k = slot_home(d, d->slots[j].pid);
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		d->slots[i] = d->slots[j];
+		i = j;
+	}
+	memset(&d->slots[i], 0, sizeof(d->slots[i]));
+}
+
 static struct slot *slot_for(struct sp_ctx_discovery *d, uint32_t pid, bool create)
 {
-	uint32_t h = (pid * 2654435761u) & d->mask;
+	uint32_t h = slot_home(d, pid);
 
 	while (d->slots[h].state != SLOT_EMPTY) {
 		if (d->slots[h].pid == pid)
@@ -141,7 +186,10 @@ static void examine(struct sp_ctx_discovery *d, uint32_t pid)
 			mark_failed(d, sl, &d->pctx_fail[why]);
 		goto out;
 	}
-	snprintf(sl->service_name, sizeof(sl->service_name), "%s", pctx.service_name);
+	free(sl->service_name);
+	sl->service_name = pctx.service_name[0]
+				   ? strndup(pctx.service_name, CTX_SERVICE_NAME_MAX)
+				   : NULL;
 	slot_free_keys(sl);
 	if (pctx.n_keys && (sl->keys = malloc(pctx.n_keys * sizeof(*sl->keys)))) {
 		memcpy(sl->keys, pctx.keys, pctx.n_keys * sizeof(*sl->keys));
@@ -192,7 +240,8 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 		if (sl) {
 			sl->state = SLOT_NONE;
 			sl->fail_ctr = NULL;
-			sl->service_name[0] = 0;
+			free(sl->service_name);
+			sl->service_name = NULL;
 			slot_free_keys(sl);
 		}
 	}
@@ -231,7 +280,7 @@ const char *sp_ctx_discovery__service_name(uint32_t pid, void *ctx)
 	struct sp_ctx_discovery *d = ctx;
 	struct slot *sl = d ? slot_for(d, pid, false) : NULL;
 
-	return sl && sl->service_name[0] ? sl->service_name : NULL;
+	return sl ? sl->service_name : NULL;
 }
 
 const char *sp_ctx_discovery__attr_key(uint32_t pid, uint8_t key_index, void *ctx)

@@ -13,7 +13,9 @@
  * searched for otel_thread_ctx_v1 (that search costs milliseconds, so it is
  * not done for every process on the machine).  Every failure is counted by
  * reason, once per process (a process failing again for the same reason
- * is not counted twice).  State is bounded: SP_CTX_DISCOVERY_MAX processes.
+ * is not counted twice).  State is bounded: SP_CTX_DISCOVERY_MAX processes,
+ * and the agent forgets a pid when the process table does (__forget), so
+ * the table holds the live processes, not every pid ever examined.
  */
 #ifndef SPANPROF_CTX_DISCOVERY_H
 #define SPANPROF_CTX_DISCOVERY_H
@@ -39,6 +41,11 @@ void sp_ctx_discovery__free(struct sp_ctx_discovery *d);
 /* sp_consumer_proc_fn: examine pid (first sight: only if never examined;
  * exec: forget what was known; publish: look again). */
 void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx);
+/* Forgets pid (its process is gone and its last interval exported): its
+ * slot, service name, attribute keys and, if resolved, its descriptor in
+ * the BPF map.  A
+ * later exec or first sight examines the pid afresh. */
+void sp_ctx_discovery__forget(struct sp_ctx_discovery *d, uint32_t pid);
 /* Examine processes already running: all of /proc, or the given pids. */
 void sp_ctx_discovery__scan(struct sp_ctx_discovery *d, bool all, const uint32_t *pids,
 			    uint32_t n);

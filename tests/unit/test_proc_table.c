@@ -688,6 +688,248 @@ static void test_fake_exec_rereads(void **state)
 	sp_proc_table__free(t);
 }
 
+/* ------------------------------------------------------------ lifetimes */
+
+static void fake_gone(uint32_t pid)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%u/maps", root, pid);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/%u", root, pid);
+	rmdir(path);
+}
+
+/* Three executable mappings at an ASLR-like base unique to cycle; the
+ * executable's path is unique to the cycle every 7th time (a temporary
+ * build product), so path strings churn too. */
+static void fake_exec_maps(uint32_t pid, uint32_t cycle)
+{
+	uint64_t base = 0x100000000ULL + (uint64_t)cycle * 0x100000;
+	char maps[512];
+
+	if (cycle % 7 == 0)
+		snprintf(maps, sizeof(maps),
+			 "%llx-%llx r-xp 00001000 08:01 %u /tmp/build/cc%u\n",
+			 (unsigned long long)base, (unsigned long long)base + 0x1000, cycle, cycle);
+	else
+		snprintf(maps, sizeof(maps), "%llx-%llx r-xp 00001000 08:01 1 /bin/app\n",
+			 (unsigned long long)base, (unsigned long long)base + 0x1000);
+	snprintf(maps + strlen(maps), sizeof(maps) - strlen(maps),
+		 "%llx-%llx r-xp 00000000 08:01 2 /lib/libc.so.6\n"
+		 "%llx-%llx r-xp 00000000 08:01 3 /lib/ld.so\n",
+		 (unsigned long long)base + 0x10000, (unsigned long long)base + 0x11000,
+		 (unsigned long long)base + 0x20000, (unsigned long long)base + 0x21000);
+	fake_proc_s(pid, maps);
+}
+
+#define LT_LIVE 8		/* long-lived processes */
+#define LT_CYCLES 10000		/* short-lived ones: exec, samples, exit */
+#define LT_PER_EPOCH 50		/* short-lived processes per epoch */
+#define LT_NOTES (LT_PER_EPOCH * 4 * 2)
+
+struct lt_note {		/* a sample aggregated in the open epoch */
+	uint32_t id;
+	uint32_t pid;
+	uint64_t start;
+};
+
+/* What the snapshot of an epoch needs is still there when it runs. */
+static void lt_check(struct sp_proc_table *t, const struct lt_note *notes, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct sp_mapping_info *m = sp_proc_table__mapping(t, notes[i].id);
+
+		assert_non_null(m);
+		assert_true(m->start == notes[i].start);
+		assert_non_null(sp_proc_table__proc(t, notes[i].pid));
+	}
+}
+
+/* 10,000 short processes (pids reused, every one at new addresses) with an
+ * export every 50: the table holds the live set plus about two epochs of
+ * exited processes, never the history; ids are recycled, so the registry's
+ * high-water mark (its touched memory) stays put; and no id an open or
+ * unexported epoch uses is freed or changed.  Without recycling the small
+ * registry (1024) would be full after ~340 processes. */
+static void test_lifetimes_bounded(void **state)
+{
+	static struct lt_note notes[2][LT_NOTES];
+	uint32_t n_notes[2] = { 0, 0 }, cur = 0, live_ids[LT_LIVE];
+	uint32_t hwm_after_warmup = 0, max_tracked = 0, max_maps = 0;
+	const struct sp_proc_table_stats *st;
+	struct sp_proc_table *t;
+	uint64_t epoch;
+
+	(void)state;
+	t = fake_table(256, 1024, 16);
+	st = sp_proc_table__stats(t);
+	for (uint32_t i = 0; i < LT_LIVE; i++) {
+		fake_exec_maps(2000 + i, 1000000 + i);
+		sp_proc_table__on_exec(t, 2000 + i, "live", 0);
+		live_ids[i] = sp_proc_table__resolve(t, 2000 + i,
+						     0x100000000ULL + (1000000ULL + i) * 0x100000 + 0x10010, 0);
+		assert_true(live_ids[i] > 1);
+	}
+	for (uint32_t c = 0; c < LT_CYCLES; c++) {
+		uint32_t pid = 3000 + c % 97;	/* pids come back */
+		uint64_t base = 0x100000000ULL + (uint64_t)c * 0x100000;
+		uint64_t now_ns = (uint64_t)c * MS;
+
+		fake_exec_maps(pid, c);
+		sp_proc_table__on_exec(t, pid, "short", now_ns);
+		for (uint32_t k = 0; k < 3; k++) {
+			uint64_t addr = base + k * 0x10000 + 0x10;
+			uint32_t id = sp_proc_table__resolve(t, pid, addr, now_ns);
+			struct lt_note *nt = &notes[cur][n_notes[cur]++];
+
+			assert_true(id > 1);
+			nt->id = id;
+			nt->pid = pid;
+			nt->start = base + k * 0x10000;
+		}
+		sp_proc_table__on_exit(t, pid);
+		fake_gone(pid);
+		/* A late sample after the exit still resolves. */
+		if (c % 5 == 0) {
+			struct lt_note *nt = &notes[cur][n_notes[cur]++];
+
+			nt->id = sp_proc_table__resolve(t, pid, base + 0x10, now_ns + MS);
+			nt->pid = pid;
+			nt->start = base;
+			assert_true(nt->id > 1);
+		}
+		if (c % LT_PER_EPOCH == LT_PER_EPOCH - 1) {
+			/* Swap: close the epoch; the previous one is exported
+			 * now, while this one waits for the next swap (the
+			 * agent's two aggregators). */
+			epoch = sp_proc_table__next_epoch(t);
+			if (epoch > 1) {
+				lt_check(t, notes[!cur], n_notes[!cur]);
+				sp_proc_table__release(t, epoch - 1, NULL, NULL);
+			}
+			lt_check(t, notes[cur], n_notes[cur]);
+			cur = !cur;
+			n_notes[cur] = 0;
+		}
+		if (c == 1000)
+			hwm_after_warmup = sp_proc_table__n_mappings(t);
+		if (st->procs_tracked > max_tracked)
+			max_tracked = (uint32_t)st->procs_tracked;
+		if (st->mappings_tracked > max_maps)
+			max_maps = (uint32_t)st->mappings_tracked;
+	}
+	/* Bounded by live + ~3 epochs of short processes (97 distinct pids
+	 * at most among them), not by 10,000. */
+	assert_true(max_tracked <= LT_LIVE + 97);
+	assert_true(max_maps <= 1 + 3 * LT_LIVE + 3 * 4 * LT_PER_EPOCH);
+	assert_int_equal(sp_proc_table__n_mappings(t), hwm_after_warmup);
+	assert_int_equal(st->mappings_full, 0);
+	assert_int_equal(st->procs_table_full, 0);
+	assert_int_equal(st->procs_seen, LT_LIVE + 97);
+	assert_true(st->mappings_released >= 3 * (LT_CYCLES - 4 * LT_PER_EPOCH));
+
+	/* Two quiet epochs later only the live set is left. */
+	for (int i = 0; i < 3; i++) {
+		epoch = sp_proc_table__next_epoch(t);
+		sp_proc_table__release(t, epoch, NULL, NULL);
+	}
+	assert_int_equal(st->procs_tracked, LT_LIVE);
+	assert_int_equal(st->mappings_tracked, 1 + 3 * LT_LIVE);
+	for (uint32_t i = 0; i < LT_LIVE; i++) {
+		assert_int_equal(sp_proc_table__resolve(t, 2000 + i,
+			0x100000000ULL + (1000000ULL + i) * 0x100000 + 0x10010, 0), live_ids[i]);
+		assert_string_equal(sp_proc_table__mapping(t, live_ids[i])->path, "/lib/libc.so.6");
+	}
+	for (uint32_t i = 0; i < LT_LIVE; i++)
+		fake_gone(2000 + i);
+	sp_proc_table__free(t);
+}
+
+static void released_pid(uint32_t pid, void *ctx)
+{
+	uint32_t *last = ctx;
+
+	*last = pid;
+}
+
+/* The epoch rules one by one: a process gone in epoch N survives
+ * release(N); a late sample or a kernel-only sample (touch) keeps it for
+ * its own epoch; its mappings outlive it by one release; an id whose file
+ * is mapped again before release is reused as is. */
+static void test_release_rules(void **state)
+{
+	const struct sp_proc_table_stats *st;
+	struct sp_proc_table *t;
+	uint32_t x, y, z, released = 0;
+	uint64_t e;
+
+	(void)state;
+	t = fake_table(16, 64, 16);
+	st = sp_proc_table__stats(t);
+	fake_proc_s(700, "1000-2000 r-xp 00000000 08:01 1 /bin/a\n");
+	x = sp_proc_table__resolve(t, 700, 0x1000, 0);	/* epoch 1 */
+	assert_true(x > 1);
+	sp_proc_table__on_exit(t, 700);
+	fake_gone(700);
+	e = sp_proc_table__next_epoch(t);
+	assert_true(e == 1);
+	sp_proc_table__release(t, 1, released_pid, &released);
+	assert_non_null(sp_proc_table__proc(t, 700));	/* gone in epoch 1 */
+	assert_int_equal(released, 0);
+
+	/* A late sample in epoch 2, against the old maps. */
+	assert_int_equal(sp_proc_table__resolve(t, 700, 0x1800, 1 * MS), x);
+	e = sp_proc_table__next_epoch(t);		/* closes 2 */
+	assert_true(sp_proc_table__touch(t, 700));	/* kernel-only, epoch 3 */
+	sp_proc_table__release(t, e, released_pid, &released);
+	assert_non_null(sp_proc_table__proc(t, 700));	/* sampled in epoch 3 */
+	/* Sent back to the gone list then, with epoch 3: one more epoch of
+	 * grace for further late samples. */
+	e = sp_proc_table__next_epoch(t);		/* closes 3 */
+	sp_proc_table__release(t, e, released_pid, &released);
+	assert_non_null(sp_proc_table__proc(t, 700));
+	e = sp_proc_table__next_epoch(t);		/* closes 4 */
+	sp_proc_table__release(t, e, released_pid, &released);
+	assert_null(sp_proc_table__proc(t, 700));
+	assert_int_equal(released, 700);
+	assert_int_equal(st->procs_released, 1);
+	assert_false(sp_proc_table__touch(t, 700));
+	/* Its mapping was dropped in epoch 5: still valid until release(5). */
+	assert_string_equal(sp_proc_table__mapping(t, x)->path, "/bin/a");
+
+	/* Mapped again (same file, same range) before that: same id, kept. */
+	fake_proc_s(701, "1000-2000 r-xp 00000000 08:01 1 /bin/a\n");
+	assert_int_equal(sp_proc_table__resolve(t, 701, 0x1000, 2 * MS), x);
+	e = sp_proc_table__next_epoch(t);		/* closes 5 */
+	sp_proc_table__release(t, e, NULL, NULL);
+	assert_string_equal(sp_proc_table__mapping(t, x)->path, "/bin/a");
+	assert_int_equal(st->mappings_released, 0);
+
+	/* Exec replaces the maps (epoch 6): the old id stays valid for the
+	 * samples of epoch 6, and is recycled once epoch 6 is released. */
+	fake_proc_s(701, "5000-6000 r-xp 00000000 08:01 9 /bin/b\n");
+	sp_proc_table__on_exec(t, 701, "b", 3 * MS);
+	y = sp_proc_table__resolve(t, 701, 0x5000, 3 * MS);
+	assert_true(y > 1 && y != x);
+	assert_string_equal(sp_proc_table__mapping(t, x)->path, "/bin/a");
+	e = sp_proc_table__next_epoch(t);		/* closes 6 */
+	assert_non_null(sp_proc_table__mapping(t, x));
+	sp_proc_table__release(t, e, NULL, NULL);
+	assert_null(sp_proc_table__mapping(t, x));
+	assert_int_equal(st->mappings_released, 1);
+	fake_proc_s(702, "9000-a000 r-xp 00000000 08:01 7 /bin/c\n");
+	z = sp_proc_table__resolve(t, 702, 0x9000, 4 * MS);
+	assert_int_equal(z, x);				/* recycled */
+	assert_string_equal(sp_proc_table__mapping(t, z)->path, "/bin/c");
+	assert_int_equal(sp_proc_table__n_mappings(t), 3);
+	assert_int_equal(st->mappings_tracked, 3);
+	assert_int_equal(st->procs_tracked, 2);
+	fake_gone(701);
+	fake_gone(702);
+	sp_proc_table__free(t);
+}
+
 /* The table notes an OTEP 4719 OTEL_CTX mapping when it reads maps, so
  * trace-context discovery needs no second read for processes without one. */
 static void test_otel_ctx_mapping_noted(void **state)
@@ -739,6 +981,8 @@ int main(void)
 		cmocka_unit_test(test_fake_mapping_caps),
 		cmocka_unit_test(test_fake_exec_rereads),
 		cmocka_unit_test(test_otel_ctx_mapping_noted),
+		cmocka_unit_test(test_lifetimes_bounded),
+		cmocka_unit_test(test_release_rules),
 	};
 
 	return cmocka_run_group_tests_name("proc_table", tests, setup, teardown);
