@@ -275,6 +275,11 @@ void sp_ctx_discovery__scan(struct sp_ctx_discovery *d, bool all, const uint32_t
 	closedir(dir);
 }
 
+uint32_t sp_ctx_discovery__tracked(const struct sp_ctx_discovery *d)
+{
+	return d ? d->used : 0;
+}
+
 const char *sp_ctx_discovery__service_name(uint32_t pid, void *ctx)
 {
 	struct sp_ctx_discovery *d = ctx;

@@ -49,6 +49,8 @@ void sp_ctx_discovery__forget(struct sp_ctx_discovery *d, uint32_t pid);
 /* Examine processes already running: all of /proc, or the given pids. */
 void sp_ctx_discovery__scan(struct sp_ctx_discovery *d, bool all, const uint32_t *pids,
 			    uint32_t n);
+/* Pids currently holding a slot (examined and not forgotten). */
+uint32_t sp_ctx_discovery__tracked(const struct sp_ctx_discovery *d);
 /* service.name published by pid, or NULL (snapshot's service_name hook). */
 const char *sp_ctx_discovery__service_name(uint32_t pid, void *ctx);
 /* Name of thread-record attribute key_index in pid's attribute key map,

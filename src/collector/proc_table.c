@@ -191,10 +191,10 @@ static uint32_t proc_pid_hash(uint32_t pid)
 
 /* ------------------------------------------------------------- hashing */
 
-/* Deletes slot i of a linear-probing table of uint32-sized keys by shifting
- * later members of its cluster back (no tombstones, so probe lengths follow
- * the live entries, not the history).  home(j) is the ideal slot of the
- * entry now at j; empty(j) says whether j is free; move(to, from) copies. */
+/* Empties slot i0 of a linear-probing table by shifting later members of
+ * its cluster back (no tombstones, so probe lengths follow the live
+ * entries, not the history).  empty(j): slot j is free; home(j): the ideal
+ * slot of the entry at j; move(to, from) copies; clear(j) empties. */
 #define PROC_BACKSHIFT(i0, mask, empty, home, move, clear)			\
 	do {									\
 		uint32_t _i = (i0), _j = (i0), _k;				\

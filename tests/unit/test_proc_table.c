@@ -846,6 +846,68 @@ static void test_lifetimes_bounded(void **state)
 	sp_proc_table__free(t);
 }
 
+/* Writes the six mappings of the long-lived process, generation g. */
+static void keep_maps(uint32_t g)
+{
+	char maps[1024];
+	size_t n = 0;
+
+	for (uint32_t k = 0; k < 6; k++)
+		n += (size_t)snprintf(maps + n, sizeof(maps) - n,
+				      "%x-%x r-xp 00000000 08:01 %u /lib/keep%u.so\n",
+				      0x100000 * (g + 1) + 0x10000 * k,
+				      0x100000 * (g + 1) + 0x10000 * k + 0x1000, k, k);
+	fake_proc_s(800, maps);
+}
+
+/* Recycling deletes from the registry's hash indexes: a small registry
+ * (index of 128 slots) under churn.  A long-lived process re-execs every
+ * 50 cycles (so its mappings land among the churn's, often displaced from
+ * their home slots) and its maps are re-read every cycle: each re-read
+ * must find its six mappings again (same ids), or a deletion broke a probe
+ * chain. */
+static void test_registry_churn_keeps_lookups(void **state)
+{
+	const struct sp_proc_table_stats *st;
+	struct sp_proc_table *t;
+	uint32_t ids[6], id;
+
+	(void)state;
+	t = fake_table(64, 32, 16);
+	st = sp_proc_table__stats(t);
+	for (uint32_t c = 0; c < 3000; c++) {
+		uint64_t now_ns = (uint64_t)(c + 1) * 20 * MS;
+		uint32_t g = c / 50;
+
+		fake_exec_maps(801, c);
+		sp_proc_table__on_exec(t, 801, "churn", now_ns);
+		if (c % 50 == 0) {
+			keep_maps(g);
+			sp_proc_table__on_exec(t, 800, "keep", now_ns);
+			for (uint32_t k = 0; k < 6; k++) {
+				ids[k] = sp_proc_table__resolve(t, 800, 0x100000 * (g + 1) +
+								0x10000 * k, now_ns);
+				assert_true(ids[k] > 1);
+			}
+		}
+		sp_proc_table__on_exit(t, 801);
+		sp_proc_table__release(t, sp_proc_table__next_epoch(t), NULL, NULL);
+		/* A miss re-reads the long-lived process's maps. */
+		now_ns += 10 * MS;
+		assert_int_equal(sp_proc_table__resolve(t, 800, 0x90000000, now_ns), 0);
+		for (uint32_t k = 0; k < 6; k++) {
+			id = sp_proc_table__resolve(t, 800, 0x100000 * (g + 1) + 0x10000 * k + 0x10,
+						    now_ns);
+			assert_int_equal(id, ids[k]);
+		}
+	}
+	assert_int_equal(st->mappings_full, 0);
+	assert_true(st->maps_reads > 6000);
+	fake_gone(800);
+	fake_gone(801);
+	sp_proc_table__free(t);
+}
+
 static void released_pid(uint32_t pid, void *ctx)
 {
 	uint32_t *last = ctx;
@@ -983,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_otel_ctx_mapping_noted),
 		cmocka_unit_test(test_lifetimes_bounded),
 		cmocka_unit_test(test_release_rules),
+		cmocka_unit_test(test_registry_churn_keeps_lookups),
 	};
 
 	return cmocka_run_group_tests_name("proc_table", tests, setup, teardown);

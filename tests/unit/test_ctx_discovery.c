@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_ctx_discovery.c - the trace-context discovery table forgets pids
+ * (collector/ctx_discovery.h): after __forget a pid's slot is reusable, the
+ * pids still held stay findable (deletion keeps probe chains intact), and
+ * many more pids than SP_CTX_DISCOVERY_MAX pass through over time as long
+ * as the live set fits.  A fake proc root with no processes: examining a
+ * pid takes a slot and finds nothing published (no sampler needed).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "collector/ctx_discovery.h"
+
+#define ROUND 12000	/* pids per round; 6 rounds > SP_CTX_DISCOVERY_MAX */
+
+static char root[64];
+
+/* The i-th pid of a round: a bijection on 22 bits, so pids are distinct
+ * but scattered (consecutive pids hash without any collision, which would
+ * hide a deletion that breaks probe chains). */
+static uint32_t pid_of(uint32_t round, uint32_t i)
+{
+	uint32_t x = (round * ROUND + i) & 0x3fffff;
+
+	x = (x * 0x9e3779b1u) & 0x3fffff;
+	x ^= x >> 11;
+	x = (x * 0x85ebca6bu) & 0x3fffff;
+	return x + 1;
+}
+
+static void scan_round(struct sp_ctx_discovery *d, uint32_t r, uint32_t step)
+{
+	for (uint32_t i = 0; i < ROUND; i += step) {
+		uint32_t pid = pid_of(r, i);
+
+		sp_ctx_discovery__scan(d, false, &pid, 1);
+	}
+}
+
+static void test_forget_bounded(void **state)
+{
+	struct sp_ctx_discovery *d;
+
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/test_ctx_discovery.XXXXXX");
+	assert_non_null(mkdtemp(root));
+	d = sp_ctx_discovery__new(NULL, root);
+	assert_non_null(d);
+	for (uint32_t r = 0; r < 6; r++) {
+		scan_round(d, r, 1);
+		assert_int_equal(sp_ctx_discovery__tracked(d), ROUND);
+		/* Forget every other pid: the rest must still be found (a
+		 * second look takes no new slot). */
+		for (uint32_t i = 1; i < ROUND; i += 2)
+			sp_ctx_discovery__forget(d, pid_of(r, i));
+		assert_int_equal(sp_ctx_discovery__tracked(d), ROUND / 2);
+		scan_round(d, r, 2);
+		assert_int_equal(sp_ctx_discovery__tracked(d), ROUND / 2);
+		sp_ctx_discovery__forget(d, pid_of(r, 1));	/* already gone: no-op */
+		for (uint32_t i = 0; i < ROUND; i += 2)
+			sp_ctx_discovery__forget(d, pid_of(r, i));
+		assert_int_equal(sp_ctx_discovery__tracked(d), 0);
+	}
+	sp_ctx_discovery__forget(NULL, 1);
+	sp_ctx_discovery__free(d);
+	assert_int_equal(rmdir(root), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_forget_bounded),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
