@@ -114,6 +114,11 @@ try:
     m = a.metrics()
     check(m.get1("spanprof_process_events_total", event="maps_unreadable") == 0,
           "after the drop no /proc maps read failed")
+    # live gauges of the process table (issue 6): what it holds now, not
+    # everything it ever saw
+    tracked, seen = m.get1("spanprof_processes_tracked"), m.get1("spanprof_processes_seen_total")
+    check(1 <= tracked <= seen, "processes tracked %d of %d seen" % (tracked, seen))
+    check(m.get1("spanprof_mappings_tracked") >= 2, "mapping ids held: kernel + at least one")
     rc, _ = a.stop()
     check(rc == 0, "exit 0")
     stub.close()
