@@ -222,8 +222,9 @@ def check_monotonic(before, after):
 # ------------------------------------------------------------ OTLP
 def read_otlp_symbolized(path):
     """Samples of an OTLP request: pid, service, container, trace_id, span_id,
-    count (values[0] or len(ts)), funcs (leaf first, function names from the
-    dictionary, '' where unsymbolized)."""
+    attrs (sample attributes by key), count (values[0] or len(ts)), funcs
+    (leaf first, function names from the dictionary, '' where
+    unsymbolized)."""
     raw = open(path, "rb").read()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
@@ -272,6 +273,11 @@ def read_otlp_symbolized(path):
                 return strings[x]
         return None
 
+    attrs = []
+    for a in T[6]:
+        d = {f: x for f, _, x in fields(a)}     # KeyValueAndUnit: key_strindex 1, value 2
+        attrs.append((strings[d.get(1, 0)], anyval(d[2]) if 2 in d else None))
+
     out = []
     for rp in rps:
         res, scopes = {}, []
@@ -293,10 +299,14 @@ def read_otlp_symbolized(path):
                         continue
                     s = {"res": res, "pid": res.get("process.pid"),
                          "service": res.get("service.name"), "funcs": [], "ts": 0,
-                         "values": [], "trace_id": None, "span_id": None}
+                         "values": [], "trace_id": None, "span_id": None, "attrs": {}}
                     for sf, sw, sv in fields(pv):
                         if sf == 1:
                             s["funcs"] = stacks[sv]
+                        elif sf == 2:
+                            for i in spt._packed(sw, sv):
+                                k, val = attrs[i]
+                                s["attrs"][k] = val
                         elif sf == 3 and sv:
                             s["trace_id"], s["span_id"] = links[sv]
                         elif sf == 4:
