@@ -792,7 +792,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	struct published p;
 	struct worker_stats w;
 	struct sp_export_stats x;
-	uint64_t bpf[SP_CNT__MAX] = { 0 }, rss, hwm;
+	uint64_t bpf[SP_CNT__MAX] = { 0 }, rss, hwm, cum = 0;
 	double cpu;
 
 	pthread_mutex_lock(&a->stats_lock);
@@ -950,12 +950,22 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 		  "Profiles the endpoint reported as rejected (partial success)",
 		  x.partial_success_rejected);
 	m_counter(b, "spanprof_export_sent_bytes_total", "Request bytes uploaded", x.bytes_sent);
-	sp_metrics__family(b, "spanprof_export_request_duration_seconds", SP_METRIC_SUMMARY,
+	sp_metrics__family(b, "spanprof_export_request_duration_seconds", SP_METRIC_HISTOGRAM,
 			   "Latency of successful export requests");
+	for (unsigned i = 0; i <= SP_EXPORT_LATENCY_BUCKETS; i++) {
+		char le[32];
+
+		cum += x.latency_buckets[i];
+		if (i < SP_EXPORT_LATENCY_BUCKETS)
+			snprintf(le, sizeof(le), "%g", sp_export_latency_bounds_s[i]);
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		sp_metrics__u64(b, "spanprof_export_request_duration_seconds_bucket",
+				L("le", le), cum);
+	}
 	sp_metrics__f64(b, "spanprof_export_request_duration_seconds_sum", NULL,
 			x.latency_ns_sum / 1e9);
-	sp_metrics__u64(b, "spanprof_export_request_duration_seconds_count", NULL,
-			x.requests >= x.request_failures ? x.requests - x.request_failures : 0);
+	sp_metrics__u64(b, "spanprof_export_request_duration_seconds_count", NULL, cum);
 	m_gauge(b, "spanprof_export_request_duration_max_seconds",
 		"Slowest successful export request", x.latency_ns_max / 1e9);
 	m_gauge(b, "spanprof_export_queue_bytes", "Encoded bytes waiting in the export queue",

@@ -144,6 +144,19 @@ static void describe_answer(const struct sp_http_result *res, char *out, size_t 
 	}
 }
 
+const double sp_export_latency_bounds_s[SP_EXPORT_LATENCY_BUCKETS] = {
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
+static unsigned latency_bucket(uint64_t ns)
+{
+	unsigned i = 0;
+
+	while (i < SP_EXPORT_LATENCY_BUCKETS && (double)ns > sp_export_latency_bounds_s[i] * 1e9)
+		i++;
+	return i;
+}
+
 static void on_exported(struct sp_exporter *e, const struct sp_batch *b,
 			const struct sp_http_result *res)
 {
@@ -155,6 +168,7 @@ static void on_exported(struct sp_exporter *e, const struct sp_batch *b,
 	pthread_mutex_lock(&e->lock);
 	e->st.batches_exported++;
 	e->st.latency_ns_sum += res->latency_ns;
+	e->st.latency_buckets[latency_bucket(res->latency_ns)]++;
 	if (res->latency_ns > e->st.latency_ns_max)
 		e->st.latency_ns_max = res->latency_ns;
 	if (!r && rejected > 0)

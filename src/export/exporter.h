@@ -61,6 +61,11 @@ struct sp_export_config {
 	size_t max_file_bytes;		/* default 64 MiB */
 };
 
+/* Upper bounds, in seconds, of the export latency histogram (Prometheus
+ * `le` values; +Inf is implied). */
+#define SP_EXPORT_LATENCY_BUCKETS 11
+extern const double sp_export_latency_bounds_s[SP_EXPORT_LATENCY_BUCKETS];
+
 struct sp_export_stats {
 	uint64_t batches_submitted;
 	uint64_t batches_exported;	/* accepted by the endpoint (2xx) */
@@ -74,6 +79,10 @@ struct sp_export_stats {
 	uint64_t bytes_sent;		/* request bytes uploaded, every attempt */
 	uint64_t latency_ns_sum;	/* over successful requests */
 	uint64_t latency_ns_max;
+	/* Successful requests by latency: [i] counts those above bound i-1
+	 * and at most bound i (sp_export_latency_bounds_s); the last slot
+	 * those above every bound.  Not cumulative. */
+	uint64_t latency_buckets[SP_EXPORT_LATENCY_BUCKETS + 1];
 	uint64_t files_written;
 	uint64_t files_failed;		/* write errors (disk full, ...) */
 	uint64_t files_removed;		/* rotation */

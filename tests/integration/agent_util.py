@@ -205,13 +205,37 @@ def parse_prom(text):
         if lab in series:
             fail("duplicate series, " + where)
         series[lab] = float(value)
+    for fam, t in m.types.items():
+        if t == "histogram":
+            _check_histogram(m, fam)
     return m
+
+
+def _check_histogram(m, fam):
+    """Buckets carry le, are cumulative in le order, end with le="+Inf",
+    and that bucket equals _count."""
+    buckets = m.get(fam + "_bucket", {})
+    les = []
+    for lab, v in buckets.items():
+        d = dict(lab)
+        if "le" not in d or len(d) != 1:
+            fail("histogram %s bucket without a lone le label: %s" % (fam, d))
+        les.append((float(d["le"]), v))
+    les.sort()
+    if not les or les[-1][0] != float("inf"):
+        fail("histogram %s has no le=\"+Inf\" bucket" % fam)
+    if any(b[1] < a[1] for a, b in zip(les, les[1:])):
+        fail("histogram %s buckets not cumulative: %s" % (fam, les))
+    if les[-1][1] != m.get(fam + "_count", {}).get((), None):
+        fail("histogram %s: +Inf bucket %s != _count" % (fam, les[-1][1]))
 
 
 def check_monotonic(before, after):
     """Every counter series present in both scrapes did not go down."""
     for fam, t in after.types.items():
-        names = [fam] if t == "counter" else ([fam + "_sum", fam + "_count"] if t == "summary" else [])
+        names = ([fam] if t == "counter" else
+                 [fam + "_sum", fam + "_count"] if t == "summary" else
+                 [fam + "_sum", fam + "_count", fam + "_bucket"] if t == "histogram" else [])
         for name in names:
             for lab, v in after.get(name, {}).items():
                 old = before.get(name, {}).get(lab)

@@ -103,6 +103,10 @@ check(recv > 0 and recv >= agg and recv - agg <= drops + 0.5,
       "received %d = aggregated %d + dropped (%d)" % (recv, agg, recv - agg))
 check(m1.get1("spanprof_ringbuf_dropped_samples_total") == 0, "no ring buffer drops")
 check(m1.get1("spanprof_perf_event_lost_total") == 0, "perf_event_lost is 0 (ring buffer design)")
+lat_n = m1.get1("spanprof_export_request_duration_seconds_count")
+check(m1.types.get("spanprof_export_request_duration_seconds") == "histogram" and lat_n >= 1 and
+      lat_n <= m1.get1("spanprof_export_requests_total"),
+      "export latency is a histogram of the successful requests (%d)" % lat_n)
 fam_ok = all(m1.types.get(n) == "counter" for n in m1.types if n.endswith("_total"))
 check(fam_ok, "every *_total family is a counter")
 print("PASS")
