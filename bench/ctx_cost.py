@@ -142,7 +142,7 @@ def main():
             ["A/B: --no-trace-context", B.fmt(B.median(off), 0)],
             ["A/B: difference (median of same-run differences)", B.fmt(B.median(diffs), 0)]]
     print()
-    print(B.table(["sp_oncpu (--no-kernel)", "ns per sample"], rows))
+    B.table(["sp_oncpu (--no-kernel)", "ns per sample"], rows)
     d = B.median(timed)
     print("\ntarget: the context read adds < 300 ns per sample: timed %.0f ns -> %s "
           "(A/B difference %.0f ns)" % (d, "met" if d < 300 else "NOT met", B.median(diffs)))
