@@ -437,7 +437,7 @@ static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 {
 	struct agent *a = ctx;
 
-	if (why != SP_PROC_PUBLISH)
+	if (why == SP_PROC_FIRST_SIGHT || why == SP_PROC_EXEC)
 		sp_container_ids__note(a->cids, pid);
 	sp_ctx_discovery__on_proc(pid, why, a->disc);
 }
@@ -522,6 +522,7 @@ static void drain(struct agent *a)
 {
 	pthread_mutex_lock(&a->procs_lock);
 	ring_buffer__consume(a->rb);
+	sp_ctx_discovery__tick(a->disc);
 	pthread_mutex_unlock(&a->procs_lock);
 }
 
