@@ -952,6 +952,9 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.ctx.ctx_publish_rereads);
 	sp_metrics__u64(b, "spanprof_ctx_publications_total", L("outcome", "coalesced"),
 			p.ctx.ctx_publish_coalesced);
+	m_counter(b, "spanprof_ctx_deferred_rereads_total",
+		  "Re-reads done when a burst of coalesced publications went quiet",
+		  p.ctx.ctx_publish_deferred);
 
 	sp_metrics__family(b, "spanprof_export_batches_total", SP_METRIC_COUNTER,
 			   "Export batches by outcome");

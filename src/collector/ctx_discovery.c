@@ -56,8 +56,13 @@ struct sp_ctx_discovery {
 	uint64_t tls_fail[SP_TLS_FAIL__MAX];
 	uint64_t pctx_fail[SP_PCTX__MAX];
 	uint64_t bpf_map_errors;	/* tls_descs update failed (map full) */
-	uint64_t publish_rereads;	/* publications that re-read the process */
+	/* Every publication is re-read at once or coalesced:
+	 * received = publish_rereads + publish_coalesced.  Coalesced ones
+	 * are covered by the next immediate re-read or, if none comes within
+	 * the interval, by one deferred re-read at tick. */
+	uint64_t publish_rereads;	/* publications re-read at once */
 	uint64_t publish_coalesced;	/* publications folded into a later re-read */
+	uint64_t publish_deferred;	/* re-reads done at tick for coalesced ones */
 	uint32_t *pending;		/* pids with publish_pending, at most one each */
 	uint32_t n_pending;
 };
@@ -273,6 +278,7 @@ static bool publish_due(struct sp_ctx_discovery *d, uint32_t pid)
 		return false;
 	}
 	sl->last_publish_ms = now ? now : 1;
+	sl->publish_pending = false;	/* covered by this re-read; dropped lazily */
 	d->publish_rereads++;
 	return true;
 }
@@ -338,7 +344,7 @@ void sp_ctx_discovery__tick(struct sp_ctx_discovery *d)
 		}
 		sl->publish_pending = false;
 		sl->last_publish_ms = now ? now : 1;
-		d->publish_rereads++;
+		d->publish_deferred++;
 		examine(d, pid);
 	}
 	d->n_pending = kept;
@@ -401,6 +407,7 @@ void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_
 	s->ctx_procs_failed = d->failed;
 	s->ctx_publish_rereads = d->publish_rereads;
 	s->ctx_publish_coalesced = d->publish_coalesced;
+	s->ctx_publish_deferred = d->publish_deferred;
 	s->n_ctx_fail = 0;
 	for (int i = 1; i < SP_TLS_FAIL__MAX && s->n_ctx_fail < 16; i++) {
 		s->ctx_fail_names[s->n_ctx_fail] = sp_tls_fail__name(i);

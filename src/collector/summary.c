@@ -146,8 +146,8 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 			fprintf(f, " (%s %" PRIu64 ")", s->ctx_fail_names[i], s->ctx_fail[i]);
 	if (s->ctx_publish_rereads || s->ctx_publish_coalesced)
 		fprintf(f, "; late publications re-read %" PRIu64 ", coalesced %" PRIu64
-			" (at most one re-read per process per 100 ms)",
-			s->ctx_publish_rereads, s->ctx_publish_coalesced);
+			" (+ %" PRIu64 " deferred re-reads; at most one per process per 100 ms)",
+			s->ctx_publish_rereads, s->ctx_publish_coalesced, s->ctx_publish_deferred);
 	if (s->obi_map)
 		fprintf(f, "; from OBI's map %" PRIu64, s->bpf[SP_CNT_CTX_OBI]);
 	if (s->bpf[SP_CNT_CTX_ATTRS_TRUNC] || s->bpf[SP_CNT_CTX_ATTRS_ERR] || c->attrs_dropped)
@@ -202,9 +202,10 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->procs.addr_unmapped, s->procs.mappings_full);
 	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
 		PRIu64 ", \"procs_failed\": %" PRIu64 ", \"publish_rereads\": %" PRIu64
-		", \"publish_coalesced\": %" PRIu64, s->obi_map ? "true" : "false",
+		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64,
+		s->obi_map ? "true" : "false",
 		s->publish_watch ? "true" : "false", s->ctx_procs_resolved, s->ctx_procs_failed,
-		s->ctx_publish_rereads, s->ctx_publish_coalesced);
+		s->ctx_publish_rereads, s->ctx_publish_coalesced, s->ctx_publish_deferred);
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
 	fprintf(f, "},\n");

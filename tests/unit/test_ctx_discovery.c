@@ -124,14 +124,28 @@ static void test_publish_rate_limited(void **state)
 	sp_ctx_discovery__tick(d);	/* the coalesced 999: one re-read */
 	sp_ctx_discovery__tick(d);	/* and only one */
 	sp_ctx_discovery__fill_summary(d, &s);
-	assert_int_equal(s.ctx_publish_rereads, 3);
+	assert_int_equal(s.ctx_publish_rereads, 2);
 	assert_int_equal(s.ctx_publish_coalesced, 999);
+	assert_int_equal(s.ctx_publish_deferred, 1);
+	/* An immediate re-read covers what was coalesced before it: no
+	 * deferred one after it. */
+	for (int i = 0; i < 10; i++)
+		sp_ctx_discovery__on_proc(100, SP_PROC_PUBLISH, d);
+	sleep_ms(130);
+	sp_ctx_discovery__on_proc(100, SP_PROC_PUBLISH, d);
+	sleep_ms(130);
+	sp_ctx_discovery__tick(d);
+	sp_ctx_discovery__fill_summary(d, &s);
+	assert_int_equal(s.ctx_publish_rereads, 4);	/* the first of the 10, the last */
+	assert_int_equal(s.ctx_publish_coalesced, 1008);
+	assert_int_equal(s.ctx_publish_deferred, 1);
 	/* A publication after an exit and reuse of the pid is due at once. */
 	sp_ctx_discovery__on_proc(99, SP_PROC_EXIT, d);
 	sp_ctx_discovery__on_proc(99, SP_PROC_EXEC, d);
 	sp_ctx_discovery__on_proc(99, SP_PROC_PUBLISH, d);
 	sp_ctx_discovery__fill_summary(d, &s);
-	assert_int_equal(s.ctx_publish_rereads, 4);
+	assert_int_equal(s.ctx_publish_rereads, 5);
+	assert_int_equal(s.ctx_publish_deferred, 1);
 	sp_ctx_discovery__tick(NULL);
 	sp_ctx_discovery__free(d);
 }
