@@ -55,6 +55,16 @@ cc(["-O1", "-g", "-fno-omit-frame-pointer", "-I" + inc,
     os.path.join(root, "tests", "integration", "ctx_worker.c")] + objs
    + ["-Wl,--export-dynamic-symbol=otel_thread_ctx_v1", "-lpthread", "-o", worker])
 
+# The two bounds refuse bad values with one line naming the option.
+for args, msg in ((["--ctx-max-procs", "0"], "--ctx-max-procs 0: expected 1..16384 processes"),
+                  (["--ctx-max-procs", "16385"], "--ctx-max-procs 16385: expected 1..16384"),
+                  (["--off-cpu", "--off-cpu-max-pending", "0"],
+                   "--off-cpu-max-pending 0: expected 1..1048576"),
+                  (["--off-cpu-max-pending", "4"], "--off-cpu-* options need --off-cpu")):
+    rc, _, err = record(args + ["--", "true"], check_rc=False)
+    check(rc != 0 and msg in err and len(err.strip().splitlines()) == 1,
+          "%s: refused in one line (%s)" % (" ".join(args), err.strip()))
+
 # ------------------------------------------------------------ 1. tls_descs
 MAXP, FIRST, SECOND = 8, 24, 4
 script = ("for i in $(seq %d); do %s 1 4 >/dev/null & done; wait; "
