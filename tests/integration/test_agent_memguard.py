@@ -36,19 +36,13 @@ if not os.path.exists(os.path.join(ROOT, "memory.limit_in_bytes")):
 ASAN = asan_build()
 LIMIT = (160 if ASAN else 48) << 20
 # ASan also slows the flood's ingestion (and the suite runs it on a busy
-# machine): more time to reach the mark, never a lower bar.  And ASan keeps
-# up to 256 MB of freed blocks in its quarantine and never hands freed pages
-# back to the kernel by default: the agent's usage could not fall after the
-# peak and the release could not happen (seen: "timed out waiting for the
-# memory guard to release" in one of two runs).  Its agent runs with a small
-# quarantine (use-after-free is still detected, over a shorter window) and
-# returns free pages every 100 ms.
+# machine): more time to reach the mark, never a lower bar.  Not reliable
+# under ASan yet (docs/reliability.md): its quarantine keeps freed blocks
+# (up to 256 MB), which is what lifts usage to the mark, and what can keep
+# it above the release mark; with a small quarantine the flood did not reach
+# the mark in 75 s.
 SLOW = 3 if ASAN else 1
 AGENT_ENV = {}
-if ASAN:
-    AGENT_ENV["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "") +
-                                 ":quarantine_size_mb=8:allocator_release_to_os_interval_ms=100"
-                                 ).lstrip(":")
 if ASAN:
     print("ASan build: memory cgroup limit %d MiB instead of 48, waits x%d" % (LIMIT >> 20, SLOW))
 
