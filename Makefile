@@ -12,6 +12,9 @@
 #   make check      install missing packages, build (plain and ASan/UBSan),
 #                   run the whole test suite (tests/run.sh)
 #   make test       run the suite on what is built
+#   make check-san  the integration suite too against the ASan/UBSan build
+#                   (scripts/san_integration.sh; not in check: it adds about
+#                   7 minutes, see docs/reliability.md)
 #   make clean
 
 SAN ?= 0
@@ -44,7 +47,7 @@ LIBS_ALL := -lbpf -ldw -lelf -ldebuginfod -lcurl -lmicrohttpd -lprotobuf-c \
 	-lxxhash -lzstd -lz -lpthread -lm
 
 .DEFAULT_GOAL := all
-.PHONY: all clean test check demo deps
+.PHONY: all clean test check check-san demo deps
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -144,6 +147,9 @@ check: deps
 	$(MAKE) -j2 all
 	$(MAKE) -j2 SAN=1 all
 	O=build SAN_O=build-san bash tests/run.sh
+
+check-san: deps
+	bash scripts/san_integration.sh
 
 demo: deps
 	$(MAKE) -j2 all

@@ -90,6 +90,7 @@
 #include "proc_table.h"
 #include "profile/profile.h"
 #include "snapshot.h"
+#include "summary.h"
 
 #define AGENT_VERSION "0.1.0"
 #define DEFAULT_HZ 19
@@ -130,6 +131,7 @@ struct published {		/* consumer -> metrics, under stats_lock */
 	uint64_t memguard_dropped[2];	/* on-CPU, off-CPU */
 	uint64_t intervals;
 	uint64_t intervals_stretched;
+	struct sp_summary ctx;		/* only the ctx_* fields are filled */
 };
 
 struct worker_stats {		/* worker -> metrics, under stats_lock */
@@ -437,7 +439,7 @@ static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 {
 	struct agent *a = ctx;
 
-	if (why != SP_PROC_PUBLISH)
+	if (why == SP_PROC_FIRST_SIGHT || why == SP_PROC_EXEC)
 		sp_container_ids__note(a->cids, pid);
 	sp_ctx_discovery__on_proc(pid, why, a->disc);
 }
@@ -480,6 +482,7 @@ static void publish(struct agent *a)
 	a->pub.procs = ps;
 	a->pub.memguard_dropped[0] = a->memguard_dropped[0];
 	a->pub.memguard_dropped[1] = a->memguard_dropped[1];
+	sp_ctx_discovery__fill_summary(a->disc, &a->pub.ctx);
 	pthread_mutex_unlock(&a->stats_lock);
 }
 
@@ -522,6 +525,7 @@ static void drain(struct agent *a)
 {
 	pthread_mutex_lock(&a->procs_lock);
 	ring_buffer__consume(a->rb);
+	sp_ctx_discovery__tick(a->disc);
 	pthread_mutex_unlock(&a->procs_lock);
 }
 
@@ -931,6 +935,26 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.procs.procs_table_full);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "mappings_full"),
 			p.procs.mappings_full);
+
+	m_counter(b, "spanprof_ctx_processes_resolved_total",
+		  "Processes whose trace context BPF reads (descriptor in the tls_descs map)",
+		  p.ctx.ctx_procs_resolved);
+	sp_metrics__family(b, "spanprof_ctx_failures_total", SP_METRIC_COUNTER,
+			   "Processes publishing a context that could not be read, by reason "
+			   "(bpf_map_full: the tls_descs map is full)");
+	for (uint32_t i = 0; i < p.ctx.n_ctx_fail; i++)
+		sp_metrics__u64(b, "spanprof_ctx_failures_total",
+				L("reason", p.ctx.ctx_fail_names[i]), p.ctx.ctx_fail[i]);
+	sp_metrics__family(b, "spanprof_ctx_publications_total", SP_METRIC_COUNTER,
+			   "Late context publications (prctl PR_SET_VMA): re-read, or coalesced "
+			   "into a later re-read (at most one per process per 100 ms)");
+	sp_metrics__u64(b, "spanprof_ctx_publications_total", L("outcome", "reread"),
+			p.ctx.ctx_publish_rereads);
+	sp_metrics__u64(b, "spanprof_ctx_publications_total", L("outcome", "coalesced"),
+			p.ctx.ctx_publish_coalesced);
+	m_counter(b, "spanprof_ctx_deferred_rereads_total",
+		  "Re-reads done when a burst of coalesced publications went quiet",
+		  p.ctx.ctx_publish_deferred);
 
 	sp_metrics__family(b, "spanprof_export_batches_total", SP_METRIC_COUNTER,
 			   "Export batches by outcome");

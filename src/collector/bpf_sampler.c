@@ -148,6 +148,14 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 			 "of two and at least the page size", cfg->ringbuf_bytes);
 		goto fail;
 	}
+	if (cfg->tls_descs_max) {
+		err = bpf_map__set_max_entries(s->skel->maps.tls_descs, cfg->tls_descs_max);
+		if (err) {
+			snprintf(err_msg, err_len, "tls_descs map size %u rejected: %s",
+				 cfg->tls_descs_max, strerror(-err));
+			goto fail;
+		}
+	}
 	err = spanprof_bpf__load(s->skel);
 	if (err) {
 		if (err == -EPERM || err == -EACCES)

@@ -36,6 +36,10 @@ struct sp_sampler_config {
 	uint32_t off_cpu_rate;		/* adaptive: captures per second per CPU */
 	uint32_t off_cpu_max_pending;	/* captured waits open at once (0: 8192) */
 	bool off_cpu_kthreads;		/* kernel threads' waits too */
+	/* Entries of the tls_descs map: processes whose trace context BPF
+	 * reads (0: SP_TLS_DESCS_MAX).  A smaller bound makes a failed
+	 * update (counted by ctx discovery as bpf_map_full) easy to provoke. */
+	uint32_t tls_descs_max;
 };
 
 struct sp_sampler;

@@ -32,6 +32,8 @@ static void handle_proc_event(struct sp_consumer *c, const struct sp_event *e)
 	} else {
 		c->stats.received_exit++;
 		sp_proc_table__on_exit(c->procs, e->pid);
+		if (c->on_proc)
+			c->on_proc(e->pid, SP_PROC_EXIT, c->on_proc_ctx);
 	}
 }
 

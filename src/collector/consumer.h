@@ -49,6 +49,7 @@ enum sp_proc_why {
 	SP_PROC_FIRST_SIGHT = 0,	/* first sample of a pid */
 	SP_PROC_EXEC = 1,		/* it exec'd: everything changed */
 	SP_PROC_PUBLISH = 2,		/* it just published a process context */
+	SP_PROC_EXIT = 3,		/* its thread-group leader exited */
 };
 
 /* Called for the events above.  May be NULL. */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bpf_sampler.h"
 #include "ctx_discovery.h"
@@ -15,11 +16,15 @@
 #include "summary.h"
 #include "tls_resolve.h"
 
-enum slot_state { SLOT_EMPTY = 0, SLOT_NONE, SLOT_RESOLVED, SLOT_FAILED };
+/* SLOT_GONE: the process exited; its descriptor is already out of the BPF
+ * map (the map holds live processes only), its service name and attribute
+ * keys stay for the samples still buffered until __forget. */
+enum slot_state { SLOT_EMPTY = 0, SLOT_NONE, SLOT_RESOLVED, SLOT_FAILED, SLOT_GONE };
 
 struct slot {
 	uint32_t pid;
 	uint8_t state;
+	bool publish_pending;	/* a coalesced publication awaits its re-read */
 	uint64_t *fail_ctr;	/* the reason counted when state == FAILED */
 	char *service_name;	/* heap, or NULL: few processes publish one */
 	/* threadlocal.attribute_key_map, owned (moved out of the process
@@ -27,7 +32,11 @@ struct slot {
 	 * the table. */
 	char **keys;
 	uint32_t n_keys;
+	uint32_t last_publish_ms;	/* CLOCK_MONOTONIC_COARSE ms (mod 2^32) of the
+					 * last publication re-read; 0 = none */
 };
+
+_Static_assert(sizeof(struct slot) == 40, "the slot table stays 40 B per slot");
 
 #define CTX_SERVICE_NAME_MAX 127
 
@@ -47,6 +56,15 @@ struct sp_ctx_discovery {
 	uint64_t tls_fail[SP_TLS_FAIL__MAX];
 	uint64_t pctx_fail[SP_PCTX__MAX];
 	uint64_t bpf_map_errors;	/* tls_descs update failed (map full) */
+	/* Every publication is re-read at once or coalesced:
+	 * received = publish_rereads + publish_coalesced.  Coalesced ones
+	 * are covered by the next immediate re-read or, if none comes within
+	 * the interval, by one deferred re-read at tick. */
+	uint64_t publish_rereads;	/* publications re-read at once */
+	uint64_t publish_coalesced;	/* publications folded into a later re-read */
+	uint64_t publish_deferred;	/* re-reads done at tick for coalesced ones */
+	uint32_t *pending;		/* pids with publish_pending, at most one each */
+	uint32_t n_pending;
 };
 
 struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char *proc_root)
@@ -59,8 +77,9 @@ struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char 
 	d->proc_root = proc_root ? proc_root : "/proc";
 	d->mask = 2 * SP_CTX_DISCOVERY_MAX - 1;
 	d->slots = calloc(d->mask + 1, sizeof(*d->slots));
-	if (!d->slots) {
-		free(d);
+	d->pending = calloc(SP_CTX_DISCOVERY_MAX, sizeof(*d->pending));
+	if (!d->slots || !d->pending) {
+		sp_ctx_discovery__free(d);
 		return NULL;
 	}
 	return d;
@@ -91,6 +110,7 @@ void sp_ctx_discovery__free(struct sp_ctx_discovery *d)
 			slot_free_keys(&d->slots[i]);
 		}
 	free(d->slots);
+	free(d->pending);
 	free(d);
 }
 
@@ -212,6 +232,57 @@ out:
 	sp_process_ctx__clear(&pctx);
 }
 
+/* Forgets what was known of a slot's process (exec, pid reused after exit). */
+static void slot_reset(struct sp_ctx_discovery *d, struct slot *sl)
+{
+	if (sl->state == SLOT_RESOLVED)
+		sp_sampler__del_tls_desc(d->sampler, sl->pid);
+	sl->state = SLOT_NONE;
+	sl->fail_ctr = NULL;
+	free(sl->service_name);
+	sl->service_name = NULL;
+	slot_free_keys(sl);
+	sl->last_publish_ms = 0;
+	sl->publish_pending = false;	/* dropped from pending lazily */
+}
+
+/* CLOCK_MONOTONIC_COARSE in ms, mod 2^32 (differences are taken unsigned):
+ * a few ms resolution is plenty for a 100 ms rate limit, and it reads no
+ * hardware clock (the vDSO's fine clock is slow on some VMs). */
+static uint32_t coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint32_t)((uint64_t)ts.tv_sec * 1000u + ts.tv_nsec / 1000000);
+}
+
+/* Rate limit of SP_PROC_PUBLISH: a process re-read less than
+ * SP_CTX_PUBLISH_MIN_MS ago is not read again now; the publication is
+ * coalesced (counted) into one re-read that sp_ctx_discovery__tick() does
+ * when the interval is over, so the last state is never missed.  True when
+ * the re-read is due now. */
+static bool publish_due(struct sp_ctx_discovery *d, uint32_t pid)
+{
+	struct slot *sl = slot_for(d, pid, true);
+	uint32_t now = coarse_ms();
+
+	if (!sl)
+		return false;	/* table full (counted): examine() could not keep it */
+	if (sl->last_publish_ms && now - sl->last_publish_ms < SP_CTX_PUBLISH_MIN_MS) {
+		d->publish_coalesced++;
+		if (!sl->publish_pending && d->n_pending < SP_CTX_DISCOVERY_MAX) {
+			sl->publish_pending = true;
+			d->pending[d->n_pending++] = pid;
+		}
+		return false;
+	}
+	sl->last_publish_ms = now ? now : 1;
+	sl->publish_pending = false;	/* covered by this re-read; dropped lazily */
+	d->publish_rereads++;
+	return true;
+}
+
 void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 {
 	struct sp_ctx_discovery *d = ctx;
@@ -219,8 +290,24 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 
 	if (!d || !pid)
 		return;
-	if (why == SP_PROC_FIRST_SIGHT && slot_for(d, pid, false))
+	if (why == SP_PROC_EXIT) {
+		sl = slot_for(d, pid, false);
+		if (sl && sl->state != SLOT_GONE) {
+			/* Frees its tls_descs entry for the next process now. */
+			if (sl->state == SLOT_RESOLVED)
+				sp_sampler__del_tls_desc(d->sampler, pid);
+			sl->state = SLOT_GONE;
+			sl->publish_pending = false;	/* dropped from pending lazily */
+		}
+		return;
+	}
+	sl = slot_for(d, pid, false);
+	if (sl && sl->state == SLOT_GONE)
+		slot_reset(d, sl);	/* pid reused before it was forgotten */
+	else if (why == SP_PROC_FIRST_SIGHT && sl)
 		return;		/* already examined (e.g. by the start-up scan) */
+	if (why == SP_PROC_PUBLISH && !publish_due(d, pid))
+		return;
 	if (why != SP_PROC_PUBLISH && d->procs) {
 		/* The process table has just read this process's maps: no
 		 * OTEL_CTX there means nothing published yet (a later publish
@@ -233,19 +320,34 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 			return;
 		}
 	}
-	if (why == SP_PROC_EXEC) {
-		sl = slot_for(d, pid, false);
-		if (sl && sl->state == SLOT_RESOLVED)
-			sp_sampler__del_tls_desc(d->sampler, pid);
-		if (sl) {
-			sl->state = SLOT_NONE;
-			sl->fail_ctr = NULL;
-			free(sl->service_name);
-			sl->service_name = NULL;
-			slot_free_keys(sl);
-		}
-	}
+	if (why == SP_PROC_EXEC && sl)
+		slot_reset(d, sl);
 	examine(d, pid);
+}
+
+void sp_ctx_discovery__tick(struct sp_ctx_discovery *d)
+{
+	uint32_t now, kept = 0;
+
+	if (!d || !d->n_pending)
+		return;
+	now = coarse_ms();
+	for (uint32_t i = 0; i < d->n_pending; i++) {
+		uint32_t pid = d->pending[i];
+		struct slot *sl = slot_for(d, pid, false);
+
+		if (!sl || !sl->publish_pending)
+			continue;	/* exited, forgotten or reset meanwhile */
+		if (now - sl->last_publish_ms < SP_CTX_PUBLISH_MIN_MS) {
+			d->pending[kept++] = pid;
+			continue;
+		}
+		sl->publish_pending = false;
+		sl->last_publish_ms = now ? now : 1;
+		d->publish_deferred++;
+		examine(d, pid);
+	}
+	d->n_pending = kept;
 }
 
 void sp_ctx_discovery__scan(struct sp_ctx_discovery *d, bool all, const uint32_t *pids,
@@ -303,6 +405,9 @@ void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_
 		return;
 	s->ctx_procs_resolved = d->resolved;
 	s->ctx_procs_failed = d->failed;
+	s->ctx_publish_rereads = d->publish_rereads;
+	s->ctx_publish_coalesced = d->publish_coalesced;
+	s->ctx_publish_deferred = d->publish_deferred;
 	s->n_ctx_fail = 0;
 	for (int i = 1; i < SP_TLS_FAIL__MAX && s->n_ctx_fail < 16; i++) {
 		s->ctx_fail_names[s->n_ctx_fail] = sp_tls_fail__name(i);

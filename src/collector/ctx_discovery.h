@@ -16,6 +16,14 @@
  * is not counted twice).  State is bounded: SP_CTX_DISCOVERY_MAX processes,
  * and the agent forgets a pid when the process table does (__forget), so
  * the table holds the live processes, not every pid ever examined.
+ *
+ * A process's exit removes its descriptor from the BPF map at once (the map
+ * holds live processes only; a one-off recording never forgets); its slot,
+ * with the names buffered samples still need, waits for __forget.
+ * Publications are rate-limited per process: at most one re-read of
+ * /proc/PID per SP_CTX_PUBLISH_MIN_MS, the rest coalesced into one re-read
+ * at the end of that time (tick) and counted, so a process calling
+ * prctl(PR_SET_VMA) in a loop costs one maps read per 100 ms.
  */
 #ifndef SPANPROF_CTX_DISCOVERY_H
 #define SPANPROF_CTX_DISCOVERY_H
@@ -26,6 +34,7 @@
 #include "consumer.h"
 
 #define SP_CTX_DISCOVERY_MAX 16384
+#define SP_CTX_PUBLISH_MIN_MS 100	/* between re-reads of one process */
 
 struct sp_proc_table;
 struct sp_sampler;
@@ -39,8 +48,12 @@ void sp_ctx_discovery__set_procs(struct sp_ctx_discovery *d, struct sp_proc_tabl
 void sp_ctx_discovery__free(struct sp_ctx_discovery *d);
 
 /* sp_consumer_proc_fn: examine pid (first sight: only if never examined;
- * exec: forget what was known; publish: look again). */
+ * exec: forget what was known; publish: look again, rate-limited; exit:
+ * drop its BPF descriptor). */
 void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx);
+/* Re-reads the processes whose coalesced publication is due; call after
+ * each ring-buffer drain, from the thread that calls on_proc. */
+void sp_ctx_discovery__tick(struct sp_ctx_discovery *d);
 /* Forgets pid (its process is gone and its last interval exported): its
  * slot, service name, attribute keys and, if resolved, its descriptor in
  * the BPF map.  A

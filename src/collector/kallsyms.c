@@ -103,10 +103,21 @@ static void read_boot_id(char *out, size_t len)
 	token(out);
 }
 
+/* The cause of a failed gz call, read at once: zlib reports Z_ERRNO when its
+ * own write(2) failed and leaves that call's errno in place (ENOSPC on a full
+ * disk); any other zlib error is -EIO. */
+static int gz_cause(gzFile gz)
+{
+	int e = errno, zerr = Z_OK;
+
+	gzerror(gz, &zerr);
+	return zerr == Z_ERRNO && e > 0 ? -e : -EIO;
+}
+
 static int write_snapshot(int fd, const char *header, const char *raw,
 			  const struct kline *k, size_t n)
 {
-	int dfd = dup(fd), rc;
+	int dfd = dup(fd), rc = 0, zrc;
 	gzFile gz;
 
 	if (dfd < 0)
@@ -117,14 +128,17 @@ static int write_snapshot(int fd, const char *header, const char *raw,
 		return -ENOMEM;
 	}
 	gzbuffer(gz, 1 << 16);
-	rc = gzputs(gz, header) < 0 ? -EIO : 0;
+	if (gzputs(gz, header) < 0)
+		rc = gz_cause(gz);
 	for (size_t i = 0; i < n && !rc; i++) {
 		if (gzwrite(gz, raw + k[i].off, k[i].len) != (int)k[i].len ||
 		    gzputc(gz, '\n') < 0)
-			rc = -EIO;
+			rc = gz_cause(gz);
 	}
-	if (gzclose(gz) != Z_OK && !rc)
-		rc = -EIO;
+	errno = 0;
+	zrc = gzclose(gz);	/* flushes: the usual place a full disk shows */
+	if (zrc != Z_OK && !rc)
+		rc = zrc == Z_ERRNO && errno > 0 ? -errno : -EIO;
 	if (!rc && fsync(fd))
 		rc = -errno;
 	return rc;

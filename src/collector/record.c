@@ -79,6 +79,8 @@ struct record_opts {
 	uint32_t off_cpu_sample_n;	/* 0 = adaptive */
 	uint32_t off_cpu_rate;
 	bool off_cpu_kthreads;
+	uint32_t off_cpu_max_pending;	/* 0 = the sampler's default */
+	uint32_t ctx_max_procs;		/* 0 = SP_TLS_DESCS_MAX */
 	bool quiet;
 };
 
@@ -116,6 +118,11 @@ static void usage(FILE *f)
 "      --off-cpu-rate R  adaptive sampling: about R captured waits per second\n"
 "                        per CPU, weighted by the sampling factor (default 1000)\n"
 "      --off-cpu-kernel-threads  kernel threads' waits too\n"
+"      --off-cpu-max-pending N  captured waits open at once; more are counted as\n"
+"                        \"state full\" and not captured (default 8192)\n"
+"      --ctx-max-procs N processes whose trace context BPF can read (the\n"
+"                        tls_descs map; default and maximum %u); more are\n"
+"                        counted as \"bpf_map_full\"\n"
 "      --idle            also write samples of idle CPUs\n"
 "      --no-report       do not run spanprof-symbolizer's report at the end\n"
 "      --no-trace-context  do not read the threads' trace context (OTEP 4947)\n"
@@ -125,7 +132,7 @@ static void usage(FILE *f)
 "      --agg-budget B    aggregator memory budget in bytes (default 64 MiB)\n"
 "      --agg-entries N   aggregator entry cap (default: budget / 512, at most 65536)\n"
 "      --summary-json F  also write the final counters as JSON\n"
-"  -q, --quiet           no status line\n");
+"  -q, --quiet           no status line\n", SP_TLS_DESCS_MAX);
 }
 
 static int parse_pids(const char *arg, struct record_opts *o)
@@ -149,6 +156,7 @@ enum {
 	OPT_FORMAT = 256, OPT_NO_KERNEL, OPT_IDLE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET,
 	OPT_AGG_ENTRIES, OPT_SUMMARY_JSON, OPT_NO_REPORT, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
 	OPT_OFF_CPU_SAMPLE, OPT_OFF_CPU_RATE, OPT_OFF_CPU_KTHREADS, OPT_NO_TRACE_CTX,
+	OPT_OFF_CPU_MAX_PENDING, OPT_CTX_MAX_PROCS,
 };
 
 static int parse_opts(int argc, char **argv, struct record_opts *o)
@@ -176,6 +184,8 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "off-cpu-sample", required_argument, NULL, OPT_OFF_CPU_SAMPLE },
 		{ "off-cpu-rate", required_argument, NULL, OPT_OFF_CPU_RATE },
 		{ "off-cpu-kernel-threads", no_argument, NULL, OPT_OFF_CPU_KTHREADS },
+		{ "off-cpu-max-pending", required_argument, NULL, OPT_OFF_CPU_MAX_PENDING },
+		{ "ctx-max-procs", required_argument, NULL, OPT_CTX_MAX_PROCS },
 		{ 0 },
 	};
 	uint64_t v;
@@ -317,6 +327,23 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		case OPT_OFF_CPU_KTHREADS:
 			o->off_cpu_kthreads = true;
 			off_cpu_tuned = true;
+			break;
+		case OPT_OFF_CPU_MAX_PENDING:
+			if (sp_cli__parse_u64(optarg, 1u << 20, &v) || v == 0) {
+				fprintf(stderr, "spanprof record: --off-cpu-max-pending %s: expected "
+					"1..1048576 captured waits\n", optarg);
+				return -EINVAL;
+			}
+			o->off_cpu_max_pending = v;
+			off_cpu_tuned = true;
+			break;
+		case OPT_CTX_MAX_PROCS:
+			if (sp_cli__parse_u64(optarg, SP_TLS_DESCS_MAX, &v) || v == 0) {
+				fprintf(stderr, "spanprof record: --ctx-max-procs %s: expected "
+					"1..%u processes\n", optarg, SP_TLS_DESCS_MAX);
+				return -EINVAL;
+			}
+			o->ctx_max_procs = v;
 			break;
 		default:
 			fprintf(stderr, "spanprof record: unknown option or missing value: %s; "
@@ -562,6 +589,7 @@ int sp_record__main(int argc, char **argv)
 		.read_trace_ctx = !o.no_trace_ctx, .off_cpu = o.off_cpu,
 		.off_cpu_min_ns = o.off_cpu_min_us * 1000, .off_cpu_sample_n = o.off_cpu_sample_n,
 		.off_cpu_rate = o.off_cpu_rate, .off_cpu_kthreads = o.off_cpu_kthreads,
+		.off_cpu_max_pending = o.off_cpu_max_pending, .tls_descs_max = o.ctx_max_procs,
 	};
 	err = sp_sampler__open_load(&scfg, &sampler, err_msg, sizeof(err_msg));
 	if (err) {
@@ -632,6 +660,7 @@ int sp_record__main(int argc, char **argv)
 		err = ring_buffer__poll(rb, sp_clock__mono_ns() < fast_until ? FAST_DRAIN_MS : (int)o.poll_ms);
 		if (err >= 0 || err == -EINTR)
 			err = ring_buffer__consume(rb);
+		sp_ctx_discovery__tick(disc);
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "spanprof record: ring buffer poll failed: %s\n",
 				strerror(-err));

@@ -144,6 +144,10 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		if (s->ctx_fail[i])
 			fprintf(f, " (%s %" PRIu64 ")", s->ctx_fail_names[i], s->ctx_fail[i]);
+	if (s->ctx_publish_rereads || s->ctx_publish_coalesced)
+		fprintf(f, "; late publications re-read %" PRIu64 ", coalesced %" PRIu64
+			" (+ %" PRIu64 " deferred re-reads; at most one per process per 100 ms)",
+			s->ctx_publish_rereads, s->ctx_publish_coalesced, s->ctx_publish_deferred);
 	if (s->obi_map)
 		fprintf(f, "; from OBI's map %" PRIu64, s->bpf[SP_CNT_CTX_OBI]);
 	if (s->bpf[SP_CNT_CTX_ATTRS_TRUNC] || s->bpf[SP_CNT_CTX_ATTRS_ERR] || c->attrs_dropped)
@@ -172,14 +176,14 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", counter_names[i], s->bpf[i]);
 	fprintf(f, "},\n  \"consumer\": {\"received_oncpu\": %" PRIu64
 		", \"received_offcpu\": %" PRIu64 ", \"received_exec\": %" PRIu64
-		", \"received_exit\": %" PRIu64 ", \"malformed\": %" PRIu64
-		", \"aggregated\": %" PRIu64 ", \"agg_dropped\": %" PRIu64
+		", \"received_exit\": %" PRIu64 ", \"received_publish\": %" PRIu64
+		", \"malformed\": %" PRIu64 ", \"aggregated\": %" PRIu64 ", \"agg_dropped\": %" PRIu64
 		", \"kstack_truncated\": %" PRIu64 ", \"ustack_truncated\": %" PRIu64
 		", \"ustack_empty\": %" PRIu64 ", \"frames\": %" PRIu64
 		", \"frames_unresolved\": %" PRIu64 ", \"ctx_samples\": %" PRIu64
 		", \"attrs_samples\": %" PRIu64 ", \"attrs_dropped\": %" PRIu64 "},\n",
 		c->received_oncpu, c->received_offcpu, c->received_exec, c->received_exit,
-		c->malformed, c->aggregated, c->agg_dropped, c->kstack_truncated,
+		c->received_publish, c->malformed, c->aggregated, c->agg_dropped, c->kstack_truncated,
 		c->ustack_truncated, c->ustack_empty, c->frames, c->frames_unresolved,
 		c->ctx_samples, c->attrs_samples, c->attrs_dropped);
 	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64
@@ -197,8 +201,11 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->procs.maps_gone, s->procs.maps_unreadable, s->procs.no_build_id,
 		s->procs.addr_unmapped, s->procs.mappings_full);
 	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
-		PRIu64 ", \"procs_failed\": %" PRIu64, s->obi_map ? "true" : "false",
-		s->publish_watch ? "true" : "false", s->ctx_procs_resolved, s->ctx_procs_failed);
+		PRIu64 ", \"procs_failed\": %" PRIu64 ", \"publish_rereads\": %" PRIu64
+		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64,
+		s->obi_map ? "true" : "false",
+		s->publish_watch ? "true" : "false", s->ctx_procs_resolved, s->ctx_procs_failed,
+		s->ctx_publish_rereads, s->ctx_publish_coalesced, s->ctx_publish_deferred);
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
 	fprintf(f, "},\n");

@@ -47,6 +47,9 @@ struct sp_summary {
 	/* trace-context discovery (ctx_discovery.c) */
 	uint64_t ctx_procs_resolved;
 	uint64_t ctx_procs_failed;
+	uint64_t ctx_publish_rereads;	/* late publications re-read at once */
+	uint64_t ctx_publish_coalesced;	/* ... or folded into a later re-read */
+	uint64_t ctx_publish_deferred;	/* re-reads at the end of a coalesced burst */
 	bool obi_map;			/* OBI's pinned map read as a fallback */
 	bool publish_watch;		/* prctl tracepoint attached */
 	uint64_t ctx_fail[16];

@@ -21,6 +21,13 @@ BUILD = os.path.abspath(BUILD)
 SPANPROF = os.path.join(BUILD, "spanprof")
 
 
+def asan_build(path=None):
+    """True when the binary (default: spanprof) was built with ASan (make SAN=1,
+    as scripts/san_integration.sh runs the suite): its runtime is linked in."""
+    with open(path or SPANPROF, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
 def fail(msg):
     print("FAIL: " + msg, flush=True)
     sys.exit(1)

@@ -21,14 +21,39 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spt import check, fail, require_root, skip, tmpdir  # noqa: E402
+from spt import asan_build, check, fail, require_root, skip, tmpdir  # noqa: E402
 import agent_util as au  # noqa: E402
 
 require_root()
 ROOT = "/sys/fs/cgroup/memory"
 if not os.path.exists(os.path.join(ROOT, "memory.limit_in_bytes")):
     skip("no cgroup v1 memory hierarchy at %s (v2 hosts: covered by the unit test)" % ROOT)
-LIMIT = 48 << 20
+# The agent built with ASan (scripts/san_integration.sh) carries shadow
+# memory and a quarantine of freed blocks: about 55 MB resident before its
+# first sample, above the release mark (60%) of 48 MiB, and the kernel
+# OOM-kills it there.  Its limit is scaled so that its baseline sits below
+# the release mark as the plain agent's does; every check below is the same.
+ASAN = asan_build()
+LIMIT = (160 if ASAN else 48) << 20
+# ASan also slows the flood's ingestion (and the suite runs it on a busy
+# machine): more time to reach the mark, never a lower bar.  Not reliable
+# under ASan yet (docs/reliability.md): its quarantine keeps freed blocks
+# (up to 256 MB), which is what lifts usage to the mark, and what can keep
+# it above the release mark; with a small quarantine the flood did not reach
+# the mark in 75 s.
+SLOW = 3 if ASAN else 1
+AGENT_ENV = {}
+if ASAN:
+    print("ASan build: memory cgroup limit %d MiB instead of 48, waits x%d" % (LIMIT >> 20, SLOW))
+
+
+def usage_note():
+    try:
+        m = a.metrics()
+        return " (guard usage %.1f MiB of %.0f MiB)" % (
+            m.get1("spanprof_memguard_usage_bytes") / 2**20, LIMIT / 2**20)
+    except Exception as e:  # noqa: BLE001 - diagnostics only
+        return " (metrics unavailable: %s)" % e
 cg = os.path.join(ROOT, "spanprof-test-%d" % os.getpid())
 os.mkdir(cg)
 d = tmpdir()
@@ -55,13 +80,17 @@ try:
     flood = subprocess.Popen([os.path.join(au.FIXTURES, "deepstack"), "40", "2"])
     a = au.Agent(["-F", "997", "--interval", "6", "--agg-budget", str(256 << 20),
                   "--agg-entries", "1000000", "--output-dir", os.path.join(d, "out")], d,
-                 preexec_fn=join_cgroup)
+                 env=AGENT_ENV, preexec_fn=join_cgroup)
     check(str(a.pid) in get("cgroup.procs").split(), "agent runs in %s" % cg)
     m = a.metrics()
     check(m.get1("spanprof_memguard_limit_bytes") == LIMIT, "guard sees the %d MiB limit"
           % (LIMIT >> 20))
-    au.wait_for(lambda: a.metrics().get1("spanprof_memguard_engaged") == 1, timeout=25,
-                what="the memory guard to engage")
+    try:
+        au.wait_for(lambda: a.metrics().get1("spanprof_memguard_engaged") == 1,
+                    timeout=25 * SLOW, what="the memory guard to engage")
+    except SystemExit:
+        print("at the timeout:" + usage_note(), flush=True)
+        raise
     m = a.metrics()
     check(m.get1("spanprof_memguard_engagements_total") >= 1, "engagement counted")
     time.sleep(1.0)
@@ -73,7 +102,7 @@ try:
     check("memory guard ENGAGED" in a.text(), "the transition is logged")
     flood.kill()
     flood.wait()
-    au.wait_for(lambda: a.metrics().get1("spanprof_memguard_engaged") == 0, timeout=20,
+    au.wait_for(lambda: a.metrics().get1("spanprof_memguard_engaged") == 0, timeout=20 * SLOW,
                 what="the memory guard to release")
     m2 = a.metrics()
     check(m2.get1("spanprof_memguard_releases_total") >= 1, "release counted")
@@ -90,7 +119,7 @@ try:
           % (peak / 2**20, LIMIT >> 20))
     agg0 = m2.get1("spanprof_samples_aggregated_total")
     au.wait_for(lambda: a.metrics().get1("spanprof_samples_aggregated_total") > agg0,
-                timeout=5, what="ingestion to resume")
+                timeout=5 * SLOW, what="ingestion to resume")
     check(True, "ingestion resumed")
     rc, _ = a.stop()
     check(rc == 0, "SIGTERM: exit 0")

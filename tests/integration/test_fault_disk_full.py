@@ -88,6 +88,9 @@ rc, err, ls = res("c")
 print("3:", rc, err, ls, flush=True)
 check(rc == 0, "3: room for the profile only: record succeeds (rc=%d)" % rc)
 check("no kernel symbol snapshot" in err, "3: a note says the kernel symbol snapshot is missing")
+check("No space left on device" in err and "Input/output error" not in err,
+      "3: the note names the cause, No space left on device (%s)"
+      % [l for l in err.splitlines() if "kernel symbol snapshot" in l])
 check(ls == ["p.pb.gz"], "3: only the profile is left, no temporary snapshot file (%s)" % ls)
 n = sum(s["values"][0] for s in read_pprof(os.path.join(keep, "c.pb.gz"))["samples"]
         if s["labels"].get("thread_name") == "filler")

@@ -38,13 +38,39 @@ cc(["-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-mtls-dialect=g
 p = subprocess.run(["readelf", "-r", gd_lib], capture_output=True, text=True).stdout
 check("DTPMOD64" in p and "TLSDESC" not in p, "the general-dynamic library uses DTPMOD64, not TLSDESC")
 
+# Against an ASan/UBSan build (scripts/san_integration.sh) libspanctx.a and
+# .so hold sanitizer calls: the workers that link them (or dlopen the .so)
+# are built with the same -fsanitize flags.  The -static model cannot use
+# ASan (its runtime needs the dynamic loader), so there it is built from
+# libspanctx's sources without sanitizers, with the library's own TLS flags:
+# what it proves (the BPF side finds otel_thread_ctx_v1 through .symtab in a
+# static executable) does not depend on how the library was instrumented,
+# and the sanitized library code runs in the four other models.
+lib_a = os.path.join(libdir, "libspanctx.a")
+sanitized = b"__asan_" in open(lib_a, "rb").read()
+wcflags = cflags + (["-fsanitize=address,undefined"] if sanitized else [])
+if sanitized:
+    static_lib = os.path.join(d, "libspanctx_static.a")
+    objs = []
+    for c in spanctx_srcs:
+        o = os.path.join(d, "static_" + os.path.basename(c)[:-2] + ".o")
+        cc(["-c", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-mtls-dialect=gnu2",
+            "-fvisibility=hidden", "-D_GNU_SOURCE", "-I" + inc, c, "-o", o])
+        objs.append(o)
+    p = subprocess.run(["ar", "rcs", static_lib] + objs, capture_output=True, text=True)
+    if p.returncode:
+        fail("ar: %s" % p.stderr)
+    print("sanitized build: workers built with -fsanitize=address,undefined; the -static "
+          "model links libspanctx built here from its sources without sanitizers")
+else:
+    static_lib = lib_a
 variants = {
-    "exe": (1, cflags + [src, os.path.join(libdir, "libspanctx.a"),
-                         "-Wl,--export-dynamic-symbol=otel_thread_ctx_v1", "-lpthread"]),
-    "tlsdesc": (2, cflags + [src, "-L" + libdir, "-lspanctx", "-Wl,-rpath," + libdir, "-lpthread"]),
-    "gd": (3, cflags + [src, gd_lib, "-Wl,-rpath," + d, "-lpthread"]),
-    "static": (4, cflags + ["-static", src, os.path.join(libdir, "libspanctx.a"), "-lpthread"]),
-    "dlopen": (5, cflags + ["-DCTX_DLOPEN", src, "-ldl", "-lpthread"]),
+    "exe": (1, wcflags + [src, lib_a,
+                          "-Wl,--export-dynamic-symbol=otel_thread_ctx_v1", "-lpthread"]),
+    "tlsdesc": (2, wcflags + [src, "-L" + libdir, "-lspanctx", "-Wl,-rpath," + libdir, "-lpthread"]),
+    "gd": (3, wcflags + [src, gd_lib, "-Wl,-rpath," + d, "-lpthread"]),
+    "static": (4, cflags + ["-static", src, static_lib, "-lpthread"]),
+    "dlopen": (5, wcflags + ["-DCTX_DLOPEN", src, "-ldl", "-lpthread"]),
 }
 bins = {}
 for name, (model, args) in variants.items():
