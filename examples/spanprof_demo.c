@@ -28,11 +28,15 @@
  * Ground truth (--truth FILE): one JSON line per span, written when it
  * ends.  The start timestamps are taken after the span's context is
  * published and the end timestamps before it is withdrawn, so every
- * instant in [start, end] of a span is covered by its context:
+ * instant in [start, end] of a span is covered by its context.  The
+ * publication itself happened in [pre_start_mono_ns, start_mono_ns] and the
+ * withdrawal in [end_mono_ns, post_end_mono_ns]: a reader judging a sample
+ * taken in those windows cannot know which side it fell on (on a VM a
+ * window can last milliseconds when the vCPU is descheduled):
  *   {"trace_id":"<32 hex>","span_id":"<16 hex>","parent_span_id":"<16 hex>"
  *    |null,"name":"...","kind":"...","tid":N,"start_mono_ns":N,
  *    "end_mono_ns":N,"start_real_ns":N,"end_real_ns":N,"worker":N,
- *    "request":N}
+ *    "request":N,"pre_start_mono_ns":N,"post_end_mono_ns":N}
  * Lines are buffered per thread and flushed under a mutex between
  * requests.  Clocks are read only at span boundaries.
  *
@@ -91,7 +95,7 @@ struct span {
 	uint8_t parent[SPANCTX_SPAN_ID_SIZE];
 	bool has_parent;
 	const char *name, *kind;
-	struct timespec start_mono, start_real;
+	struct timespec pre_start_mono, start_mono, start_real;
 };
 
 static struct opts opt = {
@@ -198,7 +202,8 @@ static void truth_flush(struct worker *w)
 
 static void truth_append(struct worker *w, const struct span *s,
 			 const struct timespec *end_mono,
-			 const struct timespec *end_real)
+			 const struct timespec *end_real,
+			 const struct timespec *post_end_mono)
 {
 	char trace[33], span[17], parent[17 + 2];
 	int n;
@@ -223,11 +228,13 @@ static void truth_append(struct worker *w, const struct span *s,
 		     "\"tid\":%d,\"start_mono_ns\":%" PRIu64
 		     ",\"end_mono_ns\":%" PRIu64 ",\"start_real_ns\":%" PRIu64
 		     ",\"end_real_ns\":%" PRIu64 ",\"worker\":%d,"
-		     "\"request\":%" PRIu64 "}\n",
+		     "\"request\":%" PRIu64 ",\"pre_start_mono_ns\":%" PRIu64
+		     ",\"post_end_mono_ns\":%" PRIu64 "}\n",
 		     trace, span, parent, s->name, s->kind, w->tid,
 		     ts_ns(&s->start_mono), ts_ns(end_mono),
 		     ts_ns(&s->start_real), ts_ns(end_real), w->id,
-		     w->cur_request);
+		     w->cur_request, ts_ns(&s->pre_start_mono),
+		     ts_ns(post_end_mono));
 	if (n > 0 && (size_t)n < TRUTH_BUF - w->tlen)
 		w->tlen += (size_t)n;
 	else
@@ -247,6 +254,7 @@ static void span_begin(struct span *s, const char *name, const char *kind,
 	s->has_parent = !root && spanctx_capture(&parent) == 0;
 	if (s->has_parent)
 		memcpy(s->parent, parent.span_id, SPANCTX_SPAN_ID_SIZE);
+	clock_gettime(CLOCK_MONOTONIC, &s->pre_start_mono);
 	err = root ? spanctx_span_enter_root(&s->scope, SPANCTX_FLAG_SAMPLED)
 		   : spanctx_span_enter_child(&s->scope);
 	if (err || spanctx_capture(&s->ctx) != 0)
@@ -258,13 +266,14 @@ static void span_begin(struct span *s, const char *name, const char *kind,
 
 static void span_end(struct worker *w, struct span *s)
 {
-	struct timespec end_mono, end_real;
+	struct timespec end_mono, end_real, post_end_mono;
 
 	clock_gettime(CLOCK_REALTIME, &end_real);
 	clock_gettime(CLOCK_MONOTONIC, &end_mono);
 	spanctx_span_leave(&s->scope);
+	clock_gettime(CLOCK_MONOTONIC, &post_end_mono);
 	w->spans++;
-	truth_append(w, s, &end_mono, &end_real);
+	truth_append(w, s, &end_mono, &end_real, &post_end_mono);
 }
 
 /* ------------------------------------------------------------ phases */

@@ -91,9 +91,14 @@ for line in open(truth):
     traces.add(j["trace_id"])
 bad = [s for s in with_link if s["trace_id"] not in traces or s["span_id"] not in spans]
 check(not bad, "every link names a trace and span of the demo's ground truth (%d bad)" % len(bad))
-no_route = [s["attrs"] for s in with_link if s["attrs"].get("http.route") != "/api/checkout"]
-check(not no_route, "every sample with a link carries its span's http.route attribute through the "
-      "symbolizer (%d without: %s)" % (len(no_route), no_route[:2]))
+# The demo sets the attributes just after entering a request's root span
+# (as a service does once it knows the route), so a sample may rarely land
+# in between: >= 99% carry it, and no sample carries another value.
+routes = [s["attrs"].get("http.route") for s in with_link]
+check(routes.count("/api/checkout") >= 0.99 * len(routes) and
+      set(routes) <= {"/api/checkout", None},
+      "samples with a link carry their span's http.route through the symbolizer "
+      "(%d of %d; values %s)" % (routes.count("/api/checkout"), len(routes), set(routes)))
 # accounting: what the agent received was aggregated or dropped by reason
 recv = m1.sum("spanprof_samples_received_total")
 agg = m1.get1("spanprof_samples_aggregated_total")
