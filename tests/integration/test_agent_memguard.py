@@ -28,23 +28,19 @@ require_root()
 ROOT = "/sys/fs/cgroup/memory"
 if not os.path.exists(os.path.join(ROOT, "memory.limit_in_bytes")):
     skip("no cgroup v1 memory hierarchy at %s (v2 hosts: covered by the unit test)" % ROOT)
-# The agent built with ASan (scripts/san_integration.sh) carries shadow
-# memory and a quarantine of freed blocks: about 55 MB resident before its
-# first sample, above the release mark (60%) of 48 MiB, and the kernel
-# OOM-kills it there.  Its limit is scaled so that its baseline sits below
-# the release mark as the plain agent's does; every check below is the same.
-ASAN = asan_build()
-LIMIT = (160 if ASAN else 48) << 20
-# ASan also slows the flood's ingestion (and the suite runs it on a busy
-# machine): more time to reach the mark, never a lower bar.  Not reliable
-# under ASan yet (docs/reliability.md): its quarantine keeps freed blocks
-# (up to 256 MB), which is what lifts usage to the mark, and what can keep
-# it above the release mark; with a small quarantine the flood did not reach
-# the mark in 75 s.
-SLOW = 3 if ASAN else 1
+# Not under ASan (scripts/san_integration.sh): the sanitized agent carries
+# shadow memory and a quarantine of freed blocks (up to 256 MB) whose size
+# follows the allocator's history, not the agent's live data, so cgroup
+# usage says nothing about what the guard is meant to bound.  Calibrating a
+# larger limit passed 2 runs of 6 (docs/reliability.md).  The guard's logic
+# runs under ASan in tests/unit/test_memguard.c; this test runs on the
+# plain build in CI.
+if asan_build():
+    skip("ASan build: its quarantine and shadow memory make cgroup usage meaningless here; "
+         "the memory guard is covered by the plain build and by unit-san:test_memguard")
+LIMIT = 48 << 20
+SLOW = 1
 AGENT_ENV = {}
-if ASAN:
-    print("ASan build: memory cgroup limit %d MiB instead of 48, waits x%d" % (LIMIT >> 20, SLOW))
 
 
 def usage_note():
