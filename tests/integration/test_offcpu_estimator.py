@@ -7,7 +7,8 @@ that each repeat 4 x est_short_span (1 ms sleep) + 1 x est_long_span (4 ms
 sleep) and measure each call's off-CPU time (wall - thread CPU).
 
 Fixed sampling (--off-cpu-sample 4) over RUNS runs, per span function:
-  - the pooled estimate sum(E)/sum(T) is within 3% of 1 (bias),
+  - the pooled estimate sum(E)/sum(T) is within 3% of 1, or 3 standard
+    errors of it when that is wider (bias),
   - every run is within 5 predicted standard deviations, where the
     predicted relative SD of one run is sqrt((N-1) * sum d_i^2) / sum d_i,
     computed from the run's own waits (weight / N = d_i),
@@ -132,8 +133,12 @@ for n in SPANS:
     print("%s: pooled ratio %.4f (bias %+.2f%%, standard error %.2f%%), run sd %.2f%% vs "
           "predicted %.2f%%" % (n, pooled, 100 * (pooled - 1), 100 * se, 100 * sd,
                                 100 * mean_pred), flush=True)
-    check(abs(pooled - 1) <= 0.03, "%s: estimator bias %+.2f%% within 3%% over %d runs" % (
-        n, 100 * (pooled - 1), len(rows)))
+    # 3% or 3 standard errors of the pooled ratio, whichever is wider: for
+    # est_long_span the standard error is ~1.3%, so a fixed 3% bound failed
+    # an unbiased estimator about 1 run in 45 (seen twice: -3.16%, -3.21%).
+    bound = max(0.03, 3 * se)
+    check(abs(pooled - 1) <= bound, "%s: estimator bias %+.2f%% within %.1f%% (3%% or 3 standard "
+          "errors) over %d runs" % (n, 100 * (pooled - 1), 100 * bound, len(rows)))
     worst = max(abs(x - 1) / p for x, p in zip(ratios, pred))
     check(worst <= 5, "%s: every run within 5 predicted sd (worst %.1f)" % (n, worst))
     check(0.3 * mean_pred <= sd <= 3 * mean_pred,
