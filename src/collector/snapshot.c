@@ -143,12 +143,14 @@ static int add_attr_labels(struct builder *b, uint32_t pid, const uint8_t *raw, 
 {
 	struct sp_ctx_attr at[SP_CTX_ATTRS_KEYS];
 	uint32_t n = sp_ctx_attrs__decode(raw, len, at, NULL);
-	char name[160], value[256];
+	char name[160], safe_name[256], value[256];
 
 	for (uint32_t i = 0; i < n && s->n_labels < SP_MAX_LABELS; i++) {
 		const char *key = b->o->attr_key ? b->o->attr_key(pid, at[i].key,
 								  b->o->attr_key_ctx) : NULL;
 		struct sp_label *l = &s->labels[s->n_labels];
+
+		struct sp_ctx_attr kn;
 
 		if (!key)
 			snprintf(name, sizeof(name), "attr.%u", at[i].key);
@@ -156,8 +158,12 @@ static int add_attr_labels(struct builder *b, uint32_t pid, const uint8_t *raw, 
 			snprintf(name, sizeof(name), "attr.%.128s", key);
 		else
 			snprintf(name, sizeof(name), "%.128s", key);
+		/* The key map is the process's bytes too: valid UTF-8 only. */
+		kn = (struct sp_ctx_attr){ .len = (uint8_t)strlen(name),
+					   .value = (const uint8_t *)name };
+		sp_ctx_attrs__string(&kn, safe_name);
 		sp_ctx_attrs__string(&at[i], value);
-		l->key = sp_profile__intern(b->p, name);
+		l->key = sp_profile__intern(b->p, safe_name);
 		l->str = sp_profile__intern(b->p, value);
 		l->num = 0;
 		if (l->key < 0 || l->str < 0)
