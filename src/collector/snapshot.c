@@ -3,7 +3,6 @@
  * snapshot.c - see snapshot.h.
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,27 +115,14 @@ static int32_t mapping_for(struct builder *b, uint32_t id)
 	return idx;
 }
 
-/* Label names the profile codecs read as fixed fields: an attribute of that
- * name is exported as "attr.NAME" so that it cannot pose as one. */
-static bool reserved_label(const char *name)
-{
-	static const char *const names[] = {
-		"pid", "tid", "thread_name", "trace_id", "span_id", "service.name",
-		"thread.id", "thread.name", "off_cpu_reason",
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
-			return true;
-	return false;
-}
-
 /*
  * The thread record's attributes become string labels named by the
  * process's attribute key map (OTEP 4719 threadlocal.attribute_key_map via
  * the attr_key hook); a key index with no name is exported as "attr.N"
- * rather than dropped.  The consumer already capped them at
- * SP_CTX_ATTRS_KEYS, which with the off-CPU reason fits SP_MAX_LABELS.
+ * rather than dropped, and one named like a fixed field
+ * (sp_profile__label_reserved) as "attr.NAME".  The consumer already
+ * capped them at SP_CTX_ATTRS_KEYS, which with the off-CPU reason fits
+ * SP_MAX_LABELS.
  */
 static int add_attr_labels(struct builder *b, uint32_t pid, const uint8_t *raw, uint32_t len,
 			   struct sp_sample *s)
@@ -154,7 +140,7 @@ static int add_attr_labels(struct builder *b, uint32_t pid, const uint8_t *raw, 
 
 		if (!key)
 			snprintf(name, sizeof(name), "attr.%u", at[i].key);
-		else if (reserved_label(key))
+		else if (sp_profile__label_reserved(key))
 			snprintf(name, sizeof(name), "attr.%.128s", key);
 		else
 			snprintf(name, sizeof(name), "%.128s", key);
@@ -266,7 +252,7 @@ int sp_snapshot__build(struct sp_agg *agg, struct sp_proc_table *procs,
 
 	gethostname(host, sizeof(host) - 1);
 	b.host_name = sp_profile__intern(b.p, host);
-	b.reason_key = sp_profile__intern(b.p, "off_cpu_reason");
+	b.reason_key = sp_profile__intern(b.p, SP_LABEL_OFFCPU_REASON);
 	for (int r = 0; r <= SP_OFF_OTHER; r++)
 		b.reason_str[r] = sp_profile__intern(b.p, reason_names[r]);
 	b.p->time_unix_ns = o->start_mono_ns + o->mono_to_unix_ns;

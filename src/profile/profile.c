@@ -336,6 +336,19 @@ static bool link_eq(const void *ctx, int32_t v)
 	return memcmp(&k->p->links[v], k->e, sizeof(struct sp_link)) == 0;
 }
 
+bool sp_profile__label_reserved(const char *name)
+{
+	static const char *const names[] = {
+		SP_K_PID, SP_K_TID, SP_K_THREAD_NAME, SP_K_TRACE_ID, SP_K_SPAN_ID,
+		SP_K_SERVICE_NAME, SP_A_THREAD_ID, SP_A_THREAD_NAME, SP_LABEL_OFFCPU_REASON,
+	};
+
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
 int32_t sp_profile__add_link(struct sp_profile *p, const uint8_t trace_id[16],
 			     const uint8_t span_id[8])
 {

@@ -98,6 +98,15 @@ struct sp_label {
 
 #define SP_MAX_LABELS 16
 
+/* The label carrying an off-CPU wait's reason (sleep, io, runqueue, other). */
+#define SP_LABEL_OFFCPU_REASON "off_cpu_reason"
+
+/* True for a label name the pprof and OTLP codecs read as one of a
+ * sample's fixed fields (pid, tid, thread name, trace and span id,
+ * service.name, thread.id/.name) or the off-CPU reason: a user-supplied
+ * attribute of that name must be renamed, or it would pose as one. */
+bool sp_profile__label_reserved(const char *name);
+
 struct sp_sample {
 	int32_t resource;	/* resource index (0-based, no zero entry) */
 	int32_t stack;		/* stack index */

@@ -428,7 +428,7 @@ static int span_attrs(const struct sp_profile *p, const struct sp_sample *s, cha
 		const char *k = sp_profile__str(p, s->labels[i].key);
 		int w;
 
-		if (s->labels[i].str <= 0 || !strcmp(k, "off_cpu_reason"))
+		if (s->labels[i].str <= 0 || !strcmp(k, SP_LABEL_OFFCPU_REASON))
 			continue;
 		w = snprintf(buf + n, sizeof(buf) - n, "%s%s=%s", n ? " " : "", k,
 			     sp_profile__str(p, s->labels[i].str));
@@ -449,7 +449,7 @@ static int reason_of(const struct sp_profile *p, const struct sp_sample *s)
 		const char *k = sp_profile__str(p, s->labels[i].key);
 		const char *v;
 
-		if (strcmp(k, "off_cpu_reason") && strcmp(k, "off_cpu.reason") &&
+		if (strcmp(k, SP_LABEL_OFFCPU_REASON) && strcmp(k, "off_cpu.reason") &&
 		    strcmp(k, "reason"))
 			continue;
 		if (!s->labels[i].str)

@@ -4,15 +4,15 @@
  * libspanctx sources (the variable then lives in the main executable).
  *
  * Publishes its process context with the attribute key map {"k0", "k1",
- * "k\xff"} (the last not UTF-8),
+ * "k\xff" (not UTF-8), "trace_id" (a fixed label's name)},
  * then runs one thread per case, each publishing one hand-written record
  * (trace id = CASE repeated, span id = 0x40 + CASE repeated) and burning CPU
  * inside it for SECONDS:
  *
  *   1  attrs_size 65535, 600 bytes of entries (more than the sampler's
  *      128-byte bound: truncated, the entry cut at the bound dropped)
- *   2  a key index outside the key map, bytes that are not UTF-8, and the
- *      key whose name is not UTF-8
+ *   2  a key index outside the key map, bytes that are not UTF-8, the key
+ *      whose name is not UTF-8, and the key named like the trace id label
  *   3  a record whose attrs end exactly at the end of a mapping followed by
  *      an inaccessible page (the sampler's one-read fast path faults; the
  *      header and the attrs must still be read)
@@ -70,7 +70,8 @@ static void *run(void *arg)
 {
 	int c = (int)(intptr_t)arg;
 	static const uint8_t edge_attrs[] = { 0, 4, 'e', 'd', 'g', 'e' };
-	static const uint8_t bad[] = { 200, 3, 'o', 'u', 't', 1, 4, 'a', 0xff, 0x01, 'b', 2, 1, 'z' };
+	static const uint8_t bad[] = { 200, 3, 'o', 'u', 't', 1, 4, 'a', 0xff, 0x01, 'b', 2, 1, 'z',
+					3, 4, 'f', 'a', 'k', 'e' };
 	struct timespec t0, t;
 	void *rec = NULL;
 
@@ -106,11 +107,11 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
-	static const char *const keys[] = { "k0", "k1", "k\xff" };
+	static const char *const keys[] = { "k0", "k1", "k\xff", "trace_id" };
 	pthread_t th[NCASES];
 
 	seconds = argc > 1 ? atof(argv[1]) : 3;
-	if (spanctx_init("attrs-hostile", keys, 3))
+	if (spanctx_init("attrs-hostile", keys, 4))
 		return 1;
 	pthread_barrier_init(&published, NULL, NCASES + 1);
 	for (int i = 0; i < NCASES; i++)

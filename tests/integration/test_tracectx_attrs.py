@@ -11,7 +11,9 @@ bytes in that page).  Sampled by the real BPF program at 997 Hz:
 - case 1: only whole entries within the 128-byte bound arrive (k0/k1 with
   their last values there), ctx_attrs_truncated and attrs_dropped count it;
 - case 2: the key outside the map is named "attr.200"; invalid bytes become
-  '?' in values and in key names from the map (labels are valid UTF-8);
+  '?' in values and in key names from the map (labels are valid UTF-8); an
+  attribute named "trace_id" arrives as "attr.trace_id" and the sample's
+  real trace id is untouched;
 - case 3: the attrs arrive although the fast one-read path faulted;
 - case 4: no attributes, and ctx_attrs_errors counts the unreadable attrs.
 """
@@ -67,7 +69,7 @@ check(all(attrs(s) == want1 for s in by_case[1]),
       "case 1: the whole entries within the bound arrive, last value wins (%s)" % attrs(by_case[1][0]))
 check(j["bpf"]["ctx_attrs_truncated"] >= events[1], "case 1: truncation counted in BPF")
 check(j["consumer"]["attrs_dropped"] >= events[1], "case 1: the cut entry counted as dropped")
-want2 = {"attr.200": "out", "k1": "a??b", "k?": "z"}
+want2 = {"attr.200": "out", "k1": "a??b", "k?": "z", "attr.trace_id": "fake"}
 check(all(attrs(s) == want2 for s in by_case[2]),
       "case 2: unknown key named by index, invalid bytes replaced (%s)" % attrs(by_case[2][0]))
 check(all(attrs(s) == {"k0": "edge"} for s in by_case[3]),
