@@ -104,10 +104,11 @@ $(O)/obj/%.o: %.c $(GEN_HDRS)
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
 
-# Layers, lowest first.  Each is a static archive of its folder's objects,
+# Layers, lowest first.  Each is a static archive of its folder's objects
+# (and of its subfolders', one level down: src/collector/pipeline/ ...),
 # except the file holding main().
 define layer
-$(1)_SRCS := $$(filter-out $(2)/main.c,$$(wildcard $(2)/*.c))
+$(1)_SRCS := $$(filter-out $(2)/main.c,$$(wildcard $(2)/*.c $(2)/*/*.c))
 $(1)_OBJS := $$(patsubst %.c,$(O)/obj/%.o,$$($(1)_SRCS))
 $(O)/lib$(1).a: $$($(1)_OBJS) $(3)
 	@mkdir -p $$(@D)

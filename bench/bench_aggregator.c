@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/aggregator.h"
+#include "collector/pipeline/aggregator.h"
 
 #define NSTACKS	1000
 #define NFRAMES	30

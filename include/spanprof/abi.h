@@ -194,7 +194,7 @@ _Static_assert(SP_CNT__MAX <= 64, "counter map size");
 /*
  * Per-process trace-context descriptor: value of the BPF hash map
  * "tls_descs" keyed by tgid (u32).  User space resolves where the thread's
- * otel_thread_ctx_v1 slot lives once per process (src/collector/tls_resolve.c);
+ * otel_thread_ctx_v1 slot lives once per process (src/collector/tracectx/tls_resolve.c);
  * the BPF program then finds the slot from the sampled task's thread
  * pointer TP (task->thread.fsbase on x86-64):
  *

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent.h"
-#include "record.h"
+#include "collector/agent/agent.h"
+#include "collector/record/record.h"
 
 #define SPANPROF_VERSION "0.1.0"
 

@@ -1,12 +1,12 @@
 /* libFuzzer target: GNU build-id notes (raw note areas) and whole ELF files
- * through libelf (src/collector/buildid.c).  The ELF bytes go to a memfd
+ * through libelf (src/collector/procs/buildid.c).  The ELF bytes go to a memfd
  * because the reader takes a file descriptor, as it does for /proc files. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "collector/buildid.h"
+#include "collector/procs/buildid.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

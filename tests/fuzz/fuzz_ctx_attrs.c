@@ -1,10 +1,10 @@
 /* libFuzzer target: OTEP 4947 thread-record attributes as a sample carries
- * them (src/collector/ctx_attrs.c): decode, canonical form, label strings. */
+ * them (src/collector/tracectx/ctx_attrs.c): decode, canonical form, label strings. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/ctx_attrs.h"
+#include "collector/tracectx/ctx_attrs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,10 +1,10 @@
 /* libFuzzer target: the OTEP 4719 OTEL_CTX header and its protobuf payload
- * (src/collector/process_ctx.c).  First 32 bytes: header; rest: payload. */
+ * (src/collector/tracectx/process_ctx.c).  First 32 bytes: header; rest: payload. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/process_ctx.h"
+#include "collector/tracectx/process_ctx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

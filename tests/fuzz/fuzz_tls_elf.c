@@ -1,10 +1,10 @@
 /* libFuzzer target: the ELF reading done to locate otel_thread_ctx_v1
- * (dynsym, symtab, relocations, PT_TLS) in src/collector/tls_elf.c. */
+ * (dynsym, symtab, relocations, PT_TLS) in src/collector/tracectx/tls_elf.c. */
 #include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "collector/tls_elf.h"
+#include "collector/tracectx/tls_elf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -29,7 +29,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "collector/aggregator.h"
+#include "collector/pipeline/aggregator.h"
 
 #include "alloc_count.h"
 

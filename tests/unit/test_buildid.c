@@ -26,8 +26,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "collector/buildid.h"
-#include "collector/buildid_cache.h"
+#include "collector/procs/buildid.h"
+#include "collector/procs/buildid_cache.h"
 
 static const uint8_t ID20[20] = {
 	0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x10, 0x32,

@@ -18,9 +18,9 @@
 #include <cmocka.h>
 
 #include "alloc_count.h"
-#include "collector/aggregator.h"
-#include "collector/consumer.h"
-#include "collector/proc_table.h"
+#include "collector/pipeline/aggregator.h"
+#include "collector/pipeline/consumer.h"
+#include "collector/procs/proc_table.h"
 
 struct rec {
 	struct sp_event hdr;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_ctx_attrs.c - decoding and canonical form of OTEP 4947 thread-record
- * attributes (src/collector/ctx_attrs.c): entry boundaries, last duplicate
+ * attributes (src/collector/tracectx/ctx_attrs.c): entry boundaries, last duplicate
  * wins, the per-sample key limit, partial entries, and label strings that
  * are always valid UTF-8.
  */
@@ -12,7 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "collector/ctx_attrs.h"
+#include "collector/tracectx/ctx_attrs.h"
 
 static void test_decode_entries(void **state)
 {

@@ -21,8 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "collector/ctx_discovery.h"
-#include "collector/summary.h"
+#include "collector/tracectx/ctx_discovery.h"
+#include "collector/pipeline/summary.h"
 
 #define ROUND 12000	/* pids per round; 6 rounds > SP_CTX_DISCOVERY_MAX */
 

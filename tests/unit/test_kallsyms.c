@@ -10,7 +10,7 @@
  * byte before the next symbol, end markers, module tails).  The snapshot
  * set (files, lazy directories, misnamed files, invalid build ids) and
  * kernel frames in sp_symbolize__profile_ks with every counter.
- * Capture (src/collector/kallsyms.c) on fake inputs through
+ * Capture (src/collector/host/kallsyms.c) on fake inputs through
  * SPANPROF_KALLSYMS_PATH (all-zero addresses -> -EPERM, unsorted and
  * malformed lines) and, as root, on the real /proc/kallsyms: mode 0644,
  * gzip, the running kernel's build id in the header, sorted, and
@@ -31,8 +31,8 @@
 
 #include <cmocka.h>
 
-#include "collector/buildid.h"
-#include "collector/kallsyms.h"
+#include "collector/procs/buildid.h"
+#include "collector/host/kallsyms.h"
 #include "profile/codec.h"
 #include "profile/profile.h"
 #include "symbolizer/kallsyms.h"

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collector/memguard.h"
+#include "collector/agent/memguard.h"
 
 static void test_parse_limit(void **state)
 {

@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "collector/metrics.h"
+#include "collector/agent/metrics.h"
 
 static void test_writer(void **state)
 {

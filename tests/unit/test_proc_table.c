@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "collector/proc_table.h"
+#include "collector/procs/proc_table.h"
 
 #define MS 1000000ULL
 

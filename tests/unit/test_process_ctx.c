@@ -25,7 +25,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "collector/process_ctx.h"
+#include "collector/tracectx/process_ctx.h"
 #include "otel_process_context.pb-c.h"
 
 #ifndef PR_SET_VMA

@@ -38,8 +38,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "collector/tls_elf.h"
-#include "collector/tls_resolve.h"
+#include "collector/tracectx/tls_elf.h"
+#include "collector/tracectx/tls_resolve.h"
 
 #define FIX_SRC_REL "tests/fixtures/tls_fixture.c"
 #define FIX_CFLAGS "-O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer " \

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "memguard.h"
+#include "collector/agent/memguard.h"
 
 const char *sp_memguard__version_name(enum sp_memguard_version v)
 {

@@ -14,7 +14,7 @@
 
 #include <microhttpd.h>
 
-#include "metrics.h"
+#include "collector/agent/metrics.h"
 
 #define MAX_CONNECTIONS 8
 

@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "privs.h"
+#include "collector/agent/privs.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38

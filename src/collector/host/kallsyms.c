@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "kallsyms.h"
+#include "collector/host/kallsyms.h"
 #include "profile/fileio.h"
 #include "profile/hex.h"
 

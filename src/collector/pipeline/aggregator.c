@@ -66,7 +66,7 @@
 
 #include <xxhash.h>
 
-#include "collector/aggregator.h"
+#include "collector/pipeline/aggregator.h"
 
 #define SP_AGG_DEFAULT_BUDGET	(64u << 20)
 #define SP_AGG_DEFAULT_ENTRIES	65536u

@@ -15,7 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "bpf_sampler.h"
+#include "collector/pipeline/bpf_sampler.h"
 #include "spanprof.skel.h"
 
 struct sp_sampler {

@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "caps.h"
+#include "collector/pipeline/caps.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "prime.h"
+#include "collector/pipeline/cli.h"
+#include "collector/pipeline/prime.h"
 
 #define SP_MAX_FREQ_HZ 100000
 

@@ -4,7 +4,7 @@
  */
 #include <time.h>
 
-#include "clock.h"
+#include "collector/pipeline/clock.h"
 
 uint64_t sp_clock__mono_ns(void)
 {

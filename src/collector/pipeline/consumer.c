@@ -5,10 +5,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "aggregator.h"
-#include "consumer.h"
-#include "ctx_attrs.h"
-#include "proc_table.h"
+#include "collector/pipeline/aggregator.h"
+#include "collector/pipeline/consumer.h"
+#include "collector/tracectx/ctx_attrs.h"
+#include "collector/procs/proc_table.h"
 #include "profile/profile.h"
 
 void sp_consumer__init(struct sp_consumer *c, struct sp_proc_table *procs, struct sp_agg *agg)

@@ -13,7 +13,7 @@
  */
 #include <stddef.h>
 
-#include "collector/prime.h"
+#include "collector/pipeline/prime.h"
 
 static uint64_t mulmod(uint64_t a, uint64_t b, uint64_t m)
 {

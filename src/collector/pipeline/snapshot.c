@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "aggregator.h"
-#include "buildid.h"
-#include "ctx_attrs.h"
-#include "proc_table.h"
+#include "collector/pipeline/aggregator.h"
+#include "collector/procs/buildid.h"
+#include "collector/tracectx/ctx_attrs.h"
+#include "collector/procs/proc_table.h"
 #include "profile/profile.h"
-#include "snapshot.h"
+#include "collector/pipeline/snapshot.h"
 #include "spanprof/abi.h"
 
 struct pid_slot {

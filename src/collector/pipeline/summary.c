@@ -6,7 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "summary.h"
+#include "collector/pipeline/summary.h"
 
 static const char *const counter_names[SP_CNT__MAX] = {
 	[SP_CNT_ONCPU_EVENTS] = "oncpu_events",

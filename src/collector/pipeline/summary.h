@@ -28,9 +28,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "aggregator.h"
-#include "consumer.h"
-#include "proc_table.h"
+#include "collector/pipeline/aggregator.h"
+#include "collector/pipeline/consumer.h"
+#include "collector/procs/proc_table.h"
 #include "spanprof/abi.h"
 
 struct sp_summary {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/buildid_cache.h"
+#include "collector/procs/buildid_cache.h"
 
 struct buildid_cache_entry {
 	struct sp_buildid_cache_key key;

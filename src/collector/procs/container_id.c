@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "container_id.h"
+#include "collector/procs/container_id.h"
 
 static bool is_hex(char c)
 {

@@ -72,9 +72,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "collector/buildid_cache.h"
-#include "collector/maps.h"
-#include "collector/proc_table.h"
+#include "collector/procs/buildid_cache.h"
+#include "collector/procs/maps.h"
+#include "collector/procs/proc_table.h"
 
 #define PROC_DEF_MAX_PROCS 8192
 #define PROC_DEF_MAX_MAPPINGS 65536

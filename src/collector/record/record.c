@@ -35,21 +35,21 @@
 
 #include <bpf/libbpf.h>
 
-#include "aggregator.h"
-#include "bpf_sampler.h"
-#include "caps.h"
-#include "cli.h"
-#include "clock.h"
-#include "consumer.h"
-#include "ctx_discovery.h"
-#include "kallsyms.h"
-#include "proc_table.h"
+#include "collector/pipeline/aggregator.h"
+#include "collector/pipeline/bpf_sampler.h"
+#include "collector/pipeline/caps.h"
+#include "collector/pipeline/cli.h"
+#include "collector/pipeline/clock.h"
+#include "collector/pipeline/consumer.h"
+#include "collector/tracectx/ctx_discovery.h"
+#include "collector/host/kallsyms.h"
+#include "collector/procs/proc_table.h"
 #include "profile/codec.h"
 #include "profile/profile.h"
-#include "record.h"
-#include "report_child.h"
-#include "snapshot.h"
-#include "summary.h"
+#include "collector/record/record.h"
+#include "collector/record/report_child.h"
+#include "collector/pipeline/snapshot.h"
+#include "collector/pipeline/summary.h"
 
 #define DEFAULT_HZ 97
 #define FAST_DRAIN_MS 10			/* ring drain period after an exec */

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "report_child.h"
+#include "collector/record/report_child.h"
 
 #define NOBODY 65534
 

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "collector/ctx_attrs.h"
+#include "collector/tracectx/ctx_attrs.h"
 
 uint32_t sp_ctx_attrs__decode(const uint8_t *buf, size_t len,
 			      struct sp_ctx_attr out[SP_CTX_ATTRS_KEYS], uint32_t *dropped)

@@ -9,12 +9,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "bpf_sampler.h"
-#include "ctx_discovery.h"
-#include "proc_table.h"
-#include "process_ctx.h"
-#include "summary.h"
-#include "tls_resolve.h"
+#include "collector/pipeline/bpf_sampler.h"
+#include "collector/tracectx/ctx_discovery.h"
+#include "collector/procs/proc_table.h"
+#include "collector/tracectx/process_ctx.h"
+#include "collector/pipeline/summary.h"
+#include "collector/tracectx/tls_resolve.h"
 
 /* SLOT_GONE: the process exited; its descriptor is already out of the BPF
  * map (the map holds live processes only), its service name and attribute

@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "consumer.h"
+#include "collector/pipeline/consumer.h"
 
 #define SP_CTX_DISCOVERY_MAX 16384
 #define SP_CTX_PUBLISH_MIN_MS 100	/* between re-reads of one process */

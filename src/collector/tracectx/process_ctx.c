@@ -51,8 +51,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector/maps.h"
-#include "collector/process_ctx.h"
+#include "collector/procs/maps.h"
+#include "collector/tracectx/process_ctx.h"
 #include "profile/pbdepth.h"
 #include "otel_process_context.pb-c.h"
 

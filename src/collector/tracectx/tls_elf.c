@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector/tls_elf.h"
+#include "collector/tracectx/tls_elf.h"
 
 #define MAX_SYMS (1u << 22)	/* entries scanned per symbol table */
 #define MAX_RELAS (1u << 24)	/* entries scanned per relocation section */

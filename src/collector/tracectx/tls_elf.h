@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#include "collector/tls_resolve.h"
+#include "collector/tracectx/tls_resolve.h"
 
 #define SP_TLS_SYMBOL "otel_thread_ctx_v1"
 #define SP_TLS_ELF_MAX_LOADS 16

@@ -64,9 +64,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "collector/maps.h"
-#include "collector/tls_elf.h"
-#include "collector/tls_resolve.h"
+#include "collector/procs/maps.h"
+#include "collector/tracectx/tls_elf.h"
+#include "collector/tracectx/tls_resolve.h"
 
 #define MAX_MAP_ENTS (1u << 17)
 #define MAX_MODULES 4096
