@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 
 #define NT_GNU_BUILD_ID_TYPE 3
 #define NOTE_HDR_SIZE 12	/* namesz, descsz, type: Elf32_Nhdr == Elf64_Nhdr */

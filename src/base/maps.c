@@ -25,7 +25,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "collector/procs/maps.h"
+#include "base/maps.h"
 #include "profile/hex.h"
 
 #define DELETED_SUFFIX " (deleted)"

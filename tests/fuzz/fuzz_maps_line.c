@@ -1,9 +1,9 @@
-/* libFuzzer target: one /proc/PID/maps line (src/collector/procs/maps.c). */
+/* libFuzzer target: one /proc/PID/maps line (src/base/maps.c). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/procs/maps.h"
+#include "base/maps.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

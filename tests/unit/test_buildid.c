@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 #include "collector/procs/buildid_cache.h"
 
 static const uint8_t ID20[20] = {

@@ -31,7 +31,7 @@
 
 #include <cmocka.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 #include "collector/host/kallsyms.h"
 #include "profile/codec.h"
 #include "profile/profile.h"

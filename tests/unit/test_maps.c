@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collector/procs/maps.h"
+#include "base/maps.h"
 
 /* Parses a heap copy of exactly len bytes (no NUL after it). */
 static int parse_exact(const char *s, size_t len, struct sp_map_entry *e)

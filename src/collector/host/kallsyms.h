@@ -39,7 +39,7 @@
 
 #include <stddef.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 
 #define SP_KALLSYMS_MAX_RAW (64u << 20)
 #define SP_KALLSYMS_MAX_LINE 1024

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "collector/pipeline/aggregator.h"
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 #include "collector/tracectx/ctx_attrs.h"
 #include "collector/procs/proc_table.h"
 #include "profile/profile.h"

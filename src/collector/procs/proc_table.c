@@ -73,7 +73,7 @@
 #include <xxhash.h>
 
 #include "collector/procs/buildid_cache.h"
-#include "collector/procs/maps.h"
+#include "base/maps.h"
 #include "collector/procs/proc_table.h"
 
 #define PROC_DEF_MAX_PROCS 8192

@@ -51,7 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector/procs/maps.h"
+#include "base/maps.h"
 #include "collector/tracectx/process_ctx.h"
 #include "profile/pbdepth.h"
 #include "otel_process_context.pb-c.h"

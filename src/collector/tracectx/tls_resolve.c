@@ -64,7 +64,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "collector/procs/maps.h"
+#include "base/maps.h"
 #include "collector/tracectx/tls_elf.h"
 #include "collector/tracectx/tls_resolve.h"
 
