@@ -23,6 +23,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "base/pin.h"
 #include "debuginfo.h"
 
 #define NEG_DEFAULT 4096
@@ -74,41 +75,6 @@ static void elf_init_once(void)
 
 static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
 
-/* Opens path for reading only when it is a regular file.  A mapping's file
- * name comes from the profile (untrusted): a FIFO there would block the
- * open for ever, a device would run its driver's open.  So: pin it with
- * O_PATH (no side effects), check, then reopen the pinned file through
- * /proc/self/fd; without /proc, a non-blocking open checked again. */
-static int open_regular(const char *path)
-{
-	char self[64];
-	struct stat st, st2;
-	int pfd, fd;
-
-	pfd = open(path, O_PATH | O_CLOEXEC);
-	if (pfd < 0)
-		return -errno;
-	if (fstat(pfd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(pfd);
-		return -EINVAL;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 && errno == ENOENT) {
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		if (fd >= 0 && (fstat(fd, &st2) != 0 || !S_ISREG(st2.st_mode) ||
-				st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)) {
-			close(fd);
-			close(pfd);
-			return -EINVAL;
-		}
-	}
-	if (fd < 0)
-		fd = -errno;
-	close(pfd);
-	return fd;
-}
-
 int sp_buildid__read_file(const char *path, char *out, size_t out_size)
 {
 	static const char hexd[] = "0123456789abcdef";
@@ -120,7 +86,7 @@ int sp_buildid__read_file(const char *path, char *out, size_t out_size)
 	pthread_once(&elf_once, elf_init_once);
 	if (!path || !out || out_size < 3)
 		return -EINVAL;
-	fd = open_regular(path);
+	fd = sp_pin__open(path, NULL);
 	if (fd < 0)
 		return fd;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -167,7 +133,7 @@ static bool file_has_dwarf(const char *path)
 	Elf *elf;
 	int fd;
 
-	fd = open_regular(path);
+	fd = sp_pin__open(path, NULL);
 	if (fd < 0)
 		return false;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

@@ -31,6 +31,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "base/pin.h"
 #include "resolve.h"
 
 #define CACHE_DEFAULT 65536u
@@ -814,9 +815,9 @@ static int exec_segments(struct sp_resolver *r, struct module *m,
 	err = sp_debuginfo__find_exec(r->di, m->id, hint, &path);
 	if (err)
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = sp_pin__open(path, NULL);
 	if (fd < 0) {
-		err = -errno;
+		err = fd;
 		goto out;
 	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -862,7 +863,7 @@ static int module_open(struct sp_resolver *r, const char *id,
 		r->st.modules_no_debuginfo++;
 		goto done;
 	}
-	m->fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	m->fd = sp_pin__open(m->path, NULL);
 	if (m->fd < 0)
 		goto done;
 	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);

@@ -66,14 +66,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "collector/procs/buildid_cache.h"
 #include "base/maps.h"
+#include "base/pin.h"
+#include "collector/procs/buildid_cache.h"
 #include "collector/procs/proc_table.h"
 
 #define PROC_DEF_MAX_PROCS 8192
@@ -575,73 +574,6 @@ static void proc_read_exe(struct sp_proc_table *t, struct proc_slot *p)
 	p->info.exe_path = s;
 }
 
-/* An O_PATH fd (no open side effects, cannot block) on the regular file
- * behind a maps entry, with *st filled; negative errno otherwise.  First
- * PID/map_files/START-END (works for deleted files and other mount
- * namespaces; root only), then PATH resolved inside PID/root with
- * RESOLVE_IN_ROOT (a container's absolute symlinks stay in the container),
- * only for files not deleted and whose inode still matches the maps line. */
-static int proc_pin_mapped(struct sp_proc_table *t, uint32_t pid,
-			   const struct sp_map_entry *e, struct stat *st)
-{
-	struct open_how how;
-	char *path = t->pathbuf;
-	int n, fd, rootfd;
-
-	n = snprintf(path, PATH_MAX, "%s/%u/map_files/%llx-%llx", t->proc_root, pid,
-		     (unsigned long long)e->start, (unsigned long long)e->end);
-	if (n > 0 && n < PATH_MAX) {
-		fd = open(path, O_PATH | O_CLOEXEC);
-		if (fd >= 0) {
-			if (fstat(fd, st) == 0 && S_ISREG(st->st_mode))
-				return fd;
-			close(fd);
-		}
-	}
-	if (e->deleted || e->path_len < 2 || e->path[0] != '/' ||
-	    e->path_len >= PATH_MAX)
-		return -ENOENT;
-	if (proc_path(t, path, PATH_MAX, pid, "root"))
-		return -ENAMETOOLONG;
-	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
-		return -errno;
-	memcpy(path, e->path + 1, e->path_len - 1);	/* relative to root */
-	path[e->path_len - 1] = '\0';
-	memset(&how, 0, sizeof(how));
-	how.flags = O_PATH | O_CLOEXEC;
-	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-	fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	if (fd < 0 && errno == ENOSYS)	/* before Linux 5.6 */
-		fd = openat(rootfd, path, O_PATH | O_CLOEXEC);
-	if (fd < 0)
-		fd = -errno;
-	close(rootfd);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) ||
-	    (uint64_t)st->st_ino != e->inode) {
-		close(fd);
-		return -ENOENT;	/* replaced since it was mapped */
-	}
-	return fd;
-}
-
-/* Reads the build id of a pinned file: reopen it for reading. */
-static int proc_read_pinned(int pathfd, struct sp_build_id *b)
-{
-	char path[64];
-	int fd, err;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", pathfd);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	err = sp_buildid__from_fd(fd, b);
-	close(fd);
-	return err;
-}
-
 static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 			  const struct sp_map_entry *e, struct sp_build_id *b)
 {
@@ -650,7 +582,7 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 	int fd;
 
 	memset(b, 0, sizeof(*b));
-	fd = proc_pin_mapped(t, pid, e, &st);
+	fd = sp_pin__mapping(t->proc_root, pid, e, &st);
 	if (fd < 0)
 		return;
 	memset(&key, 0, sizeof(key));
@@ -660,15 +592,18 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 	if (sp_buildid_cache__lookup(t->bcache, &key, b)) {
 		t->stats.buildid_cache_hits++;
 	} else {
-		int err = proc_read_pinned(fd, b);
+		int rfd = sp_pin__reopen(fd, &st, NULL);
+		int err = rfd < 0 ? rfd : sp_buildid__from_fd(rfd, b);
 
 		t->stats.buildid_cache_misses++;
 		/* Cache what the file says (an id, or none: -ENOENT/-EINVAL),
-		 * not a transient failure to read it. */
-		if (err == 0 || err == -ENOENT || err == -EINVAL)
+		 * not a transient failure to read or reopen it. */
+		if (rfd >= 0 && (err == 0 || err == -ENOENT || err == -EINVAL))
 			sp_buildid_cache__insert(t->bcache, &key, err ? NULL : b);
 		if (err)
 			memset(b, 0, sizeof(*b));
+		if (rfd >= 0)
+			close(rfd);
 	}
 	close(fd);
 }

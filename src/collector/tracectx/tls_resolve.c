@@ -10,10 +10,9 @@
  *     the main program is the module that is /proc/PID/exe.
  *  2. The defining module: every module's .dynsym first (the standard
  *     requires the symbol there), then the .symtab of the modules that
- *     have one.  Files are pinned with O_PATH through
- *     /proc/PID/map_files/START-END, falling back to PATH resolved inside
- *     /proc/PID/root (RESOLVE_IN_ROOT), must be regular files with the
- *     maps line's inode, and only then are reopened for reading.  The main
+ *     have one.  Files are opened by base/pin.h's sp_pin__mapping (the
+ *     map_files entry, else PATH inside /proc/PID/root; a regular file
+ *     with the maps line's inode) and only then reopened for reading.  The main
  *     program is searched first in each pass (it interposes libraries).
  *  3. Where the variable lives:
  *     a) main program (or any ET_EXEC): static TLS, x86-64 variant II,
@@ -58,13 +57,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/maps.h"
+#include "base/pin.h"
 #include "collector/tracectx/tls_elf.h"
 #include "collector/tracectx/tls_resolve.h"
 
@@ -270,62 +268,32 @@ out:
 	return err;
 }
 
-/* Opens a module's file for reading without side effects.  The file is
- * pinned with O_PATH (no open side effects, cannot block) through
- * PID/map_files/START-END, else by its maps path resolved inside PID/root
- * with RESOLVE_IN_ROOT; it must be a regular file with the maps line's
- * inode; only then is it reopened for reading through /proc/self/fd.  The
- * maps path is the process's to choose: a FIFO there (e.g. bind-mounted
- * over the library in its own mount namespace, reached when the mapping
- * went away before map_files was opened) would block an O_RDONLY open for
- * ever, a device would run its driver's open. */
+/* Opens a module's file for reading without side effects (base/pin.h):
+ * pinned through the map_files entry of its first mapping, else by its
+ * maps path inside PID/root, with the maps line's inode, then reopened. */
 static int open_module(const struct view *v, int mi)
 {
 	const struct module *m = &v->mods[mi];
-	char path[PATH_MAX];
-	struct open_how how;
+	struct sp_map_entry e;
 	struct stat st;
-	int pfd = -1, rootfd, fd;
+	int pfd, fd;
 	size_t i;
 
+	memset(&e, 0, sizeof(e));
+	e.path = m->path;
+	e.path_len = strlen(m->path);
+	e.inode = m->inode;
 	for (i = 0; i < v->n_ents; i++) {
-		if (v->ents[i].mod != mi)
-			continue;
-		snprintf(path, sizeof(path), "%s/%u/map_files/%llx-%llx", v->proc_root, v->pid,
-			 (unsigned long long)v->ents[i].start, (unsigned long long)v->ents[i].end);
-		pfd = open(path, O_PATH | O_CLOEXEC);
-		break;
+		if (v->ents[i].mod == mi) {
+			e.start = v->ents[i].start;
+			e.end = v->ents[i].end;
+			break;
+		}
 	}
-	if (pfd < 0) {
-		if (m->path[0] != '/' || !m->path[1])
-			return -ENOENT;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%u/root", v->proc_root, v->pid) >=
-		    sizeof(path))
-			return -ENAMETOOLONG;
-		rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (rootfd < 0)
-			return -errno;
-		memset(&how, 0, sizeof(how));
-		how.flags = O_PATH | O_CLOEXEC;
-		how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-		pfd = (int)syscall(SYS_openat2, rootfd, m->path + 1, &how, sizeof(how));
-		if (pfd < 0 && errno == ENOSYS)	/* before Linux 5.6 */
-			pfd = openat(rootfd, m->path + 1, O_PATH | O_CLOEXEC);
-		if (pfd < 0)
-			pfd = -errno;
-		close(rootfd);
-		if (pfd < 0)
-			return pfd;
-	}
-	/* The path may name another file now: insist on the same inode. */
-	if (fstat(pfd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != m->inode) {
-		close(pfd);
-		return -ESTALE;
-	}
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		fd = -errno;
+	pfd = sp_pin__mapping(v->proc_root, v->pid, &e, &st);
+	if (pfd < 0)
+		return pfd;
+	fd = sp_pin__reopen(pfd, &st, NULL);
 	close(pfd);
 	return fd;
 }
