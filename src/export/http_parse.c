@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "export/http_parse.h"
-#include "profile/hex.h"
+#include "base/hex.h"
 
 #define SP_HDR_MAX_COUNT 64
 #define SP_HDR_MAX_BYTES 8192

@@ -14,7 +14,7 @@
 #include <xxhash.h>
 
 #include "profile/internal.h"
-#include "profile/hex.h"
+#include "base/hex.h"
 
 uint64_t sp_hash_bytes(const void *p, size_t len)
 {

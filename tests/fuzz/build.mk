@@ -38,9 +38,9 @@ $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_O)/libfuzzcore.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_O)/libfuzzcore.a \
 		-lprotobuf-c -ldw -ldebuginfod -lelf -lxxhash -lz -o $@
 
-$(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a
+$(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a $(O)/libsp_base.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(O)/libsp_profile.a $(LIBS_ALL)
+	$(CC) $(CFLAGS) -o $@ $< $(O)/libsp_profile.a $(O)/libsp_base.a $(LIBS_ALL)
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BINS) $(O)/tests/make_seeds

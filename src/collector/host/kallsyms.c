@@ -22,7 +22,7 @@
 
 #include "collector/host/kallsyms.h"
 #include "profile/fileio.h"
-#include "profile/hex.h"
+#include "base/hex.h"
 
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 

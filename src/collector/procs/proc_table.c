@@ -71,6 +71,7 @@
 #include <xxhash.h>
 
 #include "base/maps.h"
+#include "base/maps_reader.h"
 #include "base/pin.h"
 #include "collector/procs/buildid_cache.h"
 #include "collector/procs/proc_table.h"
@@ -85,7 +86,6 @@
 #define PROC_KERNEL_PATH "[kernel.kallsyms]"
 
 #define PROC_NONE UINT32_MAX		/* end of an index chain */
-#define PROC_LINE_MAX (PATH_MAX + 256)	/* a maps line we accept */
 #define PROC_STR_PER_MAPPING 128	/* path bytes cap = this * max_mappings */
 #define PROC_STR_MIN_CAP (128 * 1024)
 
@@ -163,7 +163,6 @@ struct sp_proc_table {
 	struct sp_buildid_cache *bcache;
 
 	/* scratch for one maps read */
-	char *linebuf;			/* PROC_LINE_MAX */
 	struct proc_map *scratch;	/* max_maps_per_proc */
 	char *pathbuf;			/* PATH_MAX */
 };
@@ -615,51 +614,42 @@ static int proc_map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* The OTEP 4719 process-context mapping, by the names a writer can give
- * it (" (deleted)" is already stripped by the parser). */
-static bool proc_is_otel_ctx(const struct sp_map_entry *e)
-{
-	static const char *const names[] = {
-		"[anon_shmem:OTEL_CTX]", "[anon:OTEL_CTX]", "/memfd:OTEL_CTX",
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (e->path_len == strlen(names[i]) && !memcmp(e->path, names[i], e->path_len))
-			return true;
-	return false;
-}
+/* What one maps read collects (sp_maps_reader__scan's ctx). */
+struct proc_scan {
+	struct sp_proc_table *t;
+	struct proc_slot *p;
+	uint32_t n;		/* scratch entries used */
+	bool full;		/* more executable mappings than max_maps_per_proc */
+};
 
 /* One maps line -> maybe one scratch entry. */
-static void proc_take_line(struct sp_proc_table *t, struct proc_slot *p,
-			   const char *line, size_t len, uint32_t *n, bool *full)
+static int proc_take_line(const struct sp_map_entry *e, void *ctx)
 {
-	struct sp_map_entry e;
+	struct proc_scan *sc = ctx;
+	struct sp_proc_table *t = sc->t;
 	struct sp_build_id b;
 	struct proc_map *m;
 
-	if (sp_maps__parse_line(line, len, &e)) {
-		t->stats.maps_malformed_lines++;
-		return;
+	if (sp_maps__is_otel_ctx(e))
+		sc->p->otel_ctx_seen = true;
+	if (!(e->perms & SP_MAP_X))
+		return 0;
+	if (sc->n >= t->cfg.max_maps_per_proc) {
+		sc->full = true;
+		return 0;
 	}
-	if (proc_is_otel_ctx(&e))
-		p->otel_ctx_seen = true;
-	if (!(e.perms & SP_MAP_X))
-		return;
-	if (*n >= t->cfg.max_maps_per_proc) {
-		*full = true;
-		return;
-	}
-	m = &t->scratch[(*n)++];
-	m->start = e.start;
-	m->end = e.end;
+	m = &t->scratch[sc->n++];
+	m->start = e->start;
+	m->end = e->end;
 	m->id = 0;
 	/* Named specials ([vdso], [vsyscall], [anon:x]) have no file. */
-	if (e.path_len == 0 || e.path[0] == '[')
-		return;
-	proc_build_id(t, p->pid, &e, &b);
+	if (e->path_len == 0 || e->path[0] == '[')
+		return 0;
+	proc_build_id(t, sc->p->pid, e, &b);
 	if (!b.len)
 		t->stats.no_build_id++;
-	m->id = proc_register(t, e.path, e.path_len, &b, e.start, e.end, e.offset, false);
+	m->id = proc_register(t, e->path, e->path_len, &b, e->start, e->end, e->offset, false);
+	return 0;
 }
 
 /* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns(): event timestamps can be
@@ -676,69 +666,27 @@ static uint64_t proc_mono_ns(void)
  * (unreadable); on failure p keeps its previous maps. */
 static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
 {
-	char path[PATH_MAX];
-	char *buf = t->linebuf;
-	size_t have = 0;
-	uint32_t n = 0, i;
-	bool full = false, skipping = false, sorted = true;
+	struct proc_scan sc = { .t = t, .p = p };
+	struct sp_maps_read_stats rs;
+	uint32_t n, i;
+	bool sorted = true;
 	struct proc_map *maps;
-	int fd, err = 0;
+	int err;
 
 	p->last_read_ns = now_ns;
 	p->read_at_ns = proc_mono_ns();
 	p->otel_ctx_seen = false;
 	p->exited = false;
 	t->stats.maps_reads++;
-	err = proc_path(t, path, sizeof(path), p->pid, "maps");
-	if (err)
-		goto fail;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		goto fail;
-	}
-	for (;;) {
-		ssize_t r = read(fd, buf + have, PROC_LINE_MAX - have);
-		size_t start = 0, j;
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		if (r == 0) {
-			/* A last line without '\n'. */
-			if (have && !skipping)
-				proc_take_line(t, p, buf, have, &n, &full);
-			break;
-		}
-		have += (size_t)r;
-		for (j = 0; j < have; j++) {
-			if (buf[j] != '\n')
-				continue;
-			if (!skipping)
-				proc_take_line(t, p, buf + start, j - start, &n, &full);
-			skipping = false;
-			start = j + 1;
-		}
-		memmove(buf, buf + start, have - start);
-		have -= start;
-		if (have == PROC_LINE_MAX) {
-			/* Longer than any valid line: count once, drop to '\n'. */
-			if (!skipping)
-				t->stats.maps_malformed_lines++;
-			skipping = true;
-			have = 0;
-		}
-	}
-	close(fd);
+	err = sp_maps_reader__scan(t->proc_root, p->pid, proc_take_line, &sc, &rs);
+	t->stats.maps_malformed_lines += rs.malformed;
+	n = sc.n;
 	if (err) {
 		proc_maps_put(t, t->scratch, n);
 		goto fail;
 	}
 
-	if (full)
+	if (sc.full || rs.truncated)
 		t->stats.maps_per_proc_full++;
 	for (i = 1; i < n; i++) {
 		if (t->scratch[i - 1].start > t->scratch[i].start) {
@@ -860,12 +808,11 @@ struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
 	t->map_index = calloc((size_t)t->map_mask + 1, sizeof(*t->map_index));
 	t->str_mask = t->map_mask;
 	t->str_index = calloc((size_t)t->str_mask + 1, sizeof(*t->str_index));
-	t->linebuf = malloc(PROC_LINE_MAX);
 	t->pathbuf = malloc(PATH_MAX);
 	t->scratch = calloc(t->cfg.max_maps_per_proc, sizeof(*t->scratch));
 	t->bcache = sp_buildid_cache__new(t->cfg.buildid_cache_entries);
 	if (!t->slots || !t->pid_heads || !t->mappings || !t->map_index ||
-	    !t->str_index || !t->linebuf || !t->pathbuf || !t->scratch || !t->bcache)
+	    !t->str_index || !t->pathbuf || !t->scratch || !t->bcache)
 		goto fail;
 	t->str_cap = (size_t)t->cfg.max_mappings * PROC_STR_PER_MAPPING;
 	if (t->str_cap < PROC_STR_MIN_CAP)
@@ -912,7 +859,6 @@ void sp_proc_table__free(struct sp_proc_table *t)
 	sp_buildid_cache__free(t->bcache);
 	free(t->scratch);
 	free(t->pathbuf);
-	free(t->linebuf);
 	free(t->str_index);
 	free(t->map_index);
 	free(t->mappings);

@@ -62,11 +62,11 @@
 #include <unistd.h>
 
 #include "base/maps.h"
+#include "base/maps_reader.h"
 #include "base/pin.h"
 #include "collector/tracectx/tls_elf.h"
 #include "collector/tracectx/tls_resolve.h"
 
-#define MAX_MAP_ENTS (1u << 17)
 #define MAX_MODULES 4096
 #define MAX_MODULE_ID (1u << 20)
 #define MAX_STATIC_TLS (1ll << 31)	/* |TP offset| bound for static TLS */
@@ -200,15 +200,54 @@ static int add_module(struct view *v, const struct sp_map_entry *e, const char *
 	return (int)v->n_mods++;
 }
 
+/* What read_maps collects per line (sp_maps_reader__scan's ctx). */
+struct maps_scan {
+	struct view *v;
+	const char *exe_path;
+	const struct stat *exe_st;
+};
+
+static int take_map_line(const struct sp_map_entry *e, void *ctx)
+{
+	struct maps_scan *sc = ctx;
+	struct view *v = sc->v;
+	struct map_ent *me;
+	int err;
+
+	err = grow((void **)&v->ents, &v->cap_ents, v->n_ents, sizeof(*v->ents),
+		   SP_MAPS_MAX_LINES);
+	if (err)
+		return err;
+	me = &v->ents[v->n_ents];
+	me->start = e->start;
+	me->end = e->end;
+	me->offset = e->offset;
+	me->perms = e->perms;
+	me->mod = -1;
+	me->anon = e->inode == 0 &&
+		   (e->path_len == 0 || (e->path_len == 6 && memcmp(e->path, "[heap]", 6) == 0) ||
+		    (e->path_len > 6 && memcmp(e->path, "[anon:", 6) == 0));
+	if (e->inode != 0 && e->path_len > 0 && e->path[0] == '/') {
+		int mi = add_module(v, e, sc->exe_path, sc->exe_st);
+
+		if (mi < 0)
+			return mi;
+		me->mod = mi;
+		if (is_musl_loader(e->path, e->path_len))
+			v->musl = 1;
+	}
+	v->n_ents++;
+	return 0;
+}
+
 static int read_maps(struct view *v)
 {
 	char path[PATH_MAX], exe_path[PATH_MAX];
-	struct stat exe_st, *exe_stp = NULL;
-	char *line = NULL;
-	size_t linecap = 0;
-	ssize_t len, n;
-	FILE *f;
-	int err = 0;
+	struct stat exe_st;
+	struct maps_scan sc = { .v = v };
+	struct sp_maps_read_stats rs;
+	ssize_t n;
+	int err;
 
 	snprintf(path, sizeof(path), "%s/%u/exe", v->proc_root, v->pid);
 	n = readlink(path, exe_path, sizeof(exe_path) - 1);
@@ -216,56 +255,21 @@ static int read_maps(struct view *v)
 		exe_path[n] = '\0';
 		if (n > 10 && strcmp(exe_path + n - 10, " (deleted)") == 0)
 			exe_path[n - 10] = '\0';
-	} else {
-		exe_path[0] = '\0';
+		sc.exe_path = exe_path;
 	}
 	if (stat(path, &exe_st) == 0)
-		exe_stp = &exe_st;
+		sc.exe_st = &exe_st;
 
-	snprintf(path, sizeof(path), "%s/%u/maps", v->proc_root, v->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while ((len = getline(&line, &linecap, f)) > 0) {
-		struct sp_map_entry e;
-		struct map_ent *me;
-
-		if (sp_maps__parse_line(line, (size_t)len, &e) != 0)
-			continue;
-		err = grow((void **)&v->ents, &v->cap_ents, v->n_ents, sizeof(*v->ents),
-			   MAX_MAP_ENTS);
-		if (err)
-			goto out;
-		me = &v->ents[v->n_ents];
-		me->start = e.start;
-		me->end = e.end;
-		me->offset = e.offset;
-		me->perms = e.perms;
-		me->mod = -1;
-		me->anon = e.inode == 0 &&
-			   (e.path_len == 0 || (e.path_len == 6 && memcmp(e.path, "[heap]", 6) == 0) ||
-			    (e.path_len > 6 && memcmp(e.path, "[anon:", 6) == 0));
-		if (e.inode != 0 && e.path_len > 0 && e.path[0] == '/') {
-			int mi = add_module(v, &e, exe_path[0] ? exe_path : NULL, exe_stp);
-
-			if (mi < 0) {
-				err = mi;
-				goto out;
-			}
-			me->mod = mi;
-			if (is_musl_loader(e.path, e.path_len))
-				v->musl = 1;
-		}
-		v->n_ents++;
-	}
-	if (ferror(f))
-		err = -EIO;
-	else if (v->n_ents == 0)
-		err = -ESRCH;	/* kernel threads and zombies have no maps */
-out:
-	free(line);
-	fclose(f);
-	return err;
+	err = sp_maps_reader__scan(v->proc_root, v->pid, take_map_line, &sc, &rs);
+	if (err == -ENOENT)
+		return -ESRCH;
+	if (err)
+		return err;
+	if (rs.truncated)
+		return -E2BIG;
+	if (v->n_ents == 0)
+		return -ESRCH;	/* kernel threads and zombies have no maps */
+	return 0;
 }
 
 /* Opens a module's file for reading without side effects (base/pin.h):
