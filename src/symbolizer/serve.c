@@ -25,6 +25,7 @@
 
 #include <microhttpd.h>
 
+#include "base/metrics_text.h"
 #include "profile/codec.h"
 #include "forward.h"
 #include "serve.h"
@@ -42,30 +43,45 @@ enum ctr {
 	C__MAX,
 };
 
-static const char *const ctr_names[C__MAX] = {
-	[C_REQUESTS] = "requests_total",
-	[C_ACCEPTED] = "accepted_total",
-	[C_R400] = "rejected_malformed_total",
-	[C_R404] = "rejected_not_found_total",
-	[C_R405] = "rejected_method_total",
-	[C_R413] = "rejected_too_large_total",
-	[C_R415] = "rejected_content_type_total",
-	[C_R503_QUEUE] = "rejected_queue_full_total",
-	[C_R503_BUDGET] = "rejected_buffer_budget_total",
-	[C_SYMBOLIZED] = "profiles_symbolized_total",
-	[C_FRAMES_RESOLVED] = "frames_resolved_total",
-	[C_FRAMES_UNRESOLVED] = "frames_unresolved_total",
-	[C_KERNEL_RESOLVED] = "kernel_frames_resolved_total",
-	[C_KERNEL_NO_BUILD_ID] = "kernel_frames_unresolved_no_build_id_total",
-	[C_KERNEL_NO_SNAPSHOT] = "kernel_frames_unresolved_no_snapshot_total",
-	[C_KERNEL_MISMATCH] = "kernel_frames_unresolved_build_id_mismatch_total",
-	[C_KERNEL_NOT_FOUND] = "kernel_frames_unresolved_not_found_total",
-	[C_FILES] = "files_written_total",
-	[C_FILE_ERRORS] = "file_errors_total",
-	[C_FORWARDED] = "forwarded_total",
-	[C_FORWARD_FAILED] = "forward_failed_total",
-	[C_FORWARD_RETRIES] = "forward_retries_total",
-	[C_ENCODE_ERRORS] = "encode_errors_total",
+/* Counter names (after "spanprof_symbolizer_") and their HELP text. */
+static const struct {
+	const char *name;
+	const char *help;
+} ctrs[C__MAX] = {
+	[C_REQUESTS] = { "requests_total", "HTTP requests received, on any path" },
+	[C_ACCEPTED] = { "accepted_total", "Profiles accepted into the work queue (200)" },
+	[C_R400] = { "rejected_malformed_total",
+		     "Requests refused as malformed gzip or protobuf (400)" },
+	[C_R404] = { "rejected_not_found_total", "Requests for an unknown path (404)" },
+	[C_R405] = { "rejected_method_total", "Requests with a method the path does not take (405)" },
+	[C_R413] = { "rejected_too_large_total",
+		     "Requests over --max-body or the decompressed limit (413)" },
+	[C_R415] = { "rejected_content_type_total",
+		     "Requests with an unsupported content type or encoding (415)" },
+	[C_R503_QUEUE] = { "rejected_queue_full_total",
+			   "Requests refused because the work queue was full (503)" },
+	[C_R503_BUDGET] = { "rejected_buffer_budget_total",
+			    "Requests refused because the body buffer budget was spent (503)" },
+	[C_SYMBOLIZED] = { "profiles_symbolized_total", "Profiles symbolized by the workers" },
+	[C_FRAMES_RESOLVED] = { "frames_resolved_total", "User-space frames given a function name" },
+	[C_FRAMES_UNRESOLVED] = { "frames_unresolved_total", "User-space frames left without a name" },
+	[C_KERNEL_RESOLVED] = { "kernel_frames_resolved_total",
+				"Kernel frames named from a kallsyms snapshot" },
+	[C_KERNEL_NO_BUILD_ID] = { "kernel_frames_unresolved_no_build_id_total",
+				   "Kernel frames unnamed: the kernel mapping has no valid build id" },
+	[C_KERNEL_NO_SNAPSHOT] = { "kernel_frames_unresolved_no_snapshot_total",
+				   "Kernel frames unnamed: no kallsyms snapshot is loaded" },
+	[C_KERNEL_MISMATCH] = { "kernel_frames_unresolved_build_id_mismatch_total",
+				"Kernel frames unnamed: no snapshot of that kernel build id" },
+	[C_KERNEL_NOT_FOUND] = { "kernel_frames_unresolved_not_found_total",
+				 "Kernel frames unnamed: the address is in no snapshot symbol" },
+	[C_FILES] = { "files_written_total", "Symbolized profiles written to --output-dir" },
+	[C_FILE_ERRORS] = { "file_errors_total", "Symbolized profiles that could not be written" },
+	[C_FORWARDED] = { "forwarded_total", "Symbolized profiles forwarded to the next hop" },
+	[C_FORWARD_FAILED] = { "forward_failed_total",
+			       "Symbolized profiles the next hop did not take (after retries)" },
+	[C_FORWARD_RETRIES] = { "forward_retries_total", "Retried forwarding attempts" },
+	[C_ENCODE_ERRORS] = { "encode_errors_total", "Symbolized profiles that could not be encoded" },
 };
 
 struct server {
@@ -143,35 +159,51 @@ static enum MHD_Result reply_status(struct MHD_Connection *c,
 		     http == MHD_HTTP_SERVICE_UNAVAILABLE);
 }
 
+#define METRICS_BUF (32u << 10)	/* the text is about 8 KiB */
+#define METRIC_PREFIX "spanprof_symbolizer_"
+
+static void metric(struct sp_metrics_buf *b, const char *name, enum sp_metric_type t,
+		   const char *help, uint64_t v)
+{
+	char full[128];
+
+	snprintf(full, sizeof(full), METRIC_PREFIX "%s", name);
+	sp_metrics__family(b, full, t, help);
+	sp_metrics__u64(b, full, NULL, v);
+}
+
 static enum MHD_Result reply_metrics(struct server *s,
 				     struct MHD_Connection *c)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	enum MHD_Result ret;
 	struct sp_resolver_stats rs;
+	struct sp_metrics_buf b;
+	enum MHD_Result ret;
+	uint32_t qlen;
+	char *mem = malloc(METRICS_BUF);
 
-	if (!f)
+	if (!mem)
 		return MHD_NO;
+	sp_metrics_buf__init(&b, mem, METRICS_BUF);
 	for (int i = 0; i < C__MAX; i++)
-		fprintf(f, "# TYPE spanprof_symbolizer_%s counter\n"
-			"spanprof_symbolizer_%s %" PRIu64 "\n", ctr_names[i],
-			ctr_names[i], (uint64_t)s->ctr[i]);
+		metric(&b, ctrs[i].name, SP_METRIC_COUNTER, ctrs[i].help,
+		       (uint64_t)s->ctr[i]);
 	pthread_mutex_lock(&s->lock);
-	fprintf(f, "spanprof_symbolizer_queue_length %u\n", s->len);
+	qlen = s->len;
 	pthread_mutex_unlock(&s->lock);
-	fprintf(f, "spanprof_symbolizer_buffered_bytes %" PRIu64 "\n",
-		(uint64_t)s->buffered);
+	metric(&b, "queue_length", SP_METRIC_GAUGE,
+	       "Decoded profiles waiting for a worker", qlen);
+	metric(&b, "buffered_bytes", SP_METRIC_GAUGE,
+	       "Request body bytes held by all connections", (uint64_t)s->buffered);
 	sp_resolver__stats(s->o->resolver, &rs);
-	fprintf(f, "spanprof_symbolizer_cache_hits_total %" PRIu64 "\n"
-		"spanprof_symbolizer_cache_misses_total %" PRIu64 "\n"
-		"spanprof_symbolizer_cache_evictions_total %" PRIu64 "\n",
-		rs.cache_hits, rs.cache_misses, rs.cache_evictions);
-	fclose(f);
-	ret = reply(c, MHD_HTTP_OK, buf, len, "text/plain; version=0.0.4",
+	metric(&b, "cache_hits_total", SP_METRIC_COUNTER,
+	       "Address lookups answered by the resolver cache", rs.cache_hits);
+	metric(&b, "cache_misses_total", SP_METRIC_COUNTER,
+	       "Address lookups the resolver cache did not hold", rs.cache_misses);
+	metric(&b, "cache_evictions_total", SP_METRIC_COUNTER,
+	       "Resolver cache entries evicted to make room", rs.cache_evictions);
+	ret = reply(c, MHD_HTTP_OK, b.p, b.len, "text/plain; version=0.0.4",
 		    false);
-	free(buf);
+	free(mem);
 	return ret;
 }
 
@@ -630,7 +662,7 @@ out:
 	if (!o.quiet)
 		for (int i = 0; i < C__MAX; i++)
 			fprintf(stderr, "spanprof-symbolizer: %s %" PRIu64 "\n",
-				ctr_names[i], (uint64_t)s->ctr[i]);
+				ctrs[i].name, (uint64_t)s->ctr[i]);
 	free(th);
 	free(s->ring);
 	pthread_cond_destroy(&s->cond);
