@@ -26,6 +26,7 @@
 #include <microhttpd.h>
 
 #include "base/metrics_text.h"
+#include "base/rpc_status.h"
 #include "profile/codec.h"
 #include "forward.h"
 #include "serve.h"
@@ -128,33 +129,14 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code,
 	return ret;
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	do {
-		p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	return n;
-}
-
-/* google.rpc.Status { int32 code = 1; string message = 2; } */
+/* An error answer: google.rpc.Status (base/rpc_status.h) as OTLP wants. */
 static enum MHD_Result reply_status(struct MHD_Connection *c,
 				    unsigned int http, int rpc_code,
 				    const char *msg)
 {
 	uint8_t buf[512];
-	size_t n = 0, ml = strlen(msg);
+	size_t n = sp_rpc_status__encode(rpc_code, msg, buf, sizeof(buf));
 
-	if (ml > sizeof(buf) - 32)
-		ml = sizeof(buf) - 32;
-	buf[n++] = 0x08;
-	n += put_varint(buf + n, (uint64_t)rpc_code);
-	buf[n++] = 0x12;
-	n += put_varint(buf + n, ml);
-	memcpy(buf + n, msg, ml);
-	n += ml;
 	return reply(c, http, buf, n, "application/x-protobuf",
 		     http == MHD_HTTP_SERVICE_UNAVAILABLE);
 }
