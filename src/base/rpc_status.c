@@ -8,18 +8,8 @@
 #include <string.h>
 
 #include "base/log_sanitize.h"
+#include "base/pb_wire.h"
 #include "base/rpc_status.h"
-
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	do {
-		p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	return n;
-}
 
 size_t sp_rpc_status__encode(int32_t code, const char *msg, uint8_t *buf, size_t cap)
 {
@@ -32,31 +22,15 @@ size_t sp_rpc_status__encode(int32_t code, const char *msg, uint8_t *buf, size_t
 	if (code) {	/* proto3: a zero scalar is not written */
 		buf[n++] = 0x08;	/* field 1, varint */
 		/* int32 is sign-extended to 64 bits on the wire (10 bytes when < 0) */
-		n += put_varint(buf + n, (uint64_t)(int64_t)code);
+		n += sp_pb_wire__put_varint(buf + n, (uint64_t)(int64_t)code);
 	}
 	if (ml) {
 		buf[n++] = 0x12;	/* field 2, length-delimited */
-		n += put_varint(buf + n, ml);
+		n += sp_pb_wire__put_varint(buf + n, ml);
 		memcpy(buf + n, msg, ml);
 		n += ml;
 	}
 	return n;
-}
-
-static int rd_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (*p >= end)
-			return -EINVAL;
-		x |= (uint64_t)(**p & 0x7f) << shift;
-		if (!(*(*p)++ & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -EINVAL;
 }
 
 int sp_rpc_status__decode(const uint8_t *buf, size_t len, int32_t *code, char *msg,
@@ -71,7 +45,7 @@ int sp_rpc_status__decode(const uint8_t *buf, size_t len, int32_t *code, char *m
 		uint64_t key, v;
 		unsigned int field, wt;
 
-		if (rd_varint(&p, end, &key))
+		if (sp_pb_wire__varint(&p, end, &key))
 			return -EINVAL;
 		field = (unsigned int)(key >> 3);
 		wt = key & 7;
@@ -79,7 +53,7 @@ int sp_rpc_status__decode(const uint8_t *buf, size_t len, int32_t *code, char *m
 			return -EINVAL;
 		switch (wt) {
 		case 0:
-			if (rd_varint(&p, end, &v))
+			if (sp_pb_wire__varint(&p, end, &v))
 				return -EINVAL;
 			if (field == 1)
 				*code = (int32_t)v;
@@ -97,7 +71,7 @@ int sp_rpc_status__decode(const uint8_t *buf, size_t len, int32_t *code, char *m
 			p += 4;
 			break;
 		case 2:
-			if (rd_varint(&p, end, &v) || v > (uint64_t)(end - p) || field == 1)
+			if (sp_pb_wire__varint(&p, end, &v) || v > (uint64_t)(end - p) || field == 1)
 				return -EINVAL;
 			if (field == 2)
 				sp_log_sanitize((const char *)p, (size_t)v, msg, msg_len);

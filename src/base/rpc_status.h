@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 /* Tag + 10-byte code + tag + 10-byte length, before any message byte. */
-#define SP_RPC_STATUS_MIN_BUF 22
+#define SP_RPC_STATUS_MIN_BUF (2 + 2 * 10)	/* 2 * SP_PB_WIRE_VARINT_MAX */
 
 size_t sp_rpc_status__encode(int32_t code, const char *msg, uint8_t *buf, size_t cap);
 int sp_rpc_status__decode(const uint8_t *buf, size_t len, int32_t *code, char *msg,
