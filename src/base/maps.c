@@ -25,8 +25,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "base/maps.h"
 #include "base/hex.h"
+#include "base/maps.h"
 
 #define DELETED_SUFFIX " (deleted)"
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/hex.h"
 #include "debuginfo.h"
 #include "kallsyms.h"
 
@@ -152,19 +153,6 @@ static uint8_t rank_of(char type, const char *name, size_t len)
 	return (uint8_t)(r * 64 + (u > 63 ? 63 : u));
 }
 
-static bool hexval(char c, unsigned *v)
-{
-	if (c >= '0' && c <= '9')
-		*v = (unsigned)(c - '0');
-	else if (c >= 'a' && c <= 'f')
-		*v = (unsigned)(c - 'a' + 10);
-	else if (c >= 'A' && c <= 'F')
-		*v = (unsigned)(c - 'A' + 10);
-	else
-		return false;
-	return true;
-}
-
 static bool printable(char c)
 {
 	return c > ' ' && c < 0x7f;
@@ -182,11 +170,11 @@ static int parse_sym(struct sp_ksyms *k, const char *l, size_t len,
 	int err;
 
 	while (i < len && nd < 17) {
-		unsigned v;
+		int v = sp_hex_digit(l[i]);
 
-		if (!hexval(l[i], &v))
+		if (v < 0)
 			break;
-		addr = addr << 4 | v;
+		addr = addr << 4 | (uint64_t)v;
 		i++;
 		nd++;
 	}

@@ -20,9 +20,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/hex.h"
 #include "collector/host/kallsyms.h"
 #include "profile/fileio.h"
-#include "base/hex.h"
 
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 
