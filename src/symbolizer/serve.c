@@ -44,45 +44,61 @@ enum ctr {
 	C__MAX,
 };
 
-/* Counter names (after "spanprof_symbolizer_") and their HELP text. */
-static const struct {
-	const char *name;
-	const char *help;
-} ctrs[C__MAX] = {
-	[C_REQUESTS] = { "requests_total", "HTTP requests received, on any path" },
-	[C_ACCEPTED] = { "accepted_total", "Profiles accepted into the work queue (200)" },
-	[C_R400] = { "rejected_malformed_total",
-		     "Requests refused as malformed gzip or protobuf (400)" },
-	[C_R404] = { "rejected_not_found_total", "Requests for an unknown path (404)" },
-	[C_R405] = { "rejected_method_total", "Requests with a method the path does not take (405)" },
-	[C_R413] = { "rejected_too_large_total",
-		     "Requests over --max-body or the decompressed limit (413)" },
-	[C_R415] = { "rejected_content_type_total",
-		     "Requests with an unsupported content type or encoding (415)" },
-	[C_R503_QUEUE] = { "rejected_queue_full_total",
-			   "Requests refused because the work queue was full (503)" },
-	[C_R503_BUDGET] = { "rejected_buffer_budget_total",
-			    "Requests refused because the body buffer budget was spent (503)" },
-	[C_SYMBOLIZED] = { "profiles_symbolized_total", "Profiles symbolized by the workers" },
-	[C_FRAMES_RESOLVED] = { "frames_resolved_total", "User-space frames given a function name" },
-	[C_FRAMES_UNRESOLVED] = { "frames_unresolved_total", "User-space frames left without a name" },
-	[C_KERNEL_RESOLVED] = { "kernel_frames_resolved_total",
-				"Kernel frames named from a kallsyms snapshot" },
-	[C_KERNEL_NO_BUILD_ID] = { "kernel_frames_unresolved_no_build_id_total",
-				   "Kernel frames unnamed: the kernel mapping has no valid build id" },
-	[C_KERNEL_NO_SNAPSHOT] = { "kernel_frames_unresolved_no_snapshot_total",
-				   "Kernel frames unnamed: no kallsyms snapshot is loaded" },
-	[C_KERNEL_MISMATCH] = { "kernel_frames_unresolved_build_id_mismatch_total",
-				"Kernel frames unnamed: no snapshot of that kernel build id" },
-	[C_KERNEL_NOT_FOUND] = { "kernel_frames_unresolved_not_found_total",
-				 "Kernel frames unnamed: the address is in no snapshot symbol" },
-	[C_FILES] = { "files_written_total", "Symbolized profiles written to --output-dir" },
-	[C_FILE_ERRORS] = { "file_errors_total", "Symbolized profiles that could not be written" },
-	[C_FORWARDED] = { "forwarded_total", "Symbolized profiles forwarded to the next hop" },
-	[C_FORWARD_FAILED] = { "forward_failed_total",
-			       "Symbolized profiles the next hop did not take (after retries)" },
-	[C_FORWARD_RETRIES] = { "forward_retries_total", "Retried forwarding attempts" },
-	[C_ENCODE_ERRORS] = { "encode_errors_total", "Symbolized profiles that could not be encoded" },
+static const char *const ctr_names[C__MAX] = {
+	[C_REQUESTS] = "requests_total",
+	[C_ACCEPTED] = "accepted_total",
+	[C_R400] = "rejected_malformed_total",
+	[C_R404] = "rejected_not_found_total",
+	[C_R405] = "rejected_method_total",
+	[C_R413] = "rejected_too_large_total",
+	[C_R415] = "rejected_content_type_total",
+	[C_R503_QUEUE] = "rejected_queue_full_total",
+	[C_R503_BUDGET] = "rejected_buffer_budget_total",
+	[C_SYMBOLIZED] = "profiles_symbolized_total",
+	[C_FRAMES_RESOLVED] = "frames_resolved_total",
+	[C_FRAMES_UNRESOLVED] = "frames_unresolved_total",
+	[C_KERNEL_RESOLVED] = "kernel_frames_resolved_total",
+	[C_KERNEL_NO_BUILD_ID] = "kernel_frames_unresolved_no_build_id_total",
+	[C_KERNEL_NO_SNAPSHOT] = "kernel_frames_unresolved_no_snapshot_total",
+	[C_KERNEL_MISMATCH] = "kernel_frames_unresolved_build_id_mismatch_total",
+	[C_KERNEL_NOT_FOUND] = "kernel_frames_unresolved_not_found_total",
+	[C_FILES] = "files_written_total",
+	[C_FILE_ERRORS] = "file_errors_total",
+	[C_FORWARDED] = "forwarded_total",
+	[C_FORWARD_FAILED] = "forward_failed_total",
+	[C_FORWARD_RETRIES] = "forward_retries_total",
+	[C_ENCODE_ERRORS] = "encode_errors_total",
+};
+
+/* HELP text of each counter on /metrics (promtool wants one per family). */
+static const char *const ctr_help[C__MAX] = {
+	[C_REQUESTS] = "HTTP requests received, on any path",
+	[C_ACCEPTED] = "Profiles accepted into the work queue (200)",
+	[C_R400] = "Requests refused as malformed gzip or protobuf (400)",
+	[C_R404] = "Requests for an unknown path (404)",
+	[C_R405] = "Requests with a method the path does not take (405)",
+	[C_R413] = "Requests over --max-body or the decompressed limit (413)",
+	[C_R415] = "Requests with an unsupported content type or encoding (415)",
+	[C_R503_QUEUE] = "Requests refused because the work queue was full (503)",
+	[C_R503_BUDGET] =
+		"Requests refused because the body buffer budget was spent (503)",
+	[C_SYMBOLIZED] = "Profiles symbolized by the workers",
+	[C_FRAMES_RESOLVED] = "User-space frames given a function name",
+	[C_FRAMES_UNRESOLVED] = "User-space frames left without a name",
+	[C_KERNEL_RESOLVED] = "Kernel frames named from a kallsyms snapshot",
+	[C_KERNEL_NO_BUILD_ID] =
+		"Kernel frames unnamed: the kernel mapping has no valid build id",
+	[C_KERNEL_NO_SNAPSHOT] = "Kernel frames unnamed: no kallsyms snapshot is loaded",
+	[C_KERNEL_MISMATCH] = "Kernel frames unnamed: no snapshot of that kernel build id",
+	[C_KERNEL_NOT_FOUND] =
+		"Kernel frames unnamed: the address is in no snapshot symbol",
+	[C_FILES] = "Symbolized profiles written to --output-dir",
+	[C_FILE_ERRORS] = "Symbolized profiles that could not be written",
+	[C_FORWARDED] = "Symbolized profiles forwarded to the next hop",
+	[C_FORWARD_FAILED] =
+		"Symbolized profiles the next hop did not take (after retries)",
+	[C_FORWARD_RETRIES] = "Retried forwarding attempts",
+	[C_ENCODE_ERRORS] = "Symbolized profiles that could not be encoded",
 };
 
 struct server {
@@ -167,7 +183,7 @@ static enum MHD_Result reply_metrics(struct server *s,
 		return MHD_NO;
 	sp_metrics_buf__init(&b, mem, METRICS_BUF);
 	for (int i = 0; i < C__MAX; i++)
-		metric(&b, ctrs[i].name, SP_METRIC_COUNTER, ctrs[i].help,
+		metric(&b, ctr_names[i], SP_METRIC_COUNTER, ctr_help[i],
 		       (uint64_t)s->ctr[i]);
 	pthread_mutex_lock(&s->lock);
 	qlen = s->len;
@@ -644,7 +660,7 @@ out:
 	if (!o.quiet)
 		for (int i = 0; i < C__MAX; i++)
 			fprintf(stderr, "spanprof-symbolizer: %s %" PRIu64 "\n",
-				ctrs[i].name, (uint64_t)s->ctr[i]);
+				ctr_names[i], (uint64_t)s->ctr[i]);
 	free(th);
 	free(s->ring);
 	pthread_cond_destroy(&s->cond);
