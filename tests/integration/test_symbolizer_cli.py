@@ -234,11 +234,12 @@ TRACE_B = '4bf92f3577b34da6a3ce929d0e0e4736'
 SPAN_B = '00f067aa0ba902b7'
 
 
-def make_profile(mapped_name=None):
+def make_profile(mapped_name=None, bid=None):
     """The test profile; its main mapping is named mapped_name (default:
-    the fixture itself) and carries the fixture's build id."""
+    the fixture itself) and carries build id bid (default: the
+    fixture's)."""
     syms = symbols(FIXTURE)
-    bid = build_id(FIXTURE)
+    bid = bid or build_id(FIXTURE)
     p = Pprof()
     m = p.mapping(BASE, BASE + 0x100000, 0, mapped_name or FIXTURE, bid)
     m_unknown = p.mapping(BASE + 0x200000, BASE + 0x300000, 0, '/nonexistent/lib.so',
