@@ -283,8 +283,3 @@ void sp_sender__stats(struct sp_sender *s, struct sp_sender_stats *out)
 	*out = s->st;
 	pthread_mutex_unlock(&s->lock);
 }
-
-const char *sp_sender__url(const struct sp_sender *s)
-{
-	return s ? s->url : NULL;
-}

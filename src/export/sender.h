@@ -76,7 +76,4 @@ enum sp_send_result sp_sender__send(struct sp_sender *s, const uint8_t *body, si
 void sp_sender__wakeup(struct sp_sender *s);	/* NULL-safe */
 void sp_sender__stats(struct sp_sender *s, struct sp_sender_stats *out);	/* NULL: zeroes */
 
-/* The URL the sender posts to (valid until free). */
-const char *sp_sender__url(const struct sp_sender *s);
-
 #endif

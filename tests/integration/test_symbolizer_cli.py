@@ -353,6 +353,61 @@ def main():
         r = run(['report', src, '--trace-id', 'xyz'] + common)
         check(r.returncode == 2, 'bad trace id is a usage error')
 
+        # every command takes its own options only: refused in one line
+        # naming the option, the command, and who takes it
+        for cmd, args, want in (
+                ('addr', ['-e', FIXTURE, '--top', '5'], 'report'),
+                ('addr', ['-e', FIXTURE, '-o', 'x'], 'file, report'),
+                ('lookup', ['--cache-entries', '9', 'ab'], 'serve'),
+                ('lookup', ['--no-kallsyms', 'ab'], 'report'),
+                ('file', [src, '--listen', '127.0.0.1:1'], 'serve'),
+                ('report', [src, '--forward', 'http://x'], 'serve'),
+                ('report', [src, '--no-symbolize'], 'file'),
+                ('serve', ['--output-dir', td, '--top', '3'], 'report'),
+                ('serve', ['--output-dir', td, '--no-kallsyms'], 'report'),
+                ('file', [src, '--hint', 'x'], 'lookup')):
+            opt = [a for a in args if a.startswith('-') and a not in ('-e',)][-1]
+            r = run([cmd] + args + ['--allow-root'])
+            lines = r.stderr.splitlines()
+            check(r.returncode == 2 and len(lines) == 1 and
+                  ('%s is not an option of %s' % (opt, cmd)) in lines[0] and
+                  want in lines[0] and r.stdout == '',
+                  '%s %s refused in one line: %s' % (cmd, opt, r.stderr.strip()))
+        r = run(['report', src, '--frobnicate'])
+        check(r.returncode == 2 and len(r.stderr.splitlines()) == 1 and
+              'unknown option --frobnicate' in r.stderr and 'report' in r.stderr,
+              'an option no command has: "unknown option", one line')
+        r = run(['report', src, '--top', 'many'])
+        check(r.returncode == 2 and len(r.stderr.splitlines()) == 1 and
+              '--top many' in r.stderr, 'a bad value names the option and the value')
+        r = run(['frobnicate'])
+        check(r.returncode == 2 and 'unknown command' in r.stderr, 'unknown command')
+
+        # --help per command: its own options, not the others'
+        own = {'file': ['--format', '--no-symbolize', '--kallsyms', '--no-kallsyms'],
+               'report': ['--top', '--flamegraph', '--by-span', '--no-kallsyms'],
+               'addr': ['--offset', '--exe', '--cache-entries'],
+               'lookup': ['--hint', '--debug-dir'],
+               'serve': ['--listen', '--forward', '--forward-headers',
+                         '--shutdown-timeout', '--kallsyms-dir']}
+        shared = {'--kallsyms', '--kallsyms-dir', '--cache-entries', '--debug-dir',
+                  '--no-kallsyms'}	# group options, in several commands
+        for cmd, opts in own.items():
+            r = run([cmd, '--help'])
+            theirs = {o for c, l in own.items() if c != cmd for o in l} - shared
+            shown = set(w.rstrip(',') for w in r.stdout.split() if w.startswith('--'))
+            check(r.returncode == 0 and
+                  r.stdout.startswith('usage: spanprof-symbolizer %s' % cmd) and
+                  all(o in shown for o in opts) and not shown & theirs,
+                  '%s --help lists its own options, none of the others\' (%s)' %
+                  (cmd, ' '.join(sorted(shown))))
+        r = run(['addr', '--help'])
+        check('--kallsyms' not in r.stdout and '--no-kallsyms' not in r.stdout,
+              'addr --help: no kernel snapshot options (addr does not take them)')
+        r = run(['help', 'lookup'])
+        check(r.returncode == 0 and r.stdout == run(['lookup', '--help']).stdout,
+              'help lookup = lookup --help')
+
         # OTLP out and back
         otlp = os.path.join(td, 'out.otlp')
         r = run(['file', src, '-o', otlp, '--format', 'otlp'] + common)
