@@ -261,6 +261,18 @@ def make_profile(mapped_name=None, bid=None):
     return p.encode()
 
 
+def make_otlp(td, name='in', mapped_name=None, bid=None):
+    """The test profile as an unsymbolized OTLP request, as the collector
+    sends it (converted by `file --no-symbolize`; files under td)."""
+    pb = os.path.join(td, name + '.pb')
+    with open(pb, 'wb') as f:
+        f.write(make_profile(mapped_name, bid))
+    out = os.path.join(td, name + '.otlp')
+    subprocess.run([SYM, 'file', pb, '-o', out, '--format', 'otlp',
+                    '--no-symbolize', '--allow-root', '-q'], check=True)
+    return open(out, 'rb').read()
+
+
 def main():
     if not os.access(SYM, os.X_OK):
         skip('no %s (make O=... first)' % SYM)

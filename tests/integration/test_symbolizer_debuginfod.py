@@ -227,18 +227,6 @@ def inner(td):
     return failures
 
 
-def otlp_of(td, name, mapped, bid):
-    """An unsymbolized OTLP request of the test profile (as the collector
-    sends it), its mapping named mapped with build id bid."""
-    pb = os.path.join(td, name + '.pb')
-    with open(pb, 'wb') as f:
-        f.write(cli.make_profile(mapped, bid))
-    out = os.path.join(td, name + '.otlp')
-    subprocess.run([cli.SYM, 'file', pb, '-o', out, '--format', 'otlp',
-                    '--no-symbolize', '--allow-root', '-q'], check=True)
-    return open(out, 'rb').read()
-
-
 def slow_serve(td, real_port, env, common, check):
     """A slow download stalls only the requests that need that file."""
     a_id, c_id = variant_id('slow'), variant_id('other')
@@ -258,9 +246,9 @@ def slow_serve(td, real_port, env, common, check):
         'C': os.path.join(td, VARIANTS['other']),
     }
     body = {
-        'A': otlp_of(td, 'A', mapped['A'], a_id),
-        'B': otlp_of(td, 'B', mapped['B'], cli.build_id(cli.FIXTURE)),
-        'C': otlp_of(td, 'C', mapped['C'], c_id),
+        'A': cli.make_otlp(td, 'A', mapped['A'], a_id),
+        'B': cli.make_otlp(td, 'B', mapped['B']),
+        'C': cli.make_otlp(td, 'C', mapped['C'], c_id),
     }
     outdir = os.path.join(td, 'serve-out')
     os.mkdir(outdir)

@@ -94,15 +94,7 @@ def main():
             failures.append(what)
 
     with tempfile.TemporaryDirectory() as td:
-        src = os.path.join(td, 'in.pb')
-        with open(src, 'wb') as f:
-            f.write(cli.make_profile())
-        otlp_path = os.path.join(td, 'in.otlp')
-        # an unsymbolized OTLP request, as the collector sends it
-        subprocess.run([cli.SYM, 'file', src, '-o', otlp_path, '--format',
-                        'otlp', '--no-symbolize', '--allow-root', '-q'],
-                       check=True)
-        otlp = open(otlp_path, 'rb').read()
+        otlp = cli.make_otlp(td)
 
         os.mkdir(os.path.join(td, 'sink'))
         sink = export_server.ExportServer(os.path.join(td, 'sink'))

@@ -195,11 +195,18 @@ static int refuse(const struct sp_cli *p, const char *text)
 	return sp_cli__bad(p, "unknown option %s", shown);
 }
 
-int sp_cli__next(struct sp_cli *p, int argc, char **argv)
+/* 0 when val is a group option (stored in *c), 1 when it is the command's
+ * own, SP_CLI_USAGE for a bad value. */
+static int group_opt(const struct sp_cli *p, struct sp_common_opts *c, int val,
+		     const char *arg);
+
+int sp_cli__next(struct sp_cli *p, int argc, char **argv, struct sp_common_opts *com)
 {
 	char text[4];
-	int c = getopt_long(argc, argv, p->shortopts, p->longopts, NULL);
+	int c, r;
 
+again:
+	c = getopt_long(argc, argv, p->shortopts, p->longopts, NULL);
 	switch (c) {
 	case -1:
 		return SP_CLI_END;
@@ -225,8 +232,19 @@ int sp_cli__next(struct sp_cli *p, int argc, char **argv)
 		return sp_cli__bad(p, "-%c needs a value", optopt);
 	}
 	default:
-		return c;
+		r = group_opt(p, com, c, optarg);
+		if (r == 0)
+			goto again;
+		return r < 0 ? r : c;
 	}
+}
+
+int sp_cli__operand(const struct sp_cli *p, int argc, char **argv, const char **out)
+{
+	if (optind != argc - 1)
+		return sp_cli__bad(p, "want one input file, got %d", argc - optind);
+	*out = argv[optind];
+	return 0;
 }
 
 int sp_cli__u32(const struct sp_cli *p, const char *opt, const char *arg,
@@ -253,8 +271,8 @@ static int add_path(const struct sp_cli *p, const char *opt, const char **arr, s
 	return 0;
 }
 
-int sp_cli__common(const struct sp_cli *p, struct sp_common_opts *c, int val,
-		   const char *arg)
+static int group_opt(const struct sp_cli *p, struct sp_common_opts *c, int val,
+		     const char *arg)
 {
 	switch (val) {
 	case 'q':
@@ -280,8 +298,8 @@ int sp_cli__common(const struct sp_cli *p, struct sp_common_opts *c, int val,
 	case SP_OPT_USER:
 		c->user = arg;
 		return 0;
-	default:	/* in the command's table but handled nowhere: a bug */
-		return sp_cli__bad(p, "option %d is not handled (a bug)", val);
+	default:
+		return 1;
 	}
 }
 

@@ -7,20 +7,21 @@
  * A command (cmd_<name>.c) lists its own options (struct sp_cli_opt:
  * getopt's fields plus the help line) and the groups it takes (SP_OPTG_*;
  * -q/--quiet and -h/--help are in every command).  Its parser calls
- * sp_cli__next until SP_CLI_END, handles its own options' values and hands
- * every other value to sp_cli__common.
+ * sp_cli__next until SP_CLI_END and handles its own options' values; the
+ * group options land in the struct sp_common_opts it passes.
  *
  * sp_cli__next returns:
- *   - the option's val (its argument in optarg);
+ *   - one of the command's own options' val (its argument in optarg);
+ *     group options are stored in *c and not returned;
  *   - SP_CLI_END when the options are done (operands: argv[optind..argc),
  *     GNU permutation, so options and operands mix);
  *   - SP_CLI_HELP after printing the command's usage on stdout (exit 0);
  *   - SP_CLI_USAGE after printing one line on stderr (exit 2): an option
  *     the command does not take, named with the command and, when it is
- *     one of theirs, the commands that take it; or a missing value.
- * sp_cli__common: 0 when val was a group option (stored in *c), else
- *   SP_CLI_USAGE after one line: a bad value, or a val no one handles (a
- *   bug: an option in the command's table its parser forgot).
+ *     one of theirs, the commands that take it; a missing value; a bad
+ *     value of a group option.
+ * sp_cli__operand: exactly one operand (the input file) into *out, else
+ *   SP_CLI_USAGE.
  * sp_cli__bad / sp_cli__u32: the one-line message for a bad value or
  *   operand, "spanprof-symbolizer CMD: ...; see spanprof-symbolizer CMD
  *   --help"; they return SP_CLI_USAGE.
@@ -112,9 +113,8 @@ struct sp_cli {
 
 void sp_cli__begin(struct sp_cli *p, const struct sp_cmd *cmd,
 		   const struct sp_cmd *const *all);
-int sp_cli__next(struct sp_cli *p, int argc, char **argv);
-int sp_cli__common(const struct sp_cli *p, struct sp_common_opts *c, int val,
-		   const char *arg);
+int sp_cli__next(struct sp_cli *p, int argc, char **argv, struct sp_common_opts *c);
+int sp_cli__operand(const struct sp_cli *p, int argc, char **argv, const char **out);
 
 int sp_cli__bad(const struct sp_cli *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

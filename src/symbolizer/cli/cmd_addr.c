@@ -38,11 +38,11 @@ static const struct sp_cli_opt addr_options[] = {
 static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct addr_opts *o)
 {
 	struct sp_cli p;
-	int c, r;
+	int c;
 
 	memset(o, 0, sizeof(*o));
 	sp_cli__begin(&p, &sp_cmd_addr, all);
-	while ((c = sp_cli__next(&p, argc, argv)) != SP_CLI_END) {
+	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
 		switch (c) {
 		case SP_CLI_HELP:
 		case SP_CLI_USAGE:
@@ -53,10 +53,8 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct 
 		case OPT_OFFSET:
 			o->is_offset = true;
 			break;
-		default:
-			r = sp_cli__common(&p, &o->c, c, optarg);
-			if (r)
-				return r;
+		default:	/* in the table, not handled: a bug */
+			return sp_cli__bad(&p, "option %d not handled", c);
 		}
 	}
 	if (!o->elf)

@@ -39,7 +39,7 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct 
 
 	memset(o, 0, sizeof(*o));
 	sp_cli__begin(&p, &sp_cmd_file, all);
-	while ((c = sp_cli__next(&p, argc, argv)) != SP_CLI_END) {
+	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
 		switch (c) {
 		case SP_CLI_HELP:
 		case SP_CLI_USAGE:
@@ -58,15 +58,13 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct 
 		case OPT_NO_SYMBOLIZE:
 			o->no_symbolize = true;
 			break;
-		default:
-			r = sp_cli__common(&p, &o->c, c, optarg);
-			if (r)
-				return r;
+		default:	/* in the table, not handled: a bug */
+			return sp_cli__bad(&p, "option %d not handled", c);
 		}
 	}
-	if (optind != argc - 1)
-		return sp_cli__bad(&p, "want one input file, got %d", argc - optind);
-	o->in = argv[optind];
+	r = sp_cli__operand(&p, argc, argv, &o->in);
+	if (r)
+		return r;
 	if (!o->out && isatty(STDOUT_FILENO))
 		return sp_cli__bad(&p, "use -o OUT (stdout is a terminal)");
 	return 0;

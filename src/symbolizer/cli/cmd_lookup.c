@@ -31,11 +31,11 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 		 struct lookup_opts *o)
 {
 	struct sp_cli p;
-	int c, r;
+	int c;
 
 	memset(o, 0, sizeof(*o));
 	sp_cli__begin(&p, &sp_cmd_lookup, all);
-	while ((c = sp_cli__next(&p, argc, argv)) != SP_CLI_END) {
+	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
 		switch (c) {
 		case SP_CLI_HELP:
 		case SP_CLI_USAGE:
@@ -43,10 +43,8 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 		case OPT_HINT:
 			o->hint = optarg;
 			break;
-		default:
-			r = sp_cli__common(&p, &o->c, c, optarg);
-			if (r)
-				return r;
+		default:	/* in the table, not handled: a bug */
+			return sp_cli__bad(&p, "option %d not handled", c);
 		}
 	}
 	if (optind == argc)

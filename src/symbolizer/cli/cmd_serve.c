@@ -103,8 +103,8 @@ static int parse_forward(struct sp_cli *p, struct serve_opts *o, int c)
 	case OPT_FWD_ATTEMPTS:
 		return sp_cli__u32(p, "--forward-attempts", optarg, 1, 1000,
 				   &o->fwd.max_attempts);
-	default:
-		return sp_cli__common(p, &o->c, c, optarg);
+	default:	/* in the table, not handled: a bug */
+		return sp_cli__bad(p, "option %d not handled", c);
 	}
 }
 
@@ -142,7 +142,7 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 	o->compression = -1;
 	sp_export_config__init(&o->fwd);
 	sp_cli__begin(&p, &sp_cmd_serve, all);
-	while ((c = sp_cli__next(&p, argc, argv)) != SP_CLI_END) {
+	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
 		switch (c) {
 		case SP_CLI_HELP:
 		case SP_CLI_USAGE:
