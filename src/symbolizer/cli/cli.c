@@ -262,6 +262,15 @@ int sp_cli__u32(const struct sp_cli *p, const char *opt, const char *arg,
 	return 0;
 }
 
+int sp_cli__pick(const struct sp_cli *p, const char *opt, const char *arg, const char *a,
+		 const char *b, int *out)
+{
+	if (strcmp(arg, a) && strcmp(arg, b))
+		return sp_cli__bad(p, "%s %s: want %s or %s", opt, arg, a, b);
+	*out = strcmp(arg, a) ? 1 : 0;
+	return 0;
+}
+
 static int add_path(const struct sp_cli *p, const char *opt, const char **arr, size_t *n,
 		    const char *arg)
 {

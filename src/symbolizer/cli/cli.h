@@ -122,6 +122,10 @@ int sp_cli__bad(const struct sp_cli *p, const char *fmt, ...)
  * "OPT ARG: want a whole number from MIN to MAX". */
 int sp_cli__u32(const struct sp_cli *p, const char *opt, const char *arg,
 		uint32_t min, uint32_t max, uint32_t *out);
+/* arg as one of two words: *out = 0 for a, 1 for b, else the message
+ * "OPT ARG: want A or B". */
+int sp_cli__pick(const struct sp_cli *p, const char *opt, const char *arg, const char *a,
+		 const char *b, int *out);
 
 /* The command's --help text: usage line, about, its options with groups. */
 void sp_cli__usage(const struct sp_cmd *cmd, FILE *f);

@@ -35,7 +35,7 @@ static const struct sp_cli_opt file_options[] = {
 static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct file_opts *o)
 {
 	struct sp_cli p;
-	int c, r;
+	int c, r, pick;
 
 	memset(o, 0, sizeof(*o));
 	sp_cli__begin(&p, &sp_cmd_file, all);
@@ -48,12 +48,10 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct 
 			o->out = optarg;
 			break;
 		case OPT_FORMAT:
-			if (!strcmp(optarg, "pprof"))
-				o->format = SP_FMT_PPROF;
-			else if (!strcmp(optarg, "otlp"))
-				o->format = SP_FMT_OTLP;
-			else
-				return sp_cli__bad(&p, "--format %s: want pprof or otlp", optarg);
+			r = sp_cli__pick(&p, "--format", optarg, "pprof", "otlp", &pick);
+			if (r)
+				return r;
+			o->format = pick ? SP_FMT_OTLP : SP_FMT_PPROF;
 			break;
 		case OPT_NO_SYMBOLIZE:
 			o->no_symbolize = true;

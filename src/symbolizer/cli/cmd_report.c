@@ -50,7 +50,7 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 		 struct report_opts *o)
 {
 	struct sp_cli p;
-	int c, r;
+	int c, r, pick;
 
 	memset(o, 0, sizeof(*o));
 	o->kind = -1;
@@ -89,12 +89,10 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 			o->ropts.filter_span = true;
 			break;
 		case OPT_KIND:
-			if (!strcmp(optarg, "oncpu"))
-				o->kind = SP_KIND_ONCPU;
-			else if (!strcmp(optarg, "offcpu"))
-				o->kind = SP_KIND_OFFCPU;
-			else
-				return sp_cli__bad(&p, "--kind %s: want oncpu or offcpu", optarg);
+			r = sp_cli__pick(&p, "--kind", optarg, "oncpu", "offcpu", &pick);
+			if (r)
+				return r;
+			o->kind = pick ? SP_KIND_OFFCPU : SP_KIND_ONCPU;
 			break;
 		case OPT_TITLE:
 			o->title = optarg;

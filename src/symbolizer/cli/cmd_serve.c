@@ -84,9 +84,9 @@ static int parse_forward(struct sp_cli *p, struct serve_opts *o, int c)
 		o->fwd.headers = optarg;
 		return 0;
 	case OPT_FWD_COMPRESSION:
-		if (strcmp(optarg, "gzip") && strcmp(optarg, "none"))
-			return sp_cli__bad(p, "--forward-compression %s: want gzip or none", optarg);
-		o->compression = !strcmp(optarg, "gzip");
+		if (sp_cli__pick(p, "--forward-compression", optarg, "none", "gzip",
+				 &o->compression))
+			return SP_CLI_USAGE;
 		return 0;
 	case OPT_FWD_TIMEOUT:
 		return sp_cli__u32(p, "--forward-timeout-ms", optarg, 1, 600000,
