@@ -27,6 +27,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "profile/arena.h"
 #include "profile/profile.h"
 
 #define SP_DECODE_MAX_ENTRIES (1u << 20)	/* per table, and samples */
@@ -87,6 +88,9 @@ void sp_strtab__init(struct sp_strtab *t, const struct sp_profile *base);
 int32_t sp_strtab__get(struct sp_strtab *t, const char *s);
 uint32_t sp_strtab__count(const struct sp_strtab *t);
 const char *sp_strtab__at(const struct sp_strtab *t, uint32_t i);
+/* The whole table as the char *[count] protobuf-c wants, allocated in a
+ * (the strings stay t's and the profile's).  NULL on -ENOMEM. */
+char **sp_strtab__array(const struct sp_strtab *t, struct sp_arena *a);
 void sp_strtab__free(struct sp_strtab *t);
 
 /* ------------------------------------------------------------ allocator */

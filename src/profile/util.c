@@ -163,6 +163,16 @@ const char *sp_strtab__at(const struct sp_strtab *t, uint32_t i)
 	return t->extra[i - t->n_base];
 }
 
+char **sp_strtab__array(const struct sp_strtab *t, struct sp_arena *a)
+{
+	uint32_t i, n = sp_strtab__count(t);
+	char **v = sp_arena__array(a, n, sizeof(*v));
+
+	for (i = 0; v && i < n; i++)
+		v[i] = (char *)sp_strtab__at(t, i);
+	return v;
+}
+
 void sp_strtab__free(struct sp_strtab *t)
 {
 	uint32_t i;
