@@ -3,14 +3,22 @@
 #
 #   unit:        every $O/tests/test_* (cmocka); each test case counts.
 #                With SAN_O set, the unit tests built there (ASan+UBSan)
-#                run too, as unit-san:*.
+#                run too, as unit-san:*.  Unit programs run UNIT_JOBS at
+#                once (default 2 per CPU: most of their time is spent
+#                waiting); their results are printed in the usual order
+#                once all have finished.
 #   integration: every tests/integration/test_*.py and test_*.sh; each file
 #                counts once: exit 0 = pass, 77 = skip (with its reason
 #                printed), anything else = fail.  BPF tests need root and
 #                fail loudly (not skip) when BPF cannot load.
 #
+#   Integration files run one after another: they load BPF, sample the
+#   whole machine and measure time, so they must not share it with each
+#   other (test_fuzz_smoke.sh, CPU-bound but not timing-sensitive, runs its
+#   targets in parallel itself).
+#
 # Environment: O=build dir (default build), SAN_O=sanitizer build dir,
-# ONLY=substring to run a subset.
+# ONLY=substring to run a subset, UNIT_JOBS.
 set -u
 cd "$(dirname "$0")/.."
 O=${O:-build}
@@ -20,14 +28,22 @@ failed_names=()
 logdir=$O/test-logs
 mkdir -p "$logdir"
 
-run_one() { # name, command...
+selected() { [ -z "${ONLY:-}" ] || [[ "$1" == *"$ONLY"* ]]; }
+log_of() { echo "$logdir/$(basename "$1").log"; }
+
+run_cmd() { # name, command...: runs it, writes its log, exit code and seconds
 	local name=$1; shift
-	[ -n "${ONLY:-}" ] && [[ "$name" != *"$ONLY"* ]] && return
-	local log=$logdir/$(basename "$name").log
-	local t0=$SECONDS
+	local log t0=$SECONDS
+	log=$(log_of "$name")
 	"$@" >"$log" 2>&1
-	local rc=$?
-	local dt=$((SECONDS - t0))
+	echo "$? $((SECONDS - t0))" >"$log.rc"
+}
+
+report() { # name: counts and prints the result run_cmd left
+	local name=$1 log rc dt
+	log=$(log_of "$name")
+	read -r rc dt <"$log.rc" || { rc=1; dt=0; }
+	rm -f "$log.rc"
 	if [[ "$name" == unit* ]]; then
 		# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s),"
 		local p f k
@@ -53,18 +69,40 @@ run_one() { # name, command...
 	esac
 }
 
+run_one() { # name, command...: one after another
+	selected "$1" || return
+	run_cmd "$@"
+	report "$1"
+}
+
+# Unit programs: all started, UNIT_JOBS at a time, then reported in order.
+unit_names=()
+start_unit() { # name, command...
+	selected "$1" || return
+	unit_names+=("$1")
+	while [ "$(jobs -rp | wc -l)" -ge "$unit_jobs" ]; do
+		wait -n
+	done
+	run_cmd "$@" &
+}
+unit_jobs=${UNIT_JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
+
 for t in "$O"/tests/test_*; do
 	[ -x "$t" ] || continue
-	run_one "unit:$(basename "$t")" "$t"
+	start_unit "unit:$(basename "$t")" "$t"
 done
 if [ -n "${SAN_O:-}" ]; then
-	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 	for t in "$SAN_O"/tests/test_*; do
 		[ -x "$t" ] || continue
-		run_one "unit-san:$(basename "$t")" "$t"
+		start_unit "unit-san:$(basename "$t")" env \
+			ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
+			UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" "$t"
 	done
 fi
+wait
+for name in "${unit_names[@]}"; do
+	report "$name"
+done
 for t in tests/integration/test_*.py tests/integration/test_*.sh; do
 	[ -e "$t" ] || continue
 	case $t in

@@ -15,9 +15,8 @@
  * must also decode, and the OTLP one re-encode to itself.
  *
  * SP_GOLDEN_WRITE=1 rewrites the files instead of comparing (then review
- * the diff: it is a wire-format change).  Files are found relative to the
- * current directory (tests/run.sh runs from the repository root) or
- * $SPANPROF_SRCDIR.
+ * the diff: it is a wire-format change).  Files are found by
+ * tu_source_path (testutil.h).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -241,22 +240,16 @@ static const struct golden_case {
 
 /* ------------------------------------------------------------ files */
 
-static void golden_path(char *buf, size_t cap, const char *name, const char *ext)
-{
-	const char *src = getenv("SPANPROF_SRCDIR");
-
-	snprintf(buf, cap, "%s%stests/unit/golden/%s.%s.pb", src ? src : "", src ? "/" : "",
-		 name, ext);
-}
-
 static void check_golden(const char *name, const char *ext, const uint8_t *got, size_t len)
 {
-	char path[4096];
+	char rel[128], path[4096];
 	uint8_t *want;
 	size_t want_len;
 	int err;
 
-	golden_path(path, sizeof(path), name, ext);
+	snprintf(rel, sizeof(rel), "tests/unit/golden/%s.%s.pb", name, ext);
+	if (tu_source_path(path, sizeof(path), rel))
+		snprintf(path, sizeof(path), "%s", rel);	/* a new case: written here */
 	if (getenv("SP_GOLDEN_WRITE")) {
 		assert_int_equal(tu_write_file(path, got, len), 0);
 		print_message("wrote %s (%zu bytes)\n", path, len);

@@ -19,6 +19,11 @@
  *                              (per test or per group); the tag is the
  *                              program's name.
  *   tu_path(buf, cap, name)    tu_dir "/" name, asserted to fit.
+ *   tu_source_path(buf, cap, rel)  a file of the source tree: rel under
+ *                              $SPANPROF_SRCDIR, the current directory
+ *                              (tests/run.sh runs from the root), or three
+ *                              levels above the test binary
+ *                              (build/tests/test_x); 0 or -ENOENT.
  *   tu_write_file(path, buf, len) / tu_read_file(path, &buf, &len)
  *                              whole files; 0 or a negative errno; the read
  *                              buffer is malloc'd (NUL-terminated, not
@@ -75,14 +80,18 @@ static __attribute__((unused)) int tu_rm_rf(const char *path)
 	return r < 0 && errno ? -errno : r;
 }
 
-static char tu_dir[PATH_MAX];
+/* Short on purpose: gcc sizes every snprintf of tu_dir against it
+ * (-Wformat-truncation), and tests build paths in small buffers.  A $TMPDIR
+ * longer than about 50 bytes makes tu_setup_dir fail (ENAMETOOLONG). */
+static char tu__dir[80];
+static const char *const tu_dir = tu__dir;
 
 static __attribute__((unused)) int tu_setup_dir(void **state)
 {
 	extern char *program_invocation_short_name;
 
 	(void)state;
-	return tu_mkdtemp(tu_dir, sizeof(tu_dir), program_invocation_short_name) ? 0 : -1;
+	return tu_mkdtemp(tu__dir, sizeof(tu__dir), program_invocation_short_name) ? 0 : -1;
 }
 
 static __attribute__((unused)) int tu_teardown_dir(void **state)
@@ -90,12 +99,12 @@ static __attribute__((unused)) int tu_teardown_dir(void **state)
 	int r;
 
 	(void)state;
-	if (!tu_dir[0])
+	if (!tu__dir[0])
 		return 0;
 	r = tu_rm_rf(tu_dir);
 	if (r)
 		fprintf(stderr, "could not remove %s: %s\n", tu_dir, strerror(-r));
-	tu_dir[0] = '\0';
+	tu__dir[0] = '\0';
 	return r ? -1 : 0;
 }
 
@@ -108,6 +117,39 @@ static __attribute__((unused)) const char *tu_path(char *buf, size_t cap, const 
 		abort();
 	}
 	return buf;
+}
+
+static __attribute__((unused)) int tu_source_path(char *buf, size_t cap, const char *rel)
+{
+	const char *env = getenv("SPANPROF_SRCDIR");
+	char base[PATH_MAX];
+	ssize_t n;
+	int up, len;
+
+	if (env) {
+		len = snprintf(buf, cap, "%s/%s", env, rel);
+		if (len > 0 && (size_t)len < cap && access(buf, R_OK) == 0)
+			return 0;
+	}
+	if (getcwd(base, sizeof(base))) {
+		len = snprintf(buf, cap, "%s/%s", base, rel);
+		if (len > 0 && (size_t)len < cap && access(buf, R_OK) == 0)
+			return 0;
+	}
+	n = readlink("/proc/self/exe", base, sizeof(base) - 1);
+	if (n > 0) {
+		base[n] = '\0';
+		for (up = 0; up < 3; up++) {
+			char *s = strrchr(base, '/');
+
+			if (s)
+				*s = '\0';
+		}
+		len = snprintf(buf, cap, "%s/%s", base, rel);
+		if (len > 0 && (size_t)len < cap && access(buf, R_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
 }
 
 static __attribute__((unused)) int tu_write_file(const char *path, const void *buf, size_t len)
