@@ -18,6 +18,7 @@
 No BPF, no root.
 """
 import os
+import shutil
 import sys
 import tempfile
 import urllib.error
@@ -124,3 +125,4 @@ check(st == 400 and hdr.get("Content-Type") == "application/x-protobuf" and
 st, _, _ = post(b"y")
 check(st == 200, "stub: the default answer once the queue is empty")
 q.close()
+shutil.rmtree(d)
