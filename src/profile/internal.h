@@ -104,6 +104,11 @@ struct sp_pballoc {
 /* Budget for unpacking len bytes: 48 * len + 1 MiB, at most 1 GiB. */
 void sp_pballoc__init(struct sp_pballoc *b, size_t input_len);
 
+/* Packs message m into a malloc'd buffer (*out, *out_len; at least one
+ * byte allocated even for an empty message).  0, -ENOMEM, or -EIO when
+ * protobuf-c packs another length than it measured. */
+int sp_pb__pack(const ProtobufCMessage *m, uint8_t **out, size_t *out_len);
+
 /* ------------------------------------------------------------ hex */
 /* Writes 2n lower-case hex digits and a NUL to out (2n + 1 bytes). */
 void sp_hex_encode(const uint8_t *in, size_t n, char *out);

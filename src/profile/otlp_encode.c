@@ -635,8 +635,7 @@ static int (*const steps[])(struct otlp_enc *) = {
 int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 {
 	struct otlp_enc e;
-	uint8_t *buf = NULL;
-	size_t i, len;
+	size_t i;
 	int err;
 
 	if (!out || !out_len)
@@ -659,20 +658,8 @@ int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 
 	for (i = 0; !err && i < sizeof(steps) / sizeof(steps[0]); i++)
 		err = steps[i](&e);
-	if (!err) {
-		len = otlp_request__get_packed_size(&e.req);
-		buf = malloc(len ? len : 1);
-		if (!buf)
-			err = -ENOMEM;
-		else if (otlp_request__pack(&e.req, buf) != len)
-			err = -EIO;
-	}
-	if (!err) {
-		*out = buf;
-		*out_len = len;
-		buf = NULL;
-	}
-	free(buf);
+	if (!err)
+		err = sp_pb__pack(&e.req.base, out, out_len);
 	sp_arena__free(&e.arena);
 	free(e.at.v);
 	sp_hidx__free(&e.at.idx);

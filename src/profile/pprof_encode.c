@@ -337,8 +337,7 @@ static int (*const steps[])(struct pprof_enc *) = {
 int sp_pprof__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 {
 	struct pprof_enc e;
-	uint8_t *buf = NULL;
-	size_t i, len;
+	size_t i;
 	int err;
 
 	if (!out || !out_len)
@@ -355,20 +354,8 @@ int sp_pprof__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 
 	for (i = 0; !err && i < sizeof(steps) / sizeof(steps[0]); i++)
 		err = steps[i](&e);
-	if (!err) {
-		len = perftools__profiles__profile__get_packed_size(&e.pb);
-		buf = malloc(len ? len : 1);
-		if (!buf)
-			err = -ENOMEM;
-		else if (perftools__profiles__profile__pack(&e.pb, buf) != len)
-			err = -EIO;
-	}
-	if (!err) {
-		*out = buf;
-		*out_len = len;
-		buf = NULL;
-	}
-	free(buf);
+	if (!err)
+		err = sp_pb__pack(&e.pb.base, out, out_len);
 	sp_arena__free(&e.arena);
 	sp_strtab__free(&e.st);
 	return err;

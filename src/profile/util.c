@@ -219,6 +219,22 @@ void sp_pballoc__init(struct sp_pballoc *b, size_t input_len)
 }
 
 /* ------------------------------------------------------------ hex */
+int sp_pb__pack(const ProtobufCMessage *m, uint8_t **out, size_t *out_len)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf)
+		return -ENOMEM;
+	if (protobuf_c_message_pack(m, buf) != len) {
+		free(buf);
+		return -EIO;
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
 void sp_hex_encode(const uint8_t *in, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";
