@@ -104,6 +104,10 @@ struct sp_pballoc {
 /* Budget for unpacking len bytes: 48 * len + 1 MiB, at most 1 GiB. */
 void sp_pballoc__init(struct sp_pballoc *b, size_t input_len);
 
+/* An encoder's entry checks: -EINVAL without out/out_len (else both are
+ * cleared), then sp_profile__validate(p). */
+int sp_enc__begin(const struct sp_profile *p, uint8_t **out, size_t *out_len);
+
 /* Packs message m into a malloc'd buffer (*out, *out_len; at least one
  * byte allocated even for an empty message).  0, -ENOMEM, or -EIO when
  * protobuf-c packs another length than it measured. */

@@ -638,11 +638,7 @@ int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 	size_t i;
 	int err;
 
-	if (!out || !out_len)
-		return -EINVAL;
-	*out = NULL;
-	*out_len = 0;
-	err = sp_profile__validate(p);
+	err = sp_enc__begin(p, out, out_len);
 	if (err)
 		return err;
 	memset(&e, 0, sizeof(e));

@@ -219,6 +219,15 @@ void sp_pballoc__init(struct sp_pballoc *b, size_t input_len)
 }
 
 /* ------------------------------------------------------------ hex */
+int sp_enc__begin(const struct sp_profile *p, uint8_t **out, size_t *out_len)
+{
+	if (!out || !out_len)
+		return -EINVAL;
+	*out = NULL;
+	*out_len = 0;
+	return sp_profile__validate(p);
+}
+
 int sp_pb__pack(const ProtobufCMessage *m, uint8_t **out, size_t *out_len)
 {
 	size_t len = protobuf_c_message_get_packed_size(m);
