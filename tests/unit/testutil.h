@@ -62,7 +62,7 @@ static int tu__rm_one(const char *path, const struct stat *st, int flag, struct 
 {
 	(void)st;
 	(void)ftw;
-	if (flag == FTW_DP || flag == FTW_D)
+	if (flag == FTW_DP || flag == FTW_D || flag == FTW_DNR)
 		return rmdir(path) ? -errno : 0;
 	return unlink(path) ? -errno : 0;
 }
