@@ -3,22 +3,27 @@
 #
 #   unit:        every $O/tests/test_* (cmocka); each test case counts.
 #                With SAN_O set, the unit tests built there (ASan+UBSan)
-#                run too, as unit-san:*.  Unit programs run UNIT_JOBS at
-#                once (default 2 per CPU: most of their time is spent
-#                waiting); their results are printed in the usual order
-#                once all have finished.
+#                run too, as unit-san:*.
 #   integration: every tests/integration/test_*.py and test_*.sh; each file
 #                counts once: exit 0 = pass, 77 = skip (with its reason
 #                printed), anything else = fail.  BPF tests need root and
 #                fail loudly (not skip) when BPF cannot load.
 #
-#   Integration files run one after another: they load BPF, sample the
-#   whole machine and measure time, so they must not share it with each
-#   other (test_fuzz_smoke.sh, CPU-bound but not timing-sensitive, runs its
-#   targets in parallel itself).
+# Three phases, each reported (in the usual order) once it has finished:
+#   1. every unit program (plain, then unit-san), JOBS at once (default 2 per
+#      CPU: most of them wait);
+#   2. the integration files that say "# spanprof-test: parallel" in their
+#      first lines (no BPF, no whole-machine sampling, no timing assertion:
+#      the symbolizer's tests, the fuzz smoke), JOBS at once;
+#   3. every other integration file, one after another: they load BPF,
+#      sample the whole machine and measure time, so they get the machine to
+#      themselves.  A new file without the marker lands here.
+# The unit programs and the marked files do not share a phase because some
+# unit tests bound a latency (test_export_http) that the fuzz smoke's CPU
+# load would stretch.
 #
 # Environment: O=build dir (default build), SAN_O=sanitizer build dir,
-# ONLY=substring to run a subset, UNIT_JOBS.
+# ONLY=substring to run a subset, JOBS.
 set -u
 cd "$(dirname "$0")/.."
 O=${O:-build}
@@ -75,40 +80,61 @@ run_one() { # name, command...: one after another
 	report "$1"
 }
 
-# Unit programs: all started, UNIT_JOBS at a time, then reported in order.
-unit_names=()
-start_unit() { # name, command...
+# Phases 1 and 2: started JOBS at a time, reported in order when all are done.
+par_names=()
+start_par() { # name, command...
 	selected "$1" || return
-	unit_names+=("$1")
-	while [ "$(jobs -rp | wc -l)" -ge "$unit_jobs" ]; do
+	par_names+=("$1")
+	while [ "$(jobs -rp | wc -l)" -ge "$njobs" ]; do
 		wait -n
 	done
 	run_cmd "$@" &
 }
-unit_jobs=${UNIT_JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
+finish_par() {
+	wait
+	for name in "${par_names[@]}"; do
+		report "$name"
+	done
+	par_names=()
+}
+njobs=${JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
+
+integ_cmd() { # file -> the command that runs it
+	case $1 in
+	*.py) echo python3;;
+	*.sh) echo bash;;
+	esac
+}
+parallel_ok() { head -n 5 "$1" | grep -q '^# spanprof-test: parallel'; }
 
 for t in "$O"/tests/test_*; do
 	[ -x "$t" ] || continue
-	start_unit "unit:$(basename "$t")" "$t"
+	start_par "unit:$(basename "$t")" "$t"
 done
 if [ -n "${SAN_O:-}" ]; then
 	for t in "$SAN_O"/tests/test_*; do
 		[ -x "$t" ] || continue
-		start_unit "unit-san:$(basename "$t")" env \
+		start_par "unit-san:$(basename "$t")" env \
 			ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
 			UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" "$t"
 	done
 fi
-wait
-for name in "${unit_names[@]}"; do
-	report "$name"
-done
+finish_par
+
+serial=()
 for t in tests/integration/test_*.py tests/integration/test_*.sh; do
 	[ -e "$t" ] || continue
-	case $t in
-	*.py) run_one "integration:$(basename "$t")" python3 "$t";;
-	*.sh) run_one "integration:$(basename "$t")" bash "$t";;
-	esac
+	if parallel_ok "$t"; then
+		start_par "integration:$(basename "$t")" "$(integ_cmd "$t")" "$t"
+	else
+		serial+=("$t")
+	fi
+done
+finish_par
+
+# Phase 3: one after another.
+for t in "${serial[@]}"; do
+	run_one "integration:$(basename "$t")" "$(integ_cmd "$t")" "$t"
 done
 
 if [ "${#failed_names[@]}" -gt 0 ]; then

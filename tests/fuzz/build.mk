@@ -9,7 +9,7 @@
 #   make fuzz                      long campaign (FUZZ_SECONDS per target, 600)
 #   tests/integration/test_fuzz_smoke.sh   the bounded CI run: builds the
 #                                  targets (make fuzz-targets), then every
-#                                  target for FUZZ_SECONDS (5), FUZZ_JOBS
+#                                  target for FUZZ_SECONDS (3), FUZZ_JOBS
 #                                  at once (one per core)
 
 FUZZ_O ?= build-fuzz

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """tests/integration/lib: the shared OTLP reader and OTLP/HTTP stub.
 
 1. The reader on the C encoder's golden request (tests/unit/golden/

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """spanprof-symbolizer `file` and `report` on hand-made profiles.
 
 The profiles are written by a small pprof encoder below (independent of

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """spanprof-symbolizer against a real debuginfod server.
 
 A stripped copy of the -O2 fixture (strip --strip-debug; its DWARF split

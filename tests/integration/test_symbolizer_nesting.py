@@ -1,3 +1,4 @@
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """Deeply nested OTLP attribute values must not crash the symbolizer.
 
 protobuf-c unpacks recursively without a depth limit, and OpenTelemetry's
