@@ -27,14 +27,14 @@ for name in fuzz_buildid fuzz_tls_elf fuzz_dwarf; do
 	done
 done
 [ -r /sys/kernel/notes ] && cp /sys/kernel/notes "$work/fuzz_buildid/kernel-notes"
-jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+njobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 names=()
 for bin in "$FUZZ_O"/fuzz_*; do
 	[ -x "$bin" ] || continue
 	name=$(basename "$bin")
 	names+=("$name")
 	mkdir -p "$work/$name"
-	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+	while [ "$(jobs -rp | wc -l)" -ge "$njobs" ]; do
 		wait -n
 	done
 	# -rss_limit_mb bounds each target; -timeout catches hangs (a stall is a bug).
