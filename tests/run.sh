@@ -11,16 +11,15 @@
 #
 # Three phases, each reported (in the usual order) once it has finished:
 #   1. every unit program (plain, then unit-san), JOBS at once (default 2 per
-#      CPU: most of them wait);
+#      CPU: most of them wait), except those whose source says
+#      "spanprof-test: serial" in its first lines (they bound a latency);
 #   2. the integration files that say "# spanprof-test: parallel" in their
 #      first lines (no BPF, no whole-machine sampling, no timing assertion:
 #      the symbolizer's tests, the fuzz smoke), JOBS at once;
-#   3. every other integration file, one after another: they load BPF,
-#      sample the whole machine and measure time, so they get the machine to
-#      themselves.  A new file without the marker lands here.
-# The unit programs and the marked files do not share a phase because some
-# unit tests bound a latency (test_export_http) that the fuzz smoke's CPU
-# load would stretch.
+#   3. one after another: the serial unit programs, then every other
+#      integration file (they load BPF, sample the whole machine and measure
+#      time, so they get the machine to themselves).  A new integration file
+#      without the marker lands here.
 #
 # Environment: O=build dir (default build), SAN_O=sanitizer build dir,
 # ONLY=substring to run a subset, JOBS.
@@ -106,17 +105,27 @@ integ_cmd() { # file -> the command that runs it
 	esac
 }
 parallel_ok() { head -n 5 "$1" | grep -q '^# spanprof-test: parallel'; }
+unit_serial() { head -n 20 "tests/unit/$(basename "$1").c" 2>/dev/null | grep -q 'spanprof-test: serial'; }
 
+# the sanitized unit programs' environment (plain ones ignore it)
+san_env=(env "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+	"UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}")
+serial_units=()
+unit() { # name, program: started now, or kept for phase 3
+	if unit_serial "$2"; then
+		serial_units+=("$1" "$2")
+	else
+		start_par "$1" "${san_env[@]}" "$2"
+	fi
+}
 for t in "$O"/tests/test_*; do
 	[ -x "$t" ] || continue
-	start_par "unit:$(basename "$t")" "$t"
+	unit "unit:$(basename "$t")" "$t"
 done
 if [ -n "${SAN_O:-}" ]; then
 	for t in "$SAN_O"/tests/test_*; do
 		[ -x "$t" ] || continue
-		start_par "unit-san:$(basename "$t")" env \
-			ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
-			UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" "$t"
+		unit "unit-san:$(basename "$t")" "$t"
 	done
 fi
 finish_par
@@ -133,6 +142,9 @@ done
 finish_par
 
 # Phase 3: one after another.
+for ((i = 0; i < ${#serial_units[@]}; i += 2)); do
+	run_one "${serial_units[i]}" "${san_env[@]}" "${serial_units[i + 1]}"
+done
 for t in "${serial[@]}"; do
 	run_one "integration:$(basename "$t")" "$(integ_cmd "$t")" "$t"
 done

@@ -8,6 +8,9 @@
  * garbage answers retried, endpoint down then up, partial success, and a
  * server answering one byte per second (submit never blocks, the queue
  * drops per policy, free returns promptly).  Every wait is bounded.
+ *
+ * spanprof-test: serial (it bounds submit's latency to 10 ms, which other
+ * tests' CPU load would stretch: tests/run.sh runs it alone)
  */
 #include <arpa/inet.h>
 #include <errno.h>
