@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """export_server.py - the OTLP/HTTP stub (lib/otlp_stub.py) as a child
-process, for tests/unit/test_export_http.c.  Not a test by itself
-(tests/run.sh runs test_*.py only).
+process: tests/unit/test_export_http.c and, through the ExportServer class
+below, the Python tests that need the stub in another process start it and
+drive it over stdin/stdout.  Not a test by itself (tests/run.sh runs
+test_*.py only).
 
   export_server.py --dir DIR [--port N] [--tls-cert C --tls-key K [--client-ca CA]]
 
@@ -16,9 +18,75 @@ process, for tests/unit/test_export_http.c.  Not a test by itself
 """
 import argparse
 import os
+import subprocess
 import sys
 
 from lib.otlp_stub import OtlpStub, parse_spec
+
+
+class ExportServer:
+    """This script as a child process, for Python tests: the same commands
+    as methods, and the recorded requests (1-based) read back."""
+
+    def __init__(self, rec_dir, tls_dir=None, port=0):
+        args = [sys.executable, os.path.abspath(__file__), '--port', str(port),
+                '--dir', rec_dir]
+        if tls_dir:
+            args += ['--tls-cert', os.path.join(tls_dir, 'server.pem'),
+                     '--tls-key', os.path.join(tls_dir, 'server.key'),
+                     '--client-ca', os.path.join(tls_dir, 'client.pem')]
+        self.dir = rec_dir
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.port = int(self._line().split()[1])
+
+    def _line(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError('export_server.py exited')
+        return line.strip()
+
+    def _cmd(self, text):
+        self.proc.stdin.write(text + '\n')
+        self.proc.stdin.flush()
+        return self._line()
+
+    def push(self, spec):
+        assert self._cmd('push ' + spec) == 'ok', spec
+
+    def default(self, spec):
+        assert self._cmd('default ' + spec) == 'ok', spec
+
+    def count(self):
+        return int(self._cmd('count'))
+
+    def body(self, idx):
+        with open(os.path.join(self.dir, 'req-%04d.body' % idx), 'rb') as f:
+            return f.read()
+
+    def hdr(self, idx, key):
+        """"t", "path", "peer", or a header (case-insensitive); "" absent."""
+        with open(os.path.join(self.dir, 'req-%04d.hdr' % idx)) as f:
+            for line in f:
+                k, sep, v = line.rstrip('\n').partition('=' if key in
+                                                          ('t', 'path', 'peer') else ':')
+                if sep and k.lower() == key.lower():
+                    return v.strip()
+        return ''
+
+    def time(self, idx):
+        return float(self.hdr(idx, 't'))
+
+    def stop(self):
+        try:
+            self._cmd('quit')
+        except (RuntimeError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def main():
