@@ -9,14 +9,15 @@
 #                printed), anything else = fail.  BPF tests need root and
 #                fail loudly (not skip) when BPF cannot load.
 #
-# Three phases, each reported (in the usual order) once it has finished:
-#   1. every unit program (plain, then unit-san), JOBS at once (default 2 per
-#      CPU: most of them wait), except those whose source says
-#      "spanprof-test: serial" in its first lines (they bound a latency);
-#   2. the integration files that say "# spanprof-test: parallel" in their
+# Two phases, each reported (in the usual order: unit, unit-san,
+# integration) once it has finished:
+#   1. in parallel, JOBS at once (default 2 per CPU: most of it waits): every
+#      unit program (plain, then unit-san) except those whose source says
+#      "spanprof-test: serial" in its first lines (they bound a latency), and
+#      the integration files that say "# spanprof-test: parallel" in their
 #      first lines (no BPF, no whole-machine sampling, no timing assertion:
-#      the symbolizer's tests, the fuzz smoke), JOBS at once;
-#   3. one after another: the serial unit programs, then every other
+#      most of the symbolizer's tests, the fuzz smoke);
+#   2. one after another: the serial unit programs, then every other
 #      integration file (they load BPF, sample the whole machine and measure
 #      time, so they get the machine to themselves).  A new integration file
 #      without the marker lands here.
@@ -79,7 +80,7 @@ run_one() { # name, command...: one after another
 	report "$1"
 }
 
-# Phases 1 and 2: started JOBS at a time, reported in order when all are done.
+# Phase 1: started JOBS at a time, reported in order when all are done.
 par_names=()
 start_par() { # name, command...
 	selected "$1" || return
@@ -88,13 +89,6 @@ start_par() { # name, command...
 		wait -n
 	done
 	run_cmd "$@" &
-}
-finish_par() {
-	wait
-	for name in "${par_names[@]}"; do
-		report "$name"
-	done
-	par_names=()
 }
 njobs=${JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
 
@@ -111,13 +105,23 @@ unit_serial() { head -n 20 "tests/unit/$(basename "$1").c" 2>/dev/null | grep -q
 san_env=(env "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 	"UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}")
 serial_units=()
-unit() { # name, program: started now, or kept for phase 3
+unit() { # name, program: started now, or kept for phase 2
 	if unit_serial "$2"; then
 		serial_units+=("$1" "$2")
 	else
 		start_par "$1" "${san_env[@]}" "$2"
 	fi
 }
+# the integration files first: they are the longest of the phase
+serial=()
+for t in tests/integration/test_*.py tests/integration/test_*.sh; do
+	[ -e "$t" ] || continue
+	if parallel_ok "$t"; then
+		start_par "integration:$(basename "$t")" "$(integ_cmd "$t")" "$t"
+	else
+		serial+=("$t")
+	fi
+done
 for t in "$O"/tests/test_*; do
 	[ -x "$t" ] || continue
 	unit "unit:$(basename "$t")" "$t"
@@ -128,20 +132,14 @@ if [ -n "${SAN_O:-}" ]; then
 		unit "unit-san:$(basename "$t")" "$t"
 	done
 fi
-finish_par
-
-serial=()
-for t in tests/integration/test_*.py tests/integration/test_*.sh; do
-	[ -e "$t" ] || continue
-	if parallel_ok "$t"; then
-		start_par "integration:$(basename "$t")" "$(integ_cmd "$t")" "$t"
-	else
-		serial+=("$t")
-	fi
+wait
+for kind in unit: unit-san: integration:; do
+	for name in "${par_names[@]}"; do
+		[[ "$name" == "$kind"* ]] && report "$name"
+	done
 done
-finish_par
 
-# Phase 3: one after another.
+# Phase 2: one after another.
 for ((i = 0; i < ${#serial_units[@]}; i += 2)); do
 	run_one "${serial_units[i]}" "${san_env[@]}" "${serial_units[i + 1]}"
 done
