@@ -21,33 +21,18 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "base/maps_reader.h"
-
-static char root[] = "/tmp/spanprof-maps-reader-XXXXXX";
-
-static int setup(void **state)
-{
-	(void)state;
-	return mkdtemp(root) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 /* Opens ROOT/pid/maps for writing. */
 static FILE *maps_file(uint32_t pid)
 {
 	char path[256];
 
-	snprintf(path, sizeof(path), "%s/%u", root, pid);
+	snprintf(path, sizeof(path), "%s/%u", tu_dir, pid);
 	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/%u/maps", root, pid);
+	snprintf(path, sizeof(path), "%s/%u/maps", tu_dir, pid);
 	return fopen(path, "w");
 }
 
@@ -96,7 +81,7 @@ static void test_lines(void **state)
 	fputs("7000-8000 r--s 00000000 00:01 5 /memfd:OTEL_CTX (deleted)", f);	/* no '\n' */
 	assert_int_equal(fclose(f), 0);
 
-	assert_int_equal(sp_maps_reader__scan(root, 1, collect, &s, &st), 0);
+	assert_int_equal(sp_maps_reader__scan(tu_dir, 1, collect, &s, &st), 0);
 	assert_int_equal(s.n, 3);
 	assert_int_equal(s.starts[0], 0x1000);
 	assert_string_equal(s.paths[0], "/usr/bin/a");
@@ -111,18 +96,18 @@ static void test_lines(void **state)
 	/* Stop early (not an error) and fail (the callback's errno). */
 	memset(&s, 0, sizeof(s));
 	s.stop_after = 2;
-	assert_int_equal(sp_maps_reader__scan(root, 1, collect, &s, &st), 0);
+	assert_int_equal(sp_maps_reader__scan(tu_dir, 1, collect, &s, &st), 0);
 	assert_int_equal(s.n, 2);
 	memset(&s, 0, sizeof(s));
 	s.fail_after = 1;
-	assert_int_equal(sp_maps_reader__scan(root, 1, collect, &s, &st), -EIO);
+	assert_int_equal(sp_maps_reader__scan(tu_dir, 1, collect, &s, &st), -EIO);
 	assert_int_equal(s.n, 1);
 
 	/* A process that is gone. */
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(sp_maps_reader__scan(root, 2, collect, &s, &st), -ENOENT);
+	assert_int_equal(sp_maps_reader__scan(tu_dir, 2, collect, &s, &st), -ENOENT);
 	assert_int_equal(s.n, 0);
-	assert_int_equal(sp_maps_reader__scan(root, 1, NULL, &s, &st), -EINVAL);
+	assert_int_equal(sp_maps_reader__scan(tu_dir, 1, NULL, &s, &st), -EINVAL);
 }
 
 static void test_line_cap(void **state)
@@ -137,7 +122,7 @@ static void test_line_cap(void **state)
 	for (i = 0; i < SP_MAPS_MAX_LINES + 10; i++)
 		fprintf(f, "%x-%x r--p 00000000 00:00 0\n", (i + 1) << 12, (i + 2) << 12);
 	assert_int_equal(fclose(f), 0);
-	assert_int_equal(sp_maps_reader__scan(root, 3, collect, &s, &st), 0);
+	assert_int_equal(sp_maps_reader__scan(tu_dir, 3, collect, &s, &st), 0);
 	assert_int_equal(s.n, SP_MAPS_MAX_LINES);
 	assert_int_equal(st.lines, SP_MAPS_MAX_LINES);
 	assert_true(st.truncated);
@@ -206,5 +191,5 @@ int main(void)
 		cmocka_unit_test(test_otel_ctx_names),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);
 }

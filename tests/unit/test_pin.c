@@ -32,24 +32,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 #include "base/pin.h"
-
-static char tmpdir[] = "/tmp/spanprof-pin-XXXXXX";
-
-static int setup(void **state)
-{
-	(void)state;
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 static const char *at(const char *name)
 {
@@ -57,17 +42,13 @@ static const char *at(const char *name)
 	static int i;
 
 	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
+	tu_path(buf[i], sizeof(buf[i]), name);
 	return buf[i];
 }
 
 static void write_file(const char *path, const char *text)
 {
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
+	assert_int_equal(tu_write_file(path, text, strlen(text)), 0);
 }
 
 static void assert_reads(int fd, const char *want)
@@ -317,5 +298,5 @@ int main(void)
 		cmocka_unit_test(test_mapping_fake_proc),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);
 }
