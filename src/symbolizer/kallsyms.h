@@ -56,7 +56,7 @@
 #include "base/kallsyms_format.h"
 
 #define SP_KSYMS_MAX_SYMS (4u << 20)
-#define SP_KSYMS_TAIL_MAX (64u << 10)
+#define SP_KSYMS_TAIL_MAX SP_KALLSYMS_TAIL_MAX
 #define SP_KSYMS_SET_MAX 64
 #define SP_KSYMS_RETRY_S 60
 
