@@ -44,6 +44,7 @@
 #define SP_SYMSTORE_KEY_MAX 64
 #define SP_SYMSTORE_JIT_DIR "jit"
 #define SP_SYMSTORE_PIECE_SUFFIX ".piece"
+#define SP_SYMS_DIR_SUFFIX ".syms"	/* record: FILE.syms/ next to FILE */
 
 enum sp_symstore_kind {
 	SP_SYMSTORE_KALLSYMS = 1,	/* gzip'd kernel symbol snapshot */

@@ -42,6 +42,7 @@
 #include <libelf.h>
 
 #include "base/pin.h"
+#include "plt.h"
 #include "resolve.h"
 
 #define CACHE_DEFAULT 65536u
@@ -322,7 +323,45 @@ static int load_symbols_from(struct module *m, Elf_Scn *scn, uint32_t *cap)
 	return 0;
 }
 
-static int load_symbols(struct module *m)
+/* "X@plt" symbols for the PLT stubs (plt.h), from the debug file or,
+ * when its PLT has no contents (NOBITS), from the executable itself. */
+static int load_plt(struct sp_debuginfo *di, struct module *m, const char *hint,
+		    uint32_t *cap)
+{
+	struct sp_plt_sym *ps = NULL;
+	size_t n = 0;
+	char *path = NULL;
+	Elf *elf = NULL;
+	int fd = -1, err;
+
+	err = sp_plt__symbols(m->elf, &ps, &n);
+	if (err == -ENODATA && !sp_debuginfo__find_exec(di, m->id, hint, &path) &&
+	    (fd = sp_pin__open(path, NULL)) >= 0 &&
+	    (elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)) && elf_kind(elf) == ELF_K_ELF)
+		err = sp_plt__symbols(elf, &ps, &n);
+	elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	if (err)
+		return err == -ENOMEM ? err : 0;	/* no PLT names: not fatal */
+	if (!n) {
+		free(ps);
+		return 0;
+	}
+	if (!module_own(m, (char *)ps))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (grow((void **)&m->syms, cap, m->n_syms + 1, sizeof(*m->syms)))
+			return -ENOMEM;
+		m->syms[m->n_syms++] = (struct sym){
+			.lo = ps[i].addr, .size = ps[i].size, .name = ps[i].name,
+		};
+	}
+	return 0;
+}
+
+static int load_symbols(struct sp_debuginfo *di, struct module *m, const char *hint)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
 	uint32_t cap = 0, w = 0;
@@ -339,6 +378,8 @@ static int load_symbols(struct module *m)
 			dynsym = scn;
 	}
 	err = load_symbols_from(m, symtab ? symtab : dynsym, &cap);
+	if (!err)
+		err = load_plt(di, m, hint, &cap);
 	if (err || !m->n_syms)
 		return err;
 	qsort(m->syms, m->n_syms, sizeof(*m->syms), sym_cmp);
@@ -910,7 +951,7 @@ static int module_load(struct sp_debuginfo *di, struct module *m,
 		if (err == -ENOMEM)
 			goto fail;
 	}
-	err = load_symbols(m);
+	err = load_symbols(di, m, hint);
 	if (err)
 		goto fail;
 	m->dw = dwarf_begin_elf(m->elf, DWARF_C_READ, NULL);
@@ -1174,6 +1215,42 @@ int sp_resolver__resolve_vaddr(struct sp_resolver *r, const char *build_id,
 			       struct sp_frames *out)
 {
 	return resolve_common(r, build_id, hint_path, vaddr, false, out);
+}
+
+int sp_resolver__load(struct sp_resolver *r, const char *build_id, const char *hint_path)
+{
+	struct module *m;
+	uint32_t mi;
+	int err;
+
+	if (sp_buildid__validate(build_id))
+		return -EINVAL;
+	pthread_mutex_lock(&r->lock);
+	err = get_module(r, build_id, hint_path, &m, &mi);
+	if (!err && !m->elf)
+		err = -ENOENT;
+	pthread_mutex_unlock(&r->lock);
+	return err;
+}
+
+void sp_resolver__forget_missing(struct sp_resolver *r, const char *build_id)
+{
+	if (sp_buildid__validate(build_id))
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (uint32_t i = 0; i < r->n_mods; i++) {
+		struct module *m = r->mods[i];
+
+		/* a module found without any file answers nothing: safe to
+		 * load again (no string of it can be held anywhere) */
+		if (m->state == MOD_READY && !m->elf && !strcmp(m->id, build_id)) {
+			r->st.modules--;
+			r->st.modules_no_debuginfo -= !m->path;
+			module_clear(m);
+			m->state = MOD_ABSENT;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
 }
 
 int sp_resolver__module_info(struct sp_resolver *r, const char *build_id,

@@ -42,6 +42,8 @@
 #include "collector/pipeline/clock.h"
 #include "collector/pipeline/consumer.h"
 #include "collector/tracectx/ctx_discovery.h"
+#include "base/symstore.h"
+#include "collector/host/hostsyms.h"
 #include "collector/host/kallsyms.h"
 #include "collector/procs/proc_table.h"
 #include "profile/codec.h"
@@ -74,6 +76,7 @@ struct record_opts {
 	const char *summary_json;
 	bool report;			/* run the symbolizer's report at the end */
 	bool no_trace_ctx;		/* do not read OTEP 4947 contexts */
+	bool no_jit;			/* do not read JIT perf maps */
 	bool off_cpu;
 	uint64_t off_cpu_min_us;
 	uint32_t off_cpu_sample_n;	/* 0 = adaptive */
@@ -126,6 +129,8 @@ static void usage(FILE *f)
 "      --idle            also write samples of idle CPUs\n"
 "      --no-report       do not run spanprof-symbolizer's report at the end\n"
 "      --no-trace-context  do not read the threads' trace context (OTEP 4947)\n"
+"      --no-jit          do not copy JIT perf maps (/tmp/perf-PID.map) into\n"
+"                        FILE.syms/ for the symbolizer\n"
 "      --ringbuf-size B  BPF ring buffer bytes, power of two (default 4 MiB)\n"
 "      --poll-ms MS      drain the ring buffer at least every MS ms (default 100;\n"
 "                        10 for 250 ms after a process execs)\n"
@@ -155,7 +160,7 @@ static int parse_pids(const char *arg, struct record_opts *o)
 enum {
 	OPT_FORMAT = 256, OPT_NO_KERNEL, OPT_IDLE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET,
 	OPT_AGG_ENTRIES, OPT_SUMMARY_JSON, OPT_NO_REPORT, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
-	OPT_OFF_CPU_SAMPLE, OPT_OFF_CPU_RATE, OPT_OFF_CPU_KTHREADS, OPT_NO_TRACE_CTX,
+	OPT_OFF_CPU_SAMPLE, OPT_OFF_CPU_RATE, OPT_OFF_CPU_KTHREADS, OPT_NO_TRACE_CTX, OPT_NO_JIT,
 	OPT_OFF_CPU_MAX_PENDING, OPT_CTX_MAX_PROCS,
 };
 
@@ -179,6 +184,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "summary-json", required_argument, NULL, OPT_SUMMARY_JSON },
 		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
 		{ "no-trace-context", no_argument, NULL, OPT_NO_TRACE_CTX },
+		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
 		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 		{ "off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN },
 		{ "off-cpu-sample", required_argument, NULL, OPT_OFF_CPU_SAMPLE },
@@ -289,6 +295,9 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_NO_REPORT:
 			o->report = false;
+			break;
+		case OPT_NO_JIT:
+			o->no_jit = true;
 			break;
 		case OPT_NO_TRACE_CTX:
 			o->no_trace_ctx = true;
@@ -435,16 +444,19 @@ static int write_all(int fd, const uint8_t *buf, size_t len)
  * of /proc/kallsyms taken here (data capture, not symbolization), written
  * next to the profile as FILE.kallsyms.gz (docs/formats.md).  Failure is a
  * note: the profile is complete without it. */
-static void capture_kallsyms(const char *output)
+static void capture_kallsyms(const char *output, struct sp_hostsyms *hs)
 {
 	char path[PATH_MAX], err[256] = "";
 	struct sp_build_id kid;
+	const struct sp_kmod *mods;
+	size_t n_mods;
 	int rc;
 
 	if (snprintf(path, sizeof(path), "%s" SP_KALLSYMS_SUFFIX, output) >= (int)sizeof(path))
 		return;
+	mods = sp_kernel_layout__modules(sp_hostsyms__kernel(hs), &n_mods);
 	rc = sp_buildid__kernel(&kid);
-	rc = rc ? rc : sp_kallsyms__capture(path, &kid, err, sizeof(err));
+	rc = rc ? rc : sp_kallsyms__capture_mods(path, &kid, mods, n_mods, err, sizeof(err));
 	if (rc)
 		fprintf(stderr, "spanprof record: no kernel symbol snapshot: %s\n",
 			err[0] ? err : strerror(-rc));
@@ -549,6 +561,10 @@ int sp_record__main(int argc, char **argv)
 	struct ring_buffer *rb = NULL;
 	struct sp_profile *prof = NULL;
 	struct sp_ctx_discovery *disc = NULL;
+	struct sp_hostsyms *hs = NULL;
+	struct sp_hostsyms_config hcfg = { .log_prefix = "spanprof record: " };
+	struct sp_proc_table_config pcfg = { 0 };
+	char syms_dir[PATH_MAX];
 	struct sp_consumer cons;
 	struct sp_summary sum = { 0 };
 	struct sp_sampler_config scfg;
@@ -574,7 +590,22 @@ int sp_record__main(int argc, char **argv)
 		return 1;
 	}
 
-	procs = sp_proc_table__new(NULL);
+	/* FILE.syms/: what the symbolizer needs from this host besides
+	 * FILE.kallsyms.gz (the vDSO, JIT perf-map pieces) */
+	if (snprintf(syms_dir, sizeof(syms_dir), "%s" SP_SYMS_DIR_SUFFIX, o.output) >=
+	    (int)sizeof(syms_dir)) {
+		fprintf(stderr, "spanprof record: output path too long: %s\n", o.output);
+		goto out;
+	}
+	hcfg.kernel = o.kernel;
+	hcfg.store_dir = syms_dir;
+	hcfg.no_jit = o.no_jit;
+	if (sp_hostsyms__new(&hcfg, &hs)) {
+		fprintf(stderr, "spanprof record: out of memory\n");
+		goto out;
+	}
+	sp_hostsyms__proc_config(hs, &pcfg);
+	procs = sp_proc_table__new(&pcfg);
 	acfg = (struct sp_agg_config){ .byte_budget = o.agg_budget,
 				       .max_entries = o.agg_entries, .keep_timestamps = true };
 	agg = sp_agg__new(&acfg);
@@ -618,6 +649,7 @@ int sp_record__main(int argc, char **argv)
 	}
 	sp_ctx_discovery__set_procs(disc, procs);
 	sp_consumer__init(&cons, procs, agg);
+	sp_hostsyms__consumer(hs, &cons);
 	cons.on_proc = sp_ctx_discovery__on_proc;
 	cons.on_proc_ctx = disc;
 	rb = ring_buffer__new(sp_sampler__ring_fd(sampler), sp_consumer__handle, &cons, NULL);
@@ -708,6 +740,10 @@ int sp_record__main(int argc, char **argv)
 	sum.off_cpu_sample_n = o.off_cpu_sample_n;
 	sum.off_cpu_rate = o.off_cpu_rate;
 	sp_agg__foreach(agg, sum_offcpu, &sum);
+	/* the perf-map reads the last samples asked for, then the layout's
+	 * module list if a frame missed it */
+	sp_jit_maps__drain(sp_hostsyms__jit(hs), 2000);
+	sp_kernel_layout__refresh(sp_hostsyms__kernel(hs), t_end / 1000000000ull);
 	{
 		struct sp_snapshot_opts so = {
 			.mono_to_unix_ns = sum.mono_to_unix_ns,
@@ -719,6 +755,7 @@ int sp_record__main(int argc, char **argv)
 		so.service_name_ctx = disc;
 		so.attr_key = sp_ctx_discovery__attr_key;
 		so.attr_key_ctx = disc;
+		sp_hostsyms__snapshot_opts(hs, &so);
 		err = sp_snapshot__build(agg, procs, &so, &prof);
 	}
 	sp_agg__free(agg);
@@ -733,7 +770,11 @@ int sp_record__main(int argc, char **argv)
 		goto out;
 	}
 	if (o.kernel)
-		capture_kallsyms(o.output);
+		capture_kallsyms(o.output, hs);
+	if (sp_hostsyms__profile_uses_vdso(prof))
+		sp_hostsyms__ship_vdso(hs);
+	sp_jit_maps__stats(sp_hostsyms__jit(hs), &sum.jit);
+	sp_hostsyms__stats(hs, &sum.hostsyms);
 	sp_ctx_discovery__fill_summary(disc, &sum);
 	sum.obi_map = sp_sampler__uses_obi(sampler);
 	sum.publish_watch = sp_sampler__watches_publish(sampler);
@@ -758,5 +799,6 @@ out:
 	sp_profile__free(prof);
 	sp_agg__free(agg);
 	sp_proc_table__free(procs);
+	sp_hostsyms__free(hs);
 	return rc;
 }
