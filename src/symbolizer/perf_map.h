@@ -33,6 +33,7 @@
 
 #define SP_PERF_MAP_MAX_NAME 4096
 #define SP_PERF_MAP_MAX_ENTRIES (8u << 20)
+#define SP_PERF_MAP_NAME_BUF (SP_PERF_MAP_MAX_NAME + 1)
 #define SP_PERF_MAP_MAX_BYTES (1024ull << 20)
 
 struct sp_perf_map_stats {
