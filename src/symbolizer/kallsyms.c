@@ -772,6 +772,16 @@ int sp_ksyms_set__add_file(struct sp_ksyms_set *s, const char *path)
 	return err;
 }
 
+int sp_ksyms_set__add(struct sp_ksyms_set *s, struct sp_ksyms *k)
+{
+	int err;
+
+	pthread_mutex_lock(&s->mu);
+	err = hold(s, k);
+	pthread_mutex_unlock(&s->mu);
+	return err;
+}
+
 int sp_ksyms_set__add_dir(struct sp_ksyms_set *s, const char *dir)
 {
 	char *d;

@@ -133,6 +133,8 @@ void sp_ksyms_set__free(struct sp_ksyms_set *s);	/* NULL-safe */
 /* Loads path now; 0, or the load's negative errno (nothing added).  A
  * second snapshot of an already held build id is dropped (counted), 0. */
 int sp_ksyms_set__add_file(struct sp_ksyms_set *s, const char *path);
+/* Takes a parsed snapshot k (freed here when refused or a duplicate). */
+int sp_ksyms_set__add(struct sp_ksyms_set *s, struct sp_ksyms *k);
 /* Remembers a directory of <build-id>.kallsyms.gz files (not opened yet;
  * at most 16 directories, else -E2BIG). */
 int sp_ksyms_set__add_dir(struct sp_ksyms_set *s, const char *dir);

@@ -33,7 +33,9 @@
 #include "base/rpc_status.h"
 #include "export/sender.h"
 #include "profile/codec.h"
+#include "base/symstore.h"
 #include "serve.h"
+#include "store.h"
 #include "symbolize.h"
 
 #define PATH_PROFILES "/v1development/profiles"
@@ -49,6 +51,7 @@ enum ctr {
 	C_FORWARD_BYTES, C_ENCODE_ERRORS,
 	C_KERNEL_RESOLVED, C_KERNEL_NO_BUILD_ID, C_KERNEL_NO_SNAPSHOT,
 	C_KERNEL_MISMATCH, C_KERNEL_NOT_FOUND,
+	C_JIT_RESOLVED, C_JIT_NO_SNAPSHOT, C_JIT_NOT_FOUND,
 	C__MAX,
 };
 
@@ -70,6 +73,9 @@ static const char *const ctr_names[C__MAX] = {
 	[C_KERNEL_NO_SNAPSHOT] = "kernel_frames_unresolved_no_snapshot_total",
 	[C_KERNEL_MISMATCH] = "kernel_frames_unresolved_build_id_mismatch_total",
 	[C_KERNEL_NOT_FOUND] = "kernel_frames_unresolved_not_found_total",
+	[C_JIT_RESOLVED] = "jit_frames_resolved_total",
+	[C_JIT_NO_SNAPSHOT] = "jit_frames_unresolved_no_snapshot_total",
+	[C_JIT_NOT_FOUND] = "jit_frames_unresolved_not_found_total",
 	[C_FILES] = "files_written_total",
 	[C_FILE_ERRORS] = "file_errors_total",
 	[C_FORWARDED] = "forwarded_total",
@@ -105,6 +111,10 @@ static const char *const ctr_help[C__MAX] = {
 	[C_KERNEL_MISMATCH] = "Kernel frames unnamed: no snapshot of that kernel build id",
 	[C_KERNEL_NOT_FOUND] =
 		"Kernel frames unnamed: the address is in no snapshot symbol",
+	[C_JIT_RESOLVED] = "JIT frames named from a perf-map snapshot",
+	[C_JIT_NO_SNAPSHOT] =
+		"JIT frames unnamed: their perf-map snapshot is missing or refused",
+	[C_JIT_NOT_FOUND] = "JIT frames unnamed: the address is in no perf-map entry",
 	[C_FILES] = "Symbolized profiles written to --output-dir",
 	[C_FILE_ERRORS] = "Symbolized profiles that could not be written",
 	[C_FORWARDED] = "Symbolized profiles forwarded to the next hop",
@@ -135,6 +145,8 @@ struct server {
 	 * the daemon's threads, reads them only after */
 	atomic_bool senders_ready;
 	atomic_bool abort_forward;	/* the senders' stop: shutdown deadline */
+	/* the upload store, set once after the privilege drop */
+	struct sp_store *_Atomic store;
 };
 
 struct worker {
@@ -150,6 +162,7 @@ struct req {
 	bool too_big;
 	bool over_budget;
 	bool gzip;
+	bool upload;		/* POST SP_SYMSTORE_UPLOAD_PATH */
 };
 
 /* The forward counters are the senders' own; ctr[] gets their sum. */
@@ -223,6 +236,60 @@ static void metric(struct sp_metrics_buf *b, const char *name, enum sp_metric_ty
 	sp_metrics__u64(b, full, NULL, v);
 }
 
+/* The upload store and the JIT lookups: what they hold and refused. */
+static void metrics_store(struct server *s, struct sp_metrics_buf *b)
+{
+	struct sp_store_stats st;
+	struct sp_jit_syms_stats js;
+	static const char *const kinds[] = { "", "kallsyms", "elf", "jit" };
+	const char *fam = METRIC_PREFIX "symbols_stored_total";
+
+	sp_store__stats(atomic_load(&s->store), &st);
+	metric(b, "symbols_uploads_total", SP_METRIC_COUNTER,
+	       "Host-symbol uploads received (POST " SP_SYMSTORE_UPLOAD_PATH ")", st.uploads);
+	sp_metrics__family(b, fam, SP_METRIC_COUNTER,
+			   "Host-symbol blobs written to the store, by kind");
+	for (int k = 1; k <= SP_SYMSTORE_KIND_MAX; k++) {
+		const char *const l[] = { "kind", kinds[k], NULL };
+
+		sp_metrics__u64(b, fam, l, st.stored[k]);
+	}
+	metric(b, "symbols_duplicates_total", SP_METRIC_COUNTER,
+	       "Uploads of a blob already stored (content-addressed)", st.duplicates);
+	fam = METRIC_PREFIX "symbols_refused_total";
+	sp_metrics__family(b, fam, SP_METRIC_COUNTER, "Host-symbol uploads refused, by reason");
+	{
+		static const char *const why[] = { "malformed", "mismatch", "too_large",
+						   "store_full", "write_error" };
+		const uint64_t v[] = { st.refused_malformed, st.refused_mismatch,
+				       st.refused_too_big, st.refused_full, st.write_errors };
+
+		for (int i = 0; i < 5; i++) {
+			const char *const l[] = { "reason", why[i], NULL };
+
+			sp_metrics__u64(b, fam, l, v[i]);
+		}
+	}
+	metric(b, "symbols_evicted_total", SP_METRIC_COUNTER,
+	       "JIT pieces removed from the store to stay under --store-max-bytes", st.evicted);
+	metric(b, "store_bytes", SP_METRIC_GAUGE, "Bytes in the host-symbol store", st.bytes);
+	metric(b, "store_files", SP_METRIC_GAUGE, "Files in the host-symbol store", st.files);
+	metric(b, "store_max_bytes", SP_METRIC_GAUGE, "The store's budget (--store-max-bytes)",
+	       st.max_bytes);
+	sp_jit_syms__stats(s->o->jit, &js);
+	metric(b, "jit_cache_bytes", SP_METRIC_GAUGE, "Bytes of parsed perf maps held",
+	       js.cache_bytes);
+	metric(b, "jit_cache_maps", SP_METRIC_GAUGE, "Parsed perf maps held", js.cached);
+	metric(b, "jit_cache_evictions_total", SP_METRIC_COUNTER,
+	       "Parsed perf maps dropped to stay under the cache budget", js.evictions);
+	metric(b, "jit_chains_refused_total", SP_METRIC_COUNTER,
+	       "Perf-map chains refused: a malformed piece or one not its parent's child",
+	       js.bad_piece);
+	metric(b, "jit_lines_refused_total", SP_METRIC_COUNTER,
+	       "Perf-map lines refused while parsing (bad hex, NUL bytes, bad ranges)",
+	       js.lines_refused);
+}
+
 static enum MHD_Result reply_metrics(struct server *s,
 				     struct MHD_Connection *c)
 {
@@ -253,6 +320,7 @@ static enum MHD_Result reply_metrics(struct server *s,
 	       "Address lookups the resolver cache did not hold", rs.cache_misses);
 	metric(&b, "cache_evictions_total", SP_METRIC_COUNTER,
 	       "Resolver cache entries evicted to make room", rs.cache_evictions);
+	metrics_store(s, &b);
 	ret = reply(c, MHD_HTTP_OK, b.p, b.len, "text/plain; version=0.0.4",
 		    false);
 	free(mem);
@@ -314,7 +382,8 @@ static enum MHD_Result first_call(struct server *s, struct MHD_Connection *c,
 	s->ctr[C_REQUESTS]++;
 	if (!strcmp(method, "GET") && !strcmp(url, "/metrics"))
 		return reply_metrics(s, c);
-	if (strcmp(url, PATH_PROFILES)) {
+	r->upload = !strcmp(url, SP_SYMSTORE_UPLOAD_PATH) && s->o->store_dir;
+	if (strcmp(url, PATH_PROFILES) && !r->upload) {
 		s->ctr[C_R404]++;
 		return reply(c, MHD_HTTP_NOT_FOUND, "not found\n", 10,
 			     "text/plain", false);
@@ -325,10 +394,11 @@ static enum MHD_Result first_call(struct server *s, struct MHD_Connection *c,
 			     "text/plain", false);
 	}
 	if (!header_is(c, MHD_HTTP_HEADER_CONTENT_TYPE,
-		       "application/x-protobuf")) {
+		       r->upload ? "application/octet-stream" : "application/x-protobuf")) {
 		s->ctr[C_R415]++;
 		return reply_status(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, 3,
-				    "Content-Type must be application/x-protobuf");
+				    r->upload ? "Content-Type must be application/octet-stream"
+					      : "Content-Type must be application/x-protobuf");
 	}
 	ce = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 					 MHD_HTTP_HEADER_CONTENT_ENCODING);
@@ -403,6 +473,38 @@ drop:
 	r->cap = r->len = 0;
 }
 
+/* A host-symbol upload, whole and un-gzip'd: into the store.  Frees plain. */
+static enum MHD_Result finish_upload(struct server *s, struct MHD_Connection *c,
+				     const uint8_t *body, size_t len, uint8_t *plain)
+{
+	struct sp_store *st = atomic_load(&s->store);
+	char why[160] = "";
+	int err;
+
+	if (!st) {
+		free(plain);
+		s->ctr[C_R503_QUEUE]++;
+		return reply_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, 14, "store not open yet");
+	}
+	err = sp_store__put(st, body, len, why, sizeof(why));
+	free(plain);
+	if (err >= 0) {
+		s->ctr[C_ACCEPTED]++;
+		return reply(c, MHD_HTTP_OK, "", 0, "application/octet-stream", false);
+	}
+	if (err == -E2BIG) {
+		s->ctr[C_R413]++;
+		return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8, why);
+	}
+	if (err == -ENOSPC)
+		return reply_status(c, MHD_HTTP_INSUFFICIENT_STORAGE, 8, why);
+	if (err == -EINVAL) {
+		s->ctr[C_R400]++;
+		return reply_status(c, MHD_HTTP_BAD_REQUEST, 3, why);
+	}
+	return reply_status(c, MHD_HTTP_INTERNAL_SERVER_ERROR, 13, why[0] ? why : strerror(-err));
+}
+
 static enum MHD_Result finish(struct server *s, struct MHD_Connection *c,
 			      struct req *r)
 {
@@ -422,8 +524,11 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c,
 				    "receiver busy");
 	}
 	if (r->gzip) {
-		err = sp_gunzip(r->buf, r->len, s->o->max_decompressed, &plain,
-				&plain_len);
+		err = sp_gunzip(r->buf, r->len,
+				r->upload ? SP_SYMSTORE_UPLOAD_HDR + SP_SYMSTORE_KEY_MAX +
+						    SP_STORE_MAX_PAYLOAD
+					  : s->o->max_decompressed,
+				&plain, &plain_len);
 		if (err == -E2BIG) {
 			s->ctr[C_R413]++;
 			return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8,
@@ -435,6 +540,9 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c,
 					    "malformed gzip body");
 		}
 	}
+	if (r->upload)
+		return finish_upload(s, c, plain ? plain : r->buf, plain ? plain_len : r->len,
+				     plain);
 	err = sp_otlp__decode(plain ? plain : r->buf, plain ? plain_len : r->len,
 			      &p);
 	free(plain);
@@ -551,8 +659,11 @@ static void *worker(void *arg)
 		uint8_t *enc = NULL, *gz = NULL;
 		size_t enc_len = 0, gz_len = 0;
 
-		if (sp_symbolize__profile_ks(s->o->resolver, s->o->ksyms, p,
-					     &st) == 0) {
+		struct sp_symbolize_sources src = {
+			.resolver = s->o->resolver, .ksyms = s->o->ksyms, .jit = s->o->jit,
+		};
+
+		if (sp_symbolize__run(&src, p, &st) == 0) {
 			s->ctr[C_SYMBOLIZED]++;
 			s->ctr[C_FRAMES_RESOLVED] += st.resolved;
 			s->ctr[C_FRAMES_UNRESOLVED] += st.unresolved;
@@ -563,6 +674,9 @@ static void *worker(void *arg)
 				st.unresolved_kernel_no_snapshot;
 			s->ctr[C_KERNEL_MISMATCH] += st.unresolved_kernel_mismatch;
 			s->ctr[C_KERNEL_NOT_FOUND] += st.unresolved_kernel_not_found;
+			s->ctr[C_JIT_RESOLVED] += st.resolved_jit;
+			s->ctr[C_JIT_NO_SNAPSHOT] += st.unresolved_jit_no_snapshot;
+			s->ctr[C_JIT_NOT_FOUND] += st.unresolved_jit_not_found;
 		}
 		if (sp_otlp__encode(p, &enc, &enc_len) ||
 		    ((s->o->output_dir || fw_gzip) &&
@@ -731,6 +845,21 @@ int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 		err = -EPERM;
 		goto out;
 	}
+	if (o.store_dir) {
+		struct sp_store_opts sto = {
+			.dir = o.store_dir, .max_bytes = o.store_max_bytes, .ksyms = o.ksyms,
+			.resolver = o.resolver, .jit = o.jit,
+		};
+		struct sp_store *st = NULL;
+		char serr[300] = "";
+
+		err = sp_store__open(&sto, &st, serr, sizeof(serr));
+		if (err) {
+			fprintf(stderr, "spanprof-symbolizer: serve: --store-dir: %s\n", serr);
+			goto out;
+		}
+		atomic_store(&s->store, st);
+	}
 	err = make_senders(s);
 	if (err)
 		goto out;
@@ -774,6 +903,7 @@ out:
 				ctr_names[i], (uint64_t)s->ctr[i]);
 	for (uint32_t i = 0; s->workers && i < o.workers; i++)
 		sp_sender__free(s->workers[i].fw);
+	sp_store__free(atomic_load(&s->store));
 	free(s->workers);
 	free(s->ring);
 	pthread_cond_destroy(&s->cond);

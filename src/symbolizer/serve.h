@@ -3,6 +3,14 @@
  * serve.h - the OTLP/HTTP profiles receiver of spanprof-symbolizer.
  *
  * Contract:
+ *   - POST /spanprof/v1/symbols (base/symstore.h: one host-symbol blob,
+ *     application/octet-stream, identity or gzip) with store_dir set:
+ *     checked and stored by store.h in the HTTP thread; 200 stored or
+ *     already there, 400 malformed or not what its key says, 413 too
+ *     large, 507 store full (not retried by OTLP senders: the agent
+ *     counts it), 503 while the store is not open yet, 404 without
+ *     store_dir.  The store is opened after after_bind, as the user serve
+ *     runs as.
  *   - POST /v1development/profiles with Content-Type
  *     application/x-protobuf (an ExportProfilesServiceRequest), identity or
  *     gzip Content-Encoding.  The body is decoded in the HTTP thread pool
@@ -46,6 +54,7 @@
 #include <stdint.h>
 
 #include "export/exporter.h"
+#include "jit_syms.h"
 #include "kallsyms.h"
 #include "resolve.h"
 
@@ -57,6 +66,10 @@ struct sp_serve_opts {
 	const char *output_dir;		/* NULL: no files */
 	struct sp_resolver *resolver;	/* required, shared, not owned */
 	struct sp_ksyms_set *ksyms;	/* kernel snapshots; NULL none; not owned */
+	struct sp_jit_syms *jit;	/* JIT perf-map pieces; NULL none; not owned */
+	/* host-symbol uploads (store.h) are written here; NULL: refused (404) */
+	const char *store_dir;
+	uint64_t store_max_bytes;	/* default 1 GiB */
 	uint32_t queue_len;		/* default 16 */
 	uint32_t workers;		/* default 1 */
 	uint32_t http_threads;		/* default 2 */

@@ -29,13 +29,16 @@
 enum {
 	OPT_LISTEN = SP_OPT_CMD, OPT_FORWARD, OPT_OUTPUT_DIR, OPT_QUEUE, OPT_WORKERS,
 	OPT_MAX_BODY, OPT_FWD_HEADERS, OPT_FWD_COMPRESSION, OPT_FWD_TIMEOUT, OPT_FWD_CA,
-	OPT_FWD_CERT, OPT_FWD_KEY, OPT_FWD_ATTEMPTS, OPT_SHUTDOWN,
+	OPT_FWD_CERT, OPT_FWD_KEY, OPT_FWD_ATTEMPTS, OPT_SHUTDOWN, OPT_STORE_DIR,
+	OPT_STORE_MAX,
 };
 
 struct serve_opts {
 	struct sp_common_opts c;
 	const char *listen;
 	const char *output_dir;
+	const char *store_dir;
+	uint64_t store_max;
 	uint32_t queue, workers, max_body;
 	double shutdown_s;
 	int compression;		/* -1 unset, 0 none, 1 gzip */
@@ -63,6 +66,10 @@ static const struct sp_cli_opt serve_options[] = {
 	  "https: client key (mTLS)" },
 	{ "forward-attempts", required_argument, OPT_FWD_ATTEMPTS, "N",
 	  "attempts per profile on 429/502/503/504 or no answer (default 5)" },
+	{ "store-dir", required_argument, OPT_STORE_DIR, "DIR",
+	  "accept host-symbol uploads (kernel snapshots, vDSO, JIT maps) into DIR" },
+	{ "store-max-bytes", required_argument, OPT_STORE_MAX, "B",
+	  "the store's disk budget; oldest JIT maps go first (default 1 GiB)" },
 	{ "queue", required_argument, OPT_QUEUE, "N",
 	  "decoded profiles waiting for a worker (default 16)" },
 	{ "workers", required_argument, OPT_WORKERS, "N",
@@ -153,6 +160,18 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 		case OPT_OUTPUT_DIR:
 			o->output_dir = optarg;
 			break;
+		case OPT_STORE_DIR:
+			if (o->store_dir || o->c.n_stores == SP_CLI_MAX_DIRS)
+				return sp_cli__bad(&p, "--store-dir is given once");
+			o->store_dir = optarg;
+			o->c.stores[o->c.n_stores++] = optarg;	/* read there too */
+			break;
+		case OPT_STORE_MAX:
+			o->store_max = strtoull(optarg, &end, 10);
+			if (end == optarg || *end || o->store_max < (1u << 20))
+				return sp_cli__bad(&p, "--store-max-bytes %s: want bytes, at least "
+						   "1048576", optarg);
+			break;
 		case OPT_QUEUE:
 			r = sp_cli__u32(&p, "--queue", optarg, 1, 1u << 20, &o->queue);
 			if (r)
@@ -221,6 +240,8 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 		.listen = o.listen ? o.listen : "127.0.0.1:4318",
 		.forward = o.fwd.profiles_url ? &o.fwd : NULL,
 		.output_dir = o.output_dir,
+		.store_dir = o.store_dir,
+		.store_max_bytes = o.store_max,
 		.queue_len = o.queue,
 		.workers = o.workers,
 		.max_body = o.max_body,
@@ -239,6 +260,7 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 		goto out;
 	so.resolver = x.res;
 	so.ksyms = x.ks;
+	so.jit = x.jit;
 	err = sp_serve__run(&so, &stop_flag);
 	if (!o.c.quiet)
 		sp_sym_ctx__print_stats(&x, NULL);
@@ -252,8 +274,9 @@ const struct sp_cmd sp_cmd_serve = {
 	.operands = "",
 	.summary = "OTLP/HTTP receiver: symbolize, then write files and/or forward",
 	.about = "  POST /v1development/profiles (application/x-protobuf, identity or\n"
-		 "  gzip); GET /metrics.  Forwarding follows OTLP/HTTP's retry rules;\n"
-		 "  unset --forward-* values come from OTEL_EXPORTER_OTLP_* variables.\n",
+		 "  gzip); with --store-dir, POST /spanprof/v1/symbols (host symbols an\n"
+		 "  agent ships); GET /metrics.  Forwarding follows OTLP/HTTP's retry\n"
+		 "  rules; unset --forward-* values come from OTEL_EXPORTER_OTLP_*.\n",
 	.opts = serve_options,
 	.groups = SP_OPTG_DEBUGINFO | SP_OPTG_CACHE | SP_OPTG_KALLSYMS | SP_OPTG_PRIVS,
 	.run = run,
