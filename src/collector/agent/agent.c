@@ -74,7 +74,10 @@
 
 #include <bpf/libbpf.h>
 
+#include "base/symstore.h"
 #include "collector/agent/agent.h"
+#include "collector/agent/metrics_syms.h"
+#include "collector/host/hostsyms.h"
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/bpf_sampler.h"
 #include "collector/pipeline/caps.h"
@@ -84,6 +87,7 @@
 #include "collector/procs/container_id.h"
 #include "collector/tracectx/ctx_discovery.h"
 #include "export/exporter.h"
+#include "export/uploader.h"
 #include "collector/agent/memguard.h"
 #include "collector/agent/metrics.h"
 #include "collector/agent/privs.h"
@@ -96,6 +100,8 @@
 #define DEFAULT_HZ 19
 /* snapshot + encoding transient, in multiples of an aggregator's bytes */
 #define SNAPSHOT_FACTOR 3
+/* how long an interval's profile waits for its host symbols to be sent */
+#define SYMBOLS_FLUSH_MS 2000
 
 struct agent_opts {
 	uint32_t hz;
@@ -121,6 +127,9 @@ struct agent_opts {
 	size_t agg_budget;
 	uint32_t agg_entries;
 	double mem_high, mem_low;
+	bool no_jit;			/* do not read JIT perf maps */
+	bool no_symbol_upload;		/* do not ship host symbols to the endpoint */
+	size_t symbols_queue_bytes;
 	bool quiet;
 };
 
@@ -153,6 +162,10 @@ struct agent {
 	struct sp_ctx_discovery *disc;
 	struct sp_container_ids *cids;
 	struct sp_exporter *exp;
+	struct sp_export_config xcfg;	/* what the exporter was built from */
+	struct sp_hostsyms *hs;		/* kernel layout, vDSO, JIT perf maps */
+	struct sp_uploader *up;		/* host symbols to the endpoint, or NULL */
+	char syms_dir[4096];		/* --output-dir DIR: DIR/syms */
 	struct sp_metrics_server *metrics;
 	struct sp_agg_config acfg;
 	size_t agg_fixed;		/* bytes_used of an empty aggregator */
@@ -229,6 +242,10 @@ static void usage(FILE *f)
 "      --mem-high PCT        memory guard: stop ingesting at PCT%% of the cgroup\n"
 "                            limit (default 75)\n"
 "      --mem-low PCT         resume below PCT%% (default 60)\n"
+"      --no-jit              do not copy JIT perf maps (/tmp/perf-PID.map)\n"
+"      --no-symbol-upload    do not POST host symbols (kernel snapshot, vDSO,\n"
+"                            JIT maps) to {endpoint}/spanprof/v1/symbols\n"
+"      --symbols-queue-bytes B  host symbols waiting for upload (default 32 MiB)\n"
 "  -q, --quiet               fewer log lines\n");
 }
 
@@ -252,7 +269,7 @@ enum {
 	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
 	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_NO_KERNEL, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
 	OPT_OFF_CPU_RATE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET, OPT_AGG_ENTRIES, OPT_MEM_HIGH,
-	OPT_MEM_LOW,
+	OPT_MEM_LOW, OPT_NO_JIT, OPT_NO_SYMBOL_UPLOAD, OPT_SYMBOLS_QUEUE,
 };
 
 #define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
@@ -286,6 +303,9 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "agg-entries", required_argument, NULL, OPT_AGG_ENTRIES },
 		{ "mem-high", required_argument, NULL, OPT_MEM_HIGH },
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
+		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
+		{ "no-symbol-upload", no_argument, NULL, OPT_NO_SYMBOL_UPLOAD },
+		{ "symbols-queue-bytes", required_argument, NULL, OPT_SYMBOLS_QUEUE },
 		{ 0 },
 	};
 	uint64_t v;
@@ -421,6 +441,18 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 				BAD("--mem-low %s: expected a percentage, 1..100\n", optarg);
 			o->mem_low = d / 100;
 			break;
+		case OPT_NO_JIT:
+			o->no_jit = true;
+			break;
+		case OPT_NO_SYMBOL_UPLOAD:
+			o->no_symbol_upload = true;
+			break;
+		case OPT_SYMBOLS_QUEUE:
+			if (sp_cli__parse_u64(optarg, 1ull << 34, &v) || v < (1u << 20))
+				BAD("--symbols-queue-bytes %s: expected bytes, at least 1048576\n",
+				    optarg);
+			o->symbols_queue_bytes = v;
+			break;
 		default:
 			BAD("unknown option or missing value: %s; see spanprof agent --help\n",
 			    argv[optind - 1]);
@@ -450,6 +482,30 @@ static void on_release(uint32_t pid, void *ctx)
 	struct agent *a = ctx;
 
 	sp_ctx_discovery__forget(a->disc, pid);
+	sp_jit_maps__forget(sp_hostsyms__jit(a->hs), pid);
+}
+
+/* hostsyms' sink: host symbols to the uploader (the reader thread's JIT
+ * pieces and the worker's kernel snapshot and vDSO). */
+static int upload_sink(void *ctx, int kind, const uint8_t *key, size_t key_len,
+		       const uint8_t *data, size_t len)
+{
+	struct agent *a = ctx;
+	int r;
+
+	if (!a->up)
+		return 0;	/* no endpoint to ship to: the store (if any) has it */
+	r = sp_uploader__submit(a->up, kind, key, key_len, data, len);
+	return r > 0 ? 0 : r;	/* already delivered or queued: taken */
+}
+
+static void upload_lost(void *ctx, int kind, const uint8_t *key, size_t key_len)
+{
+	struct agent *a = ctx;
+
+	(void)key;
+	(void)key_len;
+	sp_hostsyms__lost(a->hs, kind);
 }
 
 /* Ring callback: the consumer's, except while the memory guard is engaged,
@@ -672,7 +728,9 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 		return true;
 	}
 	t0 = sp_clock__mono_ns();
+	sp_hostsyms__snapshot_opts(a->hs, &so);
 	pthread_mutex_lock(&a->procs_lock);
+	sp_kernel_layout__refresh(sp_hostsyms__kernel(a->hs), t0 / 1000000000ull);
 	err = sp_snapshot__build(g, a->procs, &so, &prof);
 	pthread_mutex_unlock(&a->procs_lock);
 	if (err) {
@@ -686,6 +744,11 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 	}
 	for (uint32_t i = 0; i < prof->n_samples; i++)
 		n += prof->samples[i].count;
+	/* the symbols a symbolizer needs for this profile go first */
+	sp_hostsyms__ship_kernel(a->hs);
+	if (sp_hostsyms__profile_uses_vdso(prof))
+		sp_hostsyms__ship_vdso(a->hs);
+	sp_uploader__flush(a->up, SYMBOLS_FLUSH_MS);
 	err = prof->n_samples ? sp_exporter__submit(a->exp, prof) : 0;
 	pthread_mutex_lock(&a->stats_lock);
 	a->ws.snapshot_ns_sum += sp_clock__mono_ns() - t0;
@@ -998,6 +1061,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 		(double)(a->o.queue_bytes ? a->o.queue_bytes : 16u << 20));
 	m_gauge(b, "spanprof_export_queue_batches", "Batches waiting in the export queue",
 		(double)x.queue_batches);
+	sp_agent_metrics__syms(b, a->hs, a->up);
 	m_gauge(b, "spanprof_export_inflight_bytes", "Bytes of the batch being sent",
 		(double)x.inflight_bytes);
 	sp_metrics__family(b, "spanprof_export_files_total", SP_METRIC_COUNTER,
@@ -1095,7 +1159,12 @@ static int build_exporter(struct agent *a, char *err, size_t err_len)
 			 "OTEL_EXPORTER_OTLP_ENDPOINT) and/or --output-dir DIR");
 		return -EINVAL;
 	}
-	return sp_exporter__new(&c, &a->exp, err, err_len);
+	a->xcfg = c;
+	rc = sp_exporter__new(&c, &a->exp, err, err_len);
+	if (rc || a->o.no_symbol_upload || (!c.endpoint && !c.profiles_url))
+		return rc;
+	return sp_uploader__new(&c, a->o.symbols_queue_bytes, upload_lost, a, &a->up, err,
+				err_len);
 }
 
 int sp_agent__main(int argc, char **argv)
@@ -1150,7 +1219,26 @@ int sp_agent__main(int argc, char **argv)
 
 	a->acfg = (struct sp_agg_config){ .byte_budget = a->o.agg_budget,
 					  .max_entries = a->o.agg_entries, .keep_timestamps = true };
-	a->procs = sp_proc_table__new(NULL);
+	{
+		/* before the privilege drop: kernel addresses need it */
+		struct sp_hostsyms_config hc = {
+			.kernel = a->o.kernel, .keep_kernel_snapshot = true, .no_jit = a->o.no_jit,
+			.sink = upload_sink, .sink_ctx = a, .log_prefix = "spanprof agent: ",
+			.jit = { .min_interval_ns = 1000000000ull },
+		};
+		struct sp_proc_table_config pc = { 0 };
+
+		if (a->o.output_dir &&
+		    (size_t)snprintf(a->syms_dir, sizeof(a->syms_dir), "%s/syms",
+				     a->o.output_dir) < sizeof(a->syms_dir))
+			hc.store_dir = a->syms_dir;
+		if (sp_hostsyms__new(&hc, &a->hs)) {
+			fprintf(stderr, "spanprof agent: out of memory\n");
+			goto out;
+		}
+		sp_hostsyms__proc_config(a->hs, &pc);
+		a->procs = sp_proc_table__new(&pc);
+	}
 	a->cur = sp_agg__new(&a->acfg);
 	a->spare = sp_agg__new(&a->acfg);
 	a->cids = sp_container_ids__new(0, NULL);
@@ -1177,6 +1265,7 @@ int sp_agent__main(int argc, char **argv)
 		goto out;
 	}
 	sp_consumer__init(&a->cons, a->procs, a->cur);
+	sp_hostsyms__consumer(a->hs, &a->cons);
 	a->cons.on_proc = on_proc;
 	a->cons.on_proc_ctx = a;
 	a->rb = ring_buffer__new(sp_sampler__ring_fd(a->sampler), on_event, a, NULL);
@@ -1312,6 +1401,11 @@ out:
 					     w.samples_memguard),
 			(unsigned long long)x.samples_dropped);
 	}
+	/* the reader stops before the uploader it feeds, the uploader (whose
+	 * losses go back to hostsyms) before hostsyms */
+	sp_hostsyms__stop_jit(a->hs);
+	sp_uploader__free(a->up);
+	sp_hostsyms__free(a->hs);
 	sp_exporter__free(a->exp);
 	ring_buffer__free(a->rb);
 	sp_sampler__destroy(a->sampler);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,9 @@ struct sp_hostsyms {
 	struct sp_vdso vdso;
 	bool have_vdso;
 	struct sp_jit_maps *jit;
-	bool kernel_done, vdso_done;
+	uint8_t *kernel_gz;		/* keep_kernel_snapshot */
+	size_t kernel_gz_len;
+	atomic_bool kernel_done, vdso_done;
 	pthread_mutex_t lock;		/* st, and the store's mkdir */
 	struct sp_hostsyms_stats st;
 };
@@ -104,6 +107,15 @@ int sp_hostsyms__new(const struct sp_hostsyms_config *cfg, struct sp_hostsyms **
 			fprintf(stderr, "%s%s; kernel frames keep their runtime addresses\n", pfx,
 				err);
 	}
+	if (cfg->kernel && cfg->keep_kernel_snapshot && h->kernel_id.len) {
+		const struct sp_kmod *mods;
+		size_t n_mods;
+
+		mods = sp_kernel_layout__modules(h->kl, &n_mods);
+		if (sp_kallsyms__snapshot(&h->kernel_id, mods, n_mods, &h->kernel_gz,
+					  &h->kernel_gz_len, err, sizeof(err)))
+			fprintf(stderr, "%sno kernel symbol snapshot: %s\n", pfx, err);
+	}
 	rc = sp_vdso__read(&h->vdso);
 	h->have_vdso = rc == 0;
 	if (!cfg->no_jit) {
@@ -126,6 +138,7 @@ void sp_hostsyms__free(struct sp_hostsyms *h)
 		return;
 	sp_jit_maps__free(h->jit);
 	sp_kernel_layout__free(h->kl);
+	free(h->kernel_gz);
 	sp_vdso__release(&h->vdso);
 	pthread_mutex_destroy(&h->lock);
 	free(h->store_dir);
@@ -178,21 +191,31 @@ int sp_hostsyms__ship_kernel(struct sp_hostsyms *h)
 	size_t n_mods, len = 0;
 	int rc;
 
-	if (!h || !h->cfg.kernel || h->kernel_done || !h->kernel_id.len)
+	if (!h || !h->cfg.kernel || atomic_load(&h->kernel_done) || !h->kernel_id.len)
 		return 0;
-	mods = sp_kernel_layout__modules(h->kl, &n_mods);
-	rc = sp_kallsyms__snapshot(&h->kernel_id, mods, n_mods, &gz, &len, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "%sno kernel symbol snapshot: %s\n", pfx, err);
-		h->kernel_done = true;	/* kptr_restrict does not change */
-		return rc;
+	if (h->cfg.keep_kernel_snapshot) {
+		if (!h->kernel_gz)
+			return -ENOENT;	/* said at __new */
+		gz = h->kernel_gz;
+		len = h->kernel_gz_len;
+	} else {
+		mods = sp_kernel_layout__modules(h->kl, &n_mods);
+		rc = sp_kallsyms__snapshot(&h->kernel_id, mods, n_mods, &gz, &len, err,
+					   sizeof(err));
+		if (rc) {
+			fprintf(stderr, "%sno kernel symbol snapshot: %s\n", pfx, err);
+			atomic_store(&h->kernel_done, true);	/* kptr_restrict stays */
+			return rc;
+		}
 	}
+	atomic_store(&h->kernel_done, true);	/* before: a quick loss clears it */
 	rc = put(h, SP_SYMSTORE_KALLSYMS, h->kernel_id.id, h->kernel_id.len, gz, len);
-	free(gz);
-	if (!rc) {
-		h->kernel_done = true;
+	if (gz != h->kernel_gz)
+		free(gz);
+	if (rc)
+		atomic_store(&h->kernel_done, false);
+	else
 		h->st.kernel_shipped++;
-	}
 	return rc;
 }
 
@@ -200,14 +223,15 @@ int sp_hostsyms__ship_vdso(struct sp_hostsyms *h)
 {
 	int rc;
 
-	if (!h || !h->have_vdso || h->vdso_done)
+	if (!h || !h->have_vdso || atomic_load(&h->vdso_done))
 		return 0;
+	atomic_store(&h->vdso_done, true);
 	rc = put(h, SP_SYMSTORE_ELF, h->vdso.build_id.id, h->vdso.build_id.len, h->vdso.image,
 		 h->vdso.len);
-	if (!rc) {
-		h->vdso_done = true;
+	if (rc)
+		atomic_store(&h->vdso_done, false);
+	else
 		h->st.vdso_shipped++;
-	}
 	return rc;
 }
 
@@ -217,6 +241,26 @@ bool sp_hostsyms__profile_uses_vdso(const struct sp_profile *p)
 		if (!strcmp(sp_profile__str(p, p->mappings[i].filename), "[vdso]"))
 			return true;
 	return false;
+}
+
+void sp_hostsyms__lost(struct sp_hostsyms *h, int kind)
+{
+	if (!h)
+		return;
+	if (kind == SP_SYMSTORE_KALLSYMS)
+		atomic_store(&h->kernel_done, false);
+	else if (kind == SP_SYMSTORE_ELF)
+		atomic_store(&h->vdso_done, false);
+	else if (kind == SP_SYMSTORE_JIT)
+		sp_jit_maps__restart_all(h->jit);
+}
+
+void sp_hostsyms__stop_jit(struct sp_hostsyms *h)
+{
+	if (!h)
+		return;
+	sp_jit_maps__free(h->jit);
+	h->jit = NULL;
 }
 
 void sp_hostsyms__stats(struct sp_hostsyms *h, struct sp_hostsyms_stats *st)

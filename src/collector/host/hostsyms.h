@@ -16,10 +16,16 @@
  *   process table (vDSO build id), the snapshot (layout, JIT heads) and
  *   the consumer (JIT notes).
  * __ship_kernel: the kernel snapshot (with the module lines) to the sink
- *   and/or the store, once per kernel build id per process run.
+ *   and/or the store, once per kernel build id per process run (again
+ *   after __lost says an upload of it failed).  With keep_kernel_snapshot
+ *   it is the one captured at __new (about 1 MB kept).
  * __ship_vdso: the vDSO image likewise (once).
  * __profile_uses_vdso: true when p has a "[vdso]" mapping (record writes
  *   the image only then).
+ * __lost: a blob handed to the sink did not arrive after all (the
+ *   uploader's on_lost): the kernel snapshot or vDSO is shipped again next
+ *   time, JIT chains start over (jit_maps.h).
+ * __stop_jit: stops the perf-map reader (before the sink goes away).
  *
  * Memory: the layout (a few KB per module), the vDSO copy (8 KB), the JIT
  * table (jit_maps.h); snapshots are built when shipped and freed.
@@ -48,6 +54,9 @@ typedef int (*sp_hostsyms_sink_fn)(void *ctx, int kind, const uint8_t *key, size
 
 struct sp_hostsyms_config {
 	bool kernel;			/* kernel frames are sampled */
+	bool keep_kernel_snapshot;	/* capture the snapshot at __new and keep
+					 * it (the agent: it drops the privilege
+					 * to read kernel addresses after start) */
 	bool no_jit;			/* do not read perf maps */
 	const char *store_dir;		/* NULL: none; made (0755) on first write */
 	sp_hostsyms_sink_fn sink;	/* NULL: none */
@@ -81,6 +90,8 @@ int sp_hostsyms__ship_kernel(struct sp_hostsyms *h);
 int sp_hostsyms__ship_vdso(struct sp_hostsyms *h);
 bool sp_hostsyms__profile_uses_vdso(const struct sp_profile *p);
 
+void sp_hostsyms__lost(struct sp_hostsyms *h, int kind);
+void sp_hostsyms__stop_jit(struct sp_hostsyms *h);
 void sp_hostsyms__stats(struct sp_hostsyms *h, struct sp_hostsyms_stats *st);
 
 #endif /* SPANPROF_COLLECTOR_HOSTSYMS_H */

@@ -328,6 +328,14 @@ static int read_modules(struct sp_kernel_layout *kl, bool *changed)
 		module_build_id(kl, name, &m->build_id);
 		kl->st.modules_no_build_id += !m->build_id.len;
 	}
+	if (kl->modules_text && kl->st.modules_hidden) {
+		/* addresses read as 0 now (privileges dropped since the first
+		 * read): the table we have is better than this one */
+		free(mods);
+		free(buf);
+		kl->st.modules = kl->n_mods;
+		return 0;
+	}
 	if (n > 1)
 		qsort(mods, n, sizeof(*mods), mod_cmp);
 	free(kl->mods);

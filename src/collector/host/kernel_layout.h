@@ -36,7 +36,10 @@
  * core address); SYS/module/NAME/sections/.text and the sections after it
  * (.text ends at the next section above it, or the module's core end);
  * SYS/module/NAME/notes/.note.gnu.build-id.  Reading sections needs root
- * (the addresses read as 0 otherwise; such a module is left out, counted).
+ * (the addresses read as 0 otherwise; such a module is left out, counted;
+ * a refresh that finds them hidden keeps the table it has: the agent reads
+ * the list before it drops its privileges, so a module loaded after that
+ * is not identified and its frames go to [kernel.boot]).
  *
  * Failure: __new fails (-EPERM, with a message naming kptr_restrict) when
  * kernel addresses read as 0, -ENOENT without _text; without modules

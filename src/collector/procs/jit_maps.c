@@ -622,6 +622,17 @@ void sp_jit_maps__forget(struct sp_jit_maps *j, uint32_t pid)
 	pthread_mutex_unlock(&j->lock);
 }
 
+void sp_jit_maps__restart_all(struct sp_jit_maps *j)
+{
+	if (!j)
+		return;
+	pthread_mutex_lock(&j->lock);
+	for (uint32_t i = 0; i < j->cfg.max_procs; i++)
+		if (j->procs[i].used && j->procs[i].has_head)
+			j->procs[i].broken = true;
+	pthread_mutex_unlock(&j->lock);
+}
+
 void sp_jit_maps__run_pending(struct sp_jit_maps *j, uint64_t now_ns)
 {
 	(void)now_ns;

@@ -102,6 +102,10 @@ void sp_jit_maps__note(struct sp_jit_maps *j, uint32_t pid, uint64_t now_ns);
 /* The head of pid's chain: 0 and *source, *id; -ENOENT none. */
 int sp_jit_maps__head(struct sp_jit_maps *j, uint32_t pid, uint8_t *source, struct sp_jit_id *id);
 void sp_jit_maps__forget(struct sp_jit_maps *j, uint32_t pid);
+/* A piece already handed to the sink was lost after all (an upload that
+ * failed): every chain is shipped again from its start at its next check
+ * (the head a profile names then leads to pieces that exist). */
+void sp_jit_maps__restart_all(struct sp_jit_maps *j);
 /* Waits until the queue is empty and the reader idle, at most timeout_ms;
  * 0 or -ETIMEDOUT.  With no_thread, runs the queue itself. */
 int sp_jit_maps__drain(struct sp_jit_maps *j, uint32_t timeout_ms);
