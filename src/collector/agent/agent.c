@@ -128,7 +128,7 @@ struct agent_opts {
 	uint32_t agg_entries;
 	double mem_high, mem_low;
 	bool no_jit;			/* do not read JIT perf maps */
-	bool no_symbol_upload;		/* do not ship host symbols to the endpoint */
+	bool upload_symbols;		/* ship host symbols to the endpoint (serve) */
 	size_t symbols_queue_bytes;
 	bool quiet;
 };
@@ -243,8 +243,10 @@ static void usage(FILE *f)
 "                            limit (default 75)\n"
 "      --mem-low PCT         resume below PCT%% (default 60)\n"
 "      --no-jit              do not copy JIT perf maps (/tmp/perf-PID.map)\n"
-"      --no-symbol-upload    do not POST host symbols (kernel snapshot, vDSO,\n"
-"                            JIT maps) to {endpoint}/spanprof/v1/symbols\n"
+"      --upload-symbols      also POST host symbols (kernel snapshot, vDSO, JIT\n"
+"                            maps) to {endpoint}/spanprof/v1/symbols: for an\n"
+"                            endpoint that is spanprof-symbolizer serve\n"
+"                            --store-dir\n"
 "      --symbols-queue-bytes B  host symbols waiting for upload (default 32 MiB)\n"
 "  -q, --quiet               fewer log lines\n");
 }
@@ -269,7 +271,7 @@ enum {
 	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
 	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_NO_KERNEL, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
 	OPT_OFF_CPU_RATE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET, OPT_AGG_ENTRIES, OPT_MEM_HIGH,
-	OPT_MEM_LOW, OPT_NO_JIT, OPT_NO_SYMBOL_UPLOAD, OPT_SYMBOLS_QUEUE,
+	OPT_MEM_LOW, OPT_NO_JIT, OPT_UPLOAD_SYMBOLS, OPT_SYMBOLS_QUEUE,
 };
 
 #define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
@@ -304,7 +306,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "mem-high", required_argument, NULL, OPT_MEM_HIGH },
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
 		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
-		{ "no-symbol-upload", no_argument, NULL, OPT_NO_SYMBOL_UPLOAD },
+		{ "upload-symbols", no_argument, NULL, OPT_UPLOAD_SYMBOLS },
 		{ "symbols-queue-bytes", required_argument, NULL, OPT_SYMBOLS_QUEUE },
 		{ 0 },
 	};
@@ -444,8 +446,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		case OPT_NO_JIT:
 			o->no_jit = true;
 			break;
-		case OPT_NO_SYMBOL_UPLOAD:
-			o->no_symbol_upload = true;
+		case OPT_UPLOAD_SYMBOLS:
+			o->upload_symbols = true;
 			break;
 		case OPT_SYMBOLS_QUEUE:
 			if (sp_cli__parse_u64(optarg, 1ull << 34, &v) || v < (1u << 20))
@@ -1161,8 +1163,13 @@ static int build_exporter(struct agent *a, char *err, size_t err_len)
 	}
 	a->xcfg = c;
 	rc = sp_exporter__new(&c, &a->exp, err, err_len);
-	if (rc || a->o.no_symbol_upload || (!c.endpoint && !c.profiles_url))
+	if (rc || !a->o.upload_symbols)
 		return rc;
+	if (!c.endpoint && !c.profiles_url) {
+		snprintf(err, err_len, "--upload-symbols needs --endpoint URL (spanprof-symbolizer "
+			 "serve --store-dir)");
+		return -EINVAL;
+	}
 	return sp_uploader__new(&c, a->o.symbols_queue_bytes, upload_lost, a, &a->up, err,
 				err_len);
 }
@@ -1221,8 +1228,12 @@ int sp_agent__main(int argc, char **argv)
 					  .max_entries = a->o.agg_entries, .keep_timestamps = true };
 	{
 		/* before the privilege drop: kernel addresses need it */
+		/* host symbols go somewhere only with --upload-symbols or an
+		 * output directory: else none are copied */
+		bool ship = a->o.upload_symbols || a->o.output_dir;
 		struct sp_hostsyms_config hc = {
-			.kernel = a->o.kernel, .keep_kernel_snapshot = true, .no_jit = a->o.no_jit,
+			.kernel = a->o.kernel, .keep_kernel_snapshot = ship,
+			.no_jit = a->o.no_jit || !ship,
 			.sink = upload_sink, .sink_ctx = a, .log_prefix = "spanprof agent: ",
 			.jit = { .min_interval_ns = 1000000000ull },
 		};

@@ -39,6 +39,7 @@ struct jproc {
 	uint64_t size;			/* file size at the last read */
 	uint64_t done;			/* bytes shipped */
 	bool has_head, broken, truncated;
+	bool more;			/* the last check stopped at max_read_per_check */
 	struct sp_jit_id head;
 	uint8_t first[SP_JIT_VERIFY_BYTES], last[SP_JIT_VERIFY_BYTES];
 	uint32_t first_len, last_len;
@@ -339,7 +340,7 @@ static void check(struct sp_jit_maps *j, struct work *w)
 	}
 	w->outcome = O_NONE;
 	if (c->dev == (uint64_t)st.st_dev && c->ino == (uint64_t)st.st_ino &&
-	    c->mtime_ns == mtime && c->size == (uint64_t)st.st_size && !c->broken)
+	    c->mtime_ns == mtime && c->size == (uint64_t)st.st_size && !c->broken && !c->more)
 		goto out;	/* nothing new */
 	fd = sp_pin__reopen(pfd, &st, NULL);
 	if (fd < 0) {
@@ -369,7 +370,8 @@ static void check(struct sp_jit_maps *j, struct work *w)
 			pthread_mutex_unlock(&j->lock);
 		}
 	}
-	if (limit > c->done + j->cfg.max_read_per_check)
+	c->more = limit > c->done + j->cfg.max_read_per_check;
+	if (c->more)
 		limit = c->done + j->cfg.max_read_per_check;
 	before = c->done;
 	err = ship(j, w, fd, limit);
@@ -411,6 +413,7 @@ static void apply(struct sp_jit_maps *j, const struct work *w)
 	p->has_head = w->c.has_head;
 	p->broken = w->c.broken;
 	p->truncated = w->c.truncated;
+	p->more = w->c.more;
 	p->head = w->c.head;
 	memcpy(p->first, w->c.first, sizeof(p->first));
 	memcpy(p->last, w->c.last, sizeof(p->last));
