@@ -14,6 +14,7 @@ pkgs=(
   libcmocka-dev libclang-rt-14-dev
   golang-go binutils iproute2 procps util-linux strace python3
   chromium
+  prometheus  # for promtool: the tests lint /metrics with `promtool check metrics`
 )
 if [ "${1:-}" = "--with-bench" ]; then
   pkgs+=(bpftrace libbpf-tools linux-perf valgrind)
