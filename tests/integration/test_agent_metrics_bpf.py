@@ -14,7 +14,7 @@ counts but the agent used to hide show there when provoked for real.
 2. The scrape passes `promtool check metrics` (Debian's prometheus
    package) and agent_util's strict parser.
 3. Provoked: a process whose frame pointer points at unmapped memory
-   (every user stack read faults: stack_errors{stack="user"}); 64 threads
+   (bad_fp.c: every user stack read faults, stack_errors{stack="user"}); 64 threads
    sleeping 1 ms in a loop with --off-cpu-sample 1 and
    --off-cpu-max-pending 4 (off-CPU capture state full:
    switch_outcomes{outcome="state_full"}).  Before, neither was on
@@ -32,6 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import check, fail, require_root, tmpdir  # noqa: E402
 import agent_util as au  # noqa: E402
+from fault_util import SLEEPERS, compile_c  # noqa: E402
 
 require_root()
 d = tmpdir()
@@ -47,27 +48,9 @@ body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
 counters = re.findall(r"\b(SP_CNT_[A-Z0-9_]+)\b", body)
 check(len(counters) >= 32, "abi.h defines %d BPF counters" % len(counters))
 
-# A spinner whose frame pointer is an unmapped, aligned address: the BPF
+# bad_fp.c: its frame pointer is an unmapped, aligned address, so the BPF
 # frame-pointer walk faults on its first read, every sample.
-spin_c = os.path.join(d, "badfp.c")
-spin = os.path.join(d, "badfp")
-with open(spin_c, "w") as f:
-    f.write("int main(void)\n{\n\t__asm__ volatile(\"mov $0x1000, %%rbp\\n1:\\tjmp 1b\" "
-            "::: \"rbp\", \"memory\");\n\treturn 0;\n}\n")
-p = subprocess.run(["cc", "-O1", "-fomit-frame-pointer", "-o", spin, spin_c],
-                   capture_output=True, text=True)
-if p.returncode:
-    fail("cc badfp.c: %s" % p.stderr)
-sleepers = r"""
-import threading, time
-end = time.monotonic() + 2.0
-def sleeper():
-    while time.monotonic() < end:
-        time.sleep(0.001)
-ts = [threading.Thread(target=sleeper) for _ in range(64)]
-for t in ts: t.start()
-for t in ts: t.join()
-"""
+spin = compile_c("bad_fp.c", os.path.join(d, "bad_fp"), extra=["-fomit-frame-pointer"])
 
 
 def scrape(agent):
@@ -83,7 +66,7 @@ agent = au.Agent(["-F", "97", "--interval", "2", "--output-dir", os.path.join(d,
 try:
     _, m0 = scrape(agent)
     bad = subprocess.Popen([spin])
-    subprocess.run([sys.executable, "-c", sleepers], timeout=30, check=True)
+    subprocess.run([sys.executable, "-c", SLEEPERS], timeout=30, check=True)
     bad.kill()
     bad.wait()
     time.sleep(0.3)

@@ -4,12 +4,14 @@
  * (collector/pipeline/sampling_opts.h) through getopt_long, as the
  * commands use them.
  *
- * A command's own options come first in the merged table and still parse;
+ * A command's own options come first in the merged table and come back
+ * from sp_optparse__next, the shared ones never do;
  * every shared option sets its field; bad values are refused with the
  * exact one-line texts the commands print; --off-cpu-rate returns to
  * adaptive sampling; --off-cpu-* without --off-cpu is refused; the entry
  * cap follows the budget when not given; --help lists every shared option
- * with the caller's defaults; a table too small is -ENOSPC.
+ * with the caller's defaults and fits 80 columns; tables too large are
+ * -ENOSPC.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,9 +42,9 @@ static const struct option own[] = {
 static int parse(const char *const *args, struct sp_sampling_opts *o, char *msg, size_t len,
 		 int *own_seen)
 {
-	struct option longopts[64];
+	struct sp_optparse op;
 	char *argv[32];
-	int argc = 0, c, rc;
+	int argc = 0, c;
 
 	while (args[argc]) {
 		argv[argc] = (char *)args[argc];
@@ -51,16 +53,10 @@ static int parse(const char *const *args, struct sp_sampling_opts *o, char *msg,
 	argv[argc] = NULL;
 	*o = defaults;
 	*own_seen = 0;
-	assert_true(sp_sampling_opts__longopts(own, longopts, 64) > 2);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+" SP_SAMPLING_SHORTOPTS "o:", longopts, NULL)) !=
-	       -1) {
-		rc = sp_sampling_opts__parse(o, c, optarg, msg, len);
-		if (rc < 0)
-			return rc;
-		if (rc == 0)
-			continue;
+	assert_int_equal(sp_optparse__init(&op, "o:", own), 0);
+	while ((c = sp_optparse__next(&op, argc, argv, o, msg, len)) != -1) {
+		if (c == SP_OPT_REFUSED)
+			return -EINVAL;
 		if (c == 'o' || c == 300)
 			(*own_seen)++;
 		else
@@ -175,26 +171,31 @@ static void test_error_texts(void **state)
 
 static void test_usage_and_table(void **state)
 {
-	struct option small[4], big[64];
+	struct option many[70];
+	struct sp_optparse op;
 	char *text = NULL;
-	size_t len = 0;
+	size_t len = 0, n = 0;
 	FILE *f;
-	int n;
 
 	(void)state;
-	assert_int_equal(sp_sampling_opts__longopts(own, small, 4), -ENOSPC);
-	n = sp_sampling_opts__longopts(own, big, 64);
-	assert_true(n > 2);
-	assert_string_equal(big[0].name, "output");	/* the command's own first */
-	assert_null(big[n].name);			/* terminated */
+	for (int i = 0; i < 60; i++)
+		many[i] = (struct option){ "x", no_argument, NULL, 'x' };
+	many[60] = (struct option){ 0 };
+	assert_int_equal(sp_optparse__init(&op, "", many), -ENOSPC);
+	assert_int_equal(sp_optparse__init(&op, "o:", own), 0);
+	assert_string_equal(op.shortopts, "+F:o:");
+	assert_string_equal(op.longopts[0].name, "output");	/* the command's own first */
+	while (op.longopts[n].name)
+		n++;
+	assert_true(n > 2 && n < 64);
 	f = open_memstream(&text, &len);
 	assert_non_null(f);
 	sp_sampling_opts__usage(f, &defaults);
 	fclose(f);
-	for (int i = 2; i < n; i++) {
+	for (size_t i = 2; i < n; i++) {
 		char name[64];
 
-		snprintf(name, sizeof(name), "--%s", big[i].name);
+		snprintf(name, sizeof(name), "--%s", op.longopts[i].name);
 		if (!strstr(text, name))
 			fail_msg("%s not in the help:\n%s", name, text);
 	}

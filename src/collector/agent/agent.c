@@ -266,29 +266,23 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
 		{ 0 },
 	};
-	struct option longopts[64];
+	struct sp_optparse op;
 	uint64_t v;
 	char msg[256];
 	double d;
-	int c, rc;
+	int c;
 
 	*o = (struct agent_opts){
 		.s = agent_defaults, .interval_s = 10, .jitter = 0.1, .shutdown_timeout_s = 5,
 		.metrics_addr = "127.0.0.1:9464", .compression = -1, .drop_policy = -1,
 		.mem_high = 0.75, .mem_low = 0.60,
 	};
-	if (sp_sampling_opts__longopts(own, longopts, 64) < 0)
+	if (sp_optparse__init(&op, "qh", own))
 		BAD("internal error: option table too small\n");
-	optind = 1;
-	opterr = 0;	/* one message of our own, naming the option */
-	while ((c = getopt_long(argc, argv, "+" SP_SAMPLING_SHORTOPTS "qh", longopts,
-				NULL)) != -1) {
-		rc = sp_sampling_opts__parse(&o->s, c, optarg, msg, sizeof(msg));
-		if (rc < 0)
-			BAD("%s\n", msg);
-		if (rc == 0)
-			continue;
+	while ((c = sp_optparse__next(&op, argc, argv, &o->s, msg, sizeof(msg))) != -1) {
 		switch (c) {
+		case SP_OPT_REFUSED:
+			BAD("%s\n", msg);
 		case 'q':
 			o->quiet = true;
 			break;

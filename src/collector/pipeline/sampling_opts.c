@@ -91,32 +91,66 @@ static const struct opt_def defs[] = {
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
+/* getopt_long values of the shared long options: base + table index,
+ * above any command's own (which are below 256 or just above). */
+#define OPT_BASE 0x1000
 
 _Static_assert(SP_TLS_DESCS_MAX == 16384, "ctx-max-procs help names the maximum");
 
-int sp_sampling_opts__longopts(const struct option *own, struct option *out, size_t cap)
+int sp_optparse__init(struct sp_optparse *p, const char *own_short, const struct option *own)
 {
-	size_t n = 0;
+	const size_t cap = sizeof(p->longopts) / sizeof(p->longopts[0]);
+	size_t n = 0, len = 1;
+	int w;
 
+	/* "+": stop at the first non-option (record's "-- COMMAND"). */
+	p->shortopts[0] = '+';
+	for (size_t i = 0; i < N_DEFS; i++)
+		if (defs[i].short_name) {
+			p->shortopts[len++] = defs[i].short_name;
+			if (defs[i].arg)
+				p->shortopts[len++] = ':';
+		}
+	w = snprintf(p->shortopts + len, sizeof(p->shortopts) - len, "%s",
+		     own_short ? own_short : "");
+	if (w < 0 || (size_t)w >= sizeof(p->shortopts) - len)
+		return -ENOSPC;
 	for (; own && own[n].name; n++) {
 		if (n >= cap)
 			return -ENOSPC;
-		out[n] = own[n];
+		p->longopts[n] = own[n];
 	}
 	if (n + N_DEFS + 1 > cap)
 		return -ENOSPC;
 	for (size_t i = 0; i < N_DEFS; i++)
-		out[n++] = (struct option){ defs[i].name,
-					    defs[i].arg ? required_argument : no_argument, NULL,
-					    SP_SAMPLING_OPT_BASE + (int)i };
-	out[n] = (struct option){ 0 };
-	return (int)n;
+		p->longopts[n++] = (struct option){ defs[i].name,
+						    defs[i].arg ? required_argument : no_argument,
+						    NULL, OPT_BASE + (int)i };
+	p->longopts[n] = (struct option){ 0 };
+	optind = 1;
+	opterr = 0;
+	return 0;
+}
+
+int sp_optparse__next(struct sp_optparse *p, int argc, char **argv, struct sp_sampling_opts *o,
+		      char *msg, size_t msg_len)
+{
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, p->shortopts, p->longopts, NULL)) != -1) {
+		rc = sp_sampling_opts__parse(o, c, optarg, msg, msg_len);
+		if (rc < 0)
+			return SP_OPT_REFUSED;
+		if (rc > 0)
+			return c;
+	}
+	return -1;
 }
 
 static const struct opt_def *def_of(int c)
 {
-	if (c >= SP_SAMPLING_OPT_BASE && c < SP_SAMPLING_OPT_BASE + (int)N_DEFS)
-		return &defs[c - SP_SAMPLING_OPT_BASE];
+	if (c >= OPT_BASE && c < OPT_BASE + (int)N_DEFS)
+		return &defs[c - OPT_BASE];
 	for (size_t i = 0; i < N_DEFS; i++)
 		if (defs[i].short_name && defs[i].short_name == c)
 			return &defs[i];

@@ -11,12 +11,13 @@
  * pipeline reads the field (pipeline.c, sampler_config).  Both commands
  * then accept it, document it in --help and refuse bad values alike.
  *
- * Use with getopt_long:
- *   n = sp_sampling_opts__longopts(own_longopts, table, cap);
- *   getopt_long(argc, argv, "+" SP_SAMPLING_SHORTOPTS "...", table, NULL)
- *   for each option: rc = sp_sampling_opts__parse(&o, c, optarg, msg, len);
- *     rc 1: not a shared option (the command's own), 0: taken,
- *     -EINVAL: refused, msg holds "--NAME VALUE: expected ..."
+ * Use (getopt_long underneath, the command's own options first):
+ *   struct sp_optparse op;
+ *   sp_optparse__init(&op, "ap:", own_longopts);
+ *   while ((c = sp_optparse__next(&op, argc, argv, &o, msg, len)) != -1)
+ *     SP_OPT_REFUSED: a shared option's value is refused, msg holds
+ *       "--NAME VALUE: expected ..."; else the command's own option
+ *       (or '?' for an unknown one): shared ones never come back
  *   after the loop: sp_sampling_opts__finish(&o, msg, len)
  * Messages carry no "spanprof CMD: " prefix; the command adds it.
  */
@@ -29,9 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SP_SAMPLING_SHORTOPTS "F:"
-/* getopt_long values of the shared long options: base + table index. */
-#define SP_SAMPLING_OPT_BASE 0x1000
+#define SP_OPT_REFUSED (-2)	/* sp_optparse__next: a bad value, see msg */
 
 struct sp_sampling_opts {
 	uint32_t hz;			/* -F, prime */
@@ -52,14 +51,26 @@ struct sp_sampling_opts {
 	bool off_cpu_tuned;		/* parser state: an --off-cpu-* option was given */
 };
 
-/* Copies own (terminated by a zero entry) followed by the shared options
- * and a zero entry into out[cap].  Returns the entries written without the
- * terminator, or -ENOSPC. */
-int sp_sampling_opts__longopts(const struct option *own, struct option *out, size_t cap);
+struct sp_optparse {
+	struct option longopts[64];	/* the command's own, then the shared ones */
+	char shortopts[64];
+};
 
-/* Takes one getopt_long result: 1 when c is not a shared option, 0 when
- * parsed into o, -EINVAL with a one-line message naming the option, the
- * value and what is expected. */
+/* Merges the command's short options and own[] (terminated by a zero
+ * entry) with the shared ones and resets getopt (optind = 1; opterr = 0:
+ * the command words its own message for an unknown option).  0, or -ENOSPC
+ * when the tables do not fit. */
+int sp_optparse__init(struct sp_optparse *p, const char *own_short, const struct option *own);
+
+/* The next option that is the command's own (getopt_long's value; '?' for
+ * an unknown option or a missing value), -1 after the last, or
+ * SP_OPT_REFUSED with msg.  Shared options are parsed into o on the way. */
+int sp_optparse__next(struct sp_optparse *p, int argc, char **argv, struct sp_sampling_opts *o,
+		      char *msg, size_t msg_len);
+
+/* Takes one getopt_long result (what __next does for each): 1 when c is
+ * not a shared option, 0 when parsed into o, -EINVAL with a one-line
+ * message naming the option, the value and what is expected. */
 int sp_sampling_opts__parse(struct sp_sampling_opts *o, int c, const char *arg, char *msg,
 			    size_t msg_len);
 

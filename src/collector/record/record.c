@@ -139,24 +139,18 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
 		{ 0 },
 	};
-	struct option longopts[64];
+	struct sp_optparse op;
 	char msg[256];
 	char *end;
-	int c, rc;
+	int c;
 
 	*o = (struct record_opts){ .s = record_defaults, .report = true };
-	if (sp_sampling_opts__longopts(own, longopts, 64) < 0)
+	if (sp_optparse__init(&op, "ap:d:o:qh", own))
 		BAD("internal error: option table too small\n");
-	optind = 1;
-	opterr = 0;	/* one message of our own, naming the option */
-	while ((c = getopt_long(argc, argv, "+" SP_SAMPLING_SHORTOPTS "ap:d:o:qh", longopts,
-				NULL)) != -1) {
-		rc = sp_sampling_opts__parse(&o->s, c, optarg, msg, sizeof(msg));
-		if (rc < 0)
-			BAD("%s\n", msg);
-		if (rc == 0)
-			continue;
+	while ((c = sp_optparse__next(&op, argc, argv, &o->s, msg, sizeof(msg))) != -1) {
 		switch (c) {
+		case SP_OPT_REFUSED:
+			BAD("%s\n", msg);
 		case 'a':
 			o->all = true;
 			break;
