@@ -4,14 +4,15 @@
  * (collector/pipeline/sampling_opts.h) through getopt_long, as the
  * commands use them.
  *
- * A command's own options come first in the merged table and come back
- * from sp_optparse__next, the shared ones never do;
+ * The command's own options reach its handler (and its refusals are
+ * returned), the shared ones never do; parsing stops at the first operand;
+ * unknown options and missing values are refused in one wording;
  * every shared option sets its field; bad values are refused with the
  * exact one-line texts the commands print; --off-cpu-rate returns to
  * adaptive sampling; --off-cpu-* without --off-cpu is refused; the entry
  * cap follows the budget when not given; --help lists every shared option
  * with the caller's defaults and fits 80 columns; tables too large are
- * -ENOSPC.
+ * refused.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/pipeline/cli.h"
 #include "collector/pipeline/sampling_opts.h"
 
 static const struct sp_sampling_opts defaults = {
@@ -37,14 +39,32 @@ static const struct option own[] = {
 	{ 0 },
 };
 
-/* Parses argv (NULL-terminated, argv[0] the command) like a command does:
- * 0, or -EINVAL with msg; *own_seen counts the command's own options. */
-static int parse(const char *const *args, struct sp_sampling_opts *o, char *msg, size_t len,
-		 int *own_seen)
+struct own_seen {
+	int n;		/* the command's own options the handler saw */
+	int refuse;	/* the handler refuses this option */
+};
+
+static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
 {
-	struct sp_optparse op;
+	struct own_seen *seen = ctx;
+
+	(void)arg;
+	assert_true(c == 'o' || c == 300);
+	seen->n++;
+	if (c == seen->refuse)
+		return sp_cli__refuse(msg, len, "--mine: refused by the command");
+	return 0;
+}
+
+static const struct sp_command_opts cmd = { "cmd", "o:", own, own_opt, NULL };
+
+/* Parses argv (NULL-terminated, argv[0] the command) as a command does:
+ * the index of the first operand, or -EINVAL with msg. */
+static int parse_seen(const char *const *args, struct sp_sampling_opts *o, char *msg,
+		      size_t len, struct own_seen *seen)
+{
 	char *argv[32];
-	int argc = 0, c;
+	int argc = 0;
 
 	while (args[argc]) {
 		argv[argc] = (char *)args[argc];
@@ -52,17 +72,17 @@ static int parse(const char *const *args, struct sp_sampling_opts *o, char *msg,
 	}
 	argv[argc] = NULL;
 	*o = defaults;
-	*own_seen = 0;
-	assert_int_equal(sp_optparse__init(&op, "o:", own), 0);
-	while ((c = sp_optparse__next(&op, argc, argv, o, msg, len)) != -1) {
-		if (c == SP_OPT_REFUSED)
-			return -EINVAL;
-		if (c == 'o' || c == 300)
-			(*own_seen)++;
-		else
-			return -EINVAL;
-	}
-	return sp_sampling_opts__finish(o, msg, len);
+	return sp_sampling_opts__parse_argv(&cmd, seen, argc, argv, o, msg, len);
+}
+
+static int parse(const char *const *args, struct sp_sampling_opts *o, char *msg, size_t len,
+		 int *own_seen)
+{
+	struct own_seen seen = { 0 };
+	int rc = parse_seen(args, o, msg, len, &seen);
+
+	*own_seen = seen.n;
+	return rc < 0 ? rc : 0;
 }
 
 static void test_every_option(void **state)
@@ -96,6 +116,32 @@ static void test_every_option(void **state)
 	assert_int_equal(o.poll_ms, 7);
 	assert_int_equal(o.agg_budget, 1048576);
 	assert_int_equal(o.agg_entries, 99);
+}
+
+static void test_operands_unknown_refused(void **state)
+{
+	const char *const ops[] = { "cmd", "-F", "97", "--", "sh", "-c", "x", NULL };
+	const char *const first[] = { "cmd", "sh", "--idle", NULL };
+	const char *const unknown[] = { "cmd", "--bogus", NULL };
+	const char *const missing[] = { "cmd", "--poll-ms", NULL };
+	const char *const mine[] = { "cmd", "--mine", NULL };
+	struct own_seen seen = { 0 };
+	struct sp_sampling_opts o;
+	char msg[256];
+
+	(void)state;
+	assert_int_equal(parse_seen(ops, &o, msg, sizeof(msg), &seen), 4);	/* "sh" */
+	assert_int_equal(parse_seen(first, &o, msg, sizeof(msg), &seen), 1);
+	assert_false(o.idle);		/* after the first operand: the command's */
+	assert_int_equal(parse_seen(unknown, &o, msg, sizeof(msg), &seen), -EINVAL);
+	assert_string_equal(msg, "unknown option or missing value: --bogus; see spanprof cmd "
+			    "--help");
+	assert_int_equal(parse_seen(missing, &o, msg, sizeof(msg), &seen), -EINVAL);
+	assert_string_equal(msg, "unknown option or missing value: --poll-ms; see spanprof cmd "
+			    "--help");
+	seen.refuse = 300;
+	assert_int_equal(parse_seen(mine, &o, msg, sizeof(msg), &seen), -EINVAL);
+	assert_string_equal(msg, "--mine: refused by the command");
 }
 
 static void test_defaults_and_derived(void **state)
@@ -171,31 +217,34 @@ static void test_error_texts(void **state)
 
 static void test_usage_and_table(void **state)
 {
+	static const char *const names[] = {
+		"freq", "no-kernel", "idle", "no-trace-context", "off-cpu", "off-cpu-min-us",
+		"off-cpu-sample", "off-cpu-rate", "off-cpu-kernel-threads", "off-cpu-max-pending",
+		"ctx-max-procs", "ringbuf-size", "poll-ms", "agg-budget", "agg-entries",
+	};
 	struct option many[70];
-	struct sp_optparse op;
-	char *text = NULL;
-	size_t len = 0, n = 0;
+	struct own_seen seen = { 0 };
+	const struct sp_command_opts big = { "big", "", many, own_opt, NULL };
+	struct sp_sampling_opts o = defaults;
+	char *text = NULL, msg[256], *argv[] = { "big", NULL };
+	size_t len = 0;
 	FILE *f;
 
 	(void)state;
 	for (int i = 0; i < 60; i++)
 		many[i] = (struct option){ "x", no_argument, NULL, 'x' };
 	many[60] = (struct option){ 0 };
-	assert_int_equal(sp_optparse__init(&op, "", many), -ENOSPC);
-	assert_int_equal(sp_optparse__init(&op, "o:", own), 0);
-	assert_string_equal(op.shortopts, "+F:o:");
-	assert_string_equal(op.longopts[0].name, "output");	/* the command's own first */
-	while (op.longopts[n].name)
-		n++;
-	assert_true(n > 2 && n < 64);
+	assert_int_equal(sp_sampling_opts__parse_argv(&big, &seen, 1, argv, &o, msg, sizeof(msg)),
+			 -EINVAL);
+	assert_string_equal(msg, "internal error: big's option tables are too large");
 	f = open_memstream(&text, &len);
 	assert_non_null(f);
 	sp_sampling_opts__usage(f, &defaults);
 	fclose(f);
-	for (size_t i = 2; i < n; i++) {
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char name[64];
 
-		snprintf(name, sizeof(name), "--%s", op.longopts[i].name);
+		snprintf(name, sizeof(name), "--%s", names[i]);
 		if (!strstr(text, name))
 			fail_msg("%s not in the help:\n%s", name, text);
 	}
@@ -211,6 +260,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_option),
+		cmocka_unit_test(test_operands_unknown_refused),
 		cmocka_unit_test(test_defaults_and_derived),
 		cmocka_unit_test(test_error_texts),
 		cmocka_unit_test(test_usage_and_table),

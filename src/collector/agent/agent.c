@@ -244,11 +244,109 @@ enum {
 
 #define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
 
+/* The agent's own options (sp_own_opt_fn). */
+static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
+{
+	struct agent_opts *o = ctx;
+	uint64_t v;
+	double d;
+
+	switch (c) {
+	case 'q':
+		o->quiet = true;
+		break;
+	case OPT_INTERVAL:
+		if (parse_double(arg, 0.2, 86400, &o->interval_s))
+			return sp_cli__refuse(msg, len,
+					      "--interval %s: expected seconds, 0.2..86400", arg);
+		break;
+	case OPT_JITTER:
+		if (parse_double(arg, 0, 0.5, &o->jitter))
+			return sp_cli__refuse(msg, len,
+					      "--jitter %s: expected a fraction, 0..0.5", arg);
+		break;
+	case OPT_ENDPOINT:
+		o->endpoint = arg;
+		break;
+	case OPT_HEADERS:
+		o->headers = arg;
+		break;
+	case OPT_COMPRESSION:
+		if (!strcmp(arg, "gzip"))
+			o->compression = 1;
+		else if (!strcmp(arg, "none"))
+			o->compression = 0;
+		else
+			return sp_cli__refuse(msg, len,
+					      "--compression %s: expected gzip or none", arg);
+		break;
+	case OPT_TIMEOUT:
+		if (sp_cli__parse_u64(arg, 600000, &v) || v == 0)
+			return sp_cli__refuse(msg, len,
+					      "--timeout-ms %s: expected 1..600000", arg);
+		o->timeout_ms = v;
+		break;
+	case OPT_OUTPUT_DIR:
+		o->output_dir = arg;
+		break;
+	case OPT_MAX_FILES:
+		if (sp_cli__parse_u64(arg, 1000000, &v) || v == 0)
+			return sp_cli__refuse(msg, len,
+					      "--max-files %s: expected 1..1000000", arg);
+		o->max_files = v;
+		break;
+	case OPT_MAX_FILE_BYTES:
+		if (sp_cli__parse_u64(arg, 1ull << 34, &v) || v < 4096)
+			return sp_cli__refuse(msg, len,
+					      "--max-file-bytes %s"
+					      ": expected bytes, at least 4096", arg);
+		o->max_file_bytes = v;
+		break;
+	case OPT_QUEUE_BYTES:
+		if (sp_cli__parse_u64(arg, 1ull << 34, &v) || v < 4096)
+			return sp_cli__refuse(msg, len,
+					      "--queue-bytes %s"
+					      ": expected bytes, at least 4096", arg);
+		o->queue_bytes = v;
+		break;
+	case OPT_DROP_POLICY:
+		if (!strcmp(arg, "oldest"))
+			o->drop_policy = SP_DROP_OLDEST;
+		else if (!strcmp(arg, "newest"))
+			o->drop_policy = SP_DROP_NEWEST;
+		else
+			return sp_cli__refuse(msg, len,
+					      "--drop-policy %s: expected oldest or newest", arg);
+		break;
+	case OPT_METRICS_ADDR:
+		o->metrics_addr = strcmp(arg, "none") ? arg : NULL;
+		break;
+	case OPT_SHUTDOWN:
+		if (parse_double(arg, 0.1, 600, &o->shutdown_timeout_s))
+			return sp_cli__refuse(msg, len,
+					      "--shutdown-timeout %s"
+					      ": expected seconds, 0.1..600", arg);
+		break;
+	case OPT_MEM_HIGH:
+		if (parse_double(arg, 1, 100, &d))
+			return sp_cli__refuse(msg, len,
+					      "--mem-high %s: expected a percentage, 1..100", arg);
+		o->mem_high = d / 100;
+		break;
+	case OPT_MEM_LOW:
+		if (parse_double(arg, 1, 100, &d))
+			return sp_cli__refuse(msg, len,
+					      "--mem-low %s: expected a percentage, 1..100", arg);
+		o->mem_low = d / 100;
+		break;
+	}
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct agent_opts *o)
 {
 	static const struct option own[] = {
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "jitter", required_argument, NULL, OPT_JITTER },
 		{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
@@ -266,110 +364,22 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
 		{ 0 },
 	};
-	struct sp_optparse op;
-	uint64_t v;
+	static const struct sp_command_opts cmd = { "agent", "q", own, own_opt, usage };
 	char msg[256];
-	double d;
-	int c;
+	int first;
 
 	*o = (struct agent_opts){
 		.s = agent_defaults, .interval_s = 10, .jitter = 0.1, .shutdown_timeout_s = 5,
 		.metrics_addr = "127.0.0.1:9464", .compression = -1, .drop_policy = -1,
 		.mem_high = 0.75, .mem_low = 0.60,
 	};
-	if (sp_optparse__init(&op, "qh", own))
-		BAD("internal error: option table too small\n");
-	while ((c = sp_optparse__next(&op, argc, argv, &o->s, msg, sizeof(msg))) != -1) {
-		switch (c) {
-		case SP_OPT_REFUSED:
-			BAD("%s\n", msg);
-		case 'q':
-			o->quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case OPT_INTERVAL:
-			if (parse_double(optarg, 0.2, 86400, &o->interval_s))
-				BAD("--interval %s: expected seconds, 0.2..86400\n", optarg);
-			break;
-		case OPT_JITTER:
-			if (parse_double(optarg, 0, 0.5, &o->jitter))
-				BAD("--jitter %s: expected a fraction, 0..0.5\n", optarg);
-			break;
-		case OPT_ENDPOINT:
-			o->endpoint = optarg;
-			break;
-		case OPT_HEADERS:
-			o->headers = optarg;
-			break;
-		case OPT_COMPRESSION:
-			if (!strcmp(optarg, "gzip"))
-				o->compression = 1;
-			else if (!strcmp(optarg, "none"))
-				o->compression = 0;
-			else
-				BAD("--compression %s: expected gzip or none\n", optarg);
-			break;
-		case OPT_TIMEOUT:
-			if (sp_cli__parse_u64(optarg, 600000, &v) || v == 0)
-				BAD("--timeout-ms %s: expected 1..600000\n", optarg);
-			o->timeout_ms = v;
-			break;
-		case OPT_OUTPUT_DIR:
-			o->output_dir = optarg;
-			break;
-		case OPT_MAX_FILES:
-			if (sp_cli__parse_u64(optarg, 1000000, &v) || v == 0)
-				BAD("--max-files %s: expected 1..1000000\n", optarg);
-			o->max_files = v;
-			break;
-		case OPT_MAX_FILE_BYTES:
-			if (sp_cli__parse_u64(optarg, 1ull << 34, &v) || v < 4096)
-				BAD("--max-file-bytes %s: expected bytes, at least 4096\n", optarg);
-			o->max_file_bytes = v;
-			break;
-		case OPT_QUEUE_BYTES:
-			if (sp_cli__parse_u64(optarg, 1ull << 34, &v) || v < 4096)
-				BAD("--queue-bytes %s: expected bytes, at least 4096\n", optarg);
-			o->queue_bytes = v;
-			break;
-		case OPT_DROP_POLICY:
-			if (!strcmp(optarg, "oldest"))
-				o->drop_policy = SP_DROP_OLDEST;
-			else if (!strcmp(optarg, "newest"))
-				o->drop_policy = SP_DROP_NEWEST;
-			else
-				BAD("--drop-policy %s: expected oldest or newest\n", optarg);
-			break;
-		case OPT_METRICS_ADDR:
-			o->metrics_addr = strcmp(optarg, "none") ? optarg : NULL;
-			break;
-		case OPT_SHUTDOWN:
-			if (parse_double(optarg, 0.1, 600, &o->shutdown_timeout_s))
-				BAD("--shutdown-timeout %s: expected seconds, 0.1..600\n", optarg);
-			break;
-		case OPT_MEM_HIGH:
-			if (parse_double(optarg, 1, 100, &d))
-				BAD("--mem-high %s: expected a percentage, 1..100\n", optarg);
-			o->mem_high = d / 100;
-			break;
-		case OPT_MEM_LOW:
-			if (parse_double(optarg, 1, 100, &d))
-				BAD("--mem-low %s: expected a percentage, 1..100\n", optarg);
-			o->mem_low = d / 100;
-			break;
-		default:
-			BAD("unknown option or missing value: %s; see spanprof agent --help\n",
-			    argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		BAD("unexpected argument %s (the agent profiles the whole machine)\n", argv[optind]);
+	first = sp_sampling_opts__parse_argv(&cmd, o, argc, argv, &o->s, msg, sizeof(msg));
+	if (first < 0)
+		BAD("%s\n", msg);
+	if (first < argc)
+		BAD("unexpected argument %s (the agent profiles the whole machine)\n", argv[first]);
 	if (!(o->mem_low < o->mem_high))
 		BAD("--mem-low must be below --mem-high\n");
-	if (sp_sampling_opts__finish(&o->s, msg, sizeof(msg)))
-		BAD("%s\n", msg);
 	return 0;
 }
 

@@ -8,7 +8,8 @@
 
 const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 	[SP_CF_ONCPU_EVENTS] = { "spanprof_bpf_oncpu_events_total", NULL,
-		"On-CPU perf events seen by BPF (= the sum of spanprof_bpf_oncpu_outcomes_total)" },
+		"On-CPU perf events seen by BPF (= the sum of "
+		"spanprof_bpf_oncpu_outcomes_total)" },
 	[SP_CF_ONCPU_OUTCOMES] = { "spanprof_bpf_oncpu_outcomes_total", "outcome",
 		"On-CPU perf events by outcome in BPF: idle (counted, not streamed), filtered "
 		"(not a target), written to the ring buffer, or lost because it was full" },

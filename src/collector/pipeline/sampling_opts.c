@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "collector/pipeline/cli.h"
@@ -97,56 +98,6 @@ static const struct opt_def defs[] = {
 
 _Static_assert(SP_TLS_DESCS_MAX == 16384, "ctx-max-procs help names the maximum");
 
-int sp_optparse__init(struct sp_optparse *p, const char *own_short, const struct option *own)
-{
-	const size_t cap = sizeof(p->longopts) / sizeof(p->longopts[0]);
-	size_t n = 0, len = 1;
-	int w;
-
-	/* "+": stop at the first non-option (record's "-- COMMAND"). */
-	p->shortopts[0] = '+';
-	for (size_t i = 0; i < N_DEFS; i++)
-		if (defs[i].short_name) {
-			p->shortopts[len++] = defs[i].short_name;
-			if (defs[i].arg)
-				p->shortopts[len++] = ':';
-		}
-	w = snprintf(p->shortopts + len, sizeof(p->shortopts) - len, "%s",
-		     own_short ? own_short : "");
-	if (w < 0 || (size_t)w >= sizeof(p->shortopts) - len)
-		return -ENOSPC;
-	for (; own && own[n].name; n++) {
-		if (n >= cap)
-			return -ENOSPC;
-		p->longopts[n] = own[n];
-	}
-	if (n + N_DEFS + 1 > cap)
-		return -ENOSPC;
-	for (size_t i = 0; i < N_DEFS; i++)
-		p->longopts[n++] = (struct option){ defs[i].name,
-						    defs[i].arg ? required_argument : no_argument,
-						    NULL, OPT_BASE + (int)i };
-	p->longopts[n] = (struct option){ 0 };
-	optind = 1;
-	opterr = 0;
-	return 0;
-}
-
-int sp_optparse__next(struct sp_optparse *p, int argc, char **argv, struct sp_sampling_opts *o,
-		      char *msg, size_t msg_len)
-{
-	int c, rc;
-
-	while ((c = getopt_long(argc, argv, p->shortopts, p->longopts, NULL)) != -1) {
-		rc = sp_sampling_opts__parse(o, c, optarg, msg, msg_len);
-		if (rc < 0)
-			return SP_OPT_REFUSED;
-		if (rc > 0)
-			return c;
-	}
-	return -1;
-}
-
 static const struct opt_def *def_of(int c)
 {
 	if (c >= OPT_BASE && c < OPT_BASE + (int)N_DEFS)
@@ -157,8 +108,10 @@ static const struct opt_def *def_of(int c)
 	return NULL;
 }
 
-int sp_sampling_opts__parse(struct sp_sampling_opts *o, int c, const char *arg, char *msg,
-			    size_t msg_len)
+/* One getopt_long result: 1 when c is not a shared option, 0 when parsed
+ * into o, -EINVAL with msg. */
+static int parse_one(struct sp_sampling_opts *o, int c, const char *arg, char *msg,
+		     size_t msg_len)
 {
 	const struct opt_def *d = def_of(c);
 	char *field;
@@ -211,7 +164,7 @@ uint32_t sp_sampling_opts__default_entries(size_t agg_budget)
 	return n < 1024 ? 1024 : n > 65536 ? 65536 : (uint32_t)n;
 }
 
-int sp_sampling_opts__finish(struct sp_sampling_opts *o, char *msg, size_t msg_len)
+static int finish(struct sp_sampling_opts *o, char *msg, size_t msg_len)
 {
 	if (o->off_cpu_tuned && !o->off_cpu) {
 		snprintf(msg, msg_len, "--off-cpu-* options need --off-cpu");
@@ -220,6 +173,82 @@ int sp_sampling_opts__finish(struct sp_sampling_opts *o, char *msg, size_t msg_l
 	if (!o->agg_entries)
 		o->agg_entries = sp_sampling_opts__default_entries(o->agg_budget);
 	return 0;
+}
+
+/* getopt's tables: the command's own options, then the shared ones. */
+struct tables {
+	struct option longopts[64];
+	char shortopts[64];
+};
+
+static int merge(const struct sp_command_opts *cmd, struct tables *t)
+{
+	const size_t cap = sizeof(t->longopts) / sizeof(t->longopts[0]);
+	size_t n = 0, len = 1, own;
+	int w;
+
+	/* "+": stop at the first operand (record's "-- COMMAND"); h: help. */
+	t->shortopts[0] = '+';
+	t->shortopts[len++] = 'h';
+	for (size_t i = 0; i < N_DEFS; i++)
+		if (defs[i].short_name) {
+			t->shortopts[len++] = defs[i].short_name;
+			if (defs[i].arg)
+				t->shortopts[len++] = ':';
+		}
+	w = snprintf(t->shortopts + len, sizeof(t->shortopts) - len, "%s",
+		     cmd->short_opts ? cmd->short_opts : "");
+	if (w < 0 || (size_t)w >= sizeof(t->shortopts) - len)
+		return -ENOSPC;
+	for (own = 0; cmd->long_opts && cmd->long_opts[own].name; own++) {
+		if (n >= cap)
+			return -ENOSPC;
+		t->longopts[n++] = cmd->long_opts[own];
+	}
+	if (n + N_DEFS + 2 > cap)
+		return -ENOSPC;
+	t->longopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	for (size_t i = 0; i < N_DEFS; i++)
+		t->longopts[n++] = (struct option){ defs[i].name,
+						    defs[i].arg ? required_argument : no_argument,
+						    NULL, OPT_BASE + (int)i };
+	t->longopts[n] = (struct option){ 0 };
+	return 0;
+}
+
+int sp_sampling_opts__parse_argv(const struct sp_command_opts *cmd, void *ctx, int argc,
+				 char **argv, struct sp_sampling_opts *o, char *msg,
+				 size_t msg_len)
+{
+	struct tables t;
+	int c, rc;
+
+	if (merge(cmd, &t)) {
+		snprintf(msg, msg_len, "internal error: %s's option tables are too large",
+			 cmd->name);
+		return -EINVAL;
+	}
+	optind = 1;
+	opterr = 0;	/* one message of our own, naming the option */
+	while ((c = getopt_long(argc, argv, t.shortopts, t.longopts, NULL)) != -1) {
+		if (c == '?') {
+			snprintf(msg, msg_len, "unknown option or missing value: %s; see spanprof "
+				 "%s --help", argv[optind - 1], cmd->name);
+			return -EINVAL;
+		}
+		if (c == 'h') {
+			cmd->usage(stdout);
+			exit(0);
+		}
+		rc = parse_one(o, c, optarg, msg, msg_len);
+		if (rc > 0)
+			rc = cmd->own(c, optarg, ctx, msg, msg_len);
+		if (rc)
+			return -EINVAL;
+	}
+	if (finish(o, msg, msg_len))
+		return -EINVAL;
+	return optind;
 }
 
 static void show_bytes(char *buf, size_t len, unsigned long long v)

@@ -11,14 +11,11 @@
  * pipeline reads the field (pipeline.c, sampler_config).  Both commands
  * then accept it, document it in --help and refuse bad values alike.
  *
- * Use (getopt_long underneath, the command's own options first):
- *   struct sp_optparse op;
- *   sp_optparse__init(&op, "ap:", own_longopts);
- *   while ((c = sp_optparse__next(&op, argc, argv, &o, msg, len)) != -1)
- *     SP_OPT_REFUSED: a shared option's value is refused, msg holds
- *       "--NAME VALUE: expected ..."; else the command's own option
- *       (or '?' for an unknown one): shared ones never come back
- *   after the loop: sp_sampling_opts__finish(&o, msg, len)
+ * Use: a command passes its own options (short string, long table, and a
+ * handler) to sp_sampling_opts__parse_argv, which runs getopt_long over
+ * both, parses the shared ones into struct sp_sampling_opts, hands the
+ * command's own to the handler, refuses unknown ones in one wording, and
+ * finishes with the cross-option checks.
  * Messages carry no "spanprof CMD: " prefix; the command adds it.
  */
 #ifndef SPANPROF_SAMPLING_OPTS_H
@@ -30,17 +27,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SP_OPT_REFUSED (-2)	/* sp_optparse__next: a bad value, see msg */
-
 struct sp_sampling_opts {
 	uint32_t hz;			/* -F, prime */
 	bool kernel;			/* kernel stacks (--no-kernel clears) */
 	bool idle;			/* also stream idle-CPU samples */
-	bool trace_ctx;			/* read OTEP 4947 contexts (--no-trace-context clears) */
+	bool trace_ctx;			/* read OTEP 4947 contexts (--no-trace-context) */
 	uint32_t ringbuf_bytes;		/* power of two */
 	uint32_t poll_ms;		/* drain period; 10 ms for 250 ms after an exec */
 	size_t agg_budget;		/* bytes per aggregator */
-	uint32_t agg_entries;		/* 0: derived from agg_budget by __finish */
+	uint32_t agg_entries;		/* 0: derived from agg_budget */
 	bool off_cpu;
 	uint64_t off_cpu_min_us;
 	uint32_t off_cpu_sample_n;	/* 1 in N; 0 = adaptive (off_cpu_rate) */
@@ -51,33 +46,32 @@ struct sp_sampling_opts {
 	bool off_cpu_tuned;		/* parser state: an --off-cpu-* option was given */
 };
 
-struct sp_optparse {
-	struct option longopts[64];	/* the command's own, then the shared ones */
-	char shortopts[64];
+/* A command's own option: getopt_long's value c and its argument (or
+ * NULL).  0, or -EINVAL with a one-line message in msg. */
+typedef int (*sp_own_opt_fn)(int c, const char *arg, void *ctx, char *msg, size_t msg_len);
+
+struct sp_command_opts {
+	const char *name;		/* "record": in "see spanprof record --help" */
+	const char *short_opts;		/* the command's own, getopt syntax */
+	const struct option *long_opts;	/* the command's own, zero-terminated */
+	sp_own_opt_fn own;
+	void (*usage)(FILE *f);		/* -h, --help: printed to stdout, exit 0 */
 };
 
-/* Merges the command's short options and own[] (terminated by a zero
- * entry) with the shared ones and resets getopt (optind = 1; opterr = 0:
- * the command words its own message for an unknown option).  0, or -ENOSPC
- * when the tables do not fit. */
-int sp_optparse__init(struct sp_optparse *p, const char *own_short, const struct option *own);
-
-/* The next option that is the command's own (getopt_long's value; '?' for
- * an unknown option or a missing value), -1 after the last, or
- * SP_OPT_REFUSED with msg.  Shared options are parsed into o on the way. */
-int sp_optparse__next(struct sp_optparse *p, int argc, char **argv, struct sp_sampling_opts *o,
-		      char *msg, size_t msg_len);
-
-/* Takes one getopt_long result (what __next does for each): 1 when c is
- * not a shared option, 0 when parsed into o, -EINVAL with a one-line
- * message naming the option, the value and what is expected. */
-int sp_sampling_opts__parse(struct sp_sampling_opts *o, int c, const char *arg, char *msg,
-			    size_t msg_len);
-
-/* After the last option: refuses --off-cpu-* without --off-cpu and
- * derives agg_entries when 0 (one per 512 bytes of budget, 1024..65536).
- * 0 or -EINVAL with msg. */
-int sp_sampling_opts__finish(struct sp_sampling_opts *o, char *msg, size_t msg_len);
+/* Parses argv[1..] up to the first operand (getopt's "+": record's
+ * "-- COMMAND"): shared options into o (which holds the command's
+ * defaults), the command's own through cmd->own(ctx), -h/--help (the
+ * command's usage on stdout, then exit(0), as argp does), then
+ * sp_sampling_opts__finish.  Returns the index of the first operand
+ * (argc when none), or -EINVAL with a one-line message in msg: a refused
+ * value ("--NAME VALUE: expected ..."), an unknown option or a missing
+ * value ("unknown option or missing value: ARG; see spanprof NAME
+ * --help"), what the command's handler said, or a cross-option check
+ * ("--off-cpu-* options need --off-cpu").  Without --agg-entries the
+ * entry cap follows the budget (sp_sampling_opts__default_entries). */
+int sp_sampling_opts__parse_argv(const struct sp_command_opts *cmd, void *ctx, int argc,
+				 char **argv, struct sp_sampling_opts *o, char *msg,
+				 size_t msg_len);
 
 /* The shared options' help lines, with the command's defaults. */
 void sp_sampling_opts__usage(FILE *f, const struct sp_sampling_opts *defaults);

@@ -123,7 +123,49 @@ static int parse_pids(const char *arg, struct record_opts *o)
 
 enum { OPT_FORMAT = 256, OPT_SUMMARY_JSON, OPT_NO_REPORT };
 
-#define BAD(...) do { fprintf(stderr, "spanprof record: " __VA_ARGS__); return -EINVAL; } while (0)
+/* record's own options (sp_own_opt_fn). */
+static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
+{
+	struct record_opts *o = ctx;
+	char *end;
+
+	switch (c) {
+	case 'a':
+		o->all = true;
+		break;
+	case 'p':
+		if (parse_pids(arg, o))
+			return sp_cli__refuse(msg, len, "-p %s: expected PID[,PID...] (at most %d "
+					      "positive pids)", arg, MAX_PIDS);
+		break;
+	case 'd':
+		errno = 0;
+		o->duration_s = strtod(arg, &end);
+		if (errno || *end || !(o->duration_s > 0) || o->duration_s > 1e7)
+			return sp_cli__refuse(msg, len, "-d %s: expected a positive number of "
+					      "seconds", arg);
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'q':
+		o->quiet = true;
+		break;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "otlp"))
+			o->otlp = true;
+		else if (strcmp(arg, "pprof"))
+			return sp_cli__refuse(msg, len, "--format %s: expected pprof or otlp", arg);
+		break;
+	case OPT_SUMMARY_JSON:
+		o->summary_json = arg;
+		break;
+	case OPT_NO_REPORT:
+		o->report = false;
+		break;
+	}
+	return 0;
+}
 
 static int parse_opts(int argc, char **argv, struct record_opts *o)
 {
@@ -133,72 +175,29 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "summary-json", required_argument, NULL, OPT_SUMMARY_JSON },
 		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
 		{ 0 },
 	};
-	struct sp_optparse op;
+	static const struct sp_command_opts cmd = { "record", "ap:d:o:q", own, own_opt, usage };
 	char msg[256];
-	char *end;
-	int c;
+	int first;
 
 	*o = (struct record_opts){ .s = record_defaults, .report = true };
-	if (sp_optparse__init(&op, "ap:d:o:qh", own))
-		BAD("internal error: option table too small\n");
-	while ((c = sp_optparse__next(&op, argc, argv, &o->s, msg, sizeof(msg))) != -1) {
-		switch (c) {
-		case SP_OPT_REFUSED:
-			BAD("%s\n", msg);
-		case 'a':
-			o->all = true;
-			break;
-		case 'p':
-			if (parse_pids(optarg, o))
-				BAD("-p %s: expected PID[,PID...] (at most %d positive pids)\n", optarg,
-				    MAX_PIDS);
-			break;
-		case 'd':
-			errno = 0;
-			o->duration_s = strtod(optarg, &end);
-			if (errno || *end || !(o->duration_s > 0) || o->duration_s > 1e7)
-				BAD("-d %s: expected a positive number of seconds\n", optarg);
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case OPT_FORMAT:
-			if (!strcmp(optarg, "otlp"))
-				o->otlp = true;
-			else if (strcmp(optarg, "pprof"))
-				BAD("--format %s: expected pprof or otlp\n", optarg);
-			break;
-		case OPT_SUMMARY_JSON:
-			o->summary_json = optarg;
-			break;
-		case OPT_NO_REPORT:
-			o->report = false;
-			break;
-		default:
-			BAD("unknown option or missing value: %s; see spanprof record --help\n",
-			    argv[optind - 1]);
-		}
+	first = sp_sampling_opts__parse_argv(&cmd, o, argc, argv, &o->s, msg, sizeof(msg));
+	if (first < 0) {
+		fprintf(stderr, "spanprof record: %s\n", msg);
+		return -EINVAL;
 	}
-	if (optind < argc)
-		o->command = &argv[optind];
-	if ((o->all ? 1 : 0) + (o->n_pids ? 1 : 0) + (o->command ? 1 : 0) > 1)
-		BAD("choose one of -a, -p PIDS or -- COMMAND\n");
+	if (first < argc)
+		o->command = &argv[first];
+	if ((o->all ? 1 : 0) + (o->n_pids ? 1 : 0) + (o->command ? 1 : 0) > 1) {
+		fprintf(stderr, "spanprof record: choose one of -a, -p PIDS or -- COMMAND\n");
+		return -EINVAL;
+	}
 	if (!o->n_pids && !o->command)
 		o->all = true;
-	if (sp_sampling_opts__finish(&o->s, msg, sizeof(msg)))
-		BAD("%s\n", msg);
 	if (!o->output)
 		o->output = o->otlp ? "spanprof.otlp.pb" : "spanprof.pb.gz";
 	for (uint32_t i = 0; i < o->n_pids; i++) {
