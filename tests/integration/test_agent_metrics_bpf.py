@@ -17,9 +17,11 @@ counts but the agent used to hide show there when provoked for real.
    (bad_fp.c: every user stack read faults, stack_errors{stack="user"}); 64 threads
    sleeping 1 ms in a loop with --off-cpu-sample 1 and
    --off-cpu-max-pending 4 (off-CPU capture state full:
-   switch_outcomes{outcome="state_full"}).  Before, neither was on
-   /metrics (8 of the 32 counters were), and the agent had no
-   --off-cpu-max-pending.
+   switch_outcomes{outcome="state_full"}); three instrumented demos with
+   --ctx-max-procs 1 (the tls_descs map full: ctx_failures{reason=
+   "bpf_map_full"}).  Before, the first two were not on /metrics (8 of the
+   32 counters were), and the agent had neither --off-cpu-max-pending nor
+   --ctx-max-procs.
 Bounded: about 15 s.
 """
 import os
@@ -62,19 +64,29 @@ def scrape(agent):
 
 agent = au.Agent(["-F", "97", "--interval", "2", "--output-dir", os.path.join(d, "out"),
                   "--off-cpu", "--off-cpu-sample", "1", "--off-cpu-min-us", "0",
-                  "--off-cpu-max-pending", "4"], d)
+                  "--off-cpu-max-pending", "4", "--ctx-max-procs", "1"], d)
+demos = []
 try:
     _, m0 = scrape(agent)
     bad = subprocess.Popen([spin])
+    demos = [subprocess.Popen([au.DEMO, "--duration", "3", "--threads", "1",
+                               "--service-name", "ctxmax%d" % i],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for i in range(3)]
     subprocess.run([sys.executable, "-c", SLEEPERS], timeout=30, check=True)
     bad.kill()
     bad.wait()
+    for p in demos:
+        p.wait(timeout=20)
     time.sleep(0.3)
     text, m1 = scrape(agent)
     rc, _ = agent.stop()
     check(rc == 0, "agent exits 0")
 finally:
     agent.kill()
+    for p in demos:
+        if p.poll() is None:
+            p.kill()
 
 # 2. promtool
 p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
@@ -119,3 +131,6 @@ check(ustack >= 20, "a frame pointer into unmapped memory: %d user stack read er
 full = delta("spanprof_bpf_offcpu_switch_outcomes_total", outcome="state_full")
 check(full > 0, "--off-cpu-max-pending 4 with 64 sleeping threads: %d switch-outs found the "
       "capture state full, on /metrics" % full)
+mapfull = delta("spanprof_ctx_failures_total", reason="bpf_map_full")
+check(mapfull >= 2, "--ctx-max-procs 1 with 3 publishing processes: %d tls_descs updates "
+      "failed, counted as bpf_map_full" % mapfull)

@@ -50,6 +50,8 @@ struct sp_sampling_opts {
  * NULL).  0, or -EINVAL with a one-line message in msg. */
 typedef int (*sp_own_opt_fn)(int c, const char *arg, void *ctx, char *msg, size_t msg_len);
 
+/* A command's own options.  Their getopt values must not collide with the
+ * shared ones: not 'h', not a shared short option ('F'), below 0x1000. */
 struct sp_command_opts {
 	const char *name;		/* "record": in "see spanprof record --help" */
 	const char *short_opts;		/* the command's own, getopt syntax */
