@@ -38,7 +38,11 @@ struct sp_debuginfo {
 	char **dirs;
 	size_t n_dirs;
 	bool no_debuginfod;
-	debuginfod_client *client;	/* lazily created */
+	/* libdebuginfod clients are not safe for concurrent use: a query
+	 * takes an idle one (or makes one) and gives it back, so there are
+	 * as many as there were concurrent queries */
+	debuginfod_client **idle;
+	uint32_t n_idle, cap_idle;
 	bool client_failed;
 	struct neg_entry *neg;
 	uint32_t neg_cap;
@@ -234,8 +238,9 @@ void sp_debuginfo__free(struct sp_debuginfo *d)
 {
 	if (!d)
 		return;
-	if (d->client)
-		debuginfod_end(d->client);
+	for (uint32_t i = 0; i < d->n_idle; i++)
+		debuginfod_end(d->idle[i]);
+	free(d->idle);
 	for (size_t i = 0; i < d->n_dirs; i++)
 		free(d->dirs[i]);
 	free(d->dirs);
@@ -301,10 +306,54 @@ static void neg_insert(struct sp_debuginfo *d, const char *id, bool exec)
 		d->neg_len++;
 }
 
+static int grow_idle(struct sp_debuginfo *d)
+{
+	debuginfod_client **p;
+	uint32_t nc;
+
+	if (d->n_idle < d->cap_idle)
+		return 0;
+	nc = d->cap_idle ? d->cap_idle * 2 : 4;
+	p = realloc(d->idle, nc * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	d->idle = p;
+	d->cap_idle = nc;
+	return 0;
+}
+
+/* Under d->lock.  NULL when no client can be made. */
+static debuginfod_client *take_client(struct sp_debuginfo *d)
+{
+	debuginfod_client *c;
+
+	if (d->n_idle)
+		return d->idle[--d->n_idle];
+	if (d->client_failed)
+		return NULL;
+	c = debuginfod_begin();
+	if (!c)
+		d->client_failed = true;
+	return c;
+}
+
+/* Under d->lock. */
+static void give_client(struct sp_debuginfo *d, debuginfod_client *c)
+{
+	if (grow_idle(d)) {
+		debuginfod_end(c);	/* no room to keep it: make one next time */
+		return;
+	}
+	d->idle[d->n_idle++] = c;
+}
+
+/* Called and returns with d->lock held; the query itself runs without it,
+ * so a slow download delays only the request that needs that file. */
 static int try_debuginfod(struct sp_debuginfo *d, const char *id, bool exec,
 			  char **path_out)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
+	debuginfod_client *client;
 	char *path = NULL;
 	int fd;
 
@@ -314,23 +363,20 @@ static int try_debuginfod(struct sp_debuginfo *d, const char *id, bool exec,
 		d->st.negative_hits++;
 		return -ENOENT;
 	}
-	if (!d->client && !d->client_failed) {
-		d->client = debuginfod_begin();
-		if (!d->client)
-			d->client_failed = true;
-	}
-	if (!d->client)
+	client = take_client(d);
+	if (!client)
 		return -ENOENT;
 	d->st.debuginfod_queries++;
+	pthread_mutex_unlock(&d->lock);
 	/* build_id_len 0: the id is given as a hex string */
 	if (exec)
-		fd = debuginfod_find_executable(d->client,
-						(const unsigned char *)id, 0,
+		fd = debuginfod_find_executable(client, (const unsigned char *)id, 0,
 						&path);
 	else
-		fd = debuginfod_find_debuginfo(d->client,
-					       (const unsigned char *)id, 0,
+		fd = debuginfod_find_debuginfo(client, (const unsigned char *)id, 0,
 					       &path);
+	pthread_mutex_lock(&d->lock);
+	give_client(d, client);
 	if (fd < 0) {
 		neg_insert(d, id, exec);
 		return -ENOENT;

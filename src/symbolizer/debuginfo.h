@@ -23,8 +23,11 @@
  *   - Every lookup ends in exactly one of the counters found_dir,
  *     found_path, found_debuginfod, not_found; negative_hits counts lookups
  *     answered by the negative cache (these also count in not_found).
- *   - Thread safe: one mutex serialises lookups (libdebuginfod clients are
- *     not safe for concurrent use).
+ *   - Thread safe: one mutex guards the counters and the negative cache.
+ *     A debuginfod query runs outside it on a client of its own
+ *     (libdebuginfod clients are not safe for concurrent use: idle ones
+ *     are kept for reuse, so there are as many as concurrent queries), so
+ *     a slow download delays only the lookup waiting for it.
  *   - Errors are negative errno: -EINVAL bad build id, -ENOENT not found,
  *     -ENOMEM.
  */

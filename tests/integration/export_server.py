@@ -4,7 +4,8 @@
 A real HTTP/1.1 server (http.server, keep-alive) on 127.0.0.1, or https
 with --tls-cert/--tls-key (and --client-ca to require a client certificate).  Not a test by
 itself (tests/run.sh runs test_*.py only); tests/unit/test_export_http.c
-starts it as a child process and drives it over stdin/stdout:
+and, through the ExportServer class below, the Python tests start it as a
+child process and drive it over stdin/stdout:
 
   startup: prints "port N" (N = --port, or the ephemeral port picked)
   commands, one per line, each answered with one line:
@@ -30,6 +31,7 @@ import argparse
 import http.server
 import os
 import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -155,6 +157,71 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+
+class ExportServer:
+    """This script as a child process, for Python tests: the same commands
+    as methods, and the recorded requests (1-based) read back."""
+
+    def __init__(self, rec_dir, tls_dir=None, port=0):
+        args = [sys.executable, os.path.abspath(__file__), '--port', str(port),
+                '--dir', rec_dir]
+        if tls_dir:
+            args += ['--tls-cert', os.path.join(tls_dir, 'server.pem'),
+                     '--tls-key', os.path.join(tls_dir, 'server.key'),
+                     '--client-ca', os.path.join(tls_dir, 'client.pem')]
+        self.dir = rec_dir
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.port = int(self._line().split()[1])
+
+    def _line(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError('export_server.py exited')
+        return line.strip()
+
+    def _cmd(self, text):
+        self.proc.stdin.write(text + '\n')
+        self.proc.stdin.flush()
+        return self._line()
+
+    def push(self, spec):
+        assert self._cmd('push ' + spec) == 'ok', spec
+
+    def default(self, spec):
+        assert self._cmd('default ' + spec) == 'ok', spec
+
+    def count(self):
+        return int(self._cmd('count'))
+
+    def body(self, idx):
+        with open(os.path.join(self.dir, 'req-%04d.body' % idx), 'rb') as f:
+            return f.read()
+
+    def hdr(self, idx, key):
+        """"t", "path", "peer", or a header (case-insensitive); "" absent."""
+        with open(os.path.join(self.dir, 'req-%04d.hdr' % idx)) as f:
+            for line in f:
+                k, sep, v = line.rstrip('\n').partition('=' if key in
+                                                          ('t', 'path', 'peer') else ':')
+                if sep and k.lower() == key.lower():
+                    return v.strip()
+        return ''
+
+    def time(self, idx):
+        return float(self.hdr(idx, 't'))
+
+    def stop(self):
+        try:
+            self._cmd('quit')
+        except (RuntimeError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def main():

@@ -7,13 +7,16 @@
  * 4xx/5xx not retried, 429 backoff and exhaustion, closed connections and
  * garbage answers retried, endpoint down then up, partial success, and a
  * server answering one byte per second (submit never blocks, the queue
- * drops per policy, free returns promptly).  Every wait is bounded.
+ * drops per policy, free returns promptly), and the sender alone, as the
+ * symbolizer's serve workers use it (synchronous, stopped by a flag).
+ * Every wait is bounded.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -27,6 +30,7 @@
 
 #include "test_profile_fixture.h"
 #include "export/exporter.h"
+#include "export/sender.h"
 
 static double now_s(void)
 {
@@ -791,6 +795,88 @@ static void test_https_ca_and_client_cert(void **state)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+struct stopper {
+	struct sp_sender *s;
+	atomic_bool *stop;
+	unsigned after_ms;
+};
+
+static void *stop_later(void *arg)
+{
+	struct stopper *x = arg;
+
+	sleep_ms(x->after_ms);
+	atomic_store(x->stop, true);
+	sp_sender__wakeup(x->s);
+	return NULL;
+}
+
+/* The sender on its own: a message delivered after a retry; a message
+ * abandoned mid-backoff when the flag is set (aborted, not failed); a
+ * refused one failed at once. */
+static void test_sender_direct(void **state)
+{
+	struct srv *s = srv_start(0);
+	struct sp_export_config cfg;
+	struct sp_sender_stats st;
+	struct sp_sender *snd = NULL;
+	struct stopper x;
+	atomic_bool stop;
+	pthread_t th;
+	char url[64], err[256];
+	double t0, t;
+	static const uint8_t msg[] = "not really protobuf";
+
+	(void)state;
+	atomic_init(&stop, false);
+	base_cfg(&cfg, url, sizeof(url), s->port);
+	cfg.max_backoff_ms = 60000;
+	cfg.gzip = false;
+	assert_int_equal(sp_sender__new(&cfg, "test: ", &stop, &snd, err, sizeof(err)), 0);
+
+	srv_cmd(s, "push 503 ra=0");
+	assert_int_equal(sp_sender__send(snd, msg, sizeof(msg), "message"), SP_SEND_DELIVERED);
+	sp_sender__stats(snd, &st);
+	assert_int_equal(st.delivered, 1);
+	assert_int_equal(st.requests, 2);
+	assert_int_equal(st.retries, 1);
+	assert_int_equal(st.bytes_sent, 2 * sizeof(msg));
+
+	srv_cmd(s, "push 503 ra=60");
+	x = (struct stopper){ .s = snd, .stop = &stop, .after_ms = 200 };
+	assert_int_equal(pthread_create(&th, NULL, stop_later, &x), 0);
+	t0 = now_s();
+	assert_int_equal(sp_sender__send(snd, msg, sizeof(msg), "message"), SP_SEND_ABORTED);
+	t = now_s() - t0;
+	pthread_join(th, NULL);
+	print_message("sender: stopped mid-backoff after %.3f s\n", t);
+	assert_true(t >= 0.15 && t < 2.0);
+	sp_sender__stats(snd, &st);
+	assert_int_equal(st.aborted, 1);
+	assert_int_equal(st.failed, 0);
+	assert_int_equal(st.requests, 3);
+	/* stopped: nothing more is sent */
+	assert_int_equal(sp_sender__send(snd, msg, sizeof(msg), "message"), SP_SEND_ABORTED);
+	assert_int_equal(srv_count(s), 3);
+
+	atomic_store(&stop, false);
+	srv_cmd(s, "push 400 body=status:3:no");
+	assert_int_equal(sp_sender__send(snd, msg, sizeof(msg), "message"), SP_SEND_FAILED);
+	sp_sender__stats(snd, &st);
+	assert_int_equal(st.failed, 1);
+	assert_int_equal(st.aborted, 2);
+	assert_int_equal(st.delivered, 1);
+	assert_int_equal(srv_count(s), 4);
+	sp_sender__free(snd);
+
+	/* a URL is required */
+	sp_export_config__init(&cfg);
+	cfg.output_dir = "/tmp";
+	assert_int_equal(sp_sender__new(&cfg, "", NULL, &snd, err, sizeof(err)), -EINVAL);
+	assert_null(snd);
+	srv_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -805,6 +891,7 @@ int main(void)
 		cmocka_unit_test(test_http_slow_server_never_blocks),
 		cmocka_unit_test(test_http_free_mid_backoff),
 		cmocka_unit_test(test_https_ca_and_client_cert),
+		cmocka_unit_test(test_sender_direct),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
