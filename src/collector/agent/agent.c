@@ -1105,6 +1105,9 @@ int sp_agent__main(int argc, char **argv)
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;
 	}
+	/* /metrics has every series from its first scrape (/healthz says ok
+	 * as soon as the consumer runs, before its first publish). */
+	publish(a);
 	atomic_store(&a->consumer_alive, true);
 	if (pthread_create(&worker_th, NULL, worker_main, a)) {
 		fprintf(stderr, "spanprof agent: cannot start the export worker\n");
