@@ -4,8 +4,13 @@
 # from the same sources as the product, compiled separately: gcc's ASan
 # objects cannot be linked with clang's libFuzzer runtime.
 #
+#   make fuzz-build                the targets and make_seeds (a plain `make`
+#                                  builds no target; fuzz-targets: only them)
 #   make fuzz                      long campaign (FUZZ_SECONDS per target, 600)
-#   tests/integration/test_fuzz_smoke.sh   the bounded CI run (FUZZ_SECONDS=10)
+#   tests/integration/test_fuzz_smoke.sh   the bounded CI run: builds the
+#                                  targets (make fuzz-targets), then every
+#                                  target for FUZZ_SECONDS (3), FUZZ_JOBS
+#                                  at once (one per core)
 
 FUZZ_O ?= build-fuzz
 FUZZ_CC ?= clang
@@ -42,8 +47,13 @@ $(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(O)/libsp_profile.a $(LIBS_ALL)
 
-.PHONY: fuzz
-fuzz: $(FUZZ_BINS) $(O)/tests/make_seeds
+.PHONY: fuzz fuzz-build fuzz-targets
+fuzz-targets: $(FUZZ_BINS)
+fuzz-build: fuzz-targets $(O)/tests/make_seeds
+
+fuzz: fuzz-build
 	FUZZ_SECONDS=$(FUZZ_SECONDS) O=$(O) FUZZ_O=$(FUZZ_O) bash tests/fuzz/run.sh
 
-TEST_TARGETS += $(FUZZ_BINS) $(O)/tests/make_seeds
+# make_seeds is a plain program (seeds for the fuzzers and valgrind.sh);
+# the libFuzzer targets are built only by fuzz-build.
+TEST_TARGETS += $(O)/tests/make_seeds

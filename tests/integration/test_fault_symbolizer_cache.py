@@ -1,3 +1,4 @@
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """The symbolizer's address cache at its bound.
 
 A profile with 4000 distinct addresses spread over the .text of a real

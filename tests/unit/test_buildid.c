@@ -26,6 +26,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "collector/procs/buildid.h"
 #include "collector/procs/buildid_cache.h"
 
@@ -33,24 +35,6 @@ static const uint8_t ID20[20] = {
 	0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x10, 0x32,
 	0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe, 0xde, 0xad, 0xbe, 0xef,
 };
-
-static char tmpdir[64];
-
-static int setup_tmp(void **state)
-{
-	(void)state;
-	strcpy(tmpdir, "/tmp/test_buildid.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown_tmp(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 /* ------------------------------------------------------------ writers */
 
@@ -201,7 +185,7 @@ static const char *write_file(const char *name, const void *buf, size_t len)
 	static char path[256];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	snprintf(path, sizeof(path), "%s/%s", tu_dir, name);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, buf, len), (ssize_t)len);
@@ -500,7 +484,7 @@ static void test_elf_garbage(void **state)
 	assert_int_equal(id_of_bytes(junk, sizeof(junk), &b), -EINVAL);
 
 	assert_int_equal(sp_buildid__from_path("/nonexistent/x", &b), -ENOENT);
-	assert_int_equal(sp_buildid__from_path(tmpdir, &b), -EINVAL);
+	assert_int_equal(sp_buildid__from_path(tu_dir, &b), -EINVAL);
 	assert_int_equal(sp_buildid__from_fd(-1, &b), -EBADF);
 	assert_int_equal(sp_buildid__from_path(NULL, &b), -EINVAL);
 }
@@ -613,8 +597,8 @@ static void test_known_id_compiled(void **state)
 	FILE *f;
 
 	(void)state;
-	snprintf(src, sizeof(src), "%s/k.c", tmpdir);
-	snprintf(bin, sizeof(bin), "%s/k", tmpdir);
+	snprintf(src, sizeof(src), "%s/k.c", tu_dir);
+	snprintf(bin, sizeof(bin), "%s/k", tu_dir);
 	f = fopen(src, "w");
 	assert_non_null(f);
 	fputs("int main(void) { return 0; }\n", f);
@@ -825,5 +809,5 @@ int main(void)
 		cmocka_unit_test(test_cache_lru),
 	};
 
-	return cmocka_run_group_tests_name("buildid", tests, setup_tmp, teardown_tmp);
+	return cmocka_run_group_tests_name("buildid", tests, tu_setup_dir, tu_teardown_dir);
 }
