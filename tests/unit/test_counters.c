@@ -19,7 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "testutil.h"
 
 #include "collector/agent/bpf_metrics.h"
 #include "collector/pipeline/counters.h"
@@ -126,34 +127,23 @@ static void test_metrics_every_counter(void **state)
 static void test_summary_json_names(void **state)
 {
 	struct sp_summary s;
-	char path[] = "/tmp/test_counters.XXXXXX", *text;
-	FILE *f;
-	long len;
-	int fd;
+	char path[128];
+	uint8_t *text = NULL;
+	size_t len = 0;
 
 	(void)state;
 	memset(&s, 0, sizeof(s));
 	for (int i = 0; i < SP_CNT__MAX; i++)
 		s.bpf[i] = value_of(i);
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
+	tu_path(path, sizeof(path), "summary.json");
 	assert_int_equal(sp_summary__write_json(path, &s), 0);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	rewind(f);
-	text = calloc(1, len + 1);
-	assert_int_equal(fread(text, 1, len, f), (size_t)len);
-	fclose(f);
-	unlink(path);
+	assert_int_equal(tu_read_file(path, &text, &len), 0);
 	for (int i = 0; i < SP_CNT__MAX; i++) {
 		char kv[128];
 
 		snprintf(kv, sizeof(kv), "\"%s\": %llu", sp_counters[i].name,
 			 (unsigned long long)s.bpf[i]);
-		assert_int_equal(count_of(text, kv), 1);
+		assert_int_equal(count_of((const char *)text, kv), 1);
 	}
 	free(text);
 }
@@ -163,7 +153,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_metrics_every_counter),
-		cmocka_unit_test(test_summary_json_names),
+		cmocka_unit_test_setup_teardown(test_summary_json_names, tu_setup_dir,
+						tu_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
