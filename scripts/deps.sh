@@ -11,10 +11,9 @@ pkgs=(
   zlib1g-dev libzstd-dev libxxhash-dev
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libcurl4-openssl-dev libmicrohttpd-dev
-  libcmocka-dev libclang-rt-14-dev
+  libcmocka-dev libclang-rt-14-dev prometheus
   golang-go binutils iproute2 procps util-linux strace python3
   chromium
-  prometheus  # for promtool: the tests lint /metrics with `promtool check metrics`
 )
 if [ "${1:-}" = "--with-bench" ]; then
   pkgs+=(bpftrace libbpf-tools linux-perf valgrind)

@@ -2,7 +2,7 @@
 /*
  * test_counters.c - the BPF counter name table (collector/pipeline/
  * counters.h) and what is generated from it: the agent's /metrics families
- * (collector/agent/bpf_metrics.h) and the record summary's JSON.
+ * (sp_counters__write_metrics) and the record summary's JSON.
  *
  * Table: a row for every enum sp_counter, names unique, every family used,
  * label and value both or neither, one-counter families unlabelled, label
@@ -22,7 +22,6 @@
 
 #include "testutil.h"
 
-#include "collector/agent/bpf_metrics.h"
 #include "collector/pipeline/counters.h"
 #include "collector/pipeline/summary.h"
 
@@ -89,7 +88,7 @@ static void test_metrics_every_counter(void **state)
 	for (int i = 0; i < SP_CNT__MAX; i++)
 		bpf[i] = value_of(i);
 	sp_metrics_buf__init(&b, mem, sizeof(mem));
-	sp_bpf_metrics__render(&b, bpf);
+	sp_counters__write_metrics(&b, bpf);
 	assert_false(b.truncated);
 	assert_false(b.bad_name);
 	for (int f = 0; f < SP_CF__MAX; f++) {

@@ -79,7 +79,6 @@
 #include <unistd.h>
 
 #include "collector/agent/agent.h"
-#include "collector/agent/bpf_metrics.h"
 #include "collector/agent/memguard.h"
 #include "collector/agent/metrics.h"
 #include "collector/agent/privs.h"
@@ -87,6 +86,7 @@
 #include "collector/pipeline/caps.h"
 #include "collector/pipeline/cli.h"
 #include "collector/pipeline/clock.h"
+#include "collector/pipeline/counters.h"
 #include "collector/pipeline/pipeline.h"
 #include "collector/pipeline/sampling_opts.h"
 #include "collector/pipeline/snapshot.h"
@@ -785,7 +785,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 		  "Samples drained and dropped, or discarded buffers, while the memory guard "
 		  "was engaged", p.memguard_dropped[0] + p.memguard_dropped[1] + w.samples_memguard);
 	/* Every BPF counter, from the table the record summary uses. */
-	sp_bpf_metrics__render(b, bpf);
+	sp_counters__write_metrics(b, bpf);
 	sp_metrics__family(b, "spanprof_stack_events_total", SP_METRIC_COUNTER,
 			   "Stack quality: truncated and empty stacks, frames in no known mapping");
 	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "kernel_truncated"),

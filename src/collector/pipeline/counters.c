@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * counters.c - see counters.h.  One row per enum sp_counter, in its order.
+ * counters.c - see counters.h.  One row per enum sp_counter, in its order,
+ * and the metrics generated from the rows.
  */
 #include <stddef.h>
 
@@ -95,3 +96,20 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 /* A counter added to abi.h moves SP_CNT__MAX: give it a row above (and,
  * if it starts a new family, a family), then move this line. */
 _Static_assert(SP_CNT_CTX_ATTRS_ERR + 1 == SP_CNT__MAX, "a row for every BPF counter");
+
+void sp_counters__write_metrics(struct sp_metrics_buf *b, const uint64_t bpf[SP_CNT__MAX])
+{
+	for (int f = 0; f < SP_CF__MAX; f++) {
+		const struct sp_counter_family_info *fam = &sp_counter_families[f];
+
+		sp_metrics__family(b, fam->metric, SP_METRIC_COUNTER, fam->help);
+		for (int i = 0; i < SP_CNT__MAX; i++) {
+			const struct sp_counter_info *c = &sp_counters[i];
+			const char *labels[] = { fam->label, c->value, NULL };
+
+			if (c->family != (enum sp_counter_family)f)
+				continue;
+			sp_metrics__u64(b, fam->metric, fam->label ? labels : NULL, bpf[i]);
+		}
+	}
+}

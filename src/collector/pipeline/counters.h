@@ -16,10 +16,18 @@
  *   spanprof_bpf_offcpu_switches_total
  *     = sum(spanprof_bpf_offcpu_switch_outcomes_total{outcome=...})
  * A family of one counter has no label (label == NULL, value == NULL).
+ *
+ * sp_counters__write_metrics writes them as Prometheus text
+ * (base/metrics_text.h): one family per sp_counter_families row, in the
+ * table's order, its HELP and TYPE once, then one series per counter of
+ * that family.
  */
 #ifndef SPANPROF_COUNTERS_H
 #define SPANPROF_COUNTERS_H
 
+#include <stdint.h>
+
+#include "base/metrics_text.h"
 #include "spanprof/abi.h"
 
 enum sp_counter_family {
@@ -53,5 +61,7 @@ struct sp_counter_info {
 
 extern const struct sp_counter_family_info sp_counter_families[SP_CF__MAX];
 extern const struct sp_counter_info sp_counters[SP_CNT__MAX];
+
+void sp_counters__write_metrics(struct sp_metrics_buf *b, const uint64_t bpf[SP_CNT__MAX]);
 
 #endif

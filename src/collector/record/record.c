@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/buildid.h"
 #include "collector/host/kallsyms.h"
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/caps.h"
@@ -43,7 +44,6 @@
 #include "collector/pipeline/sampling_opts.h"
 #include "collector/pipeline/snapshot.h"
 #include "collector/pipeline/summary.h"
-#include "collector/procs/buildid.h"
 #include "collector/record/record.h"
 #include "collector/record/report_child.h"
 #include "profile/codec.h"
@@ -270,7 +270,7 @@ static void capture_kallsyms(const char *output)
 	struct sp_build_id kid;
 	int rc;
 
-	if (snprintf(path, sizeof(path), "%s.kallsyms.gz", output) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s" SP_KALLSYMS_SUFFIX, output) >= (int)sizeof(path))
 		return;
 	rc = sp_buildid__kernel(&kid);
 	rc = rc ? rc : sp_kallsyms__capture(path, &kid, err, sizeof(err));
