@@ -339,6 +339,7 @@ static void test_thread(void **state)
 	map_path(p, sizeof(p), 320, 2);
 	wfile(p, "1000 10 threaded\n");
 	assert_int_equal(sp_jit_maps__new(&c, &j), 0);
+	assert_int_equal(sp_jit_maps__start(j), 0);
 	sp_jit_maps__note(j, 320, 5);
 	assert_int_equal(sp_jit_maps__drain(j, 5000), 0);
 	assert_int_equal(sp_jit_maps__head(j, 320, &src, &head), 0);

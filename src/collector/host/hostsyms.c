@@ -255,6 +255,11 @@ void sp_hostsyms__lost(struct sp_hostsyms *h, int kind)
 		sp_jit_maps__restart_all(h->jit);
 }
 
+int sp_hostsyms__start(struct sp_hostsyms *h)
+{
+	return h ? sp_jit_maps__start(h->jit) : 0;
+}
+
 void sp_hostsyms__stop_jit(struct sp_hostsyms *h)
 {
 	if (!h)

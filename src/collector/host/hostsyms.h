@@ -25,6 +25,9 @@
  * __lost: a blob handed to the sink did not arrive after all (the
  *   uploader's on_lost): the kernel snapshot or vDSO is shipped again next
  *   time, JIT chains start over (jit_maps.h).
+ * __start: starts the perf-map reader thread (jit_maps.h: it has the
+ *   capabilities of the calling thread, so a command that drops some
+ *   starts it after the drop).
  * __stop_jit: stops the perf-map reader (before the sink goes away).
  *
  * Memory: the layout (a few KB per module), the vDSO copy (8 KB), the JIT
@@ -91,6 +94,7 @@ int sp_hostsyms__ship_vdso(struct sp_hostsyms *h);
 bool sp_hostsyms__profile_uses_vdso(const struct sp_profile *p);
 
 void sp_hostsyms__lost(struct sp_hostsyms *h, int kind);
+int sp_hostsyms__start(struct sp_hostsyms *h);
 void sp_hostsyms__stop_jit(struct sp_hostsyms *h);
 void sp_hostsyms__stats(struct sp_hostsyms *h, struct sp_hostsyms_stats *st);
 

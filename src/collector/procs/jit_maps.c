@@ -475,7 +475,6 @@ int sp_jit_maps__new(const struct sp_jit_maps_config *cfg, struct sp_jit_maps **
 {
 	struct sp_jit_maps *j;
 	uint32_t n = 16;
-	sigset_t all, old;
 	int err = -ENOMEM;
 
 	*out = NULL;
@@ -513,22 +512,8 @@ int sp_jit_maps__new(const struct sp_jit_maps_config *cfg, struct sp_jit_maps **
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->work, NULL);
 	pthread_cond_init(&j->idle, NULL);
-	if (!j->cfg.no_thread) {
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		err = -pthread_create(&j->thread, NULL, reader, j);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (err)
-			goto fail_sync;
-		j->thread_started = true;
-		pthread_setname_np(j->thread, "sp-jit-maps");
-	}
 	*out = j;
 	return 0;
-fail_sync:
-	pthread_cond_destroy(&j->idle);
-	pthread_cond_destroy(&j->work);
-	pthread_mutex_destroy(&j->lock);
 fail:
 	free(j->buf);
 	free(j->ring);
@@ -537,6 +522,25 @@ fail:
 	free(j->proc_root);
 	free(j);
 	return err;
+}
+
+int sp_jit_maps__start(struct sp_jit_maps *j)
+{
+	sigset_t all, old;
+	int err;
+
+	if (!j || j->cfg.no_thread || j->thread_started)
+		return 0;
+	/* Signals stay with the command's own threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&j->thread, NULL, reader, j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return err;
+	j->thread_started = true;
+	pthread_setname_np(j->thread, "sp-jit-maps");
+	return 0;
 }
 
 void sp_jit_maps__free(struct sp_jit_maps *j)

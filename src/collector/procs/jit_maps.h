@@ -95,7 +95,12 @@ struct sp_jit_maps_stats {
 
 struct sp_jit_maps;
 
+/* Allocates; no thread runs until __start (notes queue up meanwhile). */
 int sp_jit_maps__new(const struct sp_jit_maps_config *cfg, struct sp_jit_maps **out);
+/* Starts the reader thread (it inherits the calling thread's capabilities
+ * and runs with every signal blocked); idempotent, nothing with no_thread.
+ * 0 or a negative errno.  Until started, __drain runs the queue itself. */
+int sp_jit_maps__start(struct sp_jit_maps *j);
 void sp_jit_maps__free(struct sp_jit_maps *j);	/* stops the thread; NULL-safe */
 
 void sp_jit_maps__note(struct sp_jit_maps *j, uint32_t pid, uint64_t now_ns);
