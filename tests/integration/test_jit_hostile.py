@@ -28,7 +28,6 @@ Each record must end within its duration plus 20 s (a blocked open or an
 endless read would exceed it), exit 0, and write a complete profile.
 Exit 0 pass, 77 skip, else fail.
 """
-import json
 import os
 import pwd
 import shutil
