@@ -14,9 +14,10 @@ pkgs=(
   libcmocka-dev libclang-rt-14-dev prometheus
   golang-go binutils iproute2 procps util-linux strace python3
   chromium
+  nodejs openjdk-17-jdk-headless sqlite3 linux-perf
 )
 if [ "${1:-}" = "--with-bench" ]; then
-  pkgs+=(bpftrace libbpf-tools linux-perf valgrind)
+  pkgs+=(bpftrace libbpf-tools valgrind)
 fi
 
 missing=()

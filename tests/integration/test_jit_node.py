@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spt  # noqa: E402
 from spt import check, fail  # noqa: E402
 from agent_util import Agent, free_port, http_get, otlp_files, wait_for  # noqa: E402
+from lib import perfcmp  # noqa: E402
 from lib.otlp import read_otlp  # noqa: E402
 
 SYM = os.path.join(spt.BUILD, "spanprof-symbolizer")
@@ -60,47 +61,20 @@ def need(tool):
     return p
 
 
-def shares(pairs):
-    """{HEAVY: pct, LIGHT: pct} from (name, pct) pairs whose name holds one."""
+def shares(flat):
+    """{HEAVY: pct, LIGHT: pct} of all samples, from a {name: samples} flat profile."""
+    tot = float(sum(flat.values())) or 1.0
     out = {HEAVY: 0.0, LIGHT: 0.0}
-    for name, pct in pairs:
+    for name, n in flat.items():
         for k in out:
             if k in name:
-                out[k] += pct
+                out[k] += 100.0 * n / tot
     return out
 
 
 def heavy_share(s):
     tot = s[HEAVY] + s[LIGHT]
     return 100.0 * s[HEAVY] / tot if tot else 0.0
-
-
-def perf_shares(data):
-    p = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
-                        "--sort", "sym", "-F", "overhead,sym"],
-                       capture_output=True, text=True, timeout=120)
-    if p.returncode:
-        fail("perf report failed: %s" % p.stderr[-500:])
-    pairs = []
-    for line in p.stdout.splitlines():
-        m = re.match(r"^\s*([\d.]+)%\s+(.*)$", line)
-        if m:
-            pairs.append((m.group(2), float(m.group(1))))
-    return shares(pairs)
-
-
-def pprof_shares(path, d):
-    env = dict(os.environ, HOME=d, PPROF_TMPDIR=d)
-    p = subprocess.run(["go", "tool", "pprof", "-symbolize=none", "-top", "-nodecount=50",
-                        path], capture_output=True, text=True, timeout=120, env=env)
-    if p.returncode:
-        fail("go tool pprof failed: %s" % p.stderr[-500:])
-    pairs = []
-    for line in p.stdout.splitlines():
-        m = re.match(r"^\s*\S+\s+([\d.]+)%\s+[\d.]+%\s+\S+\s+[\d.]+%\s+(.*)$", line)
-        if m:
-            pairs.append((m.group(2), float(m.group(1))))
-    return shares(pairs), p.stdout
 
 
 def part_record(d):
@@ -110,15 +84,7 @@ def part_record(d):
     node = subprocess.Popen(["node", "--perf-basic-prof", js, "12"])
     try:
         time.sleep(2)		# compiled and hot before either starts
-        out = os.path.join(d, "node.pb.gz")
-        perf_data = os.path.join(d, "perf.data")
-        perf = subprocess.Popen(["perf", "record", "-q", "-F", "199", "-p", str(node.pid),
-                                 "-o", perf_data, "--", "sleep", "5"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, _, err = spt.record(["-F", "97", "-p", str(node.pid), "-d", "5", "-o", out])
-        perf.wait(timeout=60)
-        if perf.returncode:
-            fail("perf record failed: %s" % perf.stderr.read().decode()[-500:])
+        out, perf_data, err = perfcmp.sample_both(node.pid, 5, d, spt.record)
     finally:
         node.kill()
         node.wait()
@@ -132,13 +98,18 @@ def part_record(d):
                        timeout=300)
     if p.returncode:
         fail("spanprof-symbolizer file failed: %s" % p.stderr)
-    ours, top = pprof_shares(sym, d)
-    print(top)
-    theirs = perf_shares(perf_data)
+    # go tool pprof reads the names as they are in the file (no symbolization)
+    env = dict(os.environ, HOME=d, PPROF_TMPDIR=d)
+    top = subprocess.run(["go", "tool", "pprof", "-symbolize=none", "-top", sym],
+                         capture_output=True, text=True, timeout=120, env=env)
+    print(top.stdout[:1500])
+    check(top.returncode == 0 and HEAVY in top.stdout and LIGHT in top.stdout,
+          "go tool pprof -symbolize=none shows both JS functions")
+    ours = shares(perfcmp.pprof_flat(sym))
+    theirs = shares(perfcmp.perf_flat(perf_data))
     print("spanprof %s; perf %s" % (ours, theirs))
     check(ours[HEAVY] > 20 and ours[LIGHT] > 10,
-          "go tool pprof -symbolize=none names both JS functions (%.1f%%, %.1f%%)"
-          % (ours[HEAVY], ours[LIGHT]))
+          "spanprof names both JS functions (%.1f%%, %.1f%%)" % (ours[HEAVY], ours[LIGHT]))
     check(theirs[HEAVY] > 20 and theirs[LIGHT] > 10,
           "perf names both (%.1f%%, %.1f%%)" % (theirs[HEAVY], theirs[LIGHT]))
     a, b = heavy_share(ours), heavy_share(theirs)

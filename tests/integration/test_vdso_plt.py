@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""vDSO and PLT frames named, flat profile against perf's (root).
+
+1. Debian's python3 in a loop of time.clock_gettime(): `spanprof record`
+   gives its vDSO samples a "[vdso]" mapping with the vDSO's build id and
+   copies the image into X.syms/.build-id/ (once); after
+   `spanprof-symbolizer file` they are named __vdso_clock_gettime (or an
+   alias of the vDSO's own symbols), as perf names them.
+2. sqlite3 joining two tables: samples in libsqlite3's PLT are named
+   "X@plt" (from the file's PLT relocations), as perf names them.
+3. For both runs, `perf record -p PID` sampled the same seconds: the flat
+   profile by leaf function (out-of-line name, as perf names symbols) is
+   within 1 point of total variation distance of the sampling floor (the
+   distance two independent samplings of the pooled profile with these
+   sample counts show, lib/perfcmp.py).
+Exit 0 pass, 77 skip, else fail.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spt  # noqa: E402
+from spt import check, fail  # noqa: E402
+from lib import perfcmp  # noqa: E402
+
+SYM = os.path.join(spt.BUILD, "spanprof-symbolizer")
+PY = "/usr/bin/python3"
+PY_LOOP = ("import time\n"
+           "end = time.monotonic() + 14\n"
+           "n = 0\n"
+           "while time.monotonic() < end:\n"
+           "    for _ in range(1000):\n"
+           "        n += time.clock_gettime_ns(time.CLOCK_REALTIME) & 1\n")
+SQL = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 40000) "
+       "SELECT count(*) FROM c a JOIN c b ON (a.x * 7) % 1009 = (b.x * 13) % 1013;")
+
+
+def compare(name, d, proc):
+    try:
+        time.sleep(1.5)
+        out, data, err = perfcmp.sample_both(proc.pid, 6, d, spt.record)
+    finally:
+        proc.kill()
+        proc.wait()
+    sym = os.path.join(d, name + ".sym.pb.gz")
+    p = subprocess.run([SYM, "file", out, "-o", sym], capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode:
+        fail("%s: spanprof-symbolizer file failed: %s" % (name, p.stderr))
+    ours = perfcmp.pprof_flat(sym)
+    theirs = perfcmp.perf_flat(data)
+    top = lambda x: sorted(x.items(), key=lambda kv: -kv[1])[:8]  # noqa: E731
+    print("%s spanprof: %s\n%s perf: %s" % (name, top(ours), name, top(theirs)))
+    dist = perfcmp.tvd(ours, theirs)
+    floor = perfcmp.sampling_floor(ours, theirs)
+    check(dist <= floor + 1.0,
+          "%s: flat profile %.2f points of TVD from perf's, sampling floor %.2f (%d vs %d "
+          "samples)" % (name, dist, floor, sum(ours.values()), sum(theirs.values())))
+    return out, ours, theirs
+
+
+def main():
+    spt.require_root()
+    for t in ("perf", "sqlite3"):
+        if not shutil.which(t):
+            fail("%s is not installed: run scripts/deps.sh" % t)
+    if not os.path.exists(PY):
+        fail("%s (Debian's python3) is missing" % PY)
+    d = spt.tmpdir()
+
+    py = subprocess.Popen([PY, "-c", PY_LOOP])
+    pd = os.path.join(d, "py")
+    os.mkdir(pd)
+    out, ours, theirs = compare("python", pd, py)
+    prof = spt.read_pprof(out)
+    vd = [m for m in prof["mappings"].values() if m["file"] == "[vdso]"]
+    check(vd and all(len(m["build_id"]) >= 16 for m in vd),
+          "python: a [vdso] mapping with a build id (%s)" % vd[:1])
+    bid = vd[0]["build_id"]
+    img = os.path.join(out + ".syms", ".build-id", bid[:2], bid[2:])
+    check(os.path.isfile(img), "python: the vDSO image is copied to X.syms/.build-id/")
+    vds = sum(v for k, v in ours.items() if "clock_gettime" in k or k.startswith("__vdso"))
+    pvds = sum(v for k, v in theirs.items() if "clock_gettime" in k or k.startswith("__vdso"))
+    check(vds > 0 and pvds > 0,
+          "python: vDSO samples named (%d: %s; perf %d)" % (
+              vds, [k for k in ours if "vdso" in k or "clock_gettime" in k][:4], pvds))
+
+    sq = subprocess.Popen(["sqlite3", ":memory:", SQL], stdout=subprocess.DEVNULL)
+    sd = os.path.join(d, "sqlite")
+    os.mkdir(sd)
+    out, ours, theirs = compare("sqlite3", sd, sq)
+    plt = {k: v for k, v in ours.items() if k.endswith("@plt")}
+    pplt = {k: v for k, v in theirs.items() if k.endswith("@plt")}
+    tot = float(sum(ours.values()))
+    check(plt and sum(plt.values()) > 0,
+          "sqlite3: PLT samples named X@plt: %.1f%% %s (perf: %.1f%% %s)" % (
+              100 * sum(plt.values()) / tot, sorted(plt.items(), key=lambda kv: -kv[1])[:4],
+              100.0 * sum(pplt.values()) / max(1, sum(theirs.values())),
+              sorted(pplt.items(), key=lambda kv: -kv[1])[:4]))
+    shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
