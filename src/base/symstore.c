@@ -14,6 +14,7 @@
 #include "base/buildid.h"
 #include "base/jit_piece.h"
 #include "base/symstore.h"
+#include "base/write_all.h"
 
 int sp_symstore__path(const char *dir, int kind, const char *key_hex, char *buf, size_t size)
 {
@@ -61,22 +62,6 @@ static int make_parents(const char *dir, char *path)
 	return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int sp_symstore__write(const char *dir, int kind, const char *key_hex, const void *data,
 		       size_t len)
 {
@@ -95,7 +80,7 @@ int sp_symstore__write(const char *dir, int kind, const char *key_hex, const voi
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	err = fchmod(fd, 0644) ? -errno : write_all(fd, data, len);
+	err = fchmod(fd, 0644) ? -errno : sp_write_all(fd, data, len);
 	if (close(fd) && !err)
 		err = -errno;
 	/* link, not rename: a concurrent writer of the same key loses

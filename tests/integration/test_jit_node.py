@@ -24,19 +24,16 @@ twice as often as evalHotLight, the same body) runs with
 Exit 0 pass, 77 skip, else fail.
 """
 import os
-import pwd
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spt  # noqa: E402
 from spt import check, fail  # noqa: E402
-from agent_util import Agent, free_port, http_get, otlp_files, wait_for  # noqa: E402
+from agent_util import Agent, StoreServe, http_get, otlp_files, wait_for  # noqa: E402
 from lib import perfcmp  # noqa: E402
 from lib.otlp import read_otlp  # noqa: E402
 
@@ -118,27 +115,9 @@ def part_record(d):
           % (a, b))
 
 
-def start_serve(port, out, store, d):
-    log = open(os.path.join(d, "serve.log"), "w")
-    p = subprocess.Popen([SYM, "serve", "--listen", "127.0.0.1:%d" % port,
-                          "--output-dir", out, "--store-dir", store, "--no-debuginfod"],
-                         stdout=log, stderr=subprocess.STDOUT)
-    wait_for(lambda: p.poll() is not None or http_get(port, "/metrics")[0] == 200, 15,
-             what="serve's /metrics")
-    if p.poll() is not None:
-        fail("serve exited: %s" % open(log.name).read())
-    return p, log.name
-
-
 def part_agent(d):
-    nobody = pwd.getpwnam("nobody")
-    srv = tempfile.mkdtemp(prefix="spanprof-serve-")
-    out, store = os.path.join(srv, "out"), os.path.join(srv, "store")
-    for x in (srv, out, store):
-        os.makedirs(x, exist_ok=True)
-        os.chown(x, nobody.pw_uid, nobody.pw_gid)
-    port = free_port()
-    serve, serve_log = start_serve(port, out, store, d)
+    srv = StoreServe(d)
+    port, out = srv.port, srv.out
     # Node in private mount and pid namespaces: its /tmp is a tmpfs only
     # it sees, the script is written there, its pid there is small.
     sh = ("mount -t tmpfs tmpfs /tmp && cat > /tmp/hot.js && "
@@ -164,9 +143,7 @@ def part_agent(d):
         node.kill()
         node.wait()
     st, metrics = http_get(port, "/metrics")
-    serve.send_signal(signal.SIGTERM)
-    serve.wait(timeout=30)
-    log = open(serve_log).read()
+    log = srv.stop()
     if agent:
         print(agent.text()[-3000:])
     print(log[-2000:])
@@ -190,7 +167,7 @@ def part_agent(d):
     check(st == 200 and m and int(m.group(1)) > 0,
           "serve's /metrics counts stored JIT pieces (%s)" % (m.group(0) if m else
                                                              "no such series"))
-    shutil.rmtree(srv, ignore_errors=True)
+    srv.cleanup()
 
 
 def main():

@@ -25,19 +25,16 @@ Exit 0 pass, 77 skip, else fail.
 import collections
 import gzip
 import os
-import pwd
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spt  # noqa: E402
 from spt import check, fail, skip  # noqa: E402
-from agent_util import Agent, free_port, http_get, otlp_files, wait_for  # noqa: E402
+from agent_util import Agent, StoreServe, http_get, otlp_files, wait_for  # noqa: E402
 from lib.otlp import read_otlp  # noqa: E402
 import test_symbolizer_kernel as tsk  # noqa: E402
 
@@ -126,19 +123,8 @@ def part_record(td, bid, oracle, text):
 
 
 def part_agent(td, oracle, text, base, record_top):
-    nobody = pwd.getpwnam("nobody")
-    srv = tempfile.mkdtemp(prefix="spanprof-serve-")
-    out, store = os.path.join(srv, "out"), os.path.join(srv, "store")
-    for x in (srv, out, store):
-        os.makedirs(x, exist_ok=True)
-        os.chown(x, nobody.pw_uid, nobody.pw_gid)
-    port = free_port()
-    log = open(os.path.join(td, "serve.log"), "w")
-    serve = subprocess.Popen([SYM, "serve", "--listen", "127.0.0.1:%d" % port,
-                              "--output-dir", out, "--store-dir", store, "--no-debuginfod"],
-                             stdout=log, stderr=subprocess.STDOUT)
-    wait_for(lambda: serve.poll() is not None or http_get(port, "/metrics")[0] == 200, 15,
-             what="serve's /metrics")
+    srv = StoreServe(td)
+    port, out = srv.port, srv.out
     agent = dd = None
     try:
         agent = Agent(["--endpoint", "http://127.0.0.1:%d" % port, "--upload-symbols",
@@ -159,9 +145,7 @@ def part_agent(td, oracle, text, base, record_top):
         if agent:
             agent.kill()
     st, metrics = http_get(port, "/metrics")
-    serve.send_signal(signal.SIGTERM)
-    serve.wait(timeout=30)
-    print(open(log.name).read()[-1500:])
+    print(srv.stop()[-1500:])
     total = agree = 0
     bad = []
     top = collections.Counter()
@@ -191,7 +175,7 @@ def part_agent(td, oracle, text, base, record_top):
     b = set(n for n, _ in top.most_common(6))
     check(a & b, "the top kernel leaves agree with record's: %s vs %s" % (
         record_top.most_common(3), top.most_common(6)))
-    shutil.rmtree(srv, ignore_errors=True)
+    srv.cleanup()
 
 
 def main():

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/hex.h"
+#include "base/write_all.h"
 #include "collector/host/kallsyms.h"
 #include "profile/codec.h"
 #include "profile/fileio.h"
@@ -143,22 +144,6 @@ static int gzip_snapshot(const char *header, const struct sp_kmod *mods, size_t 
 	rc = sp_gzip((const uint8_t *)text, o, out, out_len);
 	free(text);
 	return rc;
-}
-
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
 }
 
 /* The text symbols of src, sorted: *raw holds the file, *k the kept lines.
@@ -360,7 +345,7 @@ int sp_kallsyms__capture_mods(const char *out_path, const struct sp_build_id *ke
 		say(err, err_len, "kallsyms: chmod %s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	rc = write_all(fd, gz, gz_len);
+	rc = sp_write_all(fd, gz, gz_len);
 	if (!rc && fsync(fd))
 		rc = -errno;
 	if (rc) {

@@ -475,7 +475,6 @@ int sp_jit_maps__new(const struct sp_jit_maps_config *cfg, struct sp_jit_maps **
 {
 	struct sp_jit_maps *j;
 	uint32_t n = 16;
-	int err = -ENOMEM;
 
 	*out = NULL;
 	if (!cfg || !cfg->sink)
@@ -483,6 +482,9 @@ int sp_jit_maps__new(const struct sp_jit_maps_config *cfg, struct sp_jit_maps **
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
+	pthread_mutex_init(&j->lock, NULL);
+	pthread_cond_init(&j->work, NULL);
+	pthread_cond_init(&j->idle, NULL);
 	j->cfg = *cfg;
 	if (!j->cfg.min_interval_ns)
 		j->cfg.min_interval_ns = 250ull * 1000 * 1000;
@@ -502,26 +504,17 @@ int sp_jit_maps__new(const struct sp_jit_maps_config *cfg, struct sp_jit_maps **
 	j->procs = calloc(j->cfg.max_procs, sizeof(*j->procs));
 	j->ring = calloc(j->cfg.queue_len, sizeof(*j->ring));
 	j->buf = malloc(SP_JIT_PIECE_MAX_DATA > STATUS_MAX ? SP_JIT_PIECE_MAX_DATA : STATUS_MAX);
-	if (!j->proc_root || !j->heads || !j->procs || !j->ring || !j->buf)
-		goto fail;
+	if (!j->proc_root || !j->heads || !j->procs || !j->ring || !j->buf) {
+		sp_jit_maps__free(j);
+		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < n; i++)
 		j->heads[i] = NONE;
 	for (uint32_t i = 0; i < j->cfg.max_procs; i++)
 		j->procs[i].next = i + 1 < j->cfg.max_procs ? i + 1 : NONE;
 	j->free_head = 0;
-	pthread_mutex_init(&j->lock, NULL);
-	pthread_cond_init(&j->work, NULL);
-	pthread_cond_init(&j->idle, NULL);
 	*out = j;
 	return 0;
-fail:
-	free(j->buf);
-	free(j->ring);
-	free(j->procs);
-	free(j->heads);
-	free(j->proc_root);
-	free(j);
-	return err;
 }
 
 int sp_jit_maps__start(struct sp_jit_maps *j)

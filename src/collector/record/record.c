@@ -37,6 +37,7 @@
 
 #include "base/buildid.h"
 #include "base/symstore.h"
+#include "base/write_all.h"
 #include "collector/host/hostsyms.h"
 #include "collector/host/kallsyms.h"
 #include "collector/pipeline/aggregator.h"
@@ -248,22 +249,6 @@ static pid_t spawn_paused(char **argv, int *go_fd)
 	return pid;
 }
 
-static int write_all(int fd, const uint8_t *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
-
 /* Kernel frames are addresses; the symbolizer names them from a snapshot
  * of /proc/kallsyms taken here (data capture, not symbolization), written
  * next to the profile as FILE.kallsyms.gz (docs/formats.md).  Failure is a
@@ -354,7 +339,7 @@ static int write_profile(const struct record_opts *o, int fd, const struct sp_pr
 		if (err)
 			goto out;
 	}
-	err = write_all(fd, gz ? gz : raw, gz ? gz_len : raw_len);
+	err = sp_write_all(fd, gz ? gz : raw, gz ? gz_len : raw_len);
 	if (!err && fsync(fd) && errno != EINVAL)
 		err = -errno;
 out:
