@@ -159,6 +159,14 @@ int sp_metrics__u64(struct sp_metrics_buf *b, const char *name, const char *cons
 	return sample(b, name, labels, s);
 }
 
+int sp_metrics__single_u64(struct sp_metrics_buf *b, const char *name, enum sp_metric_type t,
+			   const char *help, uint64_t v)
+{
+	int err = sp_metrics__family(b, name, t, help);
+
+	return err ? err : sp_metrics__u64(b, name, NULL, v);
+}
+
 int sp_metrics__f64(struct sp_metrics_buf *b, const char *name, const char *const *labels,
 		    double v)
 {

@@ -54,6 +54,10 @@ int sp_metrics__u64(struct sp_metrics_buf *b, const char *name, const char *cons
 int sp_metrics__f64(struct sp_metrics_buf *b, const char *name, const char *const *labels,
 		    double v);
 
+/* A family of one unlabelled sample: __family then __u64. */
+int sp_metrics__single_u64(struct sp_metrics_buf *b, const char *name, enum sp_metric_type t,
+			   const char *help, uint64_t v);
+
 bool sp_metrics__valid_name(const char *name);
 
 #endif /* SPANPROF_BASE_METRICS_TEXT_H */

@@ -9,17 +9,8 @@
 
 #define L(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
-static void counter(struct sp_metrics_buf *b, const char *name, const char *help, uint64_t v)
-{
-	sp_metrics__family(b, name, SP_METRIC_COUNTER, help);
-	sp_metrics__u64(b, name, NULL, v);
-}
-
-static void gauge(struct sp_metrics_buf *b, const char *name, const char *help, uint64_t v)
-{
-	sp_metrics__family(b, name, SP_METRIC_GAUGE, help);
-	sp_metrics__u64(b, name, NULL, v);
-}
+#define counter(b, name, help, v) sp_metrics__single_u64(b, name, SP_METRIC_COUNTER, help, v)
+#define gauge(b, name, help, v) sp_metrics__single_u64(b, name, SP_METRIC_GAUGE, help, v)
 
 void sp_agent_metrics__syms(struct sp_metrics_buf *b, struct sp_hostsyms *hs,
 			    struct sp_uploader *up)
