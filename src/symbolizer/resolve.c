@@ -83,6 +83,7 @@ struct load_seg {
 struct sym {
 	uint64_t lo, size;
 	const char *name;
+	uint8_t rank;		/* binding: 0 global, 1 local (and PLT), 2 weak */
 };
 
 struct scope {
@@ -277,14 +278,42 @@ static int load_segments(struct module *m, Elf *elf, bool *usable)
 	return 0;
 }
 
+static size_t underscores(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/* Several symbols at one address: the dedup below keeps the first, so
+ * the order says which names the address, whatever the table's order.
+ * perf's rules, so both name a sample alike: sized before unsized, not
+ * weak before weak (the vDSO's __vdso_clock_gettime, not its weak alias
+ * clock_gettime), global before local, fewer leading underscores, the
+ * longer name (glibc's __memmove_avx_unaligned_erms, not its alias
+ * __memcpy_avx_unaligned_erms), then the smaller name. */
 static int sym_cmp(const void *a, const void *b)
 {
 	const struct sym *x = a, *y = b;
+	size_t ux, uy;
 
 	if (x->lo != y->lo)
 		return x->lo < y->lo ? -1 : 1;
-	/* sized before unsized so the dedup below keeps the sized one */
-	return (y->size > 0) - (x->size > 0);
+	if ((x->size > 0) != (y->size > 0))
+		return (y->size > 0) - (x->size > 0);
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	ux = underscores(x->name);
+	uy = underscores(y->name);
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	ux = strlen(x->name);
+	uy = strlen(y->name);
+	if (ux != uy)
+		return ux > uy ? -1 : 1;
+	return strcmp(x->name, y->name);
 }
 
 static int load_symbols_from(struct module *m, Elf_Scn *scn, uint32_t *cap)
@@ -318,6 +347,8 @@ static int load_symbols_from(struct module *m, Elf_Scn *scn, uint32_t *cap)
 			return -ENOMEM;
 		m->syms[m->n_syms++] = (struct sym){
 			.lo = s.st_value, .size = s.st_size, .name = name,
+			.rank = GELF_ST_BIND(s.st_info) == STB_WEAK ? 2 :
+				GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0 : 1,
 		};
 	}
 	return 0;
@@ -355,7 +386,7 @@ static int load_plt(struct sp_debuginfo *di, struct module *m, const char *hint,
 		if (grow((void **)&m->syms, cap, m->n_syms + 1, sizeof(*m->syms)))
 			return -ENOMEM;
 		m->syms[m->n_syms++] = (struct sym){
-			.lo = ps[i].addr, .size = ps[i].size, .name = ps[i].name,
+			.lo = ps[i].addr, .size = ps[i].size, .name = ps[i].name, .rank = 1,
 		};
 	}
 	return 0;

@@ -4,7 +4,8 @@ sample_both(pid, seconds, d, spanprof_record): `perf record -p PID` and
     `spanprof record -p PID` over the same seconds; returns (spanprof's
     profile, perf.data).
 perf_flat(data): {symbol: samples} of the leaves from `perf report`
-    ("[.] " / "[k] " prefixes dropped).
+    ("[.] " / "[k] " prefixes dropped; an address perf could not name,
+    "0x...", counts as "[unknown]", as spanprof's unnamed leaves do).
 pprof_flat(path): {function: samples} of the leaves of a symbolized pprof
     file, named by the out-of-line function of the leaf location (the last
     line: perf names symbols, not inlined frames); unnamed leaves are
@@ -25,14 +26,16 @@ from lib.pb import fields, packed
 def sample_both(pid, seconds, d, spanprof_record, freq=97, perf_freq=199):
     out = d + "/spanprof.pb.gz"
     data = d + "/perf.data"
-    perf = subprocess.Popen(["perf", "record", "-q", "-F", str(perf_freq), "-p", str(pid),
+    perf = subprocess.Popen(["perf", "record", "-F", str(perf_freq), "-p", str(pid),
                              "-o", data, "--", "sleep", str(seconds)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, _, err = spanprof_record(["-F", str(freq), "-p", str(pid), "-d", str(seconds),
                                  "-o", out])
     perf.wait(timeout=120)
     if perf.returncode:
-        raise RuntimeError("perf record failed: %s" % perf.stderr.read().decode()[-500:])
+        raise RuntimeError("perf record -p %d failed (rc %d; did the process end before %d "
+                           "s?): %s" % (pid, perf.returncode, seconds,
+                                        perf.stderr.read().decode()[-500:]))
     return out, data, err
 
 
@@ -46,7 +49,10 @@ def perf_flat(data):
     for line in p.stdout.splitlines():
         m = re.match(r"^\s*(\d+)\s+\[(.)\]\s+(.*?)\s*$", line)
         if m:
-            out[m.group(3)] = out.get(m.group(3), 0) + int(m.group(1))
+            name = m.group(3)
+            if re.match(r"^0x[0-9a-f]+$", name):
+                name = "[unknown]"
+            out[name] = out.get(name, 0) + int(m.group(1))
     return out
 
 
