@@ -265,8 +265,11 @@ void sp_uploader__free(struct sp_uploader *u)
 		sp_sender__wakeup(u->sender);
 		pthread_join(u->thread, NULL);
 	}
+	/* what never went out: counted, and the producer told (on_lost) */
 	for (b = u->head; b; b = n) {
 		n = b->next;
+		u->st.dropped_shutdown++;
+		lost(u, b);
 		free(b->body);
 		free(b);
 	}
