@@ -355,9 +355,10 @@ static int load_symbols_from(struct module *m, Elf_Scn *scn, uint32_t *cap)
 }
 
 /* "X@plt" symbols for the PLT stubs (plt.h), from the debug file or,
- * when its PLT has no contents (NOBITS), from the executable itself. */
+ * when its PLT has no contents (NOBITS), from the executable itself
+ * (exec: its path when the load has found it already, else NULL). */
 static int load_plt(struct sp_debuginfo *di, struct module *m, const char *hint,
-		    uint32_t *cap)
+		    const char *exec, uint32_t *cap)
 {
 	struct sp_plt_sym *ps = NULL;
 	size_t n = 0;
@@ -366,8 +367,8 @@ static int load_plt(struct sp_debuginfo *di, struct module *m, const char *hint,
 	int fd = -1, err;
 
 	err = sp_plt__symbols(m->elf, &ps, &n);
-	if (err == -ENODATA && !sp_debuginfo__find_exec(di, m->id, hint, &path) &&
-	    (fd = sp_pin__open(path, NULL)) >= 0 &&
+	if (err == -ENODATA && (exec || !sp_debuginfo__find_exec(di, m->id, hint, &path)) &&
+	    (fd = sp_pin__open(exec ? exec : path, NULL)) >= 0 &&
 	    (elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)) && elf_kind(elf) == ELF_K_ELF)
 		err = sp_plt__symbols(elf, &ps, &n);
 	elf_end(elf);
@@ -392,7 +393,8 @@ static int load_plt(struct sp_debuginfo *di, struct module *m, const char *hint,
 	return 0;
 }
 
-static int load_symbols(struct sp_debuginfo *di, struct module *m, const char *hint)
+static int load_symbols(struct sp_debuginfo *di, struct module *m, const char *hint,
+			const char *exec)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
 	uint32_t cap = 0, w = 0;
@@ -410,7 +412,7 @@ static int load_symbols(struct sp_debuginfo *di, struct module *m, const char *h
 	}
 	err = load_symbols_from(m, symtab ? symtab : dynsym, &cap);
 	if (!err)
-		err = load_plt(di, m, hint, &cap);
+		err = load_plt(di, m, hint, exec, &cap);
 	if (err || !m->n_syms)
 		return err;
 	qsort(m->syms, m->n_syms, sizeof(*m->syms), sym_cmp);
@@ -911,9 +913,11 @@ struct load_result {
 };
 
 /* Program headers from the executable itself when the debug file's are
- * unusable; without them only virtual addresses can be resolved. */
+ * unusable; without them only virtual addresses can be resolved.  *exec
+ * gets the executable's path when found (the caller frees it), so the
+ * PLT names need no second lookup. */
 static int exec_segments(struct sp_debuginfo *di, struct module *m,
-			 const char *hint, struct load_result *lr)
+			 const char *hint, struct load_result *lr, char **exec)
 {
 	char *path = NULL;
 	bool usable;
@@ -946,7 +950,7 @@ out:
 	elf_end(elf);
 	if (fd >= 0)
 		close(fd);
-	free(path);
+	*exec = path;
 	return err;
 }
 
@@ -957,6 +961,7 @@ out:
 static int module_load(struct sp_debuginfo *di, struct module *m,
 		       const char *hint, struct load_result *lr)
 {
+	char *exec = NULL;
 	bool usable;
 	int err;
 
@@ -978,11 +983,11 @@ static int module_load(struct sp_debuginfo *di, struct module *m,
 	if (err == -ENOMEM)
 		goto fail;
 	if (!usable) {
-		err = exec_segments(di, m, hint, lr);
+		err = exec_segments(di, m, hint, lr, &exec);
 		if (err == -ENOMEM)
 			goto fail;
 	}
-	err = load_symbols(di, m, hint);
+	err = load_symbols(di, m, hint, exec);
 	if (err)
 		goto fail;
 	m->dw = dwarf_begin_elf(m->elf, DWARF_C_READ, NULL);
@@ -992,8 +997,10 @@ static int module_load(struct sp_debuginfo *di, struct module *m,
 			goto fail;
 		lr->dwarf = m->n_cus > 0;
 	}
+	free(exec);
 	return 0;
 fail:
+	free(exec);
 	module_clear(m);
 	return err;
 }
