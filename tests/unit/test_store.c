@@ -2,8 +2,8 @@
 /*
  * test_store.c - the receiving end of host-symbol uploads
  * (src/symbolizer/store.h), with real envelopes (base/symstore.h) and real
- * pieces (base/jit_piece.h): a JIT piece and a kernel snapshot stored
- * under their keys; a duplicate not written twice; every refusal counted
+ * pieces (base/jit_piece.h): a JIT piece, a kernel snapshot and this
+ * process's vDSO image stored under their keys; a duplicate not written twice; every refusal counted
  * by reason (malformed envelope, unknown kind, a payload that is not what
  * its key says, too large, no room); the disk budget kept by evicting the
  * oldest JIT pieces (counted) and never a kernel snapshot; a store
@@ -27,6 +27,7 @@
 
 #include "base/jit_piece.h"
 #include "base/symstore.h"
+#include "collector/host/vdso.h"
 #include "symbolizer/store.h"
 
 #define KID "0123456789abcdef0123456789abcdef01234567"
@@ -127,6 +128,26 @@ static void test_store_and_refuse(void **state)
 							    strlen(snap), &body, &len), 0);
 		assert_int_equal(put(s, body, len), -EINVAL);
 	}
+	/* the vDSO this process maps, under its build id (what the agent
+	 * ships), then under another */
+	{
+		struct sp_vdso v = { 0 };
+		char path[PATH_MAX], hex[2 * SP_BUILD_ID_MAX + 1];
+
+		assert_int_equal(sp_vdso__read(&v), 0);
+		assert_int_equal(sp_symstore__upload_encode(SP_SYMSTORE_ELF, v.build_id.id,
+							    v.build_id.len, v.image, v.len, &body,
+							    &len), 0);
+		assert_int_equal(put(s, body, len), 0);
+		sp_buildid__hex(&v.build_id, hex);
+		assert_int_equal(sp_symstore__path(store_dir, SP_SYMSTORE_ELF, hex, path,
+						   sizeof(path)), 0);
+		assert_int_equal(access(path, R_OK), 0);
+		assert_int_equal(sp_symstore__upload_encode(SP_SYMSTORE_ELF, kid_bin, 20, v.image,
+							    v.len, &body, &len), 0);
+		assert_int_equal(put(s, body, len), -EINVAL);
+		sp_vdso__release(&v);
+	}
 	/* an ELF image that is not one */
 	assert_int_equal(sp_symstore__upload_encode(SP_SYMSTORE_ELF, kid_bin, 20, "not elf", 7,
 						    &body, &len), 0);
@@ -145,14 +166,15 @@ static void test_store_and_refuse(void **state)
 	}
 
 	sp_store__stats(s, &st);
-	assert_int_equal(st.uploads, 9);
+	assert_int_equal(st.uploads, 11);
 	assert_int_equal(st.stored[SP_SYMSTORE_JIT], 1);
 	assert_int_equal(st.stored[SP_SYMSTORE_KALLSYMS], 1);
+	assert_int_equal(st.stored[SP_SYMSTORE_ELF], 1);
 	assert_int_equal(st.duplicates, 1);
-	assert_int_equal(st.refused_mismatch, 2);	/* the piece, the snapshot */
-	assert_int_equal(st.refused_malformed, 3);	/* envelope, kind, ELF */
+	assert_int_equal(st.refused_mismatch, 3);	/* the piece, snapshot, vDSO */
+	assert_int_equal(st.refused_malformed, 3);	/* envelope, kind, not ELF */
 	assert_int_equal(st.refused_too_big, 1);
-	assert_int_equal(st.files, 2);
+	assert_int_equal(st.files, 3);
 	sp_store__free(s);
 	sp_store__free(NULL);
 }
