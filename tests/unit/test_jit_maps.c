@@ -310,6 +310,35 @@ static void test_bounds(void **state)
 	assert_int_equal(st.sink_refused, 1);
 	sp_jit_maps__free(j);
 
+	/* the total budget: two processes' maps of 16000 bytes each, 20000
+	 * bytes for both and no refill: the first is copied whole, the
+	 * second up to the budget (cut after a whole line), then waits */
+	sink_reset();
+	fake_pid(312, getuid(), 312, 0);
+	{
+		char q[PATH_MAX];
+		struct sp_jit_maps_config c = {
+			.proc_root = tu_dir, .min_interval_ns = 100 * MS, .no_thread = true,
+			.max_procs = 8, .burst_bytes = 20000, .no_refill = true, .sink = sink,
+			.sink_ctx = &sk,
+		};
+
+		map_path(q, sizeof(q), 312, 312);
+		assert_int_equal(link(p, q), 0);	/* the same 16000 bytes */
+		assert_int_equal(sp_jit_maps__new(&c, &j), 0);
+	}
+	check(j, 310);
+	check(j, 312);
+	assert_int_equal(sk.n, 2);
+	assert_int_equal(sk.pc[0].len, 16000);
+	assert_int_equal(sk.pc[1].len, 4000);	/* 250 whole lines of 16 */
+	check(j, 312);				/* nothing left: nothing read */
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.bytes_read, 20000);
+	assert_int_equal(st.over_budget, 2);
+	assert_int_equal(sk.n, 2);
+	sp_jit_maps__free(j);
+
 	/* a full queue drops the note (counted) */
 	sink_reset();
 	j = make(0, 0, 1);

@@ -41,6 +41,7 @@ void sp_agent_metrics__syms(struct sp_metrics_buf *b, struct sp_hostsyms *hs,
 	sp_metrics__u64(b, jr, L("reason", "stale"), j.stale);
 	sp_metrics__u64(b, jr, L("reason", "unreadable"), j.unreadable);
 	sp_metrics__u64(b, jr, L("reason", "truncated"), j.truncated);
+	sp_metrics__u64(b, jr, L("reason", "over_budget"), j.over_budget);
 	sp_metrics__u64(b, jr, L("reason", "not_shipped"), j.sink_refused);
 	sp_metrics__u64(b, jr, L("reason", "table_full"), j.procs_full);
 	counter(b, "spanprof_jit_maps_notes_dropped_total",

@@ -80,10 +80,11 @@ static void print_jit(FILE *f, const struct sp_summary *s)
 	fprintf(f, "  JIT perf maps: processes %" PRIu64 " (with a map %" PRIu64 "), pieces %"
 		PRIu64 " (%" PRIu64 " bytes), checks %" PRIu64 "; refused: no map %" PRIu64
 		", not a regular file %" PRIu64 ", wrong owner %" PRIu64 ", stale %" PRIu64
-		", unreadable %" PRIu64 ", truncated %" PRIu64 ", not stored %" PRIu64
-		", notes dropped %" PRIu64 "\n", j->procs, j->procs_with_map, j->pieces,
-		j->piece_bytes, j->checks, j->no_map, j->not_regular, j->wrong_owner, j->stale,
-		j->unreadable, j->truncated, j->sink_refused, j->notes_dropped);
+		", unreadable %" PRIu64 ", truncated %" PRIu64 ", over the total budget %" PRIu64
+		", not stored %" PRIu64 ", notes dropped %" PRIu64 "\n", j->procs,
+		j->procs_with_map, j->pieces, j->piece_bytes, j->checks, j->no_map,
+		j->not_regular, j->wrong_owner, j->stale, j->unreadable, j->truncated,
+		j->over_budget, j->sink_refused, j->notes_dropped);
 }
 
 void sp_summary__print(FILE *f, const struct sp_summary *s)
@@ -173,13 +174,15 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"wrong_owner\": %" PRIu64 ", \"stale\": %" PRIu64 ", \"unreadable\": %" PRIu64
 		", \"reads\": %" PRIu64 ", \"bytes_read\": %" PRIu64 ", \"pieces\": %" PRIu64
 		", \"piece_bytes\": %" PRIu64 ", \"restarts\": %" PRIu64 ", \"truncated\": %" PRIu64
+		", \"over_budget\": %" PRIu64
 		", \"sink_refused\": %" PRIu64 ", \"procs_full\": %" PRIu64 ", \"procs\": %" PRIu64
 		", \"procs_with_map\": %" PRIu64 ", \"store_writes\": %" PRIu64
 		", \"store_errors\": %" PRIu64 "},\n",
 		s->jit.notes, s->jit.notes_dropped, s->jit.checks, s->jit.no_map,
 		s->jit.not_regular, s->jit.wrong_owner, s->jit.stale, s->jit.unreadable,
 		s->jit.reads, s->jit.bytes_read, s->jit.pieces, s->jit.piece_bytes,
-		s->jit.restarts, s->jit.truncated, s->jit.sink_refused, s->jit.procs_full,
+		s->jit.restarts, s->jit.truncated, s->jit.over_budget, s->jit.sink_refused,
+		s->jit.procs_full,
 		s->jit.procs, s->jit.procs_with_map, s->hostsyms.store_writes,
 		s->hostsyms.store_errors);
 	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64

@@ -56,6 +56,8 @@ struct sp_jit_maps {
 	uint32_t *heads, mask, free_head;
 	uint32_t *ring, ring_head, ring_len;
 	uint8_t *buf;			/* SP_JIT_PIECE_MAX_DATA, the reader's */
+	uint64_t budget;		/* bytes all processes may still copy */
+	uint64_t budget_ns;		/* CLOCK_MONOTONIC of its last refill */
 	struct sp_jit_maps_stats st;
 };
 
@@ -300,6 +302,35 @@ static int ship(struct sp_jit_maps *j, struct work *w, int fd, uint64_t limit)
 	return 0;
 }
 
+/* Up to want bytes of the total budget (refilled at bytes_per_sec, up to
+ * burst_bytes); returns what may be read. */
+static uint64_t budget_take(struct sp_jit_maps *j, uint64_t want)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), got;
+
+	pthread_mutex_lock(&j->lock);
+	if (j->cfg.bytes_per_sec && now > j->budget_ns) {
+		uint64_t add = (now - j->budget_ns) / 1000 * j->cfg.bytes_per_sec / 1000000;
+
+		if (add) {
+			j->budget = j->budget + add > j->cfg.burst_bytes ? j->cfg.burst_bytes
+									   : j->budget + add;
+			j->budget_ns = now;
+		}
+	}
+	got = want < j->budget ? want : j->budget;
+	j->budget -= got;
+	pthread_mutex_unlock(&j->lock);
+	return got;
+}
+
+static void budget_return(struct sp_jit_maps *j, uint64_t n)
+{
+	pthread_mutex_lock(&j->lock);
+	j->budget = j->budget + n > j->cfg.burst_bytes ? j->cfg.burst_bytes : j->budget + n;
+	pthread_mutex_unlock(&j->lock);
+}
+
 enum outcome {
 	O_NONE, O_NO_MAP, O_NOT_REGULAR, O_WRONG_OWNER, O_STALE, O_UNREADABLE, O_READ,
 };
@@ -310,7 +341,7 @@ static void check(struct sp_jit_maps *j, struct work *w)
 	char path[256], *sbuf = (char *)j->buf;
 	struct pinfo pi;
 	struct stat st;
-	uint64_t limit, before;
+	uint64_t limit, before, avail;
 	int64_t mtime;
 	int rootfd, pfd = -1, fd = -1, err;
 
@@ -373,8 +404,18 @@ static void check(struct sp_jit_maps *j, struct work *w)
 	c->more = limit > c->done + j->cfg.max_read_per_check;
 	if (c->more)
 		limit = c->done + j->cfg.max_read_per_check;
+	/* the total budget: what is over it waits for the refill */
+	avail = budget_take(j, limit - c->done);
+	if (c->done + avail < limit) {
+		limit = c->done + avail;
+		c->more = true;
+		pthread_mutex_lock(&j->lock);
+		j->st.over_budget++;
+		pthread_mutex_unlock(&j->lock);
+	}
 	before = c->done;
 	err = ship(j, w, fd, limit);
+	budget_return(j, avail - (c->done - before));	/* a tail left for later */
 	if (err) {
 		c->broken = true;
 		w->outcome = O_UNREADABLE;
@@ -496,6 +537,12 @@ int sp_jit_maps__new(const struct sp_jit_maps_config *cfg, struct sp_jit_maps **
 		j->cfg.max_procs = 1024;
 	if (!j->cfg.queue_len)
 		j->cfg.queue_len = 256;
+	if (!j->cfg.burst_bytes)
+		j->cfg.burst_bytes = 256ull << 20;
+	if (!j->cfg.bytes_per_sec && !j->cfg.no_refill)
+		j->cfg.bytes_per_sec = 4ull << 20;
+	j->budget = j->cfg.burst_bytes;
+	j->budget_ns = clock_ns(CLOCK_MONOTONIC);
 	j->proc_root = strdup(cfg->proc_root ? cfg->proc_root : "/proc");
 	while (n < j->cfg.max_procs)
 		n <<= 1;

@@ -28,7 +28,10 @@
  * rewrites it) starts a new chain.  Bytes after the last '\n' wait (a
  * runtime may be writing that line).  A process's chain stops at
  * max_bytes_per_proc (truncated, counted); one check reads at most
- * max_read_per_check (the rest comes next time).
+ * max_read_per_check (the rest comes next time); all processes together
+ * read at most burst_bytes plus bytes_per_sec since (a token bucket: what
+ * is over it is read at a later check, counted in over_budget), so the
+ * copies on disk and on the network have a rate, not just a size.
  *
  * Where pieces go: cfg.sink, called on the reader thread with each piece
  * (encoded, with its id); the sink copies or writes it and returns 0, or
@@ -66,6 +69,11 @@ struct sp_jit_maps_config {
 	uint64_t max_bytes_per_proc;	/* default 64 MiB */
 	uint64_t max_read_per_check;	/* default 16 MiB */
 	uint32_t max_procs;		/* default 1024 */
+	/* In total, all processes: a budget of burst_bytes (default 256 MiB)
+	 * refilled at bytes_per_sec (default 4 MiB/s; no_refill: never) */
+	uint64_t burst_bytes;
+	uint64_t bytes_per_sec;
+	bool no_refill;			/* tests: the burst is all there is */
 	uint32_t queue_len;		/* default 256 */
 	bool no_thread;			/* tests: sp_jit_maps__run_pending does the work */
 	sp_jit_sink_fn sink;		/* required */
@@ -87,6 +95,8 @@ struct sp_jit_maps_stats {
 	uint64_t piece_bytes;
 	uint64_t restarts;		/* file replaced or rewritten: new chain */
 	uint64_t truncated;		/* chains stopped at max_bytes_per_proc */
+	uint64_t over_budget;		/* checks that read less (or nothing): the
+					 * total budget was spent; the rest later */
 	uint64_t sink_refused;
 	uint64_t procs_full;
 	uint64_t procs;			/* gauge: processes tracked */
