@@ -9,7 +9,11 @@
    global symbol, not its weak alias clock_gettime), as perf names them.
 2. sqlite3 joining two tables: samples in libsqlite3's PLT are named
    "X@plt" (from the file's PLT relocations), as perf names them.
-3. For both runs, `perf record -p PID` sampled the same seconds: the flat
+3. agent -> serve: `spanprof agent --upload-symbols` ships the vDSO image
+   (once) to `spanprof-symbolizer serve --store-dir` running as nobody;
+   serve's profiles name the loop's vDSO samples __vdso_clock_gettime and
+   its /metrics count one stored ELF image.
+4. For both record runs, `perf record -p PID` sampled the same seconds: the flat
    profile by leaf function (out-of-line name, as perf names symbols) is
    within 1 point of total variation distance of the sampling floor (the
    distance two independent samplings of the pooled profile with these
@@ -25,7 +29,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spt  # noqa: E402
 from spt import check, fail  # noqa: E402
+from agent_util import Agent, StoreServe, http_get, otlp_files, wait_for  # noqa: E402
 from lib import perfcmp  # noqa: E402
+from lib.otlp import read_otlp  # noqa: E402
 
 SYM = os.path.join(spt.BUILD, "spanprof-symbolizer")
 PY = "/usr/bin/python3"
@@ -76,6 +82,40 @@ def compare(name, d, proc):
     return out, ours, theirs
 
 
+def part_agent(d):
+    srv = StoreServe(d)
+    py = subprocess.Popen([PY, "-c", PY_LOOP])
+    agent = None
+    try:
+        agent = Agent(["--endpoint", "http://127.0.0.1:%d" % srv.port, "--upload-symbols",
+                       "--interval", "3", "--jitter", "0", "-F", "97"], d)
+        time.sleep(8)
+        rc, _ = agent.stop()
+        check(rc == 0, "agent exited 0 (rc %s): %s" % (rc, agent.text()[-600:]))
+        wait_for(lambda: otlp_files(srv.out), 20, what="serve's output")
+        time.sleep(1)
+    finally:
+        if agent:
+            agent.kill()
+        py.kill()
+        py.wait()
+    st, metrics = http_get(srv.port, "/metrics")
+    print(srv.stop()[-800:])
+    vdso = named = 0
+    for f in otlp_files(srv.out):
+        for s in read_otlp(f):
+            if s["pid"] != py.pid or not s["stack"] or s["stack"][0][0] != "[vdso]":
+                continue
+            vdso += s["count"]
+            named += s["count"] if s["funcs"][0] == "__vdso_clock_gettime" else 0
+    check(vdso > 0 and named == vdso,
+          "agent -> serve (nobody, from the uploaded image): %d of %d vDSO samples named "
+          "__vdso_clock_gettime" % (named, vdso))
+    check(st == 200 and 'spanprof_symbolizer_symbols_stored_total{kind="elf"} 1' in metrics,
+          "serve stored the vDSO image once")
+    srv.cleanup()
+
+
 def main():
     spt.require_root()
     for t in ("perf", "sqlite3"):
@@ -123,6 +163,9 @@ def main():
     for ok, what in TVD:
         print(("ok: " if ok else "FAIL: ") + what, flush=True)
     check(all(ok for ok, _ in TVD), "both flat profiles within 1 point of the sampling floor")
+    ad = os.path.join(d, "agent")
+    os.mkdir(ad)
+    part_agent(ad)
     shutil.rmtree(d, ignore_errors=True)
 
 
