@@ -18,6 +18,7 @@
 
 #include "base/hex.h"
 #include "collector/host/kallsyms.h"
+#include "base/small_file.h"
 #include "collector/host/kernel_layout.h"
 #include "profile/fileio.h"
 
@@ -46,23 +47,6 @@ static void say(char *err, size_t len, const char *msg, int e)
 	if (err && len)
 		snprintf(err, len, "kernel layout: %s%s%s", msg, e ? ": " : "",
 			 e ? strerror(-e) : "");
-}
-
-/* A small kernel-made text file into buf (NUL-terminated); bytes or <0. */
-static ssize_t read_small(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	if (n < 0)
-		n = -errno;
-	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
-	return n;
 }
 
 static int parse_hex_u64(const char *s, uint64_t *out)
@@ -192,7 +176,7 @@ static int module_text(const struct sp_kernel_layout *kl, const char *name, uint
 
 	*next = 0;
 	snprintf(path, sizeof(path), "%s/module/%s/sections/.text", kl->sys_root, name);
-	if (read_small(path, buf, sizeof(buf)) <= 0 || parse_hex_u64(buf, text))
+	if (sp_read_small(path, buf, sizeof(buf)) <= 0 || parse_hex_u64(buf, text))
 		return -ENOENT;
 	if (!*text)
 		return -EACCES;
@@ -206,7 +190,7 @@ static int module_text(const struct sp_kernel_layout *kl, const char *name, uint
 		if (de->d_name[0] != '.' || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		snprintf(f, sizeof(f), "%s/%s", path, de->d_name);
-		if (read_small(f, buf, sizeof(buf)) <= 0 || parse_hex_u64(buf, &a))
+		if (sp_read_small(f, buf, sizeof(buf)) <= 0 || parse_hex_u64(buf, &a))
 			continue;
 		if (a > *text && (!*next || a < *next))
 			*next = a;
@@ -387,7 +371,7 @@ int sp_kernel_layout__new(const struct sp_kernel_layout_config *cfg,
 	}
 	kl->base = read_base(cfg ? cfg->config_path : NULL);
 	snprintf(boot, sizeof(boot), "%s/sys/kernel/random/boot_id", kl->proc_root);
-	if (read_small(boot, boot, sizeof(boot)) > 0)
+	if (sp_read_small(boot, boot, sizeof(boot)) > 0)
 		sp_kernel_layout__parse_boot_id(boot, &kl->boot_id);
 	rc = read_modules(kl, &changed);
 	if (rc) {

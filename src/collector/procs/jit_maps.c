@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/pin.h"
+#include "base/small_file.h"
 #include "collector/procs/jit_maps.h"
 
 #define NONE UINT32_MAX
@@ -126,21 +127,6 @@ struct pinfo {
 	uint64_t start_real_ns;		/* 0: unknown */
 };
 
-static int read_file(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
-}
-
 static uint64_t clock_ns(clockid_t c)
 {
 	struct timespec ts;
@@ -155,13 +141,13 @@ static int proc_info(const struct sp_jit_maps *j, uint32_t pid, struct pinfo *pi
 	const char *s;
 	unsigned long long start = 0;
 	long hz = sysconf(_SC_CLK_TCK);
-	int err;
+	ssize_t n;
 
 	memset(pi, 0, sizeof(*pi));
 	snprintf(path, sizeof(path), "%s/%u/status", j->proc_root, pid);
-	err = read_file(path, buf, STATUS_MAX);
-	if (err)
-		return err;
+	n = sp_read_small(path, buf, STATUS_MAX);
+	if (n < 0)
+		return (int)n;
 	s = strstr(buf, "\nUid:");
 	if (!s || sscanf(s + 5, "%u %u", &pi->ruid, &pi->euid) != 2)
 		return -EINVAL;
@@ -180,7 +166,7 @@ static int proc_info(const struct sp_jit_maps *j, uint32_t pid, struct pinfo *pi
 			pi->nspid = v;
 	}
 	snprintf(path, sizeof(path), "%s/%u/stat", j->proc_root, pid);
-	if (!read_file(path, buf, STATUS_MAX) && (s = strrchr(buf, ')')) && hz > 0) {
+	if (sp_read_small(path, buf, STATUS_MAX) >= 0 && (s = strrchr(buf, ')')) && hz > 0) {
 		/* fields after comm: state is 3rd, starttime the 22nd */
 		int f = 2;
 
