@@ -78,7 +78,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/symstore.h"
 #include "collector/agent/agent.h"
 #include "collector/agent/memguard.h"
 #include "collector/agent/metrics.h"
