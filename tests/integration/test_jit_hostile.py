@@ -89,7 +89,7 @@ def main():
     js = os.path.join(d, "spin.js")
     with open(js, "w") as f:
         f.write(JS % 120)
-    node = subprocess.Popen(["node", js])
+    node = subprocess.Popen(["node", js], cwd=d)
     path = "/tmp/perf-%d.map" % node.pid
     nobody = pwd.getpwnam("nobody")
     try:
