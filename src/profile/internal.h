@@ -96,8 +96,9 @@ void sp_strtab__free(struct sp_strtab *t);
 /* ------------------------------------------------------------ allocator */
 struct sp_pballoc {
 	ProtobufCAllocator a;	/* pass &x.a to protobuf-c */
-	size_t used;
-	size_t budget;
+	size_t used;		/* live bytes (malloc_usable_size) */
+	size_t peak;
+	size_t budget;		/* on live bytes */
 	bool exhausted;		/* an allocation was refused */
 };
 
