@@ -30,6 +30,7 @@
 #include "profile.h"
 
 #define SP_DECODE_MAX_BYTES (64u << 20)	/* decompressed input limit */
+#define SP_DECODE_MAX_ENTRIES (1u << 20)	/* per decoded table, and samples */
 
 int sp_pprof__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len);
 int sp_pprof__decode(const uint8_t *buf, size_t len, struct sp_profile **out);

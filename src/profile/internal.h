@@ -28,9 +28,9 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "profile/arena.h"
+#include "profile/codec.h"
 #include "profile/profile.h"
 
-#define SP_DECODE_MAX_ENTRIES (1u << 20)	/* per table, and samples */
 #define SP_TABLE_MAX (INT32_MAX / 2)		/* any model table */
 
 /* Well-known names (labels in pprof, attribute keys in OTLP). */

@@ -111,6 +111,8 @@ static int push(struct sp_pbcost *w, const ProtobufCMessageDescriptor *d, uint64
 		return fail(w, -E2BIG);
 	if (w->depth > w->max_depth)
 		return fail(w, -EBADMSG);
+	if (w->max_msgs && *n >= w->max_msgs)
+		return fail(w, -E2BIG);
 	(*n)++;
 	w->total_msgs++;
 	w->bytes += sp_pbcost__alloc(d->sizeof_message);

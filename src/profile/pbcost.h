@@ -31,8 +31,9 @@
  * Errors (sticky: every later call returns the same): -EBADMSG for a
  * malformed message (a varint past 10 bytes, a length past its enclosing
  * message, a group or reserved wire type, nesting deeper than max_depth),
- * -E2BIG when more distinct descriptors or repeated fields are met than
- * the counting tables hold (not possible with the schemas compiled here).
+ * -E2BIG past max_msgs messages of one type, or when more distinct
+ * descriptors or repeated fields are met than the counting tables hold
+ * (not possible with the schemas compiled here).
  */
 #ifndef SPANPROF_PROFILE_PBCOST_H
 #define SPANPROF_PROFILE_PBCOST_H
@@ -71,6 +72,11 @@ struct sp_pbcost {
 		uint64_t n;
 	} elems[SP_PBCOST_MAX_FIELDS];
 	uint32_t n_elems;
+
+	/* limit: more than this many messages of one type is -E2BIG (0: none;
+	 * a decoder's table cap refuses them later anyway, this refuses them
+	 * before the rest of the input is read) */
+	uint64_t max_msgs;
 
 	/* state */
 	int err;
