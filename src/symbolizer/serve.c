@@ -1089,7 +1089,7 @@ out:
 	if (admin)
 		MHD_stop_daemon(admin);
 	forward_totals(s);
-	if (!o.quiet)
+	if (!o.quiet && !err)	/* a start-up failure is its one line */
 		for (int i = 0; i < C__MAX; i++)
 			fprintf(stderr, "spanprof-symbolizer: %s %" PRIu64 "\n",
 				ctr_names[i], (uint64_t)s->ctr[i]);

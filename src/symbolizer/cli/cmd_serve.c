@@ -326,7 +326,7 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	so.resolver = x.res;
 	so.ksyms = x.ks;
 	err = sp_serve__run(&so, &stop_flag);
-	if (!o.c.quiet)
+	if (!o.c.quiet && !err)
 		sp_sym_ctx__print_stats(&x, NULL);
 out:
 	sp_sym_ctx__close(&x);
