@@ -848,7 +848,9 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_gauge(b, "spanprof_last_profile_resources",
 		"Processes (resources) in the last exported profile", (double)w.last_resources);
 	sp_metrics__family(b, "spanprof_process_events_total", SP_METRIC_COUNTER,
-			   "Process table events and bounds hit");
+			   "Process table events and bounds hit (file_timed_out: a mapped "
+			   "file did not answer within 250 ms; file_skipped: such a file "
+			   "met again, or every reading helper stuck)");
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_read"),
 			p.sum.procs.maps_reads);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "gone_before_read"),
@@ -859,6 +861,10 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.sum.procs.procs_table_full);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "mappings_full"),
 			p.sum.procs.mappings_full);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "file_timed_out"),
+			p.sum.procs.files_timed_out);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "file_skipped"),
+			p.sum.procs.files_skipped);
 
 	m_counter(b, "spanprof_ctx_processes_resolved_total",
 		  "Processes whose trace context BPF reads (descriptor in the tls_descs map)",
@@ -1097,10 +1103,14 @@ int sp_agent__main(int argc, char **argv)
 	gcfg = (struct sp_memguard_config){ .high = a->o.mem_high, .low = a->o.mem_low };
 	sp_memguard__init(&a->guard, &gcfg);
 
-	/* Signals go to the main thread only: block them before any thread. */
+	/* Signals go to the main thread only: block them before any thread.
+	 * SIGHUP (a closed terminal) flushes like SIGTERM; SIGPIPE (stderr
+	 * on a closed pipe) is ignored: the write fails, the data is kept. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	signal(SIGPIPE, SIG_IGN);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	a->cids = sp_container_ids__new(0, NULL);
@@ -1189,6 +1199,7 @@ int sp_agent__main(int argc, char **argv)
 	a->deadline_ns = sp_clock__mono_ns() + (uint64_t)(a->o.shutdown_timeout_s * 1e9);
 	signal(SIGINT, second_signal);
 	signal(SIGTERM, second_signal);
+	signal(SIGHUP, second_signal);
 	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
 	fprintf(stderr, "spanprof agent: %s: flushing the last interval (up to %.1f s)\n",
 		strsignal(sig), a->o.shutdown_timeout_s);
