@@ -16,17 +16,13 @@ target:
 The agent's rotating files on a full tmpfs: tests/unit/test_export_files.c.
 """
 import os
-import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import spin_variant  # noqa: E402
+from fault_util import in_private_mounts, spin_variant  # noqa: E402
 
 require_root()
-if not shutil.which("unshare"):
-    fail("unshare (util-linux) is needed")
 d = tmpdir()
 spin = spin_variant(d, 8, "filler")
 full = os.path.join(d, "full")
@@ -52,13 +48,7 @@ cp {full}/old.pb.gz {keep}/b.old
 ls -1 {half} > {keep}/c.ls
 cp {half}/p.pb.gz {keep}/c.pb.gz
 """.format(full=full, half=half, keep=keep, rec=rec, spin=spin)
-try:
-    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                       capture_output=True, text=True, timeout=90)
-except subprocess.TimeoutExpired:
-    fail("the disk-full runs did not finish within 90 s")
-if p.returncode == 90:
-    fail("cannot mount a tmpfs: %s" % p.stderr)
+in_private_mounts(script, 90, "the disk-full runs")
 
 
 def res(tag):

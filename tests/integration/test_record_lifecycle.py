@@ -19,14 +19,13 @@ Issue 15's record rows, each run for real (root, real BPF):
 """
 import os
 import signal
-import shutil
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import BUILD, SPANPROF, check, fail, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import compile_c  # noqa: E402
+from fault_util import compile_c, in_private_mounts  # noqa: E402
 
 require_root()
 d = tmpdir()
@@ -98,8 +97,6 @@ n = len(read_pprof(out)["samples"])
 check(n > 0, "-p target gone: the profile is written (%d samples)" % n)
 
 # 4. the disk fills up mid-recording
-if not shutil.which("unshare"):
-    fail("unshare (util-linux) is needed")
 gen = compile_c("stackgen.c", os.path.join(d, "stackgen"))
 mnt = os.path.join(d, "small")
 keep = os.path.join(d, "keep")
@@ -117,13 +114,7 @@ date +%s.%N > {keep}/t_end
 cp {mnt}/p.pb.gz {keep}/p.pb.gz 2>/dev/null
 ls -1 {mnt} > {keep}/ls
 """.format(mnt=mnt, keep=keep, gen=gen, rec=" ".join(REC))
-try:
-    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                       capture_output=True, text=True, timeout=90)
-except subprocess.TimeoutExpired:
-    fail("disk full: record did not stop within 90 s")
-if p.returncode == 90:
-    fail("cannot mount a tmpfs: %s" % p.stderr)
+in_private_mounts(script, 90, "disk full: record")
 rd = lambda n: open(os.path.join(keep, n)).read()
 rc, err = int(rd("rc")), rd("err")
 waited = float(rd("t_end")) - float(rd("t_fill"))
