@@ -147,13 +147,16 @@ finally:
     # End the hang first: a page whose read never ends stays locked, and
     # a process touching it (an exit unmapping it, an open) would be
     # stuck for good, on a machine others share.
+    # Then kill the daemon (SIGKILL: its loop waits for handler threads
+    # on SIGTERM): that aborts the connection, failing any request still
+    # pending, before anything waits for the processes using the mount.
     os.unlink(hold)
     time.sleep(0.5)
+    fs.kill()
+    fs.wait()
     for p in procs:
         p.kill()
     for p in procs:
         p.wait()
     subprocess.run(["umount", "-l", mnt], capture_output=True)
-    fs.kill()
-    fs.wait()
     os.rmdir(mnt)
