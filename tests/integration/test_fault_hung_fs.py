@@ -112,8 +112,8 @@ try:
         by_pid[pid] = by_pid.get(pid, 0) + s["values"][0]
     nb, nh = by_pid.get(busy.pid, 0) + by_pid.get(str(busy.pid), 0), \
         by_pid.get(hung.pid, 0) + by_pid.get(str(hung.pid), 0)
-    check(nb >= 50, "record: the busy fixture kept being sampled (%d samples)" % nb)
-    check(nh >= 20, "record: the hung file's process has its samples, with addresses (%d)" % nh)
+    check(nb >= 20, "record: the busy fixture kept being sampled (%d samples)" % nb)
+    check(nh >= 10, "record: the hung file's process has its samples, with addresses (%d)" % nh)
 
     # ------------------------------------------------ 2. agent
     stub = OtlpStub(lambda i: (200, {}))
