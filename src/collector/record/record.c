@@ -479,6 +479,7 @@ int sp_record__main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "spanprof record: cannot write %s: %s (choose another path "
 			"with -o)\n", o.output, strerror(-err));
+		out_close(&out);	/* removes the temporary file */
 		return 1;
 	}
 	pcfg = (struct sp_pipeline_config){ .opts = &o.s, .filter_pids = !o.all };
