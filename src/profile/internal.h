@@ -28,9 +28,9 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "profile/arena.h"
+#include "profile/codec.h"
 #include "profile/profile.h"
 
-#define SP_DECODE_MAX_ENTRIES (1u << 20)	/* per table, and samples */
 #define SP_TABLE_MAX (INT32_MAX / 2)		/* any model table */
 
 /* Well-known names (labels in pprof, attribute keys in OTLP). */
@@ -96,8 +96,9 @@ void sp_strtab__free(struct sp_strtab *t);
 /* ------------------------------------------------------------ allocator */
 struct sp_pballoc {
 	ProtobufCAllocator a;	/* pass &x.a to protobuf-c */
-	size_t used;
-	size_t budget;
+	size_t used;		/* live bytes (malloc_usable_size) */
+	size_t peak;
+	size_t budget;		/* on live bytes */
 	bool exhausted;		/* an allocation was refused */
 };
 

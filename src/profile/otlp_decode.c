@@ -27,6 +27,7 @@
 
 #include "profile/codec.h"
 #include "profile/internal.h"
+#include "profile/pbcost.h"
 #include "profile/pbdepth.h"
 #include "profile/otlp_pb.h"
 
@@ -436,7 +437,112 @@ static int dec_profiles(struct dec *d, const OtRequest *req)
 	return 0;
 }
 
+/* The sample and location tables at their final size at once (the two
+ * largest: no doubling, so sp_otlp__cost can count them once). */
+static int reserve(struct dec *d, const OtRequest *req)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < req->n_resource_profiles; i++)
+		for (size_t j = 0; j < req->resource_profiles[i]->n_scope_profiles; j++) {
+			const OT(ScopeProfiles) *sp = req->resource_profiles[i]->scope_profiles[j];
+
+			for (size_t k = 0; k < sp->n_profiles; k++)
+				n += sp->profiles[k]->n_samples;
+		}
+	if (n > SP_DECODE_MAX_ENTRIES || d->d->n_location_table > SP_DECODE_MAX_ENTRIES)
+		return -E2BIG;
+	return sp_profile__reserve(d->p, (uint32_t)n, (uint32_t)d->d->n_location_table);
+}
+
+/* ------------------------------------------------------------ cost */
+
+const ProtobufCMessageDescriptor *sp_otlp__request_descriptor(void)
+{
+	return &opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__descriptor;
+}
+
+#define D_DICT ot_(profiles_dictionary__descriptor)
+
+/* Elements of the repeated field name of d counted by the walk. */
+static uint64_t elems_of(const struct sp_pbcost *w, const ProtobufCMessageDescriptor *d,
+			 const char *name)
+{
+	const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(d, name);
+
+	return f ? sp_pbcost__elems(w, d, f->id) : 0;
+}
+
+/* One model table of n entries of elem bytes: at most 2n at its
+ * capacity; while it doubles, old and new exist together (one table at a
+ * time: the largest such extra is added once).  Its dedup index holds at
+ * most 4n slots of 12 bytes, 6n while it is rehashed. */
+struct model_cost {
+	uint64_t bytes, extra;
+};
+
+static void table(struct model_cost *m, uint64_t n, uint64_t elem, bool dedup)
+{
+	uint64_t grow = n * elem + (dedup ? 2 * n * 12 : 0);
+
+	m->bytes += 2 * n * elem + (dedup ? 4 * n * 12 : 0) + 64;
+	if (grow > m->extra)
+		m->extra = grow;
+}
+
+/* A table reserved at its final size (reserve() above). */
+static void table_exact(struct model_cost *m, uint64_t n, uint64_t elem, bool dedup)
+{
+	uint64_t grow = dedup ? 2 * n * 12 : 0;
+
+	m->bytes += n * elem + (dedup ? 4 * n * 12 : 0) + 64;
+	if (grow > m->extra)
+		m->extra = grow;
+}
+
+uint64_t sp_otlp__cost(const struct sp_pbcost *w)
+{
+	struct model_cost m = { 0 };
+	uint64_t n_str, n_ts;
+
+	n_str = elems_of(w, &D_DICT, "string_table") +
+		sp_pbcost__msgs(w, &opentelemetry__proto__common__v1__any_value__descriptor) +
+		sp_pbcost__msgs(w, &opentelemetry__proto__common__v1__key_value__descriptor);
+	n_ts = elems_of(w, &ot_(sample__descriptor), "timestamps_unix_nano");
+	/* strings: a pointer each, a copy each, deduplicated */
+	table(&m, n_str, sizeof(char *), true);
+	m.bytes += w->str_bytes + n_str * 32;
+	table(&m, sp_pbcost__msgs(w, &ot_(mapping__descriptor)), sizeof(struct sp_mapping), true);
+	table_exact(&m, sp_pbcost__msgs(w, &ot_(location__descriptor)) + 1,
+		    sizeof(struct sp_location), true);
+	table(&m, sp_pbcost__msgs(w, &ot_(function__descriptor)), sizeof(struct sp_function),
+	      true);
+	table(&m, sp_pbcost__msgs(w, &ot_(link__descriptor)), sizeof(struct sp_link), true);
+	table(&m, sp_pbcost__msgs(w, &ot_(stack__descriptor)), 2 * sizeof(uint32_t), true);
+	table(&m, elems_of(w, &ot_(stack__descriptor), "location_indices"), sizeof(int32_t),
+	      false);
+	table(&m, sp_pbcost__msgs(w, &ot_(resource_profiles__descriptor)),
+	      sizeof(struct sp_resource), true);
+	table_exact(&m, sp_pbcost__msgs(w, &ot_(sample__descriptor)), sizeof(struct sp_sample),
+		    false);
+	/* each sample's timestamps in one allocation of its own */
+	m.bytes += n_ts * 8 + sp_pbcost__msgs(w, &ot_(sample__descriptor)) * 32;
+	/* the decoder's index maps, one int32 per dictionary entry */
+	m.bytes += 4 * (n_str + sp_pbcost__msgs(w, &ot_(mapping__descriptor)) +
+			sp_pbcost__msgs(w, &ot_(location__descriptor)) +
+			sp_pbcost__msgs(w, &ot_(function__descriptor)) +
+			sp_pbcost__msgs(w, &ot_(link__descriptor)) +
+			sp_pbcost__msgs(w, &ot_(stack__descriptor))) + 4096;
+	return w->bytes + m.bytes + m.extra;
+}
+
 int sp_otlp__decode(const uint8_t *buf, size_t len, struct sp_profile **out)
+{
+	return sp_otlp__decode_capped(buf, len, 0, out);
+}
+
+int sp_otlp__decode_capped(const uint8_t *buf, size_t len, size_t unpack_budget,
+			   struct sp_profile **out)
 {
 	static const OT(ProfilesDictionary) empty =
 		OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILES_DICTIONARY__INIT;
@@ -457,6 +563,8 @@ int sp_otlp__decode(const uint8_t *buf, size_t len, struct sp_profile **out)
 			       sp_pb_otlp_request_n_edges, SP_OTLP_MAX_DEPTH))
 		return -EINVAL;
 	sp_pballoc__init(&alloc, len);
+	if (unpack_budget && unpack_budget < alloc.budget)
+		alloc.budget = unpack_budget;
 	req = otlp_request__unpack(&alloc.a, len, buf);
 	if (!req)
 		return alloc.exhausted ? -E2BIG : -EINVAL;
@@ -468,6 +576,9 @@ int sp_otlp__decode(const uint8_t *buf, size_t len, struct sp_profile **out)
 		goto out;
 	err = -E2BIG;
 	if (req->n_resource_profiles > SP_DECODE_MAX_ENTRIES)
+		goto out;
+	err = reserve(&d, req);
+	if (err)
 		goto out;
 	err = dec_dict(&d);
 	if (err)

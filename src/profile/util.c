@@ -7,6 +7,7 @@
  * profile layer needs no extra library at link time.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,21 +188,38 @@ void sp_strtab__free(struct sp_strtab *t)
 }
 
 /* ------------------------------------------------------------ allocator */
+/* Live bytes, counted at malloc's usable size (what free gives back). */
 static void *pb_alloc(void *data, size_t size)
 {
 	struct sp_pballoc *b = data;
+	void *p;
+	size_t n;
 
 	if (size > b->budget - b->used) {
 		b->exhausted = true;
 		return NULL;
 	}
-	b->used += size;
-	return malloc(size);
+	p = malloc(size);
+	if (!p)
+		return NULL;
+	n = malloc_usable_size(p);
+	if (n > b->budget - b->used) {
+		free(p);
+		b->exhausted = true;
+		return NULL;
+	}
+	b->used += n;
+	if (b->used > b->peak)
+		b->peak = b->used;
+	return p;
 }
 
 static void pb_free(void *data, void *ptr)
 {
-	(void)data;
+	struct sp_pballoc *b = data;
+
+	if (ptr)
+		b->used -= malloc_usable_size(ptr);
 	free(ptr);
 }
 
@@ -213,6 +231,7 @@ void sp_pballoc__init(struct sp_pballoc *b, size_t input_len)
 	b->a.free = pb_free;
 	b->a.allocator_data = b;
 	b->used = 0;
+	b->peak = 0;
 	b->exhausted = false;
 	b->budget = input_len > (cap - (1u << 20)) / 48 ? cap :
 		    48 * input_len + (1u << 20);
