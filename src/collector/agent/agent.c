@@ -113,6 +113,7 @@ struct agent_opts {
 	uint32_t max_files;
 	size_t max_file_bytes;
 	bool kernel;
+	bool timestamps;		/* per-event timestamps in the OTLP samples */
 	bool off_cpu;
 	uint64_t off_cpu_min_us;
 	uint32_t off_cpu_rate;
@@ -220,6 +221,8 @@ static void usage(FILE *f)
 "                            127.0.0.1:9464; none to disable)\n"
 "      --shutdown-timeout S  SIGTERM/SIGINT flush budget (default 5)\n"
 "      --no-kernel           user stacks only\n"
+"      --timestamps          one timestamp per event in the samples (default off:\n"
+"                            one aggregated value per stack, thread and span)\n"
 "      --off-cpu             also off-CPU waits (--off-cpu-min-us N, default\n"
 "                            1000; --off-cpu-rate R captures/s/CPU, default 200)\n"
 "      --ringbuf-size B      BPF ring buffer bytes (default 4 MiB)\n"
@@ -252,7 +255,7 @@ enum {
 	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
 	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_NO_KERNEL, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
 	OPT_OFF_CPU_RATE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET, OPT_AGG_ENTRIES, OPT_MEM_HIGH,
-	OPT_MEM_LOW,
+	OPT_MEM_LOW, OPT_TIMESTAMPS,
 };
 
 #define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
@@ -277,6 +280,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
 		{ "shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN },
 		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
+		{ "timestamps", no_argument, NULL, OPT_TIMESTAMPS },
 		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 		{ "off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN },
 		{ "off-cpu-rate", required_argument, NULL, OPT_OFF_CPU_RATE },
@@ -376,6 +380,9 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 			break;
 		case OPT_NO_KERNEL:
 			o->kernel = false;
+			break;
+		case OPT_TIMESTAMPS:
+			o->timestamps = true;
 			break;
 		case OPT_OFF_CPU:
 			o->off_cpu = true;
@@ -1149,7 +1156,8 @@ int sp_agent__main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	a->acfg = (struct sp_agg_config){ .byte_budget = a->o.agg_budget,
-					  .max_entries = a->o.agg_entries, .keep_timestamps = true };
+					  .max_entries = a->o.agg_entries,
+					  .keep_timestamps = a->o.timestamps };
 	a->procs = sp_proc_table__new(NULL);
 	a->cur = sp_agg__new(&a->acfg);
 	a->spare = sp_agg__new(&a->acfg);

@@ -3,7 +3,8 @@
  * record.c - `spanprof record` (perf-like CLI).
  *
  *   spanprof record [-F HZ] [-a | -p PID[,PID...] | -- COMMAND ARGS...]
- *                   [-d SECONDS] [-o FILE] [--format pprof|otlp] [--no-kernel]
+ *                   [-d SECONDS] [-o FILE] [--format pprof|otlp [--timestamps]]
+ *                   [--no-kernel]
  *                   [--off-cpu [--off-cpu-min-us N] [--off-cpu-sample N |
  *                    --off-cpu-rate R] [--off-cpu-kernel-threads]]
  *
@@ -65,6 +66,7 @@ struct record_opts {
 	double duration_s;		/* 0 = until stopped */
 	const char *output;
 	bool otlp;
+	bool timestamps;		/* per-event timestamps (OTLP only) */
 	bool kernel;
 	bool idle;
 	uint32_t ringbuf_bytes;
@@ -108,6 +110,9 @@ static void usage(FILE *f)
 "  -o, --output FILE     output file (default spanprof.pb.gz, or\n"
 "                        spanprof.otlp.pb with --format otlp)\n"
 "      --format FMT      pprof (gzipped) or otlp (ExportProfilesServiceRequest)\n"
+"      --timestamps      with --format otlp: one timestamp per event (a timeline;\n"
+"                        default off: one aggregated value per stack, thread and\n"
+"                        span, about a third of the bytes)\n"
 "      --no-kernel       user stacks only\n"
 "      --off-cpu         also record off-CPU waits (sleep, locks, I/O, run\n"
 "                        queue) with stacks, trace context and blocked time\n"
@@ -156,7 +161,7 @@ enum {
 	OPT_FORMAT = 256, OPT_NO_KERNEL, OPT_IDLE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET,
 	OPT_AGG_ENTRIES, OPT_SUMMARY_JSON, OPT_NO_REPORT, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
 	OPT_OFF_CPU_SAMPLE, OPT_OFF_CPU_RATE, OPT_OFF_CPU_KTHREADS, OPT_NO_TRACE_CTX,
-	OPT_OFF_CPU_MAX_PENDING, OPT_CTX_MAX_PROCS,
+	OPT_OFF_CPU_MAX_PENDING, OPT_CTX_MAX_PROCS, OPT_TIMESTAMPS,
 };
 
 static int parse_opts(int argc, char **argv, struct record_opts *o)
@@ -186,6 +191,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "off-cpu-kernel-threads", no_argument, NULL, OPT_OFF_CPU_KTHREADS },
 		{ "off-cpu-max-pending", required_argument, NULL, OPT_OFF_CPU_MAX_PENDING },
 		{ "ctx-max-procs", required_argument, NULL, OPT_CTX_MAX_PROCS },
+		{ "timestamps", no_argument, NULL, OPT_TIMESTAMPS },
 		{ 0 },
 	};
 	uint64_t v;
@@ -245,6 +251,9 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 					optarg);
 				return -EINVAL;
 			}
+			break;
+		case OPT_TIMESTAMPS:
+			o->timestamps = true;
 			break;
 		case OPT_NO_KERNEL:
 			o->kernel = false;
@@ -359,6 +368,11 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	}
 	if (!o->n_pids && !o->command)
 		o->all = true;
+	if (o->timestamps && !o->otlp) {
+		fprintf(stderr, "spanprof record: --timestamps needs --format otlp (pprof has no "
+			"per-event timestamps)\n");
+		return -EINVAL;
+	}
 	if (off_cpu_tuned && !o->off_cpu) {
 		fprintf(stderr, "spanprof record: --off-cpu-* options need --off-cpu\n");
 		return -EINVAL;
@@ -576,7 +590,8 @@ int sp_record__main(int argc, char **argv)
 
 	procs = sp_proc_table__new(NULL);
 	acfg = (struct sp_agg_config){ .byte_budget = o.agg_budget,
-				       .max_entries = o.agg_entries, .keep_timestamps = true };
+				       .max_entries = o.agg_entries,
+				       .keep_timestamps = o.timestamps };
 	agg = sp_agg__new(&acfg);
 	if (!procs || !agg) {
 		fprintf(stderr, "spanprof record: cannot allocate the process table or the "
