@@ -5,10 +5,13 @@ per-event timestamps) against pprof, gzip'd, on the same samples (issue 17).
 
   python3 bench/otlp_size.py [--duration 20] [--reps 3] [--agent-duration 25]
 
-Per load and repetition, two recordings, each with --timestamps (the form
-that holds everything):
-  record  `spanprof record -a -F 97 -d D --format otlp --timestamps`: one
-          request for the whole recording;
+Per load and repetition, recordings with --timestamps (the form that holds
+everything):
+  record     `spanprof record -a -F 97 -d D --format otlp --timestamps`: one
+             request for the whole recording (the machine's other processes
+             included);
+  record -p  the same with -p: the load's process only (low load only: its
+             few stacks without the rest of the machine);
   agent   `spanprof agent --timestamps --output-dir DIR` at its defaults
           (19 Hz, 10 s intervals): one gzip'd request body per interval,
           exactly as sent.
@@ -99,13 +102,15 @@ def samples_in(req):
     return sum(s["count"] for s in read_otlp(req))
 
 
-def run_record(load, dur, work):
+def run_record(load, dur, work, only_load=False):
     out = os.path.join(work, "rec.otlp")
     summ = os.path.join(work, "rec.json")
     lp = LOADS[load](dur + 4)
     time.sleep(1)
-    p = subprocess.run([B.SPANPROF, "record", "-a", "-F", "97", "-d", str(dur), "--format", "otlp",
-                        "--timestamps", "-o", out, "--no-report", "-q", "--summary-json", summ],
+    target = ["-p", ",".join(str(x.pid) for x in lp)] if only_load else ["-a"]
+    p = subprocess.run([B.SPANPROF, "record"] + target + ["-F", "97", "-d", str(dur), "--format",
+                        "otlp", "--timestamps", "-o", out, "--no-report", "-q", "--summary-json",
+                        summ],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     for x in lp:
         B.stop(x)
@@ -158,8 +163,11 @@ def main():
     print("# otlp_size.py:", B.machine())
     rows, per = [], {}
     for load in args.loads.split(","):
-        for coll, fn, dur in (("record", run_record, args.duration),
-                              ("agent", run_agent, args.agent_duration)):
+        colls = [("record", run_record, args.duration)]
+        if load == "low":
+            colls.append(("record -p", lambda l, d, w: run_record(l, d, w, True), args.duration))
+        colls.append(("agent", run_agent, args.agent_duration))
+        for coll, fn, dur in colls:
             for rep in range(args.reps):
                 for n, f in fn(load, dur, work):
                     bps = {k: v / n for k, v in f.items()}
