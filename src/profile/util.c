@@ -13,8 +13,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "base/hex.h"
 #include "profile/internal.h"
-#include "profile/hex.h"
 
 uint64_t sp_hash_bytes(const void *p, size_t len)
 {

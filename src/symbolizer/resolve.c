@@ -34,6 +34,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "base/pin.h"
 #include "dwarf_src.h"
 #include "linesrc.h"
 #include "res_cache.h"
@@ -350,9 +351,9 @@ static int exec_segments(struct sp_debuginfo *di, struct module *m,
 	err = sp_debuginfo__find_exec(di, m->id, hint, &path);
 	if (err)
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = sp_pin__open(path, NULL);
 	if (fd < 0) {
-		err = -errno;
+		err = fd;
 		goto out;
 	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -395,7 +396,7 @@ static int module_load(struct sp_resolver *r, struct module *m, const char *hint
 		lr->no_debuginfo = true;
 		return 0;
 	}
-	m->fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	m->fd = sp_pin__open(m->path, NULL);
 	if (m->fd < 0)
 		return 0;
 	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);

@@ -18,11 +18,12 @@ FUZZ_SECONDS ?= 600
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
 	-Iinclude -Isrc -I$(O)/gen
-FUZZ_LIB_SRCS := $(wildcard src/profile/*.c) src/collector/procs/maps.c \
-	src/collector/procs/buildid.c src/collector/tracectx/process_ctx.c src/collector/tracectx/tls_elf.c \
+FUZZ_LIB_SRCS := $(wildcard src/base/*.c src/profile/*.c) \
+	src/collector/tracectx/process_ctx.c src/collector/tracectx/tls_elf.c \
 	src/collector/tracectx/ctx_attrs.c \
 	src/export/http_parse.c src/export/otlp_response.c src/symbolizer/kallsyms.c \
-	src/symbolizer/resolve.c src/symbolizer/debuginfo.c
+	src/symbolizer/resolve.c src/symbolizer/debuginfo.c src/symbolizer/dwarf_line.c \
+	src/symbolizer/dwarf_src.c src/symbolizer/res_cache.c src/symbolizer/strpool.c
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_O)/obj/%.o,$(FUZZ_LIB_SRCS)) \
 	$(patsubst $(O)/gen/%.c,$(FUZZ_O)/gen/%.o,$(PB_C))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
@@ -43,9 +44,9 @@ $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_O)/libfuzzcore.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_O)/libfuzzcore.a \
 		-lprotobuf-c -ldw -ldebuginfod -lelf -lxxhash -lz -o $@
 
-$(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a
+$(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a $(O)/libsp_base.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(O)/libsp_profile.a $(LIBS_ALL)
+	$(CC) $(CFLAGS) -o $@ $< $(O)/libsp_profile.a $(O)/libsp_base.a $(LIBS_ALL)
 
 .PHONY: fuzz fuzz-build fuzz-targets
 fuzz-targets: $(FUZZ_BINS)

@@ -27,6 +27,14 @@ for name in fuzz_buildid fuzz_tls_elf fuzz_dwarf; do
 	done
 done
 [ -r /sys/kernel/notes ] && cp /sys/kernel/notes "$work/fuzz_buildid/kernel-notes"
+# fuzz_dwarf_line: a real .debug_line behind its address-size byte
+mkdir -p "$work/fuzz_dwarf_line"
+for f in "$O/fixtures/sym_inline_O2" "$O/fixtures/callchain"; do
+	if [ -f "$f" ] && objcopy -O binary --only-section=.debug_line "$f" "$work/line.tmp" 2>/dev/null; then
+		{ printf '\001'; cat "$work/line.tmp"; } > "$work/fuzz_dwarf_line/$(basename "$f")"
+	fi
+	rm -f "$work/line.tmp"
+done
 njobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 names=()
 for bin in "$FUZZ_O"/fuzz_*; do

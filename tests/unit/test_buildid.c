@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_buildid.c - GNU build ids (collector/buildid.h) and the bounded
- * build-id cache (collector/buildid_cache.h).
+ * test_buildid.c - GNU build ids (base/buildid.h) and the bounded
+ * build-id cache (collector/procs/buildid_cache.h).
  *
  * Note areas: good notes, the id after other notes, 8-byte alignment via
  * ELF files, every truncation, huge namesz/descsz, oversized ids.  ELF
@@ -10,7 +10,9 @@
  * section), then truncated at every size and corrupted.  Real files:
  * /proc/self/exe against an independent hand walk of its program headers,
  * a program compiled at run time with -Wl,--build-id=0x<known> (skipped
- * without a compiler), and the running kernel.
+ * without a compiler), and the running kernel.  sp_buildid__read_file (the
+ * symbolizer's hex form) agrees with sp_buildid__from_path and refuses a
+ * FIFO without opening it.
  */
 #include <elf.h>
 #include <errno.h>
@@ -28,7 +30,7 @@
 
 #include "testutil.h"
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 #include "collector/procs/buildid_cache.h"
 
 static const uint8_t ID20[20] = {
@@ -787,6 +789,28 @@ static void test_cache_lru(void **state)
 	sp_buildid_cache__free(c);
 }
 
+static void test_read_file_hex(void **state)
+{
+	char hex[SP_BUILDID_MAX_HEX + 1], want_hex[SP_BUILDID_MAX_HEX + 1], fifo[128];
+	struct sp_build_id want;
+
+	(void)state;
+	if (sp_buildid__from_path("/proc/self/exe", &want) != 0)
+		skip();	/* linked without --build-id */
+	sp_buildid__hex(&want, want_hex);
+	assert_int_equal(sp_buildid__read_file("/proc/self/exe", hex, sizeof(hex)), 0);
+	assert_string_equal(hex, want_hex);
+	assert_int_equal(sp_buildid__validate(hex), 0);
+	assert_int_equal(sp_buildid__read_file("/proc/self/exe", hex, SP_BUILDID_MAX_HEX), -EINVAL);
+	assert_int_equal(sp_buildid__read_file("/nonexistent/x", hex, sizeof(hex)), -ENOENT);
+	/* A FIFO would block an O_RDONLY open for ever: refused unopened. */
+	tu_path(fifo, sizeof(fifo), "fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(sp_buildid__read_file(fifo, hex, sizeof(hex)), -EINVAL);
+	assert_string_equal(hex, "");
+	unlink(fifo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -807,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_cache_basic),
 		cmocka_unit_test(test_cache_bounded),
 		cmocka_unit_test(test_cache_lru),
+		cmocka_unit_test(test_read_file_hex),
 	};
 
 	return cmocka_run_group_tests_name("buildid", tests, tu_setup_dir, tu_teardown_dir);

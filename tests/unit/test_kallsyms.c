@@ -33,7 +33,7 @@
 
 #include "testutil.h"
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 #include "collector/host/kallsyms.h"
 #include "profile/codec.h"
 #include "profile/profile.h"
@@ -250,13 +250,13 @@ static void test_hostile_lines(void **state)
 	memcpy(buf + n, "1100 T ", 7);
 	n += huge;
 	buf[n++] = '\n';
-	memset(buf + n, 'b', SP_KSYMS_MAX_LINE);
+	memset(buf + n, 'b', SP_KALLSYMS_MAX_LINE);
 	memcpy(buf + n, "1200 T ", 7);
-	n += SP_KSYMS_MAX_LINE;
+	n += SP_KALLSYMS_MAX_LINE;
 	buf[n++] = '\n';
-	memset(buf + n, 'c', SP_KSYMS_MAX_LINE + 1);
+	memset(buf + n, 'c', SP_KALLSYMS_MAX_LINE + 1);
 	memcpy(buf + n, "1300 T ", 7);
-	n += SP_KSYMS_MAX_LINE + 1;
+	n += SP_KALLSYMS_MAX_LINE + 1;
 	buf[n++] = '\n';
 	/* NUL bytes inside a line */
 	memcpy(buf + n, "1400 T nu\0l\n", 12);
@@ -274,9 +274,9 @@ static void test_hostile_lines(void **state)
 	sp_ksyms__free(k);
 
 	/* the header itself too long */
-	memset(buf, 'x', SP_KSYMS_MAX_LINE + 10);
+	memset(buf, 'x', SP_KALLSYMS_MAX_LINE + 10);
 	memcpy(buf, "# spanprof-kallsyms v1 build-id=ab ", 35);
-	assert_int_equal(sp_ksyms__parse(buf, SP_KSYMS_MAX_LINE + 10, &k, &st), -EINVAL);
+	assert_int_equal(sp_ksyms__parse(buf, SP_KALLSYMS_MAX_LINE + 10, &k, &st), -EINVAL);
 	assert_null(k);
 	free(buf);
 }
@@ -286,7 +286,7 @@ static void test_gzip_and_bombs(void **state)
 	struct sp_ksyms_stats st;
 	struct sp_ksyms *k;
 	uint8_t *gz = NULL, *big;
-	size_t gz_len = 0, big_len = SP_KSYMS_MAX_BYTES + 4096;
+	size_t gz_len = 0, big_len = SP_KALLSYMS_MAX_BYTES + 4096;
 	char path[PATH_MAX];
 	struct sp_ksym s;
 
