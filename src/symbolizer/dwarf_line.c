@@ -320,14 +320,14 @@ struct prog {
 	uint32_t clamped;
 };
 
-static int emit(struct prog *g, uint64_t addr, uint64_t file, uint64_t line, uint64_t col,
-		bool end)
+static inline __attribute__((always_inline)) int
+emit(struct prog *g, uint64_t addr, uint64_t file, uint64_t line, uint64_t col, bool end)
 {
 	struct arow *w;
 
 	if (g->n >= SP_DLINE_MAX_ROWS)
 		return -E2BIG;
-	if (grow((void **)&g->rows, &g->cap, g->n + 1, sizeof(*g->rows)))
+	if (g->n >= g->cap && grow((void **)&g->rows, &g->cap, g->n + 1, sizeof(*g->rows)))
 		return -ENOMEM;
 	w = &g->rows[g->n++];
 	w->addr = addr;
@@ -352,18 +352,31 @@ static int run_program(const struct hdr *h, struct rd *r, struct sp_dline_table 
 		       uint32_t *fcap, struct prog *g)
 {
 	uint64_t addr = 0, file = 1, line = 1, col = 0, op_index = 0;
+	/* special opcodes are most of a program: their operation advance and
+	 * line delta once, not a division and a modulo per row */
+	uint8_t sp_adv[256];
+	int16_t sp_line[256];
 	int err = 0;
 
+	for (unsigned op = h->opcode_base; op < 256; op++) {
+		unsigned adj = op - h->opcode_base;
+
+		sp_adv[op] = (uint8_t)(adj / h->line_range);
+		sp_line[op] = (int16_t)(h->line_base + (int)(adj % h->line_range));
+	}
 	while (!err && r->p < r->end) {
-		uint8_t op = (uint8_t)rd_n(r, 1);
+		uint8_t op = *r->p++;
 		uint64_t adv = 0;
 		bool row = false;
 
 		if (op >= h->opcode_base) {
-			uint8_t adj = op - h->opcode_base;
-
-			adv = adj / h->line_range;
-			line += (int64_t)h->line_base + adj % h->line_range;
+			adv = sp_adv[op];
+			line += (uint64_t)(int64_t)sp_line[op];
+			if (h->max_ops <= 1) {	/* the common case, in one step */
+				addr += h->min_inst * adv;
+				err = emit(g, addr, file, line & 0xffffffffull, col, false);
+				continue;
+			}
 			row = true;
 		} else if (op == 0) {
 			uint64_t len = rd_uleb(r);
@@ -624,6 +637,13 @@ int sp_dline__decode(const struct sp_dline_sections *s, uint64_t offset,
 	}
 	if (err)
 		goto fail;
+	/* a row takes a byte of program or more: one allocation, usually */
+	g.cap = (uint32_t)((size_t)(r.end - r.p) / 2 + 16 > SP_DLINE_MAX_ROWS ? SP_DLINE_MAX_ROWS :
+			   (size_t)(r.end - r.p) / 2 + 16);
+	g.rows = malloc((size_t)g.cap * sizeof(*g.rows));
+	err = -ENOMEM;
+	if (!g.rows)
+		goto fail;
 	err = run_program(&h, &r, out, &fcap, &g);
 	if (err)
 		goto fail;
@@ -642,7 +662,9 @@ int sp_dline__decode(const struct sp_dline_sections *s, uint64_t offset,
 		out->rows[i] = rows[i].r;
 	}
 	out->clamped = g.clamped;
-	err = 0;
+	err = sp_dline__index(out);
+	if (err)
+		goto fail;
 	goto done;
 fail:
 	sp_dline__free(out);
@@ -654,18 +676,15 @@ done:
 	return err;
 }
 
+int sp_dline__index(struct sp_dline_table *t)
+{
+	return sp_addr_index__build(&t->idx, t->addrs, t->n_rows);
+}
+
 const struct sp_dline_row *sp_dline__find(const struct sp_dline_table *t, uint64_t addr)
 {
-	uint32_t lo = 0, hi = t->n_rows;
+	uint32_t lo = sp_addr_index__upper(&t->idx, t->addrs, t->n_rows, addr);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t->addrs[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo || (t->rows[lo - 1].file & SP_DLINE_END))
 		return NULL;
 	return &t->rows[lo - 1];
@@ -705,6 +724,7 @@ const char *sp_dline__path(const struct sp_dline_table *t, uint32_t idx,
 size_t sp_dline__bytes(const struct sp_dline_table *t)
 {
 	return (size_t)t->n_rows * (sizeof(*t->rows) + sizeof(*t->addrs)) +
+	       sp_addr_index__bytes(&t->idx) +
 	       (size_t)t->n_files * sizeof(*t->files) +
 	       (size_t)t->n_dirs * sizeof(*t->dirs);
 }
@@ -716,6 +736,7 @@ void sp_dline__free(struct sp_dline_table *t)
 	free(t->addrs);
 	free(t->rows);
 	free(t->files);
+	sp_addr_index__free(&t->idx);
 	free(t->dirs);
 	memset(t, 0, sizeof(*t));
 }

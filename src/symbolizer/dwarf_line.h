@@ -42,6 +42,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr_index.h"
+
 #define SP_DLINE_MAX_ROWS (1u << 24)
 #define SP_DLINE_END 0x8000u		/* file field: end of sequence */
 #define SP_DLINE_FILE_BIG 0x7fffu	/* file field: index not kept */
@@ -71,6 +73,7 @@ struct sp_dline_table {
 	uint64_t *addrs;		/* n_rows, ascending */
 	struct sp_dline_row *rows;	/* n_rows, the row of addrs[i] */
 	uint32_t n_rows;
+	struct sp_addr_index idx;	/* over addrs (sp_dline__index) */
 	struct sp_dline_file *files;
 	uint32_t n_files;
 	const char **dirs;		/* v2-4: dirs[0] NULL = the unit's comp dir */
@@ -83,6 +86,10 @@ struct sp_dline_table {
  * address size (v2-4 headers do not carry one; v5 must agree): 4 or 8. */
 int sp_dline__decode(const struct sp_dline_sections *s, uint64_t offset,
 		     uint8_t cu_addr_size, struct sp_dline_table *out);
+
+/* Builds t->idx for faster finds (decode does; a table filled by hand
+ * calls it).  0 or -ENOMEM (finds still work, without the index). */
+int sp_dline__index(struct sp_dline_table *t);
 
 /* The row answering addr, or NULL. */
 const struct sp_dline_row *sp_dline__find(const struct sp_dline_table *t, uint64_t addr);

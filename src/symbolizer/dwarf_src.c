@@ -27,6 +27,7 @@
 #include <dwarf.h>
 #include <gelf.h>
 
+#include "die_reader.h"
 #include "dwarf_line.h"
 #include "dwarf_src.h"
 
@@ -50,6 +51,7 @@ struct fn {
 	uint64_t *seg_lo;	/* n_segs, ascending */
 	uint32_t *seg_scope;	/* n_segs */
 	uint32_t n_segs;
+	struct sp_addr_index seg_idx;
 };
 
 struct root {
@@ -58,7 +60,7 @@ struct root {
 };
 
 struct origin {
-	Dwarf_Off off;		/* 0 = empty slot */
+	uint64_t off;		/* origin_key; 0 = empty slot */
 	const char *name, *linkage;
 	int32_t decl_line;
 };
@@ -75,8 +77,10 @@ struct unit {
 	struct root *roots;
 	uint32_t n_roots, cap_roots;
 	bool nested_scanned;
-	struct origin *origins;		/* open addressing on the offset */
+	struct origin *origins;		/* open addressing on origin_key */
 	uint32_t n_origins, cap_origins;
+	struct sp_die_unit du;		/* die_reader's view, once opened */
+	int8_t du_state;		/* 0 not tried, 1 open, -1 not readable */
 };
 
 struct cu {
@@ -100,6 +104,7 @@ struct dsrc {
 	struct sp_dwarf_counters *ctr;
 	bool no_demangle;
 	struct sp_dline_sections secs;
+	struct sp_die_sections dies;
 	struct cu *cus;
 	uint32_t n_cus;
 	struct cu_range *ranges;
@@ -343,12 +348,14 @@ static void unit_free(struct unit *u)
 		free(u->fns[i].scopes);
 		free(u->fns[i].seg_lo);
 		free(u->fns[i].seg_scope);
+		sp_addr_index__free(&u->fns[i].seg_idx);
 	}
 	free(u->fns);
 	free(u->roots);
 	free(u->paths);
 	free(u->origins);
 	sp_dline__free(&u->lines);
+	sp_die_unit__free(&u->du);
 	free(u);
 }
 
@@ -424,59 +431,84 @@ static void die_names(struct dsrc *s, Dwarf_Die *die, const char **name, const c
 	}
 }
 
-/* Names and declaration line of an inlined call's function: through the
- * unit's origin cache when the DIE has an abstract origin. */
-static int origin_names(struct dsrc *s, struct unit *u, Dwarf_Die *die, struct scope *sc)
+/* The key of die's abstract origin in the unit's origin cache: its
+ * section offset, bit 63 set when it lives in the dwz alternate file; 0
+ * when it has none. */
+#define ORIGIN_ALT (1ull << 63)
+
+static uint64_t origin_key(const struct dsrc *s, Dwarf_Die *die)
 {
 	Dwarf_Attribute at;
 	Dwarf_Die od;
-	Dwarf_Off off = 0;
-	uint32_t i = 0;
-	int decl = 0;
+	uint64_t key;
 
-	if (dwarf_attr(die, DW_AT_abstract_origin, &at) && dwarf_formref_die(&at, &od))
-		off = dwarf_dieoffset(&od);
-	if (off && u->cap_origins) {
-		for (i = (uint32_t)(off * 0x9e3779b97f4a7c15ull >> 40) & (u->cap_origins - 1);
-		     u->origins[i].off; i = (i + 1) & (u->cap_origins - 1)) {
-			if (u->origins[i].off == off) {
-				sc->name = u->origins[i].name;
-				sc->linkage = u->origins[i].linkage;
-				sc->decl_line = u->origins[i].decl_line;
-				return 0;
-			}
+	if (!dwarf_attr(die, DW_AT_abstract_origin, &at) || !dwarf_formref_die(&at, &od))
+		return 0;
+	key = dwarf_dieoffset(&od);
+	if (dwarf_cu_getdwarf(od.cu) != s->dw)
+		key |= ORIGIN_ALT;
+	return key;
+}
+
+static uint32_t origin_slot(const struct unit *u, uint64_t key)
+{
+	return (uint32_t)(key * 0x9e3779b97f4a7c15ull >> 40) & (u->cap_origins - 1);
+}
+
+/* Names and declaration line of an inlined call's function: from the
+ * unit's origin cache when key (origin_key) is there, else from libdw on
+ * die (the inlined DIE: dwarf_attr_integrate follows its origin), then
+ * cached. */
+static bool origin_cached(const struct unit *u, uint64_t key, struct scope *sc)
+{
+	if (!key || !u->cap_origins)
+		return false;
+	for (uint32_t i = origin_slot(u, key); u->origins[i].off;
+	     i = (i + 1) & (u->cap_origins - 1)) {
+		if (u->origins[i].off == key) {
+			sc->name = u->origins[i].name;
+			sc->linkage = u->origins[i].linkage;
+			sc->decl_line = u->origins[i].decl_line;
+			return true;
 		}
 	}
+	return false;
+}
+
+static int origin_names(struct dsrc *s, struct unit *u, uint64_t key, Dwarf_Die *die,
+			struct scope *sc)
+{
+	uint32_t i;
+	int decl = 0;
+
+	if (origin_cached(u, key, sc))
+		return 0;
 	die_names(s, die, &sc->name, &sc->linkage);
 	dwarf_decl_line(die, &decl);
 	sc->decl_line = decl;
-	if (!off)
+	if (!key)
 		return 0;
 	if ((uint64_t)(u->n_origins + 1) * 2 > u->cap_origins) {
-		uint32_t nc = u->cap_origins ? u->cap_origins * 2 : 64;
-		struct origin *no = calloc(nc, sizeof(*no));
+		uint32_t nc = u->cap_origins ? u->cap_origins * 2 : 64, old = u->cap_origins;
+		struct origin *no = calloc(nc, sizeof(*no)), *prev = u->origins;
 
 		if (!no)
 			return -ENOMEM;
-		for (uint32_t k = 0; k < u->cap_origins; k++) {
-			uint32_t j;
-
-			if (!u->origins[k].off)
-				continue;
-			j = (uint32_t)(u->origins[k].off * 0x9e3779b97f4a7c15ull >> 40) & (nc - 1);
-			while (no[j].off)
-				j = (j + 1) & (nc - 1);
-			no[j] = u->origins[k];
-		}
-		free(u->origins);
 		u->origins = no;
-		account(s, u, (size_t)(nc - u->cap_origins) * sizeof(*no));
 		u->cap_origins = nc;
+		for (uint32_t k = 0; k < old; k++) {
+			if (!prev[k].off)
+				continue;
+			for (i = origin_slot(u, prev[k].off); no[i].off; i = (i + 1) & (nc - 1))
+				;
+			no[i] = prev[k];
+		}
+		free(prev);
+		account(s, u, (size_t)(nc - old) * sizeof(*no));
 	}
-	for (i = (uint32_t)(off * 0x9e3779b97f4a7c15ull >> 40) & (u->cap_origins - 1);
-	     u->origins[i].off; i = (i + 1) & (u->cap_origins - 1))
+	for (i = origin_slot(u, key); u->origins[i].off; i = (i + 1) & (u->cap_origins - 1))
 		;
-	u->origins[i] = (struct origin){ off, sc->name, sc->linkage, sc->decl_line };
+	u->origins[i] = (struct origin){ key, sc->name, sc->linkage, sc->decl_line };
 	u->n_origins++;
 	return 0;
 }
@@ -654,7 +686,7 @@ static int walk_inlines(struct fwalk *w, Dwarf_Die *parent, int32_t cur, uint32_
 			ptrdiff_t ro = 0;
 			uint32_t idx = w->f->n_scopes, before = w->n_r;
 
-			err = origin_names(w->s, w->u, &child, &sc);
+			err = origin_names(w->s, w->u, origin_key(w->s, &child), &child, &sc);
 			if (err)
 				break;
 			sc.call_file = (uint32_t)attr_int(&child, DW_AT_call_file);
@@ -686,6 +718,81 @@ static int walk_inlines(struct fwalk *w, Dwarf_Die *parent, int32_t cur, uint32_
 		rc = dwarf_siblingof(&child, &child);
 	} while (rc == 0);
 	return rc < 0 ? -EINVAL : 0;
+}
+
+/* The same walk with die_reader (see its header for why): children of the
+ * DIE at off.  -EINVAL / -ELOOP when it cannot read the tree (the caller
+ * then walks it with libdw), -ENOMEM. */
+struct fast_rng {
+	struct fwalk *w;
+	uint32_t scope, depth;
+};
+
+static int fast_add(void *ctx, uint64_t lo, uint64_t hi)
+{
+	struct fast_rng *f = ctx;
+
+	return add_rng(f->w, lo, hi, f->scope, f->depth);
+}
+
+static int fast_inlines(struct fwalk *w, const struct sp_die *parent, int32_t cur,
+			uint32_t depth, int level)
+{
+	const struct sp_die_sections *ds = &w->s->dies;
+	const struct sp_die_unit *du = &w->u->du;
+	uint64_t p = parent->next;
+
+	if (level > SP_DWARF_MAX_DEPTH)
+		return -ELOOP;
+	if (!parent->children)
+		return 0;
+	for (;;) {
+		struct sp_die d;
+		int rc = sp_die__read(ds, du, p, &d), err = 0;
+
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			return 0;	/* the end of the children */
+		if (d.tag == DW_TAG_inlined_subroutine) {
+			struct scope sc = { .parent = cur };
+			uint32_t idx = w->f->n_scopes, before = w->n_r;
+			struct fast_rng fr = { w, idx, depth + 1 };
+
+			err = sp_die__ranges(ds, du, &d, fast_add, &fr);
+			if (err)
+				return err;
+			if (w->n_r > before) {
+				Dwarf_Die die;
+				uint64_t key = d.origin == 1 ? d.origin_off :
+					       d.origin == 2 ? d.origin_off | ORIGIN_ALT : 0;
+
+				if (!origin_cached(w->u, key, &sc)) {
+					if (!dwarf_offdie(w->s->dw, d.off, &die))
+						return -EINVAL;
+					err = origin_names(w->s, w->u, key, &die, &sc);
+					if (err)
+						return err;
+				}
+				sc.call_file = d.call_file > UINT32_MAX ? 0 : (uint32_t)d.call_file;
+				sc.call_line = (int32_t)d.call_line;
+				sc.call_col = (int32_t)d.call_col;
+				if (grow((void **)&w->f->scopes, &w->cap_scopes, idx + 1,
+					 sizeof(*w->f->scopes)))
+					return -ENOMEM;
+				w->f->scopes[w->f->n_scopes++] = sc;
+				err = fast_inlines(w, &d, (int32_t)idx, depth + 1, level + 1);
+			}
+		} else if (d.tag == DW_TAG_lexical_block || d.tag == DW_TAG_try_block ||
+			   d.tag == DW_TAG_catch_block) {
+			err = fast_inlines(w, &d, cur, depth, level + 1);
+		}
+		if (err)
+			return err;
+		err = sp_die__after(ds, du, &d, SP_DWARF_MAX_DEPTH - level, &p);
+		if (err)
+			return err;
+	}
 }
 
 static int u64_cmp(const void *a, const void *b)
@@ -750,12 +857,44 @@ static int build_segs(struct fn *f, const struct rng *r, uint32_t n)
 		f->seg_lo[f->n_segs] = b[m - 1];
 		f->seg_scope[f->n_segs++] = NO_SCOPE;
 	}
-	err = 0;
+	err = sp_addr_index__build(&f->seg_idx, f->seg_lo, f->n_segs);
 out:
 	free(b);
 	free(sc);
 	free(dep);
 	return err;
+}
+
+/* The inline tree of w->f: die_reader when it can read the unit, else (or
+ * when it gives up on this function) libdw. */
+static int fast_walk(struct dsrc *s, struct unit *u, struct fwalk *w)
+{
+	uint32_t n_r = w->n_r;
+	struct sp_die fd;
+	int err;
+
+	if (!u->du_state) {
+		err = sp_die_unit__open(&s->dies, s->cus[u->cu].off, &u->du);
+		if (err == -ENOMEM)
+			return err;
+		u->du_state = err ? -1 : 1;
+		if (!err)
+			account(s, u, sp_die_unit__bytes(&u->du));
+	}
+	if (u->du_state > 0) {
+		err = sp_die__read(&s->dies, &u->du, dwarf_dieoffset(&w->f->die), &fd);
+		if (!err && fd.tag == DW_TAG_subprogram)
+			err = fast_inlines(w, &fd, 0, 0, 0);
+		else if (!err)
+			err = -EINVAL;
+		if (err != -EINVAL && err != -ELOOP)
+			return err;
+		/* start over with libdw */
+		w->n_r = n_r;
+		w->f->n_scopes = 1;
+	}
+	ADD(s->ctr->inline_walks_libdw, 1);
+	return walk_inlines(w, &w->f->die, 0, 0, 0);
 }
 
 static int index_fn(struct dsrc *s, struct unit *u, struct fn *f)
@@ -777,7 +916,7 @@ static int index_fn(struct dsrc *s, struct unit *u, struct fn *f)
 	while (!err && (ro = dwarf_ranges(&f->die, ro, &base, &lo, &hi)) > 0)
 		err = add_rng(&w, lo, hi, 0, 0);
 	if (!err)
-		err = walk_inlines(&w, &f->die, 0, 0, 0);
+		err = fast_walk(s, u, &w);
 	if (!err)
 		err = build_segs(f, w.r, w.n_r);
 out:
@@ -786,6 +925,7 @@ out:
 		free(f->scopes);
 		free(f->seg_lo);
 		free(f->seg_scope);
+		sp_addr_index__free(&f->seg_idx);
 		f->scopes = NULL;
 		f->seg_lo = NULL;
 		f->seg_scope = NULL;
@@ -800,23 +940,16 @@ out:
 		ADD(s->ctr->functions_indexed, 1);
 	}
 	account(s, u, (size_t)w.cap_scopes * sizeof(*f->scopes) +
-		      (size_t)f->n_segs * (sizeof(*f->seg_lo) + sizeof(*f->seg_scope)));
+		      (size_t)f->n_segs * (sizeof(*f->seg_lo) + sizeof(*f->seg_scope)) +
+		      sp_addr_index__bytes(&f->seg_idx));
 	return err;
 }
 
 /* The innermost scope of a in f. */
 static uint32_t find_scope(const struct fn *f, uint64_t a)
 {
-	uint32_t lo = 0, hi = f->n_segs;
+	uint32_t lo = sp_addr_index__upper(&f->seg_idx, f->seg_lo, f->n_segs, a);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (f->seg_lo[mid] <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo || f->seg_scope[lo - 1] == NO_SCOPE)
 		return 0;	/* the function itself */
 	return f->seg_scope[lo - 1];
@@ -884,7 +1017,7 @@ static int lines_from_libdw(Dwarf_Die *cudie, struct sp_dline_table *t)
 			.file = (uint16_t)(fi | (end ? SP_DLINE_END : 0)) };
 	}
 	t->n_rows = w;
-	return 0;
+	return sp_dline__index(t);
 }
 
 static struct unit *unit_load(struct dsrc *s, uint32_t ci)
@@ -1074,6 +1207,11 @@ int sp_dwarf_src__open(const struct sp_dwarf_src_opts *o, void **out)
 	s->secs.line = section(o->elf, ".debug_line", &s->secs.line_len);
 	s->secs.line_str = section(o->elf, ".debug_line_str", &s->secs.line_str_len);
 	s->secs.str = section(o->elf, ".debug_str", &s->secs.str_len);
+	s->dies.info = section(o->elf, ".debug_info", &s->dies.info_len);
+	s->dies.abbrev = section(o->elf, ".debug_abbrev", &s->dies.abbrev_len);
+	s->dies.addr = section(o->elf, ".debug_addr", &s->dies.addr_len);
+	s->dies.rnglists = section(o->elf, ".debug_rnglists", &s->dies.rnglists_len);
+	s->dies.ranges = section(o->elf, ".debug_ranges", &s->dies.ranges_len);
 	err = build_units(s);
 	if (err) {
 		dwarf_free(s);

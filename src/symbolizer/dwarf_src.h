@@ -64,6 +64,7 @@ struct sp_dwarf_counters {
 	uint64_t lines_clamped;		/* rows with a clamped column or file */
 	uint64_t functions_indexed;	/* inline trees built */
 	uint64_t functions_bad;		/* inline trees that could not be built */
+	uint64_t inline_walks_libdw;	/* inline trees die_reader gave up on */
 	uint64_t nested_scans;		/* whole-unit walks for nested functions */
 	uint64_t inline_truncated;	/* chains longer than SP_RES_MAX_FRAMES */
 };

@@ -4,8 +4,9 @@
  * failures included, so a repeated address is one hash lookup.
  *
  * Fixed capacity (entries, rounded down to a power of two of 4-way sets),
- * LRU inside a set; each entry owns a copy of its frames (the strings stay
- * the module's).  Thread safe without a global lock: the sets are split
+ * LRU inside a set; each entry holds a copy of its frames (the strings stay
+ * the module's), up to 4 of them in the entry itself (about 220 bytes an
+ * entry, 14 MiB at the default 65536, touched as they fill).  Thread safe without a global lock: the sets are split
  * over SP_RCACHE_SHARDS shards, each with its own mutex and clock, so
  * threads resolving different addresses rarely meet.  Counters are
  * atomic.
@@ -22,6 +23,7 @@
 #define SP_RCACHE_WAYS 4u
 #define SP_RCACHE_SHARDS 64u
 
+struct sp_rcache_key;
 struct sp_rcache_entry;
 
 struct sp_rcache_shard {
@@ -30,11 +32,13 @@ struct sp_rcache_shard {
 } __attribute__((aligned(64)));
 
 struct sp_rcache {
-	struct sp_rcache_entry *e;
+	struct sp_rcache_key *k;	/* per way: address, module, age */
+	struct sp_rcache_entry *e;	/* per way: the answer */
 	uint32_t n_sets;		/* power of two */
 	struct sp_rcache_shard shard[SP_RCACHE_SHARDS];
 	uint64_t evictions;		/* atomic */
 	uint32_t used;			/* atomic */
+	uint32_t n_big;			/* atomic: answers held outside entries */
 };
 
 /* entries: 0 = 65536.  0 or -ENOMEM. */

@@ -34,6 +34,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "addr_index.h"
 #include "base/pin.h"
 #include "dwarf_src.h"
 #include "linesrc.h"
@@ -103,6 +104,8 @@ struct module {
 	uint32_t n_loads;
 	struct sym *syms;
 	uint32_t n_syms;
+	uint64_t *sym_lo;	/* syms[i].lo, searched through sym_idx */
+	struct sp_addr_index sym_idx;
 	struct sp_linesrc sources[MAX_SOURCES];
 	uint32_t n_sources;
 	uint32_t dwarf_units;
@@ -275,22 +278,19 @@ static int load_symbols(struct module *m)
 		if (!w || m->syms[w - 1].lo != m->syms[i].lo)
 			m->syms[w++] = m->syms[i];
 	m->n_syms = w;
-	return 0;
+	m->sym_lo = malloc((size_t)w * sizeof(*m->sym_lo));
+	if (!m->sym_lo)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < w; i++)
+		m->sym_lo[i] = m->syms[i].lo;
+	return sp_addr_index__build(&m->sym_idx, m->sym_lo, w);
 }
 
 static const struct sym *find_sym(const struct module *m, uint64_t a)
 {
-	uint32_t lo = 0, hi = m->n_syms;
+	uint32_t lo = sp_addr_index__upper(&m->sym_idx, m->sym_lo, m->n_syms, a);
 	const struct sym *s;
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (m->syms[mid].lo <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return NULL;
 	s = &m->syms[lo - 1];
@@ -308,6 +308,8 @@ static void module_clear(struct module *m)
 	for (uint32_t i = 0; i < m->n_sources; i++)
 		m->sources[i].ops->free(m->sources[i].src);
 	free(m->syms);
+	free(m->sym_lo);
+	sp_addr_index__free(&m->sym_idx);
 	free(m->loads);
 	sp_strpool__free(&m->pool);
 	if (m->dw)
@@ -745,6 +747,7 @@ void sp_resolver__stats(struct sp_resolver *r, struct sp_resolver_stats *st)
 		.lines_libdw = LOAD(d->lines_libdw),
 		.lines_clamped = LOAD(d->lines_clamped),
 		.functions_indexed = LOAD(d->functions_indexed),
+		.inline_walks_libdw = LOAD(d->inline_walks_libdw),
 		.nested_scans = LOAD(d->nested_scans),
 	};
 }

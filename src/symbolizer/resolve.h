@@ -112,6 +112,7 @@ struct sp_resolver_stats {
 	uint64_t lines_libdw;		/* line tables read through libdw */
 	uint64_t lines_clamped;		/* line rows with a clamped column */
 	uint64_t functions_indexed;	/* inline trees built */
+	uint64_t inline_walks_libdw;	/* of them, walked through libdw */
 	uint64_t nested_scans;		/* whole-unit walks for nested functions */
 };
 

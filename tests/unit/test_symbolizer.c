@@ -319,6 +319,7 @@ static const char *base(const char *p)
 
 static void test_resolver_functions_and_inlines(void **state)
 {
+	struct sp_resolver_stats st;
 	struct sp_frames fr, fo;
 	struct rctx x;
 	uint64_t va, size;
@@ -358,6 +359,11 @@ static void test_resolver_functions_and_inlines(void **state)
 		assert_int_equal(fo.f[0].line, fr.f[0].line);
 	}
 	assert_true(inlined > 0);
+	/* the inline trees above came from die_reader, not the libdw walk it
+	 * falls back to */
+	sp_resolver__stats(x.r, &st);
+	assert_true(st.functions_indexed > 0);
+	assert_int_equal(st.inline_walks_libdw, 0);
 	/* an address past every segment is unresolved */
 	assert_int_equal(sp_resolver__resolve(x.r, x.id, fixture, 1ull << 40,
 					      &fr), -ENOENT);
