@@ -402,6 +402,107 @@ static void test_resolver_cache_bound(void **state)
 	rctx_fini(&x);
 }
 
+/* Up to max function starts (+ 1 byte) of path's symbol table, spread
+ * over it (every step-th FUNC symbol with a size). */
+static uint32_t elf_func_addrs(const char *path, uint64_t *out, uint32_t max, uint32_t step)
+{
+	Elf_Scn *scn = NULL;
+	uint32_t n = 0, seen = 0;
+	Elf *elf;
+	int fd;
+
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && n < max && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+
+			if (gelf_getsym(d, (int)i, &s) && GELF_ST_TYPE(s.st_info) == STT_FUNC &&
+			    s.st_size > 1 && s.st_value && seen++ % step == 0)
+				out[n++] = s.st_value + 1;
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return n;
+}
+
+/* Nothing decoded up front, one unit for one address; under a small unit
+ * budget units are given back (and decoded again) with the same answers
+ * as under the default budget.  On spanprof-symbolizer itself: a -O2 -g
+ * binary of many units. */
+static void test_resolver_lazy_units_budget(void **state)
+{
+	enum { MAXA = 400, BUDGET = 128 << 10 };
+	struct sp_debuginfo_opts d = { .no_debuginfod = true };
+	struct sp_resolver_opts o = { .cache_entries = 16 };
+	struct sp_resolver *big = NULL, *small = NULL;
+	struct sp_resolver_stats st;
+	struct sp_debuginfo *di = NULL;
+	char bin[PATH_MAX], id[SP_BUILDID_MAX_HEX + 1];
+	static uint64_t addrs[MAXA];
+	struct sp_frames a, b;
+	const char *dir = getenv("SPANPROF_BUILD");
+	uint32_t n, dwarf = 0;
+
+	(void)state;
+	snprintf(bin, sizeof(bin), "%s/spanprof-symbolizer", dir ? dir : "build");
+	if (access(bin, R_OK))
+		skip();
+	n = elf_func_addrs(bin, addrs, MAXA, 3);
+	assert_true(n > 100);
+	assert_int_equal(sp_buildid__read_file(bin, id, sizeof(id)), 0);
+	assert_int_equal(sp_debuginfo__new(&d, &di), 0);
+	o.di = di;
+	assert_int_equal(sp_resolver__new(&o, &big), 0);
+	o.unit_budget = BUDGET;
+	assert_int_equal(sp_resolver__new(&o, &small), 0);
+
+	/* one address: its unit only */
+	assert_int_equal(sp_resolver__resolve_vaddr(big, id, bin, addrs[n / 2], &a), 0);
+	sp_resolver__stats(big, &st);
+	assert_int_equal(st.units_decoded, 1);
+	assert_true(st.unit_bytes > 0);
+
+	for (uint32_t i = 0; i < n; i++) {
+		int ra = sp_resolver__resolve_vaddr(big, id, bin, addrs[i], &a);
+		int rb = sp_resolver__resolve_vaddr(small, id, bin, addrs[i], &b);
+
+		assert_int_equal(ra, rb);
+		if (ra)
+			continue;
+		dwarf += a.source == SP_RES_DWARF;
+		assert_int_equal(a.n, b.n);
+		for (uint8_t k = 0; k < a.n; k++) {
+			assert_string_equal(a.f[k].function, b.f[k].function);
+			assert_int_equal(a.f[k].line, b.f[k].line);
+		}
+		/* the bound holds after every request (a unit larger than the
+		 * whole budget is held alone) */
+		sp_resolver__stats(small, &st);
+		assert_true(st.unit_bytes <= BUDGET || st.units_decoded - st.units_evicted == 1);
+	}
+	assert_true(dwarf > n / 2);
+	sp_resolver__stats(small, &st);
+	assert_int_equal(st.unit_budget, BUDGET);
+	assert_true(st.units_evicted > 0);
+	sp_resolver__stats(big, &st);
+	assert_true(st.units_decoded > 20);	/* the addresses span many units */
+	assert_int_equal(st.units_evicted, 0);
+	sp_resolver__free(small);
+	sp_resolver__free(big);
+	sp_debuginfo__free(di);
+}
+
 static void test_demangle(void **state)
 {
 	char *d;
@@ -797,6 +898,7 @@ int main(void)
 						tu_teardown_dir),
 		cmocka_unit_test(test_resolver_functions_and_inlines),
 		cmocka_unit_test(test_resolver_cache_bound),
+		cmocka_unit_test(test_resolver_lazy_units_budget),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_symbolize_profile),
 		cmocka_unit_test(test_report_folded),
