@@ -24,6 +24,7 @@
 
 #include <dwarf.h>
 
+#include "byte_reader.h"
 #include "die_reader.h"
 
 struct sp_die_attr {
@@ -43,81 +44,6 @@ struct sp_die_abbrev {
 };
 
 /* ------------------------------------------------------------ reading */
-
-struct rd {
-	const uint8_t *p, *end;
-	bool bad;
-};
-
-static uint64_t rd_n(struct rd *r, unsigned n)
-{
-	uint64_t v = 0;
-
-	if (r->bad || (size_t)(r->end - r->p) < n) {
-		r->bad = true;
-		r->p = r->end;
-		return 0;
-	}
-	for (unsigned i = 0; i < n; i++)
-		v |= (uint64_t)r->p[i] << (8 * i);
-	r->p += n;
-	return v;
-}
-
-static uint64_t rd_uleb(struct rd *r)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (!r->bad) {
-		uint8_t b;
-
-		if (r->p >= r->end) {
-			r->bad = true;
-			break;
-		}
-		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	return v;
-}
-
-static int64_t rd_sleb(struct rd *r)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b = 0;
-
-	while (!r->bad) {
-		if (r->p >= r->end) {
-			r->bad = true;
-			return 0;
-		}
-		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	if (shift < 64 && (b & 0x40))
-		v |= ~0ull << shift;
-	return (int64_t)v;
-}
-
-static void rd_skip(struct rd *r, uint64_t n)
-{
-	if (r->bad || n > (uint64_t)(r->end - r->p)) {
-		r->bad = true;
-		r->p = r->end;
-		return;
-	}
-	r->p += n;
-}
 
 /* ------------------------------------------------------------ forms */
 
@@ -190,13 +116,54 @@ static int form_size(uint16_t form, const struct sp_die_unit *u)
 /* A value's class, as the walker uses it. */
 enum cls { C_NONE, C_CONST, C_ADDR, C_REF, C_REF_ALT, C_SECOFF, C_INDEX };
 
+/* Skips one value whose size is not fixed (or an indirect one). */
+static void skip_value(struct sp_rd *r, uint16_t form, const struct sp_die_unit *u)
+{
+	int sz;
+
+	switch (form) {
+	case DW_FORM_string:
+		sp_rd__str(r);
+		return;
+	case DW_FORM_block1:
+		sp_rd__skip(r, sp_rd__n(r, 1));
+		return;
+	case DW_FORM_block2:
+		sp_rd__skip(r, sp_rd__n(r, 2));
+		return;
+	case DW_FORM_block4:
+		sp_rd__skip(r, sp_rd__n(r, 4));
+		return;
+	case DW_FORM_block:
+	case DW_FORM_exprloc:
+		sp_rd__skip(r, sp_rd__uleb(r));
+		return;
+	case DW_FORM_indirect:
+		form = (uint16_t)sp_rd__uleb(r);
+		if (form == DW_FORM_indirect || form == DW_FORM_implicit_const) {
+			r->bad = true;
+			return;
+		}
+		sz = form_size(form, u);
+		if (sz >= 0)
+			sp_rd__skip(r, (uint64_t)sz);
+		else if (sz == -1)
+			skip_value(r, form, u);
+		else
+			r->bad = true;
+		return;
+	default:		/* the leb128 forms */
+		sp_rd__uleb(r);
+		return;
+	}
+}
+
 /* Reads (or skips) one value of form; *v and the class for the ones the
  * walker may ask for.  -EINVAL on an unknown form or a bad read. */
 static int read_value(const struct sp_die_sections *s, const struct sp_die_unit *u,
-		      struct rd *r, uint16_t form, int64_t implicit, uint64_t *v, enum cls *c)
+		      struct sp_rd *r, uint16_t form, int64_t implicit, uint64_t *v, enum cls *c)
 {
 	int depth = 0;
-	uint64_t n;
 
 	*v = 0;
 	*c = C_NONE;
@@ -205,7 +172,7 @@ again:
 	case DW_FORM_indirect:
 		if (++depth > 4)
 			return -EINVAL;
-		form = (uint16_t)rd_uleb(r);
+		form = (uint16_t)sp_rd__uleb(r);
 		goto again;
 	case DW_FORM_implicit_const:
 		*v = (uint64_t)implicit;
@@ -215,19 +182,19 @@ again:
 	case DW_FORM_data2:
 	case DW_FORM_data4:
 	case DW_FORM_data8:
-		*v = rd_n(r, (unsigned)form_size(form, u));
+		*v = sp_rd__n(r, (unsigned)form_size(form, u));
 		*c = C_CONST;
 		break;
 	case DW_FORM_udata:
-		*v = rd_uleb(r);
+		*v = sp_rd__uleb(r);
 		*c = C_CONST;
 		break;
 	case DW_FORM_sdata:
-		*v = (uint64_t)rd_sleb(r);
+		*v = (uint64_t)sp_rd__sleb(r);
 		*c = C_CONST;
 		break;
 	case DW_FORM_addr:
-		*v = rd_n(r, u->addr_size);
+		*v = sp_rd__n(r, u->addr_size);
 		*c = C_ADDR;
 		break;
 	case DW_FORM_addrx:
@@ -235,8 +202,8 @@ again:
 	case DW_FORM_addrx2:
 	case DW_FORM_addrx3:
 	case DW_FORM_addrx4: {
-		uint64_t idx = form == DW_FORM_addrx ? rd_uleb(r) :
-			       rd_n(r, (unsigned)form_size(form, u));
+		uint64_t idx = form == DW_FORM_addrx ? sp_rd__uleb(r) :
+			       sp_rd__n(r, (unsigned)form_size(form, u));
 		uint64_t at = u->addr_base + idx * u->addr_size;
 
 		if (!s->addr || idx > s->addr_len || at + u->addr_size > s->addr_len ||
@@ -252,109 +219,49 @@ again:
 	case DW_FORM_ref2:
 	case DW_FORM_ref4:
 	case DW_FORM_ref8:
-		*v = u->off + rd_n(r, (unsigned)form_size(form, u));
+		*v = u->off + sp_rd__n(r, (unsigned)form_size(form, u));
 		*c = C_REF;
 		break;
 	case DW_FORM_ref_udata:
-		*v = u->off + rd_uleb(r);
+		*v = u->off + sp_rd__uleb(r);
 		*c = C_REF;
 		break;
 	case DW_FORM_ref_addr:
-		*v = rd_n(r, (unsigned)form_size(form, u));
+		*v = sp_rd__n(r, (unsigned)form_size(form, u));
 		*c = C_REF;
 		break;
 	case DW_FORM_GNU_ref_alt:
-		*v = rd_n(r, u->offset_size);
+		*v = sp_rd__n(r, u->offset_size);
 		*c = C_REF_ALT;
 		break;
 	case DW_FORM_sec_offset:
-		*v = rd_n(r, u->offset_size);
+		*v = sp_rd__n(r, u->offset_size);
 		*c = C_SECOFF;
 		break;
 	case DW_FORM_rnglistx:
 	case DW_FORM_loclistx:
-		*v = rd_uleb(r);
+		*v = sp_rd__uleb(r);
 		*c = C_INDEX;
 		break;
 	case DW_FORM_string:
-		n = 0;
-		while (r->p + n < r->end && r->p[n])
-			n++;
-		rd_skip(r, n + 1);
-		break;
 	case DW_FORM_block1:
-		rd_skip(r, rd_n(r, 1));
-		break;
 	case DW_FORM_block2:
-		rd_skip(r, rd_n(r, 2));
-		break;
 	case DW_FORM_block4:
-		rd_skip(r, rd_n(r, 4));
-		break;
 	case DW_FORM_block:
 	case DW_FORM_exprloc:
-		rd_skip(r, rd_uleb(r));
-		break;
 	case DW_FORM_strx:
-		rd_uleb(r);
+		skip_value(r, form, u);
 		break;
 	default: {
 		int sz = form_size(form, u);
 
 		if (sz < 0)
 			return -EINVAL;
-		rd_skip(r, (uint64_t)sz);
+		sp_rd__skip(r, (uint64_t)sz);
 		break;
 	}
 	}
 	return r->bad ? -EINVAL : 0;
-}
-
-/* Skips one value whose size is not fixed (or an indirect one). */
-static void skip_value(struct rd *r, uint16_t form, const struct sp_die_unit *u)
-{
-	const uint8_t *nul;
-	int sz;
-
-	switch (form) {
-	case DW_FORM_string:
-		nul = memchr(r->p, 0, (size_t)(r->end - r->p));
-		if (!nul)
-			r->bad = true, r->p = r->end;
-		else
-			r->p = nul + 1;
-		return;
-	case DW_FORM_block1:
-		rd_skip(r, rd_n(r, 1));
-		return;
-	case DW_FORM_block2:
-		rd_skip(r, rd_n(r, 2));
-		return;
-	case DW_FORM_block4:
-		rd_skip(r, rd_n(r, 4));
-		return;
-	case DW_FORM_block:
-	case DW_FORM_exprloc:
-		rd_skip(r, rd_uleb(r));
-		return;
-	case DW_FORM_indirect:
-		form = (uint16_t)rd_uleb(r);
-		if (form == DW_FORM_indirect || form == DW_FORM_implicit_const) {
-			r->bad = true;
-			return;
-		}
-		sz = form_size(form, u);
-		if (sz >= 0)
-			rd_skip(r, (uint64_t)sz);
-		else if (sz == -1)
-			skip_value(r, form, u);
-		else
-			r->bad = true;
-		return;
-	default:		/* the leb128 forms */
-		rd_uleb(r);
-		return;
-	}
 }
 
 static bool walked_tag(uint16_t tag)
@@ -376,14 +283,14 @@ static bool wanted_attr(uint16_t name)
 
 static int parse_abbrevs(const struct sp_die_sections *s, uint64_t off, struct sp_die_unit *u)
 {
-	struct rd r;
+	struct sp_rd r;
 	uint32_t cap_a = 0, cap_attr = 0, max_code = 0;
 
 	if (!s->abbrev || off >= s->abbrev_len)
 		return -EINVAL;
-	r = (struct rd){ s->abbrev + off, s->abbrev + s->abbrev_len, false };
+	r = (struct sp_rd){ s->abbrev + off, s->abbrev + s->abbrev_len, false };
 	for (;;) {
-		uint64_t code = rd_uleb(&r), tag;
+		uint64_t code = sp_rd__uleb(&r), tag;
 		struct sp_die_abbrev *a;
 		int32_t fixed = 0;
 
@@ -411,14 +318,14 @@ static int parse_abbrevs(const struct sp_die_sections *s, uint64_t off, struct s
 		a = &u->abbrevs[code];
 		if (a->defined)
 			return -EINVAL;
-		tag = rd_uleb(&r);
+		tag = sp_rd__uleb(&r);
 		a->tag = tag > 0xffff ? 0xffff : (uint16_t)tag;
-		a->children = rd_n(&r, 1) != 0;
+		a->children = sp_rd__n(&r, 1) != 0;
 		a->walked = walked_tag(a->tag);
 		a->sibling = -1;
 		a->first = u->n_attrs;
 		for (;;) {
-			uint64_t name = rd_uleb(&r), form = rd_uleb(&r);
+			uint64_t name = sp_rd__uleb(&r), form = sp_rd__uleb(&r);
 			int64_t imp = 0;
 			int sz;
 
@@ -427,7 +334,7 @@ static int parse_abbrevs(const struct sp_die_sections *s, uint64_t off, struct s
 			if (!name && !form)
 				break;
 			if (form == DW_FORM_implicit_const)
-				imp = rd_sleb(&r);
+				imp = sp_rd__sleb(&r);
 			if (u->n_attrs >= cap_attr) {
 				uint32_t nc = cap_attr ? cap_attr * 2 : 256;
 				struct sp_die_attr *na;
@@ -463,7 +370,7 @@ static int parse_abbrevs(const struct sp_die_sections *s, uint64_t off, struct s
 int sp_die_unit__open(const struct sp_die_sections *s, uint64_t unit_off,
 		      struct sp_die_unit *u)
 {
-	struct rd r;
+	struct sp_rd r;
 	uint64_t len, abbrev_off;
 	struct sp_die cu;
 	int err;
@@ -471,11 +378,11 @@ int sp_die_unit__open(const struct sp_die_sections *s, uint64_t unit_off,
 	memset(u, 0, sizeof(*u));
 	if (!s->info || unit_off >= s->info_len)
 		return -EINVAL;
-	r = (struct rd){ s->info + unit_off, s->info + s->info_len, false };
-	len = rd_n(&r, 4);
+	r = (struct sp_rd){ s->info + unit_off, s->info + s->info_len, false };
+	len = sp_rd__n(&r, 4);
 	u->offset_size = 4;
 	if (len == 0xffffffffu) {
-		len = rd_n(&r, 8);
+		len = sp_rd__n(&r, 8);
 		u->offset_size = 8;
 	} else if (len >= 0xfffffff0u) {
 		return -EINVAL;
@@ -485,19 +392,19 @@ int sp_die_unit__open(const struct sp_die_sections *s, uint64_t unit_off,
 	u->off = unit_off;
 	u->end = (uint64_t)(r.p - s->info) + len;
 	r.end = s->info + u->end;
-	u->version = (uint16_t)rd_n(&r, 2);
+	u->version = (uint16_t)sp_rd__n(&r, 2);
 	if (u->version < 2 || u->version > 5)
 		return -EINVAL;
 	if (u->version >= 5) {
-		uint8_t type = (uint8_t)rd_n(&r, 1);
+		uint8_t type = (uint8_t)sp_rd__n(&r, 1);
 
 		if (type != DW_UT_compile && type != DW_UT_partial)
 			return -EINVAL;
-		u->addr_size = (uint8_t)rd_n(&r, 1);
-		abbrev_off = rd_n(&r, u->offset_size);
+		u->addr_size = (uint8_t)sp_rd__n(&r, 1);
+		abbrev_off = sp_rd__n(&r, u->offset_size);
 	} else {
-		abbrev_off = rd_n(&r, u->offset_size);
-		u->addr_size = (uint8_t)rd_n(&r, 1);
+		abbrev_off = sp_rd__n(&r, u->offset_size);
+		u->addr_size = (uint8_t)sp_rd__n(&r, 1);
 	}
 	if (r.bad || (u->addr_size != 4 && u->addr_size != 8))
 		return -EINVAL;
@@ -510,8 +417,8 @@ int sp_die_unit__open(const struct sp_die_sections *s, uint64_t unit_off,
 		const struct sp_die_abbrev *a;
 		uint64_t code;
 
-		r = (struct rd){ s->info + u->first_die, s->info + u->end, false };
-		code = rd_uleb(&r);
+		r = (struct sp_rd){ s->info + u->first_die, s->info + u->end, false };
+		code = sp_rd__uleb(&r);
 		err = -EINVAL;
 		if (r.bad || !code || code > u->n_abbrevs || !u->abbrevs[code].defined)
 			goto fail;
@@ -524,8 +431,8 @@ int sp_die_unit__open(const struct sp_die_sections *s, uint64_t unit_off,
 			if (at->form == DW_FORM_addrx || (at->form >= DW_FORM_addrx1 &&
 							  at->form <= DW_FORM_addrx4)) {
 				/* skip it now, read it below */
-				err = at->form == DW_FORM_addrx ? (rd_uleb(&r), 0) :
-				      (rd_skip(&r, (uint64_t)form_size(at->form, u)), 0);
+				err = at->form == DW_FORM_addrx ? (sp_rd__uleb(&r), 0) :
+				      (sp_rd__skip(&r, (uint64_t)form_size(at->form, u)), 0);
 				if (r.bad)
 					goto fail;
 				continue;
@@ -571,16 +478,16 @@ int sp_die__read(const struct sp_die_sections *s, const struct sp_die_unit *u, u
 		 struct sp_die *d)
 {
 	const struct sp_die_abbrev *a;
-	struct rd r;
+	struct sp_rd r;
 	uint64_t code, high = 0;
 	enum cls high_cls = C_NONE;
 
 	memset(d, 0, sizeof(*d));
 	if (off < u->first_die || off >= u->end)
 		return -EINVAL;
-	r = (struct rd){ s->info + off, s->info + u->end, false };
+	r = (struct sp_rd){ s->info + off, s->info + u->end, false };
 	d->off = off;
-	code = rd_uleb(&r);
+	code = sp_rd__uleb(&r);
 	if (r.bad)
 		return -EINVAL;
 	if (!code) {
@@ -595,7 +502,7 @@ int sp_die__read(const struct sp_die_sections *s, const struct sp_die_unit *u, u
 	/* a DIE the walker does not look at: only where it ends */
 	if (!a->walked) {
 		if (a->fixed >= 0 && !a->children) {
-			rd_skip(&r, (uint64_t)a->fixed);
+			sp_rd__skip(&r, (uint64_t)a->fixed);
 			if (r.bad)
 				return -EINVAL;
 			d->next = (uint64_t)(r.p - s->info);
@@ -615,7 +522,7 @@ int sp_die__read(const struct sp_die_sections *s, const struct sp_die_unit *u, u
 				if (a->children)
 					return 0;	/* sp_die__after jumps there */
 			} else if (at->size >= 0) {
-				rd_skip(&r, (uint64_t)at->size);
+				sp_rd__skip(&r, (uint64_t)at->size);
 			} else {
 				skip_value(&r, at->form, u);
 			}
@@ -633,7 +540,7 @@ int sp_die__read(const struct sp_die_sections *s, const struct sp_die_unit *u, u
 
 		if (!at->wanted) {
 			if (at->size >= 0)
-				rd_skip(&r, (uint64_t)at->size);
+				sp_rd__skip(&r, (uint64_t)at->size);
 			else
 				skip_value(&r, at->form, u);
 			if (r.bad)
@@ -751,7 +658,7 @@ static int rnglists(const struct sp_die_sections *s, const struct sp_die_unit *u
 		    const struct sp_die *d, int (*fn)(void *, uint64_t, uint64_t), void *ctx)
 {
 	uint64_t off = d->ranges, base = u->base_addr;
-	struct rd r;
+	struct sp_rd r;
 
 	if (!s->rnglists)
 		return -EINVAL;
@@ -761,14 +668,14 @@ static int rnglists(const struct sp_die_sections *s, const struct sp_die_unit *u
 		if (!u->rnglists_base || off > s->rnglists_len || at < u->rnglists_base ||
 		    at + u->offset_size > s->rnglists_len)
 			return -EINVAL;
-		r = (struct rd){ s->rnglists + at, s->rnglists + s->rnglists_len, false };
-		off = u->rnglists_base + rd_n(&r, u->offset_size);
+		r = (struct sp_rd){ s->rnglists + at, s->rnglists + s->rnglists_len, false };
+		off = u->rnglists_base + sp_rd__n(&r, u->offset_size);
 	}
 	if (off >= s->rnglists_len)
 		return -EINVAL;
-	r = (struct rd){ s->rnglists + off, s->rnglists + s->rnglists_len, false };
+	r = (struct sp_rd){ s->rnglists + off, s->rnglists + s->rnglists_len, false };
 	for (;;) {
-		uint8_t kind = (uint8_t)rd_n(&r, 1);
+		uint8_t kind = (uint8_t)sp_rd__n(&r, 1);
 		uint64_t a = 0, b = 0;
 		int err = 0;
 
@@ -776,31 +683,31 @@ static int rnglists(const struct sp_die_sections *s, const struct sp_die_unit *u
 		case DW_RLE_end_of_list:
 			return r.bad ? -EINVAL : 0;
 		case DW_RLE_base_addressx:
-			err = addr_at(s, u, rd_uleb(&r), &base);
+			err = addr_at(s, u, sp_rd__uleb(&r), &base);
 			break;
 		case DW_RLE_startx_endx:
-			err = addr_at(s, u, rd_uleb(&r), &a);
+			err = addr_at(s, u, sp_rd__uleb(&r), &a);
 			if (!err)
-				err = addr_at(s, u, rd_uleb(&r), &b);
+				err = addr_at(s, u, sp_rd__uleb(&r), &b);
 			break;
 		case DW_RLE_startx_length:
-			err = addr_at(s, u, rd_uleb(&r), &a);
-			b = a + rd_uleb(&r);
+			err = addr_at(s, u, sp_rd__uleb(&r), &a);
+			b = a + sp_rd__uleb(&r);
 			break;
 		case DW_RLE_offset_pair:
-			a = base + rd_uleb(&r);
-			b = base + rd_uleb(&r);
+			a = base + sp_rd__uleb(&r);
+			b = base + sp_rd__uleb(&r);
 			break;
 		case DW_RLE_base_address:
-			base = rd_n(&r, u->addr_size);
+			base = sp_rd__n(&r, u->addr_size);
 			break;
 		case DW_RLE_start_end:
-			a = rd_n(&r, u->addr_size);
-			b = rd_n(&r, u->addr_size);
+			a = sp_rd__n(&r, u->addr_size);
+			b = sp_rd__n(&r, u->addr_size);
 			break;
 		case DW_RLE_start_length:
-			a = rd_n(&r, u->addr_size);
-			b = a + rd_uleb(&r);
+			a = sp_rd__n(&r, u->addr_size);
+			b = a + sp_rd__uleb(&r);
 			break;
 		default:
 			return -EINVAL;
@@ -816,13 +723,13 @@ static int ranges_v4(const struct sp_die_sections *s, const struct sp_die_unit *
 		     const struct sp_die *d, int (*fn)(void *, uint64_t, uint64_t), void *ctx)
 {
 	uint64_t base = u->base_addr, max = u->addr_size == 4 ? 0xffffffffull : ~0ull;
-	struct rd r;
+	struct sp_rd r;
 
 	if (!s->ranges || d->ranges >= s->ranges_len || d->ranges_form != DW_FORM_sec_offset)
 		return -EINVAL;
-	r = (struct rd){ s->ranges + d->ranges, s->ranges + s->ranges_len, false };
+	r = (struct sp_rd){ s->ranges + d->ranges, s->ranges + s->ranges_len, false };
 	for (;;) {
-		uint64_t a = rd_n(&r, u->addr_size), b = rd_n(&r, u->addr_size);
+		uint64_t a = sp_rd__n(&r, u->addr_size), b = sp_rd__n(&r, u->addr_size);
 		int err;
 
 		if (r.bad)

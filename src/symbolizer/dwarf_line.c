@@ -33,93 +33,11 @@
 
 #include <dwarf.h>
 
+#include "byte_reader.h"
 #include "dwarf_line.h"
+#include "grow.h"
 
 /* ------------------------------------------------------------ reading */
-
-struct rd {
-	const uint8_t *p, *end;
-	bool bad;		/* a read went past end */
-};
-
-static uint64_t rd_n(struct rd *r, unsigned n)
-{
-	uint64_t v = 0;
-
-	if (r->bad || (size_t)(r->end - r->p) < n) {
-		r->bad = true;
-		r->p = r->end;
-		return 0;
-	}
-	for (unsigned i = 0; i < n; i++)
-		v |= (uint64_t)r->p[i] << (8 * i);
-	r->p += n;
-	return v;
-}
-
-static uint64_t rd_uleb(struct rd *r)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (!r->bad) {
-		uint8_t b;
-
-		if (r->p >= r->end) {
-			r->bad = true;
-			break;
-		}
-		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	return v;
-}
-
-static int64_t rd_sleb(struct rd *r)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b = 0;
-
-	while (!r->bad) {
-		if (r->p >= r->end) {
-			r->bad = true;
-			return 0;
-		}
-		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	if (shift < 64 && (b & 0x40))
-		v |= ~0ull << shift;
-	return (int64_t)v;
-}
-
-/* A NUL-terminated string inside [p, end), or NULL (bad). */
-static const char *rd_str(struct rd *r)
-{
-	const uint8_t *nul;
-	const char *s;
-
-	if (r->bad)
-		return NULL;
-	nul = memchr(r->p, 0, (size_t)(r->end - r->p));
-	if (!nul) {
-		r->bad = true;
-		r->p = r->end;
-		return NULL;
-	}
-	s = (const char *)r->p;
-	r->p = nul + 1;
-	return s;
-}
 
 /* The string at off of a string section, or NULL. */
 static const char *sec_str(const uint8_t *sec, size_t len, uint64_t off)
@@ -140,27 +58,9 @@ struct hdr {
 	const uint8_t *std_lengths;
 };
 
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t nc;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	nc = *cap ? *cap * 2 : 16;
-	while (nc < need)
-		nc *= 2;
-	p = realloc(*arr, (size_t)nc * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
-
 /* One v5 entry-format value: a string (path) or a number (directory
  * index); other content is skipped.  -EINVAL for a form not read here. */
-static int v5_value(const struct sp_dline_sections *s, const struct hdr *h, struct rd *r,
+static int v5_value(const struct sp_dline_sections *s, const struct hdr *h, struct sp_rd *r,
 		    uint64_t form, const char **str, uint64_t *num)
 {
 	unsigned off = h->dwarf64 ? 8 : 4;
@@ -169,42 +69,42 @@ static int v5_value(const struct sp_dline_sections *s, const struct hdr *h, stru
 	*num = 0;
 	switch (form) {
 	case DW_FORM_string:
-		*str = rd_str(r);
+		*str = sp_rd__str(r);
 		break;
 	case DW_FORM_line_strp:
-		*str = sec_str(s->line_str, s->line_str_len, rd_n(r, off));
+		*str = sec_str(s->line_str, s->line_str_len, sp_rd__n(r, off));
 		if (!*str)
 			return -EINVAL;
 		break;
 	case DW_FORM_strp:
-		*str = sec_str(s->str, s->str_len, rd_n(r, off));
+		*str = sec_str(s->str, s->str_len, sp_rd__n(r, off));
 		if (!*str)
 			return -EINVAL;
 		break;
 	case DW_FORM_udata:
-		*num = rd_uleb(r);
+		*num = sp_rd__uleb(r);
 		break;
 	case DW_FORM_sdata:
-		*num = (uint64_t)rd_sleb(r);
+		*num = (uint64_t)sp_rd__sleb(r);
 		break;
 	case DW_FORM_data1:
-		*num = rd_n(r, 1);
+		*num = sp_rd__n(r, 1);
 		break;
 	case DW_FORM_data2:
-		*num = rd_n(r, 2);
+		*num = sp_rd__n(r, 2);
 		break;
 	case DW_FORM_data4:
-		*num = rd_n(r, 4);
+		*num = sp_rd__n(r, 4);
 		break;
 	case DW_FORM_data8:
-		*num = rd_n(r, 8);
+		*num = sp_rd__n(r, 8);
 		break;
 	case DW_FORM_data16:
-		rd_n(r, 8);
-		rd_n(r, 8);
+		sp_rd__n(r, 8);
+		sp_rd__n(r, 8);
 		break;
 	case DW_FORM_block: {
-		uint64_t n = rd_uleb(r);
+		uint64_t n = sp_rd__uleb(r);
 
 		if (n > (uint64_t)(r->end - r->p))
 			return -EINVAL;
@@ -219,21 +119,21 @@ static int v5_value(const struct sp_dline_sections *s, const struct hdr *h, stru
 
 /* A v5 directory or file table.  dirs: only paths; files: path and
  * directory index. */
-static int v5_table(const struct sp_dline_sections *s, const struct hdr *h, struct rd *r,
+static int v5_table(const struct sp_dline_sections *s, const struct hdr *h, struct sp_rd *r,
 		    struct sp_dline_table *t, bool files)
 {
 	uint64_t fmt[2 * 16], count, i;
-	uint8_t n_fmt = (uint8_t)rd_n(r, 1);
+	uint8_t n_fmt = (uint8_t)sp_rd__n(r, 1);
 	uint32_t cap = 0;
 	int err;
 
 	if (n_fmt > 16)
 		return -EINVAL;
 	for (i = 0; i < n_fmt; i++) {
-		fmt[2 * i] = rd_uleb(r);
-		fmt[2 * i + 1] = rd_uleb(r);
+		fmt[2 * i] = sp_rd__uleb(r);
+		fmt[2 * i + 1] = sp_rd__uleb(r);
 	}
-	count = rd_uleb(r);
+	count = sp_rd__uleb(r);
 	/* every entry takes at least one byte per format */
 	if (r->bad || (n_fmt && count > (uint64_t)(r->end - r->p)) || count > 1u << 24)
 		return -EINVAL;
@@ -254,12 +154,12 @@ static int v5_table(const struct sp_dline_sections *s, const struct hdr *h, stru
 				dir = num;
 		}
 		if (files) {
-			if (grow((void **)&t->files, &cap, t->n_files + 1, sizeof(*t->files)))
+			if (sp_grow((void **)&t->files, &cap, t->n_files + 1, sizeof(*t->files)))
 				return -ENOMEM;
 			t->files[t->n_files++] = (struct sp_dline_file){
 				.name = path, .dir = dir > UINT32_MAX ? UINT32_MAX : (uint32_t)dir };
 		} else {
-			if (grow((void **)&t->dirs, &cap, t->n_dirs + 1, sizeof(*t->dirs)))
+			if (sp_grow((void **)&t->dirs, &cap, t->n_dirs + 1, sizeof(*t->dirs)))
 				return -ENOMEM;
 			t->dirs[t->n_dirs++] = path;
 		}
@@ -268,28 +168,28 @@ static int v5_table(const struct sp_dline_sections *s, const struct hdr *h, stru
 }
 
 /* v2-4 include_directories and file_names. */
-static int v4_tables(struct rd *r, struct sp_dline_table *t, uint32_t *fcap)
+static int v4_tables(struct sp_rd *r, struct sp_dline_table *t, uint32_t *fcap)
 {
 	uint32_t dcap = 0;
 	const char *s;
 
-	if (grow((void **)&t->dirs, &dcap, 1, sizeof(*t->dirs)))
+	if (sp_grow((void **)&t->dirs, &dcap, 1, sizeof(*t->dirs)))
 		return -ENOMEM;
 	t->dirs[t->n_dirs++] = NULL;	/* 0: the compilation directory */
-	while ((s = rd_str(r)) && *s) {
-		if (grow((void **)&t->dirs, &dcap, t->n_dirs + 1, sizeof(*t->dirs)))
+	while ((s = sp_rd__str(r)) && *s) {
+		if (sp_grow((void **)&t->dirs, &dcap, t->n_dirs + 1, sizeof(*t->dirs)))
 			return -ENOMEM;
 		t->dirs[t->n_dirs++] = s;
 	}
-	if (grow((void **)&t->files, fcap, 1, sizeof(*t->files)))
+	if (sp_grow((void **)&t->files, fcap, 1, sizeof(*t->files)))
 		return -ENOMEM;
 	t->files[t->n_files++] = (struct sp_dline_file){ 0 };	/* 0 is unused */
-	while ((s = rd_str(r)) && *s) {
-		uint64_t dir = rd_uleb(r);
+	while ((s = sp_rd__str(r)) && *s) {
+		uint64_t dir = sp_rd__uleb(r);
 
-		rd_uleb(r);	/* mtime */
-		rd_uleb(r);	/* length */
-		if (grow((void **)&t->files, fcap, t->n_files + 1, sizeof(*t->files)))
+		sp_rd__uleb(r);	/* mtime */
+		sp_rd__uleb(r);	/* length */
+		if (sp_grow((void **)&t->files, fcap, t->n_files + 1, sizeof(*t->files)))
 			return -ENOMEM;
 		t->files[t->n_files++] = (struct sp_dline_file){
 			.name = s, .dir = dir > UINT32_MAX ? UINT32_MAX : (uint32_t)dir };
@@ -327,7 +227,7 @@ emit(struct prog *g, uint64_t addr, uint64_t file, uint64_t line, uint64_t col, 
 
 	if (g->n >= SP_DLINE_MAX_ROWS)
 		return -E2BIG;
-	if (g->n >= g->cap && grow((void **)&g->rows, &g->cap, g->n + 1, sizeof(*g->rows)))
+	if (g->n >= g->cap && sp_grow((void **)&g->rows, &g->cap, g->n + 1, sizeof(*g->rows)))
 		return -ENOMEM;
 	w = &g->rows[g->n++];
 	w->addr = addr;
@@ -338,7 +238,7 @@ emit(struct prog *g, uint64_t addr, uint64_t file, uint64_t line, uint64_t col, 
 		g->clamped++;
 	if (end) {
 		w->r.file |= SP_DLINE_END;
-		if (grow((void **)&g->seqs, &g->cap_seqs, g->n_seqs + 1, sizeof(*g->seqs)))
+		if (sp_grow((void **)&g->seqs, &g->cap_seqs, g->n_seqs + 1, sizeof(*g->seqs)))
 			return -ENOMEM;
 		g->seqs[g->n_seqs++] = (struct seq){
 			.begin = g->seq_begin, .end = g->n,
@@ -348,7 +248,7 @@ emit(struct prog *g, uint64_t addr, uint64_t file, uint64_t line, uint64_t col, 
 	return 0;
 }
 
-static int run_program(const struct hdr *h, struct rd *r, struct sp_dline_table *t,
+static int run_program(const struct hdr *h, struct sp_rd *r, struct sp_dline_table *t,
 		       uint32_t *fcap, struct prog *g)
 {
 	uint64_t addr = 0, file = 1, line = 1, col = 0, op_index = 0;
@@ -379,14 +279,14 @@ static int run_program(const struct hdr *h, struct rd *r, struct sp_dline_table 
 			}
 			row = true;
 		} else if (op == 0) {
-			uint64_t len = rd_uleb(r);
+			uint64_t len = sp_rd__uleb(r);
 			const uint8_t *next;
 			uint8_t sub;
 
 			if (r->bad || len == 0 || len > (uint64_t)(r->end - r->p))
 				return -EINVAL;
 			next = r->p + len;
-			sub = (uint8_t)rd_n(r, 1);
+			sub = (uint8_t)sp_rd__n(r, 1);
 			switch (sub) {
 			case DW_LNE_end_sequence:
 				err = emit(g, addr, file, line, col, true);
@@ -395,16 +295,16 @@ static int run_program(const struct hdr *h, struct rd *r, struct sp_dline_table 
 			case DW_LNE_set_address:
 				if (len - 1 != 4 && len - 1 != 8)
 					return -EINVAL;
-				addr = rd_n(r, (unsigned)(len - 1));
+				addr = sp_rd__n(r, (unsigned)(len - 1));
 				op_index = 0;
 				break;
 			case DW_LNE_define_file: {
-				const char *s = rd_str(r);
-				uint64_t dir = rd_uleb(r);
+				const char *s = sp_rd__str(r);
+				uint64_t dir = sp_rd__uleb(r);
 
 				if (!s || h->version >= 5)
 					break;
-				if (grow((void **)&t->files, fcap, t->n_files + 1, sizeof(*t->files)))
+				if (sp_grow((void **)&t->files, fcap, t->n_files + 1, sizeof(*t->files)))
 					return -ENOMEM;
 				t->files[t->n_files++] = (struct sp_dline_file){
 					.name = s,
@@ -422,22 +322,22 @@ static int run_program(const struct hdr *h, struct rd *r, struct sp_dline_table 
 				row = true;
 				break;
 			case DW_LNS_advance_pc:
-				adv = rd_uleb(r);
+				adv = sp_rd__uleb(r);
 				break;
 			case DW_LNS_advance_line:
-				line += (uint64_t)rd_sleb(r);
+				line += (uint64_t)sp_rd__sleb(r);
 				break;
 			case DW_LNS_set_file:
-				file = rd_uleb(r);
+				file = sp_rd__uleb(r);
 				break;
 			case DW_LNS_set_column:
-				col = rd_uleb(r);
+				col = sp_rd__uleb(r);
 				break;
 			case DW_LNS_const_add_pc:
 				adv = (255u - h->opcode_base) / h->line_range;
 				break;
 			case DW_LNS_fixed_advance_pc:
-				addr += rd_n(r, 2);
+				addr += sp_rd__n(r, 2);
 				op_index = 0;
 				break;
 			case DW_LNS_negate_stmt:
@@ -447,7 +347,7 @@ static int run_program(const struct hdr *h, struct rd *r, struct sp_dline_table 
 				break;
 			default:	/* set_isa and unknown: skip their operands */
 				for (uint8_t i = 0; i < h->std_lengths[op - 1]; i++)
-					rd_uleb(r);
+					sp_rd__uleb(r);
 				break;
 			}
 		}
@@ -576,7 +476,7 @@ static uint32_t compact(struct arow *r, uint32_t n)
 int sp_dline__decode(const struct sp_dline_sections *s, uint64_t offset,
 		     uint8_t cu_addr_size, struct sp_dline_table *out)
 {
-	struct rd r = { 0 }, hr;
+	struct sp_rd r = { 0 }, hr;
 	struct hdr h = { 0 };
 	struct prog g = { 0 };
 	uint64_t unit_len, hdr_len;
@@ -589,38 +489,38 @@ int sp_dline__decode(const struct sp_dline_sections *s, uint64_t offset,
 		return -EINVAL;
 	r.p = s->line + offset;
 	r.end = s->line + s->line_len;
-	unit_len = rd_n(&r, 4);
+	unit_len = sp_rd__n(&r, 4);
 	if (unit_len == 0xffffffffu) {
 		h.dwarf64 = true;
-		unit_len = rd_n(&r, 8);
+		unit_len = sp_rd__n(&r, 8);
 	} else if (unit_len >= 0xfffffff0u) {
 		return -EINVAL;
 	}
 	if (r.bad || unit_len > (uint64_t)(r.end - r.p))
 		return -EINVAL;
 	r.end = r.p + unit_len;
-	h.version = (uint16_t)rd_n(&r, 2);
+	h.version = (uint16_t)sp_rd__n(&r, 2);
 	if (h.version < 2 || h.version > 5)
 		return -EINVAL;
 	h.addr_size = cu_addr_size;
 	if (h.version >= 5) {
-		h.addr_size = (uint8_t)rd_n(&r, 1);
-		if (rd_n(&r, 1) != 0)	/* segment selectors: not supported */
+		h.addr_size = (uint8_t)sp_rd__n(&r, 1);
+		if (sp_rd__n(&r, 1) != 0)	/* segment selectors: not supported */
 			return -EINVAL;
 	}
 	if (h.addr_size != 4 && h.addr_size != 8)
 		return -EINVAL;
-	hdr_len = rd_n(&r, h.dwarf64 ? 8 : 4);
+	hdr_len = sp_rd__n(&r, h.dwarf64 ? 8 : 4);
 	if (r.bad || hdr_len > (uint64_t)(r.end - r.p))
 		return -EINVAL;
-	hr = (struct rd){ .p = r.p, .end = r.p + hdr_len };
+	hr = (struct sp_rd){ .p = r.p, .end = r.p + hdr_len };
 	r.p += hdr_len;			/* r: the program */
-	h.min_inst = (uint8_t)rd_n(&hr, 1);
-	h.max_ops = h.version >= 4 ? (uint8_t)rd_n(&hr, 1) : 1;
-	h.default_stmt = (uint8_t)rd_n(&hr, 1);
-	h.line_base = (int8_t)rd_n(&hr, 1);
-	h.line_range = (uint8_t)rd_n(&hr, 1);
-	h.opcode_base = (uint8_t)rd_n(&hr, 1);
+	h.min_inst = (uint8_t)sp_rd__n(&hr, 1);
+	h.max_ops = h.version >= 4 ? (uint8_t)sp_rd__n(&hr, 1) : 1;
+	h.default_stmt = (uint8_t)sp_rd__n(&hr, 1);
+	h.line_base = (int8_t)sp_rd__n(&hr, 1);
+	h.line_range = (uint8_t)sp_rd__n(&hr, 1);
+	h.opcode_base = (uint8_t)sp_rd__n(&hr, 1);
 	if (hr.bad || !h.line_range || !h.opcode_base ||
 	    (size_t)(hr.end - hr.p) < (size_t)(h.opcode_base - 1))
 		return -EINVAL;

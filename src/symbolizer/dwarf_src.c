@@ -30,6 +30,7 @@
 #include "die_reader.h"
 #include "dwarf_line.h"
 #include "dwarf_src.h"
+#include "grow.h"
 
 #define NO_SCOPE UINT32_MAX
 #define CHAIN_MAX 64
@@ -116,24 +117,6 @@ struct dsrc {
 
 #define ADD(p, v) __atomic_add_fetch(&(p), (v), __ATOMIC_RELAXED)
 
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t nc;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	nc = *cap ? *cap * 2 : 16;
-	while (nc < need)
-		nc *= 2;
-	p = realloc(*arr, (size_t)nc * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
-
 /* ------------------------------------------------------------ sections */
 
 /* The bytes of section name (or its .zdebug_ spelling), decompressed;
@@ -189,7 +172,7 @@ static int add_range(struct dsrc *s, uint32_t *cap, uint64_t lo, uint64_t hi, ui
 {
 	if (hi <= lo)
 		return 0;
-	if (grow((void **)&s->ranges, cap, s->n_ranges + 1, sizeof(*s->ranges)))
+	if (sp_grow((void **)&s->ranges, cap, s->n_ranges + 1, sizeof(*s->ranges)))
 		return -ENOMEM;
 	s->ranges[s->n_ranges++] = (struct cu_range){ lo, hi, cu };
 	return 0;
@@ -291,7 +274,7 @@ static int build_units(struct dsrc *s)
 		cu = next;
 		if (type != DW_UT_compile && type != DW_UT_partial)
 			continue;	/* type units, split skeletons: no code here */
-		if (grow((void **)&s->cus, &cap, s->n_cus + 1, sizeof(*s->cus)))
+		if (sp_grow((void **)&s->cus, &cap, s->n_cus + 1, sizeof(*s->cus)))
 			return -ENOMEM;
 		dwarf_diecu(&cudie, &tmp, &as, NULL);
 		s->cus[s->n_cus++] = (struct cu){
@@ -547,13 +530,13 @@ static int add_fn(struct unit *u, Dwarf_Die *die)
 	while ((ro = dwarf_ranges(die, ro, &base, &lo, &hi)) > 0) {
 		if (hi <= lo)
 			continue;
-		if (grow((void **)&u->roots, &u->cap_roots, u->n_roots + 1, sizeof(*u->roots)))
+		if (sp_grow((void **)&u->roots, &u->cap_roots, u->n_roots + 1, sizeof(*u->roots)))
 			return -ENOMEM;
 		u->roots[u->n_roots++] = (struct root){ lo, hi, u->n_fns };
 	}
 	if (u->n_roots == first)
 		return 0;	/* a declaration or an abstract instance */
-	if (grow((void **)&u->fns, &u->cap_fns, u->n_fns + 1, sizeof(*u->fns)))
+	if (sp_grow((void **)&u->fns, &u->cap_fns, u->n_fns + 1, sizeof(*u->fns)))
 		return -ENOMEM;
 	memset(&u->fns[u->n_fns], 0, sizeof(u->fns[0]));
 	u->fns[u->n_fns++].die = *die;
@@ -651,7 +634,7 @@ static int add_rng(struct fwalk *w, uint64_t lo, uint64_t hi, uint32_t scope, ui
 {
 	if (hi <= lo)
 		return 0;
-	if (grow((void **)&w->r, &w->cap_r, w->n_r + 1, sizeof(*w->r)))
+	if (sp_grow((void **)&w->r, &w->cap_r, w->n_r + 1, sizeof(*w->r)))
 		return -ENOMEM;
 	w->r[w->n_r++] = (struct rng){ lo, hi, scope, depth };
 	return 0;
@@ -696,7 +679,7 @@ static int walk_inlines(struct fwalk *w, Dwarf_Die *parent, int32_t cur, uint32_
 				err = add_rng(w, lo, hi, idx, depth + 1);
 			if (err || w->n_r == before)
 				break;	/* no code of its own: nothing under it either */
-			if (grow((void **)&w->f->scopes, &w->cap_scopes, idx + 1,
+			if (sp_grow((void **)&w->f->scopes, &w->cap_scopes, idx + 1,
 				 sizeof(*w->f->scopes))) {
 				err = -ENOMEM;
 				break;
@@ -777,7 +760,7 @@ static int fast_inlines(struct fwalk *w, const struct sp_die *parent, int32_t cu
 				sc.call_file = d.call_file > UINT32_MAX ? 0 : (uint32_t)d.call_file;
 				sc.call_line = (int32_t)d.call_line;
 				sc.call_col = (int32_t)d.call_col;
-				if (grow((void **)&w->f->scopes, &w->cap_scopes, idx + 1,
+				if (sp_grow((void **)&w->f->scopes, &w->cap_scopes, idx + 1,
 					 sizeof(*w->f->scopes)))
 					return -ENOMEM;
 				w->f->scopes[w->f->n_scopes++] = sc;
@@ -909,7 +892,7 @@ static int index_fn(struct dsrc *s, struct unit *u, struct fn *f)
 	die_names(s, &f->die, &root.name, &root.linkage);
 	dwarf_decl_line(&f->die, &decl);
 	root.decl_line = decl;
-	err = grow((void **)&f->scopes, &w.cap_scopes, 1, sizeof(*f->scopes));
+	err = sp_grow((void **)&f->scopes, &w.cap_scopes, 1, sizeof(*f->scopes));
 	if (err)
 		goto out;
 	f->scopes[f->n_scopes++] = root;

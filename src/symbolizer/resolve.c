@@ -37,6 +37,7 @@
 #include "addr_index.h"
 #include "base/pin.h"
 #include "dwarf_src.h"
+#include "grow.h"
 #include "linesrc.h"
 #include "res_cache.h"
 #include "resolve.h"
@@ -129,24 +130,6 @@ struct sp_resolver {
 
 /* ------------------------------------------------------------ small helpers */
 
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t nc;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	nc = *cap ? *cap * 2 : 16;
-	while (nc < need)
-		nc *= 2;
-	p = realloc(*arr, (size_t)nc * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
-
 static uint64_t hash_str(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -197,7 +180,7 @@ static int load_segments(struct module *m, Elf *elf, bool *usable)
 			continue;
 		if ((ph.p_flags & PF_X) && ph.p_memsz && !ph.p_filesz)
 			*usable = false;
-		if (grow((void **)&m->loads, &cap, m->n_loads + 1,
+		if (sp_grow((void **)&m->loads, &cap, m->n_loads + 1,
 			 sizeof(*m->loads)))
 			return -ENOMEM;
 		m->loads[m->n_loads++] = (struct load_seg){
@@ -244,7 +227,7 @@ static int load_symbols_from(struct module *m, Elf_Scn *scn, uint32_t *cap)
 		name = elf_strptr(m->elf, sh.sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
-		if (grow((void **)&m->syms, cap, m->n_syms + 1,
+		if (sp_grow((void **)&m->syms, cap, m->n_syms + 1,
 			 sizeof(*m->syms)))
 			return -ENOMEM;
 		m->syms[m->n_syms++] = (struct sym){
