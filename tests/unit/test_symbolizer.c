@@ -463,15 +463,22 @@ static void test_resolver_lazy_units_budget(void **state)
 	assert_int_equal(sp_buildid__read_file(bin, id, sizeof(id)), 0);
 	assert_int_equal(sp_debuginfo__new(&d, &di), 0);
 	o.di = di;
-	assert_int_equal(sp_resolver__new(&o, &big), 0);
-	o.unit_budget = BUDGET;
-	assert_int_equal(sp_resolver__new(&o, &small), 0);
-
-	/* one address: its unit only */
-	assert_int_equal(sp_resolver__resolve_vaddr(big, id, bin, addrs[n / 2], &a), 0);
+	/* one address answered from DWARF: its unit only (a fresh resolver
+	 * per try: a function without DWARF, e.g. from a static library, is
+	 * skipped) */
+	for (uint32_t i = n / 2, tries = 0;; i++, tries++) {
+		assert_true(i < n && tries < 32);
+		assert_int_equal(sp_resolver__new(&o, &big), 0);
+		if (!sp_resolver__resolve_vaddr(big, id, bin, addrs[i], &a) &&
+		    a.source == SP_RES_DWARF)
+			break;
+		sp_resolver__free(big);
+	}
 	sp_resolver__stats(big, &st);
 	assert_int_equal(st.units_decoded, 1);
 	assert_true(st.unit_bytes > 0);
+	o.unit_budget = BUDGET;
+	assert_int_equal(sp_resolver__new(&o, &small), 0);
 
 	for (uint32_t i = 0; i < n; i++) {
 		int ra = sp_resolver__resolve_vaddr(big, id, bin, addrs[i], &a);
