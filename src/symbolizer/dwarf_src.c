@@ -20,6 +20,7 @@
  *            equally deep ones (what a linear scan of the ranges gave).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,18 +303,30 @@ static int build_units(struct dsrc *s)
 	return err;
 }
 
-static int32_t find_cu(const struct dsrc *s, uint64_t a)
+/* The number of elements of an array of n structs (stride bytes each)
+ * whose uint64_t at byte off is <= a; the array ascends by it. */
+static uint32_t upper_by_lo(const void *base, uint32_t n, size_t stride, size_t off, uint64_t a)
 {
-	uint32_t lo = 0, hi = s->n_ranges;
+	uint32_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
+		uint64_t v;
 
-		if (s->ranges[mid].lo <= a)
+		memcpy(&v, (const char *)base + (size_t)mid * stride + off, sizeof(v));
+		if (v <= a)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+static int32_t find_cu(const struct dsrc *s, uint64_t a)
+{
+	uint32_t lo = upper_by_lo(s->ranges, s->n_ranges, sizeof(*s->ranges),
+				  offsetof(struct cu_range, lo), a);
+
 	/* units do not overlap in sane DWARF; still, look back a little */
 	for (uint32_t i = lo, k = 0; i > 0 && k < 8; i--, k++)
 		if (a >= s->ranges[i - 1].lo && a < s->ranges[i - 1].hi)
@@ -597,16 +610,9 @@ static int root_cmp(const void *a, const void *b)
 
 static const struct root *find_root(const struct unit *u, uint64_t a)
 {
-	uint32_t lo = 0, hi = u->n_roots;
+	uint32_t lo = upper_by_lo(u->roots, u->n_roots, sizeof(*u->roots),
+				  offsetof(struct root, lo), a);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (u->roots[mid].lo <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* nested functions may overlap their parent: look back a little */
 	for (uint32_t i = lo, k = 0; i > 0 && k < 4; i--, k++)
 		if (a >= u->roots[i - 1].lo && a < u->roots[i - 1].hi)
