@@ -15,6 +15,8 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -510,6 +514,94 @@ static void test_resolver_lazy_units_budget(void **state)
 	sp_debuginfo__free(di);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct slow_load {
+	struct sp_resolver *r;
+	double took;
+	int rc;
+	int done;	/* atomic */
+};
+
+static void *slow_load_thread(void *arg)
+{
+	struct slow_load *l = arg;
+	struct sp_frames fr;
+	double t0 = now_s();
+
+	/* a build id on no disk: the finder asks debuginfod, which hangs */
+	l->rc = sp_resolver__resolve(l->r, "ab00000000000000000000000000000000000017", NULL, 0x1000,
+				     &fr);
+	l->took = now_s() - t0;
+	__atomic_store_n(&l->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A module being loaded does not hold up another module (the load runs
+ * outside the module table's lock; this was true before the per-module
+ * locks too, which this test does not isolate): while one thread
+ * waits on a debuginfod that accepts and never answers (a listening socket
+ * nobody accepts on: the kernel completes the handshake), another resolves
+ * the fixture at once. */
+static void test_resolver_load_does_not_block_others(void **state)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sp_debuginfo_opts d = { 0 };
+	struct sp_resolver_opts o = { 0 };
+	struct slow_load l = { 0 };
+	socklen_t sl = sizeof(sa);
+	struct sp_debuginfo *di;
+	char url[64], id[SP_BUILDID_MAX_HEX + 1];
+	struct sp_frames fr;
+	uint64_t va, size;
+	pthread_t t;
+	double t0, fast;
+	int ls;
+
+	(void)state;
+	if (!have_fixture())
+		skip();
+	assert_true(fixture_sym("crunch", &va, &size));
+	assert_int_equal(sp_buildid__read_file(fixture, id, sizeof(id)), 0);
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(ls, 8), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+	setenv("DEBUGINFOD_URLS", url, 1);
+	setenv("DEBUGINFOD_CACHE_PATH", tu_dir, 1);	/* fresh: no cached answer */
+	setenv("DEBUGINFOD_TIMEOUT", "3", 1);
+	assert_int_equal(sp_debuginfo__new(&d, &di), 0);
+	o.di = di;
+	assert_int_equal(sp_resolver__new(&o, &l.r), 0);
+
+	assert_int_equal(pthread_create(&t, NULL, slow_load_thread, &l), 0);
+	usleep(300 * 1000);	/* the other thread is in its load now */
+	t0 = now_s();
+	assert_int_equal(sp_resolver__resolve_vaddr(l.r, id, fixture, va, &fr), 0);
+	fast = now_s() - t0;
+	assert_string_equal(fr.f[fr.n - 1].function, "crunch");
+	/* answered while the other load still waits */
+	assert_int_equal(__atomic_load_n(&l.done, __ATOMIC_ACQUIRE), 0);
+	assert_true(fast < 1.0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(l.rc, -ENOENT);
+	assert_true(l.took >= 2.0);	/* it really waited on the hung server */
+	sp_resolver__free(l.r);
+	sp_debuginfo__free(di);
+	close(ls);
+	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("DEBUGINFOD_CACHE_PATH");
+	unsetenv("DEBUGINFOD_TIMEOUT");
+}
+
 static void test_demangle(void **state)
 {
 	char *d;
@@ -906,6 +998,8 @@ int main(void)
 		cmocka_unit_test(test_resolver_functions_and_inlines),
 		cmocka_unit_test(test_resolver_cache_bound),
 		cmocka_unit_test(test_resolver_lazy_units_budget),
+		cmocka_unit_test_setup_teardown(test_resolver_load_does_not_block_others, tu_setup_dir,
+						tu_teardown_dir),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_symbolize_profile),
 		cmocka_unit_test(test_report_folded),
