@@ -11,15 +11,21 @@
  * stack, link) is range-checked before use, negative ones included
  * (-EINVAL); link ids must be 0/16 and 0/8 bytes; a non-empty
  * string_table must start with "".  Profile kind: sample_type "off_cpu" ->
- * OFFCPU, anything else ONCPU.  Values back to the model:
+ * OFFCPU, "off_cpu_waits" -> the wait counts of OFFCPU samples (below),
+ * anything else ONCPU.  Values back to the model:
  *   ONCPU:  count = sum(values), or the number of timestamps when there are
  *           no values; value_ns = count * period;
- *   OFFCPU: value_ns = sum(values); count = number of timestamps, else 1
- *           (a sample without timestamps does not say how many waits).
+ *   OFFCPU: value_ns = sum(values); count = number of timestamps, else the
+ *           sum of the values of the off_cpu_waits Samples of the same
+ *           resource with the same stack, attributes and link, else 1 (a
+ *           sample without timestamps or waits does not say how many); a
+ *           waits Sample matching no off_cpu Sample becomes an OFFCPU sample
+ *           of 0 ns with that count.  Wait counts below 0 -> -EINVAL.
  * Timestamps are kept when their number equals count, dropped otherwise.
  * Unknown sample attributes become sp_labels (more than SP_MAX_LABELS ->
  * -E2BIG); time/duration come from the first Profile.  Equal samples are not
- * merged.  Lost on the way: mapping has_* flags (OTLP has none).
+ * merged (the encoder merges them).  Lost on the way: mapping has_* flags
+ * (OTLP has none).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,12 +42,20 @@
  * attribute values and bounds protobuf-c's recursion. */
 #define SP_OTLP_MAX_DEPTH 32
 
+/* An off_cpu_waits Profile, applied once every off_cpu Sample is known. */
+struct waits_prof {
+	const OT(Profile) *pr;
+	int32_t resource;
+};
+
 struct dec {
 	const OT(ProfilesDictionary) *d;	/* never NULL (empty if absent) */
 	struct sp_profile *p;
 	int32_t *smap, *fmap, *mmap, *lmap, *kmap, *stmap;
 	uint64_t n_samples;
 	bool have_time;
+	struct waits_prof *waits;
+	size_t n_waits, cap_waits;
 };
 
 /* Table index check: 0 is always allowed ("unset") even in an empty table. */
@@ -314,23 +328,23 @@ static int dec_resource(struct dec *d, const Resource *res, int32_t *out)
 	return *out < 0 ? *out : 0;
 }
 
-static int dec_sample(struct dec *d, const OT(Sample) *os, int32_t resource,
-		      enum sp_sample_kind kind, uint64_t period)
+/* The identity of os (resource, kind, stack, link, thread, labels) into
+ * *s, values and timestamps left zero. */
+static int dec_sample_ident(const struct dec *d, const OT(Sample) *os, int32_t resource,
+			    enum sp_sample_kind kind, struct sp_sample *s)
 {
-	struct sp_profile *p = d->p;
-	struct sp_sample s;
-	int64_t sum = 0;
+	const struct sp_profile *p = d->p;
 	size_t j;
 	int r;
 
-	memset(&s, 0, sizeof(s));
-	s.resource = resource;
-	s.kind = kind;
+	memset(s, 0, sizeof(*s));
+	s->resource = resource;
+	s->kind = kind;
 	if (!idx_ok(os->stack_index, d->d->n_stack_table) ||
 	    !idx_ok(os->link_index, d->d->n_link_table))
 		return -EINVAL;
-	s.stack = os->stack_index ? d->stmap[os->stack_index] : 0;
-	s.link = os->link_index ? d->kmap[os->link_index] : 0;
+	s->stack = os->stack_index ? d->stmap[os->stack_index] : 0;
+	s->link = os->link_index ? d->kmap[os->link_index] : 0;
 	for (j = 0; j < os->n_attribute_indices; j++) {
 		int32_t key, str;
 		bool is_int;
@@ -344,26 +358,49 @@ static int dec_sample(struct dec *d, const OT(Sample) *os, int32_t resource,
 			continue;
 		ks = p->strings[key];
 		if (is_int && !strcmp(ks, SP_A_THREAD_ID)) {
-			s.tid = num;
+			s->tid = num;
 		} else if (!is_int && !strcmp(ks, SP_A_THREAD_NAME)) {
-			s.thread_name = str;
+			s->thread_name = str;
 		} else {
-			if (s.n_labels >= SP_MAX_LABELS)
+			if (s->n_labels >= SP_MAX_LABELS)
 				return -E2BIG;
-			s.labels[s.n_labels].key = key;
-			s.labels[s.n_labels].str = str;
-			s.labels[s.n_labels].num = num;
-			s.n_labels++;
+			s->labels[s->n_labels].key = key;
+			s->labels[s->n_labels].str = str;
+			s->labels[s->n_labels].num = num;
+			s->n_labels++;
 		}
 	}
+	return 0;
+}
+
+/* Sum of os's values into *sum; -EINVAL on overflow. */
+static int dec_sum(const OT(Sample) *os, int64_t *sum)
+{
+	*sum = 0;
+	for (size_t j = 0; j < os->n_values; j++)
+		if (__builtin_add_overflow(*sum, os->values[j], sum))
+			return -EINVAL;
+	return 0;
+}
+
+static int dec_sample(struct dec *d, const OT(Sample) *os, int32_t resource,
+		      enum sp_sample_kind kind, uint64_t period)
+{
+	struct sp_profile *p = d->p;
+	struct sp_sample s;
+	int64_t sum;
+	int r;
+
+	r = dec_sample_ident(d, os, resource, kind, &s);
+	if (r)
+		return r;
 	if (os->n_values && os->n_timestamps_unix_nano &&
 	    os->n_values != os->n_timestamps_unix_nano)
 		return -EINVAL;
 	if (os->n_timestamps_unix_nano > UINT32_MAX)
 		return -E2BIG;
-	for (j = 0; j < os->n_values; j++)
-		if (__builtin_add_overflow(sum, os->values[j], &sum))
-			return -EINVAL;
+	if (dec_sum(os, &sum))
+		return -EINVAL;
 	if (kind == SP_KIND_ONCPU) {
 		s.count = os->n_values ? sum : (int64_t)os->n_timestamps_unix_nano;
 		if (__builtin_mul_overflow(s.count, (int64_t)period, &s.value_ns))
@@ -380,6 +417,121 @@ static int dec_sample(struct dec *d, const OT(Sample) *os, int32_t resource,
 	}
 	r = sp_profile__add_sample(p, &s);
 	return r < 0 ? r : 0;
+}
+
+/* ------------------------------------------------------------ wait counts */
+
+static uint64_t ident_hash(const struct sp_sample *s)
+{
+	int64_t img[6 + 3 * SP_MAX_LABELS];
+	uint32_t n = 6;
+
+	img[0] = s->resource;
+	img[1] = s->stack;
+	img[2] = s->link;
+	img[3] = s->tid;
+	img[4] = s->thread_name;
+	img[5] = s->n_labels;
+	for (uint32_t j = 0; j < s->n_labels; j++) {
+		img[n++] = s->labels[j].key;
+		img[n++] = s->labels[j].str;
+		img[n++] = s->labels[j].num;
+	}
+	return sp_hash_bytes(img, n * sizeof(*img));
+}
+
+struct ident_key {
+	const struct sp_profile *p;
+	const struct sp_sample *s;
+};
+
+static bool same_ident(const void *ctx, int32_t v)
+{
+	const struct ident_key *k = ctx;
+	const struct sp_sample *a = &k->p->samples[v], *b = k->s;
+
+	if (a->resource != b->resource || a->stack != b->stack || a->link != b->link ||
+	    a->tid != b->tid || a->thread_name != b->thread_name ||
+	    a->n_labels != b->n_labels)
+		return false;
+	for (uint32_t j = 0; j < a->n_labels; j++)
+		if (a->labels[j].key != b->labels[j].key || a->labels[j].str != b->labels[j].str ||
+		    a->labels[j].num != b->labels[j].num)
+			return false;
+	return true;
+}
+
+/* The off_cpu_waits Profiles: each Sample's count onto the OFFCPU sample
+ * without timestamps of the same identity (the first count replaces the
+ * default of 1, further ones add), or a new sample of 0 ns. */
+static int dec_waits(struct dec *d)
+{
+	struct sp_profile *p = d->p;
+	struct sp_hidx idx = { 0 };
+	uint8_t *counted = NULL;
+	uint32_t n_before = p->n_samples;
+	int err = 0;
+
+	if (!d->n_waits)
+		return 0;
+	counted = calloc(n_before ? n_before : 1, 1);
+	if (!counted)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n_before && !err; i++) {
+		const struct sp_sample *s = &p->samples[i];
+
+		if (s->kind == SP_KIND_OFFCPU && !s->n_timestamps)
+			err = sp_hidx__insert(&idx, ident_hash(s), (int32_t)i);
+	}
+	for (size_t w = 0; w < d->n_waits && !err; w++) {
+		const OT(Profile) *pr = d->waits[w].pr;
+
+		for (size_t m = 0; m < pr->n_samples && !err; m++) {
+			struct sp_sample s;
+			struct ident_key k = { p, &s };
+			int64_t n;
+			int32_t i;
+
+			err = dec_sample_ident(d, pr->samples[m], d->waits[w].resource,
+					       SP_KIND_OFFCPU, &s);
+			if (!err && (dec_sum(pr->samples[m], &n) || n < 0))
+				err = -EINVAL;
+			if (err)
+				break;
+			i = sp_hidx__find(&idx, ident_hash(&s), same_ident, &k);
+			if (i >= 0 && (uint32_t)i < n_before) {
+				struct sp_sample *t = &p->samples[i];
+
+				if (!counted[i])
+					t->count = 0;
+				counted[i] = 1;
+				if (__builtin_add_overflow(t->count, n, &t->count))
+					err = -EINVAL;
+			} else if (n) {
+				s.count = n;
+				i = sp_profile__add_sample(p, &s);
+				err = i < 0 ? i : 0;
+			}
+		}
+	}
+	sp_hidx__free(&idx);
+	free(counted);
+	return err;
+}
+
+static int defer_waits(struct dec *d, const OT(Profile) *pr, int32_t resource)
+{
+	if (d->n_waits == d->cap_waits) {
+		size_t nc = d->cap_waits ? d->cap_waits * 2 : 16;
+		struct waits_prof *n = reallocarray(d->waits, nc, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		d->waits = n;
+		d->cap_waits = nc;
+	}
+	d->waits[d->n_waits++] = (struct waits_prof){ pr, resource };
+	return 0;
 }
 
 static int dec_profiles(struct dec *d, const OtRequest *req)
@@ -402,6 +554,7 @@ static int dec_profiles(struct dec *d, const OtRequest *req)
 				const OT(Profile) *pr = sp->profiles[k];
 				enum sp_sample_kind kind = SP_KIND_ONCPU;
 				uint64_t period = pr->period > 0 ? (uint64_t)pr->period : 0;
+				bool waits = false;
 
 				if (pr->sample_type) {
 					int32_t t = dstr(d, pr->sample_type->type_strindex);
@@ -410,11 +563,21 @@ static int dec_profiles(struct dec *d, const OtRequest *req)
 						return -EINVAL;
 					if (!strcmp(p->strings[t], "off_cpu"))
 						kind = SP_KIND_OFFCPU;
+					waits = !strcmp(p->strings[t], "off_cpu_waits");
 				}
 				if (pr->period_type &&
 				    (dstr(d, pr->period_type->type_strindex) < 0 ||
 				     dstr(d, pr->period_type->unit_strindex) < 0))
 					return -EINVAL;
+				if (waits) {
+					d->n_samples += pr->n_samples;
+					if (d->n_samples > SP_DECODE_MAX_ENTRIES)
+						return -E2BIG;
+					err = defer_waits(d, pr, resource);
+					if (err)
+						return err;
+					continue;
+				}
 				if (period)
 					p->period_ns[kind] = period;
 				if (!d->have_time) {
@@ -584,6 +747,8 @@ int sp_otlp__decode_capped(const uint8_t *buf, size_t len, size_t unpack_budget,
 	if (err)
 		goto out;
 	err = dec_profiles(&d, req);
+	if (!err)
+		err = dec_waits(&d);
 	if (err)
 		goto out;
 	err = sp_profile__validate(d.p);
@@ -599,6 +764,7 @@ out:
 	free(d.lmap);
 	free(d.kmap);
 	free(d.stmap);
+	free(d.waits);
 	otlp_request__free_unpacked(req, &alloc.a);
 	return err;
 }

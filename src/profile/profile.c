@@ -554,6 +554,15 @@ int32_t sp_profile__add_sample(struct sp_profile *p, const struct sp_sample *s)
 	return (int32_t)p->n_samples++;
 }
 
+void sp_profile__drop_timestamps(struct sp_profile *p)
+{
+	for (uint32_t i = 0; p && i < p->n_samples; i++) {
+		free(p->samples[i].timestamps);
+		p->samples[i].timestamps = NULL;
+		p->samples[i].n_timestamps = 0;
+	}
+}
+
 /* ------------------------------------------------------------ lifecycle */
 struct sp_profile *sp_profile__new(void)
 {

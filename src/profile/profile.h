@@ -170,6 +170,11 @@ int32_t sp_profile__add_resource(struct sp_profile *p, const struct sp_resource 
 /* Copies *s; s->timestamps is copied too (the caller keeps its buffer). */
 int32_t sp_profile__add_sample(struct sp_profile *p, const struct sp_sample *s);
 
+/* Frees every sample's timestamps: what remains is the compact form, one
+ * count and value per sample (the OTLP encoder then merges samples that
+ * differed only in having timestamps).  NULL-safe. */
+void sp_profile__drop_timestamps(struct sp_profile *p);
+
 static inline const char *sp_profile__str(const struct sp_profile *p, int32_t i)
 {
 	return (i >= 0 && (uint32_t)i < p->n_strings) ? p->strings[i] : "";

@@ -3,7 +3,7 @@
  * record.c - `spanprof record` (perf-like CLI).
  *
  *   spanprof record [-F HZ] [-a | -p PID[,PID...] | -- COMMAND ARGS...]
- *                   [-d SECONDS] [-o FILE] [--format pprof|otlp]
+ *                   [-d SECONDS] [-o FILE] [--format pprof|otlp [--timestamps]]
  *                   [sampling options (sampling_opts.h), e.g. --off-cpu]
  *
  * --off-cpu adds wall-clock waits (bpf/offcpu.bpf.c): each captured wait
@@ -200,6 +200,11 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	}
 	if (!o->n_pids && !o->command)
 		o->all = true;
+	if (o->s.timestamps && !o->otlp) {
+		fprintf(stderr, "spanprof record: --timestamps needs --format otlp (pprof has no "
+			"per-event timestamps)\n");
+		return -EINVAL;
+	}
 	if (!o->output)
 		o->output = o->otlp ? "spanprof.otlp.pb" : "spanprof.pb.gz";
 	for (uint32_t i = 0; i < o->n_pids; i++) {
