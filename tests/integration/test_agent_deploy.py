@@ -2,14 +2,11 @@
 # SPDX-License-Identifier: MIT
 """deploy/: the files parse and say what the docs say.
 
-- YAML (deploy/kubernetes/*.yaml, deploy/otel-collector/config.yaml): a
-  strict parser for the block subset these files use (python3 has no yaml
-  module): spaces only, consistent indentation, "key: value" maps, "- "
-  sequences, flow lists [a, b], comments, "---" documents; anything else
-  fails.  Then facts: the DaemonSet runs hostPID with the capabilities the
+- YAML (deploy/kubernetes/*.yaml), read with lib/yamlsub.py (a strict
+  parser for the subset these files use).  Facts: the DaemonSet runs hostPID with the capabilities the
   agent needs, a memory limit of 256Mi (= the systemd unit's MemoryMax),
-  OTEL_EXPORTER_OTLP_ENDPOINT, /sys/kernel/btf mounted, /healthz probes;
-  the collector config has a profiles pipeline from the otlp receiver.
+  OTEL_EXPORTER_OTLP_ENDPOINT, /sys/kernel/btf mounted, /healthz probes.
+  (deploy/otel-collector/: test_deploy_collector.py.)
 - systemd: `systemd-analyze verify` on the unit (ExecStart pointed at the
   built binary), and the hardening options present.
 """
@@ -21,113 +18,19 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, tmpdir  # noqa: E402
+from lib import yamlsub  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DEPLOY = os.path.join(ROOT, "deploy")
 
 
-def scalar(s, where):
-    s = s.strip()
-    if s.startswith("[") :
-        if not s.endswith("]"):
-            fail("unterminated flow list, " + where)
-        inner = s[1:-1].strip()
-        return [scalar(x, where) for x in inner.split(",")] if inner else []
-    if s.startswith('"'):
-        if len(s) < 2 or not s.endswith('"'):
-            fail("unterminated string, " + where)
-        return s[1:-1]
-    if s.startswith("'"):
-        if len(s) < 2 or not s.endswith("'"):
-            fail("unterminated string, " + where)
-        return s[1:-1]
-    if s in ("true", "false"):
-        return s == "true"
-    if re.fullmatch(r"-?\d+", s):
-        return int(s)
-    if s.startswith(("{", "&", "*", "|", ">", "!")):
-        fail("unsupported YAML construct %r, %s" % (s, where))
-    return s
-
-
-def parse_yaml(text, name):
-    docs = []
-    lines = []
-    for n, raw in enumerate(text.split("\n"), 1):
-        if "\t" in raw:
-            fail("%s:%d: tab character" % (name, n))
-        if raw.rstrip() != raw:
-            fail("%s:%d: trailing whitespace" % (name, n))
-        body = raw.split(" #")[0] if not raw.lstrip().startswith("#") else ""
-        if raw.lstrip().startswith("#") or not body.strip():
-            continue
-        if body == "---":
-            docs.append(lines)
-            lines = []
-            continue
-        ind = len(body) - len(body.lstrip(" "))
-        lines.append((ind, body.strip(), "%s:%d" % (name, n)))
-    docs.append(lines)
-
-    def block(i, ind):
-        if lines_[i][1].startswith("- "):
-            out = []
-            while i < len(lines_) and lines_[i][0] == ind and lines_[i][1].startswith("- "):
-                _, text, where = lines_[i]
-                item = text[2:]
-                if ":" in item and not item.startswith(('"', "'")) and \
-                        re.match(r"^[A-Za-z0-9_./-]+:( |$)", item):
-                    # a map starting on the dash line: re-indent it
-                    lines_[i] = (ind + 2, item, where)
-                    v, i = block(i, ind + 2)
-                    out.append(v)
-                else:
-                    out.append(scalar(item, where))
-                    i += 1
-            if i < len(lines_) and lines_[i][0] > ind:
-                fail("bad indentation, " + lines_[i][2])
-            return out, i
-        out = {}
-        while i < len(lines_) and lines_[i][0] == ind:
-            _, text, where = lines_[i]
-            m = re.match(r'^("[^"]+"|[A-Za-z0-9_./-]+):(?: (.*))?$', text)
-            if not m:
-                fail("not a 'key: value' line, " + where)
-            key = m.group(1).strip('"')
-            if key in out:
-                fail("duplicate key %s, %s" % (key, where))
-            if m.group(2) is not None and m.group(2).strip():
-                out[key] = scalar(m.group(2), where)
-                i += 1
-            else:
-                i += 1
-                if i < len(lines_) and lines_[i][0] > ind:
-                    out[key], i = block(i, lines_[i][0])
-                elif i < len(lines_) and lines_[i][0] == ind and lines_[i][1].startswith("- "):
-                    out[key], i = block(i, ind)
-                else:
-                    out[key] = None
-        if i < len(lines_) and lines_[i][0] > ind:
-            fail("bad indentation, " + lines_[i][2])
-        return out, i
-
-    res = []
-    for lines_ in docs:
-        if not lines_:
-            continue
-        if lines_[0][0] != 0:
-            fail("document does not start at column 0, " + lines_[0][2])
-        v, i = block(0, 0)
-        if i != len(lines_):
-            fail("unparsed content, " + lines_[i][2])
-        res.append(v)
-    return res
-
-
 def load(rel):
     p = os.path.join(DEPLOY, rel)
     with open(p) as f:
-        docs = parse_yaml(f.read(), rel)
+        try:
+            docs = yamlsub.parse(f.read(), rel)
+        except yamlsub.YamlError as e:
+            fail("%s: %s" % (rel, e))
     check(docs, "%s parses (%d documents)" % (rel, len(docs)))
     return docs
 
@@ -159,17 +62,6 @@ dep = [d for d in sym if d.get("kind") == "Deployment"][0]
 sc = dep["spec"]["template"]["spec"]["containers"][0]
 check(sc["securityContext"]["runAsNonRoot"] is True, "symbolizer runs unprivileged")
 check("--forward" in sc["args"], "symbolizer forwards to the collector")
-
-# ------------------------------------------------------------ collector
-col = load("otel-collector/config.yaml")[0]
-prof = col["service"]["pipelines"]["profiles"]
-check(prof["receivers"] == ["otlp"], "profiles pipeline from the otlp receiver")
-for e in prof["exporters"]:
-    check(e in col["exporters"], "exporter %s defined" % e)
-for p in prof["processors"]:
-    check(p in col["processors"], "processor %s defined" % p)
-raw = open(os.path.join(DEPLOY, "otel-collector/config.yaml")).read()
-check("--feature-gates=service.profilesSupport" in raw, "the feature gate is documented")
 
 # ------------------------------------------------------------ systemd
 unit = open(os.path.join(DEPLOY, "systemd/spanprof-agent.service")).read()
