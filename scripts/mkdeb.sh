@@ -24,13 +24,13 @@ for t in dpkg-deb dpkg-shlibdeps dpkg-architecture; do
 done
 ARCH=$(dpkg-architecture -qDEB_HOST_ARCH)
 MULTIARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-work=$O/deb
+work=$(realpath -m "$O/deb")
 root=$work/root
 out=$O/spanprof_${VERSION}_${ARCH}.deb
 rm -rf "$work"
 mkdir -p "$root/DEBIAN"
 
-make --no-print-directory -s install O="$O" DESTDIR="$PWD/$root" PREFIX=/usr \
+make --no-print-directory -s install O="$O" DESTDIR="$root" PREFIX=/usr \
 	LIBDIR="/usr/lib/$MULTIARCH" SYSTEMDUNITDIR=/lib/systemd/system >/dev/null
 strip --strip-debug "$root/usr/bin/spanprof" "$root/usr/bin/spanprof-symbolizer" \
 	"$root/usr/lib/$MULTIARCH/libspanctx.so.1"
@@ -39,9 +39,8 @@ strip --strip-debug "$root/usr/lib/$MULTIARCH/libspanctx.a"
 # dpkg-shlibdeps reads debian/control from its working directory
 mkdir -p "$work/src/debian"
 printf 'Source: spanprof\n\nPackage: spanprof\nArchitecture: any\n' >"$work/src/debian/control"
-depends=$(cd "$work/src" && dpkg-shlibdeps -O -e"$PWD/../root/usr/bin/spanprof" \
-	-e"$PWD/../root/usr/bin/spanprof-symbolizer" \
-	-e"$PWD/../root/usr/lib/$MULTIARCH/libspanctx.so.1" 2>/dev/null |
+depends=$(cd "$work/src" && dpkg-shlibdeps -O -e"$root/usr/bin/spanprof" \
+	-e"$root/usr/bin/spanprof-symbolizer" -e"$root/usr/lib/$MULTIARCH/libspanctx.so.1" 2>/dev/null |
 	sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "spanprof deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
