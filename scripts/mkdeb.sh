@@ -82,4 +82,5 @@ chmod 0755 "$root/DEBIAN/postinst" "$root/DEBIAN/postrm"
 	xargs -0 md5sum) >"$root/DEBIAN/md5sums"
 
 dpkg-deb --root-owner-group -Zgzip --build "$root" "$out" >/dev/null
+rm -rf "$work"
 echo "$out"
