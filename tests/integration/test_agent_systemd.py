@@ -27,6 +27,7 @@ which need systemd to set up; the unit's comments say why each is safe.
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -135,7 +136,16 @@ try:
     check(0 <= start - t_launch < 2.0, "process_start_time_seconds %.3f is the start (launched "
           "at %.3f), to the sub-second" % (start, t_launch))
 finally:
-    rc, _ = agent.stop()
+    # SIGTERM to the agent itself (strace's child), not to strace; strace
+    # then exits with the agent's status
+    kids = open("/proc/%d/task/%d/children" % (agent.pid, agent.pid)).read().split()
+    if kids:
+        os.kill(int(kids[0]), signal.SIGTERM)
+    try:
+        rc = agent.p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        agent.kill()
+        fail("agent did not exit within 20 s of SIGTERM: %s" % agent.text()[-500:])
 log = agent.text()
 check(rc == 0, "agent exits 0 on SIGTERM (rc=%d): %s" % (rc, log[-500:]))
 status_caps = re.findall(r"missing privileges|Operation not permitted", log)
