@@ -21,8 +21,16 @@ What is checked instead, each against the unit file itself:
    SystemCallFilter, expanded with `systemd-analyze syscall-filter`.  (With
    the ASan build the sanitizer's own calls differ: that part is checked
    on the plain build only, and says so.)
-Not checked here: the namespace options (ProtectHome=, PrivateTmp=, ...),
-which need systemd to set up; the unit's comments say why each is safe.
+5. The mount-namespace options that could hide other processes' files
+   from the agent, set up by hand as systemd would (`unshare --mount`):
+   /proc remounted hidepid=invisible (ProtectProc=invisible), empty tmpfs
+   over /tmp (PrivateTmp=) and /home (ProtectHome=).  A binary in the
+   host's /tmp, run as nobody outside that namespace, must still be
+   profiled with its build id: the agent reads it through
+   /proc/PID/map_files and /proc/PID/root.
+Not emulated: the other namespace options (ProtectSystem=, PrivateDevices=,
+ProtectKernel*=) make paths read-only or hide devices; the agent writes
+only its StateDirectory and opens no device.
 """
 import os
 import re
@@ -34,7 +42,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import agent_util as au  # noqa: E402
-from spt import SPANPROF, asan_build, check, fail, require_root, tmpdir  # noqa: E402
+from fault_util import spin_variant  # noqa: E402
+from lib.otlp import read_otlp  # noqa: E402
+from spt import (BUILD, SPANPROF, asan_build, check, fail, read_buildid,  # noqa: E402
+                 require_root, tmpdir)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 UNIT_PATH = os.path.join(ROOT, "deploy/systemd/spanprof-agent.service")
@@ -172,5 +183,43 @@ else:
     check(len(used) > 20 and not outside,
           "every system call the agent made (%d kinds) is in the unit's SystemCallFilter%s" %
           (len(used), (" (outside: %s)" % outside) if outside else ""))
+
+# 5. ProtectProc=invisible, PrivateTmp=, ProtectHome= emulated
+spin = spin_variant(d, 16, "spin-in-host-tmp")
+bid = read_buildid(spin)
+ns_out = os.path.join(BUILD, "test-logs", "systemd-ns-profiles")
+shutil.rmtree(ns_out, ignore_errors=True)
+os.makedirs(ns_out)
+inner = ("mount -t proc -o hidepid=invisible proc /proc && mount -t tmpfs tmpfs /tmp && "
+         "mount -t tmpfs tmpfs /home && test ! -e {spin} || exit 90; "
+         "exec {sp} {spb} agent -q -F 97 --interval 1 --output-dir {out} --max-files 5 "
+         "--metrics-addr none").format(spin=spin, sp=" ".join(setpriv), spb=SPANPROF, out=ns_out)
+ns_log = open(os.path.join(d, "ns-agent.log"), "w")
+ag = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
+                      stdout=ns_log, stderr=subprocess.STDOUT)
+time.sleep(1.5)
+victim = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           spin, "2500"])
+victim.wait(timeout=30)
+time.sleep(1.5)
+ag.send_signal(signal.SIGTERM)
+try:
+    rc = ag.wait(timeout=20)
+except subprocess.TimeoutExpired:
+    ag.kill()
+    fail("agent in the emulated namespace did not exit on SIGTERM")
+ns_text = open(os.path.join(d, "ns-agent.log")).read()
+check(rc == 0, "agent with hidepid=invisible /proc, private /tmp and /home: exit 0 (%d) %s"
+      % (rc, ns_text[-300:]))
+hits = 0
+for f in os.listdir(ns_out):
+    if f.startswith("."):
+        continue
+    for smp in read_otlp(os.path.join(ns_out, f)):
+        if smp["pid"] == victim.pid and any(fr[1] == bid for fr in smp["stack"]):
+            hits += smp["count"]
+check(hits > 0, "a nobody-owned binary in the host's /tmp is profiled with its build id from "
+      "inside the agent's namespace (%d samples)" % hits)
+shutil.rmtree(ns_out)
 shutil.rmtree(d)
 print("PASS")
