@@ -56,9 +56,12 @@ c = spec["containers"][0]
 caps = set(c["securityContext"]["capabilities"]["add"])
 need = {"BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "CHECKPOINT_RESTORE"}
 check(need <= caps, "capabilities added: %s" % sorted(caps))
+unit = open(os.path.join(DEPLOY, "systemd/spanprof-agent.service")).read()
+bset = {c[4:] for c in re.search(r"^CapabilityBoundingSet=(.*)$", unit, re.M).group(1).split()}
+check(caps == bset, "the same capabilities as the systemd unit's bounding set (%s)"
+      % sorted(caps ^ bset or caps))
 check(c["securityContext"]["capabilities"]["drop"] == ["ALL"], "all others dropped")
 check(c["securityContext"].get("privileged") is False, "not privileged")
-unit = open(os.path.join(DEPLOY, "systemd/spanprof-agent.service")).read()
 mem_max = re.search(r"^MemoryMax=(\d+)M$", unit, re.M).group(1)
 check(c["resources"]["limits"]["memory"] == mem_max + "Mi",
       "memory limit %sMi = the unit's MemoryMax" % mem_max)
