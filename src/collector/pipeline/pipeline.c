@@ -63,7 +63,9 @@ static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config
 
 	*c = (struct sp_sampler_config){
 		.freq_hz = o->hz, .ringbuf_bytes = o->ringbuf_bytes,
-		.filter_pids = p->cfg.filter_pids, .stream_idle = o->idle,
+		.filter_pids = p->cfg.filter_pids || p->cfg.filter_tids,
+		.filter_tids = p->cfg.filter_tids, .cpus = o->cpu_filter ? o->cpus : NULL,
+		.stream_idle = o->idle,
 		.kernel_stacks = o->kernel, .read_trace_ctx = o->trace_ctx,
 		.off_cpu = o->off_cpu, .off_cpu_min_ns = o->off_cpu_min_us * 1000,
 		.off_cpu_sample_n = o->off_cpu_sample_n, .off_cpu_rate = o->off_cpu_rate,
@@ -141,6 +143,11 @@ void sp_pipeline__free(struct sp_pipeline *p)
 	sp_proc_table__free(p->procs);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
+}
+
+int sp_pipeline__add_target_tid(struct sp_pipeline *p, uint32_t tid)
+{
+	return sp_sampler__add_target_tid(p->sampler, tid);
 }
 
 int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid)
@@ -265,7 +272,7 @@ void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s)
 	const struct sp_sampling_opts *o = &p->opts;
 
 	s->hz = o->hz;
-	s->n_cpus = sp_sampler__n_cpus(p->sampler);
+	s->n_cpus = sp_sampler__n_sampled_cpus(p->sampler);
 	s->off_cpu = o->off_cpu;
 	s->off_cpu_min_ns = o->off_cpu_min_us * 1000;
 	s->off_cpu_sample_n = o->off_cpu_sample_n;

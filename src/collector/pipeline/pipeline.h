@@ -53,6 +53,8 @@ typedef bool (*sp_pipeline_gate_fn)(const struct sp_event *e, void *ctx);
 struct sp_pipeline_config {
 	const struct sp_sampling_opts *opts;	/* copied */
 	bool filter_pids;		/* only targets and their children */
+	bool filter_tids;		/* only threads added by __add_target_tid,
+					 * of processes added by __add_target */
 	/* Optional, after trace-context discovery's own, lock held. */
 	sp_consumer_proc_fn on_proc;
 	void *on_proc_ctx;
@@ -67,6 +69,7 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 void sp_pipeline__free(struct sp_pipeline *p);	/* NULL-safe; frees the current aggregator */
 
 int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid);
+int sp_pipeline__add_target_tid(struct sp_pipeline *p, uint32_t tid);
 /* Attaches (sampling starts), then examines the processes already running
  * for a trace context: all of them, or pids[n] when filtering. */
 int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, char *err,

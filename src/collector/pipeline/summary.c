@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
 
 #include "collector/pipeline/counters.h"
 #include "collector/pipeline/summary.h"
@@ -123,6 +125,12 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 	fputc('\n', f);
 	if (s->off_cpu)
 		print_offcpu(f, s);
+	if (s->command && WIFEXITED(s->command_status))
+		fprintf(f, "  command %s exited with status %d\n", s->command,
+			WEXITSTATUS(s->command_status));
+	else if (s->command && WIFSIGNALED(s->command_status))
+		fprintf(f, "  command %s was killed by signal %d (%s)\n", s->command,
+			WTERMSIG(s->command_status), strsignal(WTERMSIG(s->command_status)));
 }
 
 int sp_summary__write_json(const char *path, const struct sp_summary *s)
@@ -189,8 +197,14 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			fprintf(f, ", \"%s_ns\": %" PRIu64 ", \"%s_waits\": %" PRIu64,
 				reason_names[r], s->offcpu_ns[r], reason_names[r],
 				s->offcpu_waits[r]);
-		fprintf(f, "}\n}\n");
+		fprintf(f, "}");
 	}
+	/* The command's end: exit status, or 128 + signal as a shell says. */
+	if (s->command)
+		fprintf(f, ",\n  \"command_exit\": %d",
+			WIFEXITED(s->command_status) ? WEXITSTATUS(s->command_status) :
+			WIFSIGNALED(s->command_status) ? 128 + WTERMSIG(s->command_status) : -1);
+	fprintf(f, "\n}\n");
 	if (ferror(f))
 		err = -EIO;
 	if (fclose(f) && !err)

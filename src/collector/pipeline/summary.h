@@ -40,6 +40,8 @@ struct sp_summary {
 	int64_t mono_to_unix_ns;
 	const char *output;
 	const char *format;
+	const char *command;		/* record -- COMMAND, or NULL */
+	int command_status;		/* its wait status (waitpid) */
 	uint64_t bpf[SP_CNT__MAX];
 	struct sp_consumer_stats consumer;
 	struct sp_agg_stats agg;
