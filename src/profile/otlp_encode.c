@@ -467,8 +467,8 @@ struct res_msgs {
 	OT(ResourceProfiles) rp;
 	OT(ScopeProfiles) sp, *spp;
 	Resource res;
-	KeyValue kv[RES_ATTRS], *kvp[RES_ATTRS];
-	AnyValue val[RES_ATTRS];
+	KeyValue kv[RES_ATTRS + SP_RES_ATTRS_MAX], *kvp[RES_ATTRS + SP_RES_ATTRS_MAX];
+	AnyValue val[RES_ATTRS + SP_RES_ATTRS_MAX];
 	OT(Profile) prof[SP_KIND__MAX], *profp[SP_KIND__MAX];
 };
 
@@ -501,6 +501,21 @@ static int resource_attrs(struct otlp_enc *e, const struct sp_resource *r,
 			m->val[k].value_case = ANY_STR;
 			m->val[k].string_value = e->p->strings[str];
 		}
+		m->kvp[m->res.n_attributes++] = &m->kv[k];
+	}
+	/* The extra attributes, as strings, after the fixed ones. */
+	for (j = 0; j < r->n_attrs; j++) {
+		size_t k = m->res.n_attributes;
+		int32_t key = sp_strtab__get(&e->st, e->p->strings[r->attrs[j].key]);
+
+		if (key < 0)
+			return key;
+		opentelemetry__proto__common__v1__key_value__init(&m->kv[k]);
+		opentelemetry__proto__common__v1__any_value__init(&m->val[k]);
+		m->kv[k].key_strindex = key;
+		m->kv[k].value = &m->val[k];
+		m->val[k].value_case = ANY_STR;
+		m->val[k].string_value = e->p->strings[r->attrs[j].value];
 		m->kvp[m->res.n_attributes++] = &m->kv[k];
 	}
 	return 0;

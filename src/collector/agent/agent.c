@@ -833,6 +833,20 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_counter(b, "spanprof_mappings_released_total",
 		  "Mapping ids recycled after their last interval was exported",
 		  p.sum.procs.mappings_released);
+	sp_metrics__family(b, "spanprof_process_env_total", SP_METRIC_COUNTER,
+			   "Resource identity read from the processes' /proc/PID/environ "
+			   "(OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES), and what was not kept");
+	{
+		static const char *const ev[] = { "read", "declared", "unreadable", "truncated",
+						  "invalid", "attrs_dropped", "over_budget" };
+		const uint64_t v[] = { p.sum.env.reads, p.sum.env.declared, p.sum.env.unreadable,
+				       p.sum.env.truncated, p.sum.env.invalid,
+				       p.sum.env.attrs_dropped + p.sum.res_attrs_dropped,
+				       p.sum.env.over_budget };
+
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+			sp_metrics__u64(b, "spanprof_process_env_total", L("event", ev[i]), v[i]);
+	}
 	m_gauge(b, "spanprof_last_profile_resources",
 		"Processes (resources) in the last exported profile", (double)w.last_resources);
 	sp_metrics__family(b, "spanprof_process_events_total", SP_METRIC_COUNTER,

@@ -42,6 +42,11 @@ struct sp_snapshot_opts;
 struct sp_summary;
 struct sp_pipeline;
 
+/* The node's name, when set (a Kubernetes DaemonSet passes spec.nodeName
+ * through the downward API): host.name and k8s.node.name of every
+ * resource (pipeline.c, identity_from_env). */
+#define SP_NODE_NAME_ENV "K8S_NODE_NAME"
+
 #define SP_PIPELINE_FAST_DRAIN_MS 10			/* drain period after an exec */
 #define SP_PIPELINE_FAST_DRAIN_NS (250ull * 1000 * 1000)	/* ... for this long */
 

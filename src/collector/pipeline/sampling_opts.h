@@ -34,6 +34,7 @@ struct sp_sampling_opts {
 	bool kernel;			/* kernel stacks (--no-kernel clears) */
 	bool idle;			/* also stream idle-CPU samples */
 	bool trace_ctx;			/* read OTEP 4947 contexts (--no-trace-context) */
+	bool no_process_env;		/* --no-process-env: no /proc/PID/environ reads */
 	uint32_t ringbuf_bytes;		/* power of two */
 	uint32_t poll_ms;		/* drain period; 10 ms for 250 ms after an exec */
 	size_t agg_budget;		/* bytes per aggregator */

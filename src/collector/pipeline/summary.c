@@ -123,6 +123,12 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 	if (!s->publish_watch)
 		fputs("; late publication not watched (no tracefs)", f);
 	fputc('\n', f);
+	if (s->process_env)
+		fprintf(f, "  resource identity from environments: read %" PRIu64 ", declaring %"
+			PRIu64 ", unreadable %" PRIu64 ", truncated %" PRIu64 ", invalid %" PRIu64
+			", attributes dropped %" PRIu64 ", over budget %" PRIu64 "\n", s->env.reads,
+			s->env.declared, s->env.unreadable, s->env.truncated, s->env.invalid,
+			s->env.attrs_dropped + s->res_attrs_dropped, s->env.over_budget);
 	if (s->off_cpu)
 		print_offcpu(f, s);
 	if (s->command && WIFEXITED(s->command_status))
@@ -183,6 +189,13 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
 	fprintf(f, "},\n");
+	fprintf(f, "  \"env\": {\"enabled\": %s, \"reads\": %" PRIu64 ", \"declared\": %" PRIu64
+		", \"unreadable\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"invalid\": %" PRIu64
+		", \"attrs_dropped\": %" PRIu64 ", \"res_attrs_dropped\": %" PRIu64
+		", \"over_budget\": %" PRIu64 ", \"evictions\": %" PRIu64 "},\n",
+		s->process_env ? "true" : "false", s->env.reads, s->env.declared, s->env.unreadable,
+		s->env.truncated, s->env.invalid, s->env.attrs_dropped, s->res_attrs_dropped,
+		s->env.over_budget, s->env.evictions);
 	{
 		uint64_t pending;
 		int ok;

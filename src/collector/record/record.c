@@ -559,6 +559,7 @@ int sp_record__main(int argc, char **argv)
 		};
 
 		err = sp_pipeline__snapshot(pipe, agg, &so, &prof);
+		sum.res_attrs_dropped = *so.attrs_dropped;	/* counted while building */
 	}
 	sp_agg__free(agg);
 	agg = NULL;
