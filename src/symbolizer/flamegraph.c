@@ -128,6 +128,12 @@ static void write_data(const struct sp_report *r, const char *title,
 			fputc(',', out);
 		json_str(out, r->names[i].where ? r->names[i].where : "");
 	}
+	fputs("],\"dso\":[", out);
+	for (uint32_t i = 0; i < r->n_names; i++) {
+		if (i)
+			fputc(',', out);
+		json_str(out, r->names[i].dso ? r->names[i].dso : "");
+	}
 	fputs("],\"flags\":[", out);
 	for (uint32_t i = 0; i < r->n_names; i++)
 		fprintf(out, "%s%u", i ? "," : "", r->names[i].flags);

@@ -34,7 +34,17 @@
 
 #include "profile/profile.h"
 
+/* Root frames above each stack (collapsed output, flame graph): AUTO is
+ * PROCESS for a profile of more than one process, else NONE. */
+enum sp_report_group {
+	SP_GROUP_AUTO = 0,
+	SP_GROUP_PROCESS,	/* "exe-pid" (flamegraph.pl's stackcollapse --pid) */
+	SP_GROUP_THREAD,	/* "exe-pid", then "thread-tid" */
+	SP_GROUP_NONE,
+};
+
 struct sp_report_opts {
+	enum sp_report_group group;
 	bool filter_trace;
 	uint8_t trace_id[16];
 	bool filter_span;
@@ -55,7 +65,8 @@ uint64_t sp_report__samples(const struct sp_report *r);
 int sp_report__top(const struct sp_report *r, enum sp_sample_kind k,
 		   uint32_t n, FILE *out);
 /* "root;caller;leaf value" lines, value = samples (on-CPU) or
- * microseconds (off-CPU), sorted by path. */
+ * microseconds (off-CPU), sorted by path; kernel frames end in "_[k]"
+ * (flamegraph.pl's convention, which colours them apart). */
 int sp_report__collapsed(const struct sp_report *r, enum sp_sample_kind k,
 			 FILE *out);
 /* Per (trace id, span id): on-CPU samples and ms, off-CPU waits and ms

@@ -89,7 +89,7 @@ static void test_every_option(void **state)
 {
 	const char *const args[] = {
 		"cmd", "-o", "x", "--mine", "-F", "997", "--no-kernel", "--idle",
-		"--no-trace-context", "--off-cpu", "--off-cpu-min-us", "5", "--off-cpu-sample", "3",
+		"--no-trace-context", "--no-process-env", "--off-cpu", "--off-cpu-min-us", "5", "--off-cpu-sample", "3",
 		"--off-cpu-kernel-threads", "--off-cpu-max-pending", "4", "--ctx-max-procs", "8",
 		"--ringbuf-size", "65536", "--poll-ms", "7", "--agg-budget", "1048576",
 		"--agg-entries", "99", NULL,
@@ -105,6 +105,7 @@ static void test_every_option(void **state)
 	assert_false(o.kernel);
 	assert_true(o.idle);
 	assert_false(o.trace_ctx);
+	assert_true(o.no_process_env);
 	assert_true(o.off_cpu);
 	assert_int_equal(o.off_cpu_min_us, 5);
 	assert_int_equal(o.off_cpu_sample_n, 3);
@@ -257,7 +258,7 @@ static void test_perf_spellings(void **state)
 static void test_usage_and_table(void **state)
 {
 	static const char *const names[] = {
-		"freq", "event", "cpu", "no-kernel", "idle", "no-trace-context", "off-cpu", "off-cpu-min-us",
+		"freq", "event", "cpu", "no-process-env", "no-kernel", "idle", "no-trace-context", "off-cpu", "off-cpu-min-us",
 		"off-cpu-sample", "off-cpu-rate", "off-cpu-kernel-threads", "off-cpu-max-pending",
 		"ctx-max-procs", "ringbuf-size", "poll-ms", "agg-budget", "agg-entries",
 	};

@@ -62,8 +62,8 @@ static const struct opt_def defs[] = {
 	{ "no-trace-context", 0, NULL, K_CLEAR, F(trace_ctx), 0, 0, NULL,
 	  "do not read the threads' trace context (OTEP 4947)", NULL, 0 },
 	{ "no-process-env", 0, NULL, K_SET, F(no_process_env), 0, 0, NULL,
-	  "do not read OTEL_SERVICE_NAME/OTEL_RESOURCE_ATTRIBUTES\n"
-	  "from the processes' /proc/PID/environ", NULL, 0 },
+	  "do not read the processes' OTEL_SERVICE_NAME and\n"
+	  "OTEL_RESOURCE_ATTRIBUTES (/proc/PID/environ)", NULL, 0 },
 	{ "off-cpu", 0, NULL, K_SET, F(off_cpu), 0, 0, NULL,
 	  "also record off-CPU waits (sleep, locks, I/O, run\n"
 	  "queue) with stacks, trace context and blocked time", NULL, 0 },

@@ -15,7 +15,7 @@
 
 enum {
 	OPT_TOP = SP_OPT_CMD, OPT_COLLAPSED, OPT_FLAMEGRAPH, OPT_BY_SPAN, OPT_TRACE,
-	OPT_SPAN, OPT_KIND, OPT_TITLE,
+	OPT_SPAN, OPT_KIND, OPT_TITLE, OPT_GROUP_BY,
 };
 
 struct report_opts {
@@ -42,6 +42,9 @@ static const struct sp_cli_opt report_options[] = {
 	{ "span-id", required_argument, OPT_SPAN, "HEX", "only samples of this span" },
 	{ "kind", required_argument, OPT_KIND, "oncpu|offcpu", "which weight to report" },
 	{ "title", required_argument, OPT_TITLE, "TEXT", "the flame graph's title" },
+	{ "group-by", required_argument, OPT_GROUP_BY, "process|thread|none",
+	  "root frames of folded stacks and the flame graph (default: process when the "
+	  "profile has more than one)" },
 	{ "output", required_argument, 'o', "OUT.txt", "where to print (default stdout)" },
 	{ NULL, 0, 0, NULL, NULL },
 };
@@ -96,6 +99,17 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 			break;
 		case OPT_TITLE:
 			o->title = optarg;
+			break;
+		case OPT_GROUP_BY:
+			if (!strcmp(optarg, "process"))
+				o->ropts.group = SP_GROUP_PROCESS;
+			else if (!strcmp(optarg, "thread"))
+				o->ropts.group = SP_GROUP_THREAD;
+			else if (!strcmp(optarg, "none"))
+				o->ropts.group = SP_GROUP_NONE;
+			else
+				return sp_cli__bad(&p, "--group-by %s: want process, thread or none",
+						   optarg);
 			break;
 		default:	/* in the table, not handled: a bug */
 			return sp_cli__bad(&p, "option %d not handled", c);
