@@ -110,11 +110,23 @@ static int enc_sample_types(struct pprof_enc *e)
 
 /* ------------------------------------------------------------ tables */
 
+/* "libc.so.6", "ld-linux-x86-64.so.2", "x.so": a shared library's name. */
+static bool is_shared_lib(const char *path)
+{
+	const char *b = strrchr(path, '/'), *so;
+
+	b = b ? b + 1 : path;
+	so = strstr(b, ".so");
+	return so && (so[3] == 0 || so[3] == '.');
+}
+
 /*
  * The mapping pprof shows as the profile's "File:" (its first one, which
  * go tool pprof takes for the main binary): the executable of the process
- * with the most samples, else the first file that is not a pseudo-file
- * ("[kernel.kallsyms]", "[vdso]"), else the first.  Model index, 0 when
+ * with the most samples; without executable paths (a profile decoded from
+ * pprof) the first file that is neither a pseudo-file ("[kernel.kallsyms]",
+ * "[vdso]") nor a shared library, else the first real file, else the
+ * first.  Model index, 0 when
  * there is no mapping.  Samples are counted per resource in one pass.
  */
 static uint32_t main_mapping(struct pprof_enc *e)
@@ -123,7 +135,7 @@ static uint32_t main_mapping(struct pprof_enc *e)
 	uint64_t *n = p->n_resources ? calloc(p->n_resources, sizeof(*n)) : NULL;
 	int32_t exe = 0;
 	uint64_t best = 0;
-	uint32_t i, first_file = 0;
+	uint32_t i, first_file = 0, first_exe = 0;
 
 	for (i = 0; n && i < p->n_samples; i++)
 		if (p->samples[i].resource >= 0 && (uint32_t)p->samples[i].resource < p->n_resources)
@@ -142,7 +154,11 @@ static uint32_t main_mapping(struct pprof_enc *e)
 			return i;
 		if (!first_file && f[0] && f[0] != '[')
 			first_file = i;
+		if (!first_exe && f[0] && f[0] != '[' && !is_shared_lib(f))
+			first_exe = i;
 	}
+	if (first_exe)
+		return first_exe;
 	return first_file ? first_file : p->n_mappings > 1 ? 1 : 0;
 }
 
