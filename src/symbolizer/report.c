@@ -983,6 +983,26 @@ static void hex(FILE *out, const uint8_t *b, size_t n)
 		fprintf(out, "%02x", b[i]);
 }
 
+uint32_t sp_report__top_spans(const struct sp_report *r, struct sp_link *out, uint32_t n)
+{
+	uint32_t *order = malloc(((size_t)r->n_spans + 1) * sizeof(*order)), k = 0;
+
+	if (!order)
+		return 0;
+	for (uint32_t i = 0; i < r->n_spans; i++)
+		order[i] = i;
+	span_sort_base = r->spans;
+	qsort(order, r->n_spans, sizeof(*order), span_cmp);
+	for (uint32_t i = 0; i < r->n_spans && k < n; i++) {
+		int32_t l = r->spans[order[i]].link;
+
+		if (l > 0 && (uint32_t)l < r->n_links)
+			out[k++] = r->links[l];
+	}
+	free(order);
+	return k;
+}
+
 int sp_report__by_span(const struct sp_report *r, uint32_t top_frames,
 		       FILE *out)
 {

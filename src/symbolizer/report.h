@@ -77,6 +77,14 @@ int sp_report__by_span(const struct sp_report *r, uint32_t top_frames,
 /* One self-contained HTML file (inline CSS and JS, no fetches). */
 int sp_report__flamegraph(const struct sp_report *r, const char *title,
 			  FILE *out);
+/* The same page with a span picker: spans[i] (n of them) are reports of
+ * the same profile kept to one (trace id, span id) each (sp_report_opts'
+ * filters), offered as "TRACE/SPAN" next to "all spans". */
+int sp_report__flamegraph_spans(const struct sp_report *r, const char *title,
+				struct sp_report *const *spans, uint32_t n, FILE *out);
+/* The links of the n heaviest spans (on-CPU + off-CPU time), heaviest
+ * first, into out; returns how many (spans without ids not counted). */
+uint32_t sp_report__top_spans(const struct sp_report *r, struct sp_link *out, uint32_t n);
 
 /* Parses lower/upper-case hex of exactly 2*n digits into out. */
 int sp_report__parse_hex(const char *s, uint8_t *out, size_t n);

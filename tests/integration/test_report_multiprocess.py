@@ -13,6 +13,10 @@ spanprof-symbolizer report:
                         page's data names each frame's DSO; #inv=1 (the
                         callers view) puts leaf functions in row 1 and the
                         process frames below;
+                        the span picker lists the heaviest spans of the
+                        demo (libspanctx trace context); #span=TRACE/SPAN
+                        draws only that span's samples: the demo's process
+                        frame, no callchain;
   go tool pprof -raw    the profile's first mapping (pprof's "File:") is an
                         executable, not [kernel.kallsyms].
 """
@@ -34,8 +38,10 @@ if not CHROMIUM:
     fail("chromium is not installed: run scripts/deps.sh")
 
 out = os.path.join(d, "mp.pb.gz")
+demo = os.path.join(BUILD, "spanprof-demo")
 script = "%s 3 >/dev/null & %s 3 >/dev/null & dd if=/dev/zero of=/dev/null bs=4k " \
-         "count=3000000 2>/dev/null & wait" % (fixture, fixture)
+         "count=3000000 2>/dev/null & %s --duration 3 --threads 1 >/dev/null 2>&1 & wait" \
+         % (fixture, fixture, demo)
 record(["-F", "499", "-o", out, "--", "sh", "-c", script])
 
 
@@ -117,6 +123,15 @@ check("spin_hot" in row1 and not any(re.match(r"^callchain-\d+$", t) for t in ro
       "#inv=1: leaves in row 1 (spin_hot), process frames not: %s" % sorted(row1)[:8])
 check(any(re.match(r"^callchain-\d+$", b[2]) and b[0] > 1 for b in inv),
       "#inv=1: the process frames are the callers, below")
+
+spans = data.get("spans") or []
+check(len(spans) >= 1 and all(re.match(r"^[0-9a-f]{32}/[0-9a-f]{16}$", sp["label"]) for sp in spans),
+      "the page offers %d spans in its picker" % len(spans))
+sbox = chromium_dom("file://" + html + "#span=" + spans[0]["label"])
+sroots = {b[2] for b in sbox if b[0] == 1}
+check(sroots and all(t.startswith("spanprof-demo-") for t in sroots),
+      "#span=%s: only the demo's process frame in row 1: %s" % (spans[0]["label"], sorted(sroots)))
+check(not any(b[2] == "spin_hot" for b in sbox), "#span=: no callchain frames")
 
 raw = go_pprof(["-raw", out])
 first = re.search(r"^Mappings\n\s*\d+: \S+ (\S+)", raw, re.M)

@@ -122,8 +122,35 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 }
 
 /* The reports asked for, in a fixed order: top, folded, per span, page. */
-static int print_reports(const struct report_opts *o, struct sp_report *rep, FILE *out,
-			 FILE *fgf)
+/* The page, with a picker of the FG_SPANS heaviest spans: one report each,
+ * kept to that span. */
+#define FG_SPANS 20
+
+static int flamegraph(const struct report_opts *o, const struct sp_profile *p,
+		      struct sp_report *rep, FILE *fgf)
+{
+	struct sp_report *spans[FG_SPANS] = { 0 };
+	struct sp_link links[FG_SPANS];
+	uint32_t n = sp_report__top_spans(rep, links, FG_SPANS), k = 0;
+	int err = 0;
+
+	for (; k < n && !err; k++) {
+		struct sp_report_opts so = o->ropts;
+
+		so.filter_trace = so.filter_span = true;
+		memcpy(so.trace_id, links[k].trace_id, 16);
+		memcpy(so.span_id, links[k].span_id, 8);
+		err = sp_report__new(p, &so, &spans[k]);
+	}
+	if (!err)
+		err = sp_report__flamegraph_spans(rep, o->title ? o->title : o->in, spans, n, fgf);
+	for (uint32_t i = 0; i < FG_SPANS; i++)
+		sp_report__free(spans[i]);
+	return err;
+}
+
+static int print_reports(const struct report_opts *o, const struct sp_profile *p,
+			 struct sp_report *rep, FILE *out, FILE *fgf)
 {
 	bool any = o->top_set || o->collapsed || o->by_span || o->flamegraph;
 	int kind = o->kind, err = 0;
@@ -142,7 +169,7 @@ static int print_reports(const struct report_opts *o, struct sp_report *rep, FIL
 		err = sp_report__by_span(rep, 3, out);
 	}
 	if (!err && fgf) {
-		err = sp_report__flamegraph(rep, o->title ? o->title : o->in, fgf);
+		err = flamegraph(o, p, rep, fgf);
 		if (!err && !o->c.quiet)
 			fprintf(stderr, SP_CLI_PROG ": flame graph: %s\n", o->flamegraph);
 	}
@@ -186,7 +213,7 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	err = sp_report__new(in.p, &o.ropts, &rep);
 	if (err)
 		goto out;
-	err = print_reports(&o, rep, out, fgf);
+	err = print_reports(&o, in.p, rep, out, fgf);
 	if (!err && !o.c.quiet)
 		sp_sym_ctx__print_stats(&x, &ss);
 out:
