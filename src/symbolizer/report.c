@@ -591,10 +591,14 @@ static int add_group_frames(struct sp_report *r, const struct sp_profile *p,
 		return 0;
 	if (s->resource >= 0 && (uint32_t)s->resource < p->n_resources)
 		res = &p->resources[s->resource];
+	/* The executable's name; pprof carries none, only service.name,
+	 * whose fallback form names the executable too. */
 	if (res) {
 		exe = sp_profile__str(p, res->exe_name);
 		if (!*exe)
 			exe = sp_profile__str(p, res->service_name);
+		if (!strncmp(exe, "unknown_service:", 16))
+			exe += 16;
 	}
 	if (r->group == SP_GROUP_THREAD) {
 		const char *tn = sp_profile__str(p, s->thread_name);
