@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "base/hex.h"
 #include "collector/procs/otel_env.h"
 #include "collector/tracectx/ctx_attrs.h"
 
@@ -31,17 +32,6 @@ static bool key_char(unsigned char c)
 	return c > 0x20 && c < 0x7f && !strchr(",=;\"\\ ", c);
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes v[0..len) into dst, made valid UTF-8 (dst holds
  * SP_OTEL_VALUE_MAX + 1 bytes).  1 ok, 0 too long, -EINVAL broken %XX. */
 static int decode_value(const char *v, size_t len, char *dst)
@@ -57,8 +47,8 @@ static int decode_value(const char *v, size_t len, char *dst)
 
 			if (i + 2 >= len)
 				return -EINVAL;
-			hi = hex_digit(v[i + 1]);
-			lo = hex_digit(v[i + 2]);
+			hi = sp_hex_digit(v[i + 1]);
+			lo = sp_hex_digit(v[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -EINVAL;
 			c = hi << 4 | lo;
