@@ -88,9 +88,9 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: spanprof record [-F HZ] [-a | -p PID[,PID...] | -t TID[,TID...]] [-C CPUS]\n"
-"                       [-d SECONDS] [-o FILE] [--format pprof|otlp] [options]\n"
-"                       [-- COMMAND [ARGS...]]\n"
+"usage: spanprof record [-F HZ] [-a | -p PID[,PID...] | -t TID[,TID...]]\n"
+"                       [-C CPUS] [-d SECONDS] [-o FILE] [--format pprof|otlp]\n"
+"                       [options] [-- COMMAND [ARGS...]]\n"
 "\n"
 "Samples on-CPU stacks of every CPU with eBPF and writes an unsymbolized\n"
 "profile with GNU build ids (pprof by default; go tool pprof reads it).\n"
@@ -473,7 +473,12 @@ int sp_record__main(int argc, char **argv)
 		}
 		for (uint32_t j = 0; j < o.n_pids; j++)
 			seen |= o.pids[j] == (uint32_t)tgid;
-		if (!seen && o.n_pids < MAX_PIDS)
+		if (!seen && o.n_pids == MAX_PIDS) {
+			fprintf(stderr, "spanprof record: -t: the threads belong to more than %d "
+				"processes; record fewer threads at once\n", MAX_PIDS);
+			goto out;
+		}
+		if (!seen)
 			o.pids[o.n_pids++] = (uint32_t)tgid;
 	}
 	for (uint32_t i = 0; i < o.n_pids; i++)
