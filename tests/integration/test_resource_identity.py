@@ -25,6 +25,7 @@ import subprocess
 import time
 
 from spt import *
+import agent_util as au
 
 require_root()
 d = tmpdir()
@@ -121,6 +122,34 @@ try:
           "--no-process-env: no environment read, the collector's attributes stay: %r" % r)
     check(not summ["env"]["enabled"] and summ["env"]["reads"] == 0,
           "--no-process-env: the summary shows no reads")
+    # The agent runs the same pipeline: its own OTEL_RESOURCE_ATTRIBUTES and
+    # K8S_NODE_NAME, the processes' declarations, the counters on /metrics.
+    out = os.path.join(d, "agent-out")
+    agent = au.Agent(["-F", "97", "--interval", "1", "--output-dir", out], d,
+                     env={"OTEL_RESOURCE_ATTRIBUTES": "k8s.cluster.name=c2",
+                          "K8S_NODE_NAME": "node-9"})
+    try:
+        def agent_res():
+            got = {}
+            for f in au.otlp_files(out):
+                for smp in read_otlp(f):
+                    got[smp["pid"]] = smp["res"]
+            return got if procs["svc"].pid in got and procs["none"].pid in got else None
+        got = au.wait_for(agent_res, 30, what="the agent's resources for the test processes")
+        a_svc, a_none = got[procs["svc"].pid], got[procs["none"].pid]
+        check(a_svc["service.name"] == "cart" and a_svc.get("deployment.environment") == "prod"
+              and a_svc.get("k8s.cluster.name") == "c2" and a_svc.get("host.name") == "node-9"
+              and a_svc.get("k8s.node.name") == "node-9",
+              "agent: the process's identity, the agent's attributes, the node: %r" % a_svc)
+        check(a_none["service.name"] == "unknown_service:callchain",
+              "agent: unknown_service:<exe> fallback: %r" % a_none["service.name"])
+        m = agent.metrics()
+        check(m.get1("spanprof_process_env_total", event="declared") >= 5 and
+              m.get1("spanprof_process_env_total", event="invalid") >= 1 and
+              m.get1("spanprof_process_env_total", event="truncated") >= 1,
+              "agent /metrics: spanprof_process_env_total counts declared, invalid, truncated")
+    finally:
+        agent.stop()
 finally:
     for p in list(procs.values()) + [demo]:
         p.kill()
