@@ -131,6 +131,7 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	if (cfg->cpus)
 		memcpy(s->cpus, cfg->cpus, sizeof(s->cpus));
 	s->skel->rodata->cfg_filter_tids = cfg->filter_tids;
+	s->skel->rodata->cfg_exclude = cfg->exclude;
 	s->skel->rodata->cfg_offcpu_min_ns = cfg->off_cpu_min_ns;
 	s->skel->rodata->cfg_offcpu_sample_n = cfg->off_cpu_sample_n;
 	s->skel->rodata->cfg_offcpu_rate = cfg->off_cpu_rate ? cfg->off_cpu_rate : 1;
@@ -320,6 +321,14 @@ int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid)
 	uint8_t one = 1;
 
 	return bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int sp_sampler__exclude(struct sp_sampler *s, uint32_t pid)
+{
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(s->skel->maps.excluded, &pid, sizeof(pid), &one,
 				    sizeof(one), BPF_ANY);
 }
 

@@ -127,7 +127,7 @@ static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config
 	*c = (struct sp_sampler_config){
 		.freq_hz = o->hz, .ringbuf_bytes = o->ringbuf_bytes,
 		.filter_pids = p->cfg.filter_pids || p->cfg.filter_tids,
-		.filter_tids = p->cfg.filter_tids, .cpus = o->cpu_filter ? o->cpus : NULL,
+		.filter_tids = p->cfg.filter_tids, .exclude = p->cfg.exclude, .cpus = o->cpu_filter ? o->cpus : NULL,
 		.stream_idle = o->idle,
 		.kernel_stacks = o->kernel, .read_trace_ctx = o->trace_ctx,
 		.off_cpu = o->off_cpu, .off_cpu_min_ns = o->off_cpu_min_us * 1000,
@@ -218,6 +218,11 @@ void sp_pipeline__free(struct sp_pipeline *p)
 int sp_pipeline__add_target_tid(struct sp_pipeline *p, uint32_t tid)
 {
 	return sp_sampler__add_target_tid(p->sampler, tid);
+}
+
+int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid)
+{
+	return sp_sampler__exclude(p->sampler, pid);
 }
 
 int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid)

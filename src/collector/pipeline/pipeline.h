@@ -58,6 +58,7 @@ typedef bool (*sp_pipeline_gate_fn)(const struct sp_event *e, void *ctx);
 struct sp_pipeline_config {
 	const struct sp_sampling_opts *opts;	/* copied */
 	bool filter_pids;		/* only targets and their children */
+	bool exclude;			/* __exclude works (the agent's selection) */
 	bool filter_tids;		/* only threads added by __add_target_tid,
 					 * of processes added by __add_target */
 	/* Optional, after trace-context discovery's own, lock held. */
@@ -75,6 +76,8 @@ void sp_pipeline__free(struct sp_pipeline *p);	/* NULL-safe; frees the current a
 
 int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid);
 int sp_pipeline__add_target_tid(struct sp_pipeline *p, uint32_t tid);
+/* With cfg.exclude: pid is no longer sampled (in BPF) until it execs. */
+int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid);
 /* Attaches (sampling starts), then examines the processes already running
  * for a trace context: all of them, or pids[n] when filtering. */
 int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, char *err,
