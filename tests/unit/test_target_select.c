@@ -63,6 +63,15 @@ static void test_selectors_and_cache(void **state)
 	assert_non_null(mkdtemp(root));
 	t = sp_target_select__new(root);
 	assert_int_equal(sp_target_select__add_cgroup(t, "/kubepods/burstable/pod1234"), 0);
+	assert_int_equal(sp_target_select__add_service(t, "cart"), 0);
+	snprintf(path, sizeof(path), "%s/12", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/12/environ", root);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fwrite("A=1\0OTEL_RESOURCE_ATTRIBUTES=service.name=cart", 1, 47, f);
+	fclose(f);
+	assert_true(sp_target_select__wants(t, 12, NULL));	/* by service.name */
 	for (int pid = 10; pid <= 11; pid++) {
 		snprintf(path, sizeof(path), "%s/%d", root, pid);
 		mkdir(path, 0755);
@@ -87,7 +96,7 @@ static void test_selectors_and_cache(void **state)
 	assert_false(sp_target_select__wants(t, 11, NULL));	/* still the cached verdict */
 	sp_target_select__forget(t, 11);			/* it exec'd */
 	assert_true(sp_target_select__wants(t, 11, NULL));
-	assert_int_equal(sp_target_select__stats(t)->included, 2);
+	assert_int_equal(sp_target_select__stats(t)->included, 3);
 	assert_int_equal(sp_target_select__stats(t)->excluded, 2);
 	sp_target_select__free(t);
 	sp_target_select__free(NULL);

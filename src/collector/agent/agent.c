@@ -222,7 +222,9 @@ static void usage(FILE *f)
 "      --mem-low PCT         resume below PCT%% (default 60)\n"
 "      --select-cgroup PATH  profile only processes whose cgroup path starts with\n"
 "                            PATH (any hierarchy; e.g. /kubepods/burstable/pod<uid>)\n"
-"      --select-exe EXE      ... or whose executable is EXE (full path or name);\n"
+"      --select-exe EXE      ... or whose executable is EXE (full path or name)\n"
+"      --select-service NAME ... or whose OTEL_SERVICE_NAME (or service.name in\n"
+"                            OTEL_RESOURCE_ATTRIBUTES) is NAME;\n"
 "                            repeatable, up to 16 each; the others are counted\n"
 "                            and dropped in BPF after their first sample\n"
 "  -q, --quiet               fewer log lines\n"
@@ -251,7 +253,7 @@ enum {
 	OPT_INTERVAL = 256, OPT_JITTER, OPT_ENDPOINT, OPT_HEADERS, OPT_COMPRESSION, OPT_TIMEOUT,
 	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
 	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_MEM_HIGH, OPT_MEM_LOW, OPT_SELECT_CGROUP,
-	OPT_SELECT_EXE,
+	OPT_SELECT_EXE, OPT_SELECT_SERVICE,
 };
 
 #define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
@@ -353,17 +355,23 @@ static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
 		break;
 	case OPT_SELECT_CGROUP:
 	case OPT_SELECT_EXE:
+	case OPT_SELECT_SERVICE: {
+		static const char *const names[] = { "--select-cgroup", "--select-exe",
+						     "--select-service" };
+		static const char *const want[] = { "a path starting with /",
+						    "an executable path or name", "a service name" };
+		int k = c - OPT_SELECT_CGROUP;
+
 		if (!o->sel && !(o->sel = sp_target_select__new(NULL)))
 			return sp_cli__refuse(msg, len, "out of memory");
-		if (c == OPT_SELECT_CGROUP ? sp_target_select__add_cgroup(o->sel, arg)
-					   : sp_target_select__add_exe(o->sel, arg))
+		if (k == 0 ? sp_target_select__add_cgroup(o->sel, arg) :
+		    k == 1 ? sp_target_select__add_exe(o->sel, arg) :
+			     sp_target_select__add_service(o->sel, arg))
 			return sp_cli__refuse(msg, len, "%s %s: expected %s (at most %d, each "
-					      "below %d bytes)", c == OPT_SELECT_CGROUP ?
-					      "--select-cgroup" : "--select-exe", arg,
-					      c == OPT_SELECT_CGROUP ? "a path starting with /" :
-					      "an executable path or name", SP_SELECT_MAX,
-					      SP_SELECT_LEN);
+					      "below %d bytes)", names[k], arg, want[k],
+					      SP_SELECT_MAX, SP_SELECT_LEN);
 		break;
+	}
 	}
 	return 0;
 }
@@ -389,6 +397,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
 		{ "select-cgroup", required_argument, NULL, OPT_SELECT_CGROUP },
 		{ "select-exe", required_argument, NULL, OPT_SELECT_EXE },
+		{ "select-service", required_argument, NULL, OPT_SELECT_SERVICE },
 		{ 0 },
 	};
 	static const struct sp_command_opts cmd = { "agent", "q", own, own_opt, usage };

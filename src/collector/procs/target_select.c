@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/procs/otel_env.h"
+#include "collector/procs/proc_env.h"
 #include "collector/procs/target_select.h"
 
 #define SLOTS 4096
@@ -24,6 +26,10 @@ struct sp_target_select {
 	uint32_t n_cgroups;
 	char exes[SP_SELECT_MAX][SP_SELECT_LEN];
 	uint32_t n_exes;
+	char services[SP_SELECT_MAX][SP_SELECT_LEN];
+	uint32_t n_services;
+	char *env;			/* SP_PROC_ENV_READ_MAX, with --select-service */
+	struct sp_otel_identity id;
 	char proc_root[64];
 	struct slot slots[SLOTS];
 	struct sp_target_select_stats stats;
@@ -40,6 +46,8 @@ struct sp_target_select *sp_target_select__new(const char *proc_root)
 
 void sp_target_select__free(struct sp_target_select *t)
 {
+	if (t)
+		free(t->env);
 	free(t);
 }
 
@@ -65,9 +73,41 @@ int sp_target_select__add_exe(struct sp_target_select *t, const char *exe)
 	return add(t->exes, &t->n_exes, exe);
 }
 
+int sp_target_select__add_service(struct sp_target_select *t, const char *name)
+{
+	if (!name[0])
+		return -EINVAL;
+	if (!t->env && !(t->env = malloc(SP_PROC_ENV_READ_MAX)))
+		return -ENOMEM;
+	return add(t->services, &t->n_services, name);
+}
+
 bool sp_target_select__active(const struct sp_target_select *t)
 {
-	return t && (t->n_cgroups || t->n_exes);
+	return t && (t->n_cgroups || t->n_exes || t->n_services);
+}
+
+/* service.name from pid's environment, or NULL. */
+static const char *env_service(struct sp_target_select *t, uint32_t pid)
+{
+	char path[96];
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/environ", t->proc_root, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	while (got < SP_PROC_ENV_READ_MAX &&
+	       (n = read(fd, t->env + got, SP_PROC_ENV_READ_MAX - got)) > 0)
+		got += n;
+	close(fd);
+	if (!sp_otel_env__scan(t->env, got, &t->id))
+		return NULL;
+	if (t->id.service_name[0])
+		return t->id.service_name;
+	return sp_otel_env__get(&t->id.attrs, "service.name");
 }
 
 bool sp_target_select__cgroup_match(const char *text, const char *prefix)
@@ -127,6 +167,13 @@ static bool decide(struct sp_target_select *t, uint32_t pid)
 		base = base ? base + 1 : exe;
 		for (uint32_t i = 0; i < t->n_exes; i++)
 			if (!strcmp(exe, t->exes[i]) || !strcmp(base, t->exes[i]))
+				return true;
+	}
+	if (t->n_services) {
+		const char *svc = env_service(t, pid);
+
+		for (uint32_t i = 0; svc && i < t->n_services; i++)
+			if (!strcmp(svc, t->services[i]))
 				return true;
 	}
 	if (t->n_cgroups) {

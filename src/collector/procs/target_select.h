@@ -3,8 +3,11 @@
  * target_select.h - which processes the agent profiles: those whose
  * cgroup path starts with one of the --select-cgroup prefixes (any line
  * of /proc/PID/cgroup: every v1 hierarchy and the v2 one; Kubernetes pods
- * live under ".../kubepods.../pod<uid>/") or whose executable is one of
- * --select-exe (a full path, or a base name).  No selector: everything.
+ * live under ".../kubepods.../pod<uid>/"), whose executable is one of
+ * --select-exe (a full path, or a base name), or whose service.name from
+ * its environment (OTEL_SERVICE_NAME, else OTEL_RESOURCE_ATTRIBUTES;
+ * otel_env.h, read as proc_env.h does) is one of --select-service.  No
+ * selector: everything.
  *
  * Decided once per process image, at its first sample (and again after an
  * exec): a direct-mapped verdict cache by pid, fixed size.  The caller
@@ -36,6 +39,7 @@ void sp_target_select__free(struct sp_target_select *t);	/* NULL-safe */
  * prefix not starting with '/', an empty executable). */
 int sp_target_select__add_cgroup(struct sp_target_select *t, const char *prefix);
 int sp_target_select__add_exe(struct sp_target_select *t, const char *exe);
+int sp_target_select__add_service(struct sp_target_select *t, const char *name);
 bool sp_target_select__active(const struct sp_target_select *t);
 /* The verdict for pid (cached); *fresh (may be NULL) is true when it was
  * decided now (the caller then tells BPF of an exclusion). */
