@@ -119,27 +119,45 @@ static struct decl *store(struct sp_proc_env *c)
 	return d;
 }
 
-/* Reads and parses pid's environment into the slot.  0, or -errno. */
-static int read_env(struct sp_proc_env *c, uint32_t pid, struct slot *s)
+int sp_proc_env__read(const char *proc_root, uint32_t pid, char *buf, size_t *len,
+		      bool *truncated)
 {
 	char path[96];
 	size_t got = 0;
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%u/environ", c->proc_root, pid);
-	c->stats.reads++;
+	snprintf(path, sizeof(path), "%s/%u/environ", proc_root ? proc_root : "/proc", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		c->stats.unreadable++;
+	if (fd < 0)
 		return -errno;
-	}
 	while (got < SP_PROC_ENV_READ_MAX &&
-	       (n = read(fd, c->buf + got, SP_PROC_ENV_READ_MAX - got)) > 0)
+	       (n = read(fd, buf + got, SP_PROC_ENV_READ_MAX - got)) > 0)
 		got += n;
-	if (got == SP_PROC_ENV_READ_MAX && read(fd, c->buf + got, 1) > 0)
-		c->stats.truncated++;
+	if (truncated) {
+		char one;
+
+		*truncated = got == SP_PROC_ENV_READ_MAX && read(fd, &one, 1) > 0;
+	}
 	close(fd);
+	*len = got;
+	return 0;
+}
+
+/* Reads and parses pid's environment into the slot.  0, or -errno. */
+static int read_env(struct sp_proc_env *c, uint32_t pid, struct slot *s)
+{
+	size_t got = 0;
+	bool truncated = false;
+	int err;
+
+	c->stats.reads++;
+	err = sp_proc_env__read(c->proc_root, pid, c->buf, &got, &truncated);
+	if (err) {
+		c->stats.unreadable++;
+		return err;
+	}
+	c->stats.truncated += truncated;
 	/* A process can be denied (another user's under ptrace rules) or a
 	 * zombie: both read as empty or fail; nothing to declare then. */
 	if (s->pid && s->pid != pid)

@@ -20,6 +20,7 @@
 #ifndef SPANPROF_PROC_ENV_H
 #define SPANPROF_PROC_ENV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,12 @@ struct sp_proc_env_stats {
 };
 
 struct sp_proc_env;
+
+/* Reads proc_root/PID/environ (proc_root NULL = "/proc") into buf
+ * (SP_PROC_ENV_READ_MAX bytes); *len its length, *truncated (may be NULL)
+ * whether more was there.  0 or -errno (gone, denied). */
+int sp_proc_env__read(const char *proc_root, uint32_t pid, char *buf, size_t *len,
+		      bool *truncated);
 
 /* slots rounded up to a power of two (0: 4096); byte_budget for the
  * stored declarations (0: 1 MiB); proc_root NULL = "/proc".  NULL on

@@ -90,20 +90,10 @@ bool sp_target_select__active(const struct sp_target_select *t)
 /* service.name from pid's environment, or NULL. */
 static const char *env_service(struct sp_target_select *t, uint32_t pid)
 {
-	char path[96];
-	size_t got = 0;
-	ssize_t n;
-	int fd;
+	size_t got;
 
-	snprintf(path, sizeof(path), "%s/%u/environ", t->proc_root, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	while (got < SP_PROC_ENV_READ_MAX &&
-	       (n = read(fd, t->env + got, SP_PROC_ENV_READ_MAX - got)) > 0)
-		got += n;
-	close(fd);
-	if (!sp_otel_env__scan(t->env, got, &t->id))
+	if (sp_proc_env__read(t->proc_root, pid, t->env, &got, NULL) ||
+	    !sp_otel_env__scan(t->env, got, &t->id))
 		return NULL;
 	if (t->id.service_name[0])
 		return t->id.service_name;
