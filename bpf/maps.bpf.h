@@ -27,6 +27,8 @@
 
 /* Configuration, set in .rodata by the loader before load. */
 SP_CONFIG(__u8, cfg_filter_pids, 0);	/* only stream processes in targets */
+SP_CONFIG(__u8, cfg_filter_tids, 0);	/* only stream threads in target_tids */
+SP_CONFIG(__u8, cfg_exclude, 0);	/* never stream processes in excluded */
 SP_CONFIG(__u8, cfg_stream_idle, 0);	/* stream idle samples too */
 SP_CONFIG(__u8, cfg_kernel_stacks, 1);	/* take kernel stacks */
 SP_CONFIG(__u8, cfg_read_ctx, 1);	/* read OTEP 4947 trace context */
@@ -63,6 +65,25 @@ SP_SHARED struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } targets SEC(".maps");
+
+/* Target threads (tid -> 1) when cfg_filter_tids (record -t): checked
+ * after targets, so only threads of target processes are streamed. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} target_tids SEC(".maps");
+
+/* Processes the agent's target selection excluded (tgid -> 1) when
+ * cfg_exclude: their samples stop here, costing no user-space work.
+ * Deleted on exec (user space decides again) and exit (pid reuse). */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} excluded SEC(".maps");
 
 /* Per-process thread-context descriptors (see abi.h), filled by user space. */
 SP_SHARED struct {
@@ -110,7 +131,16 @@ static __always_inline void sp_count(__u32 idx)
 
 static __always_inline bool sp_is_target(__u32 tgid)
 {
+	if (cfg_exclude && bpf_map_lookup_elem(&excluded, &tgid))
+		return false;
 	return !cfg_filter_pids || bpf_map_lookup_elem(&targets, &tgid);
+}
+
+/* Samples and waits of this thread are streamed: its process is a target
+ * and, with -t, the thread is one of target_tids. */
+static __always_inline bool sp_is_target_thread(__u32 tgid, __u32 tid)
+{
+	return sp_is_target(tgid) && (!cfg_filter_tids || bpf_map_lookup_elem(&target_tids, &tid));
 }
 
 #endif /* SPANPROF_MAPS_BPF_H */

@@ -202,7 +202,7 @@ static __always_inline void sp_offcpu__out(void *ctx, bool preempt, struct task_
 		sp_count(SP_CNT_OFFCPU_KTHREAD);
 		return;
 	}
-	if (!sp_is_target(tgid)) {
+	if (!sp_is_target_thread(tgid, tid)) {
 		sp_count(SP_CNT_OFFCPU_FILTERED);
 		return;
 	}

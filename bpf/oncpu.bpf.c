@@ -73,7 +73,7 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 		sp_count(SP_CNT_IDLE_SKIPPED);
 		return 0;
 	}
-	if (!sp_is_target(tgid)) {
+	if (!sp_is_target_thread(tgid, tid)) {
 		sp_count(SP_CNT_FILTERED);
 		return 0;
 	}

@@ -46,7 +46,12 @@ static __always_inline void emit_proc_event(struct task_struct *task, __u8 type)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sp_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (!sp_is_target(BPF_CORE_READ(task, tgid)))
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+
+	/* A new image: the selection is decided again at its first sample. */
+	if (cfg_exclude)
+		bpf_map_delete_elem(&excluded, &tgid);
+	if (!sp_is_target(tgid))
 		return 0;
 	emit_proc_event(task, SP_EV_EXEC);
 	return 0;
@@ -57,7 +62,15 @@ int BPF_PROG(sp_exit, struct task_struct *task)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
-	if (BPF_CORE_READ(task, pid) != tgid || !sp_is_target(tgid))
+	if (BPF_CORE_READ(task, pid) != tgid)
+		return 0;
+	/* An excluded process's exit is told too: user space forgets its
+	 * verdict, so a reused pid is decided afresh. */
+	if (cfg_exclude && !bpf_map_delete_elem(&excluded, &tgid)) {
+		emit_proc_event(task, SP_EV_EXIT);
+		return 0;
+	}
+	if (!sp_is_target(tgid))
 		return 0;
 	emit_proc_event(task, SP_EV_EXIT);
 	if (cfg_filter_pids)

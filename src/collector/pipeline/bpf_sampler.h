@@ -25,6 +25,12 @@ struct sp_sampler_config {
 	uint32_t freq_hz;		/* prime, checked by the caller */
 	uint32_t ringbuf_bytes;		/* power of two >= page size */
 	bool filter_pids;		/* only targets (and their children) */
+	bool exclude;			/* processes given to __exclude are not sampled */
+	bool filter_tids;		/* only threads added by __add_target_tid
+					 * (of target processes) */
+	/* NULL: every online CPU; else a SP_CLI_CPU_WORDS-word mask (cli.h)
+	 * of the CPUs whose perf event is opened (copied). */
+	const uint64_t *cpus;
 	bool stream_idle;
 	bool kernel_stacks;
 	bool read_trace_ctx;
@@ -55,11 +61,18 @@ void sp_sampler__stop(struct sp_sampler *s);
 void sp_sampler__destroy(struct sp_sampler *s);	/* NULL-safe */
 
 int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid);
+/* With exclude: pid's samples and waits stop in BPF until it execs or
+ * exits. */
+int sp_sampler__exclude(struct sp_sampler *s, uint32_t pid);
+/* A thread sampled when filter_tids (its process must be a target too). */
+int sp_sampler__add_target_tid(struct sp_sampler *s, uint32_t tid);
 int sp_sampler__set_tls_desc(struct sp_sampler *s, uint32_t pid,
 			     const struct sp_tls_desc *d);
 int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid);
 int sp_sampler__ring_fd(const struct sp_sampler *s);
 uint32_t sp_sampler__n_cpus(const struct sp_sampler *s);
+/* CPUs whose perf event the last __attach opened (online, and -C's). */
+uint32_t sp_sampler__n_sampled_cpus(const struct sp_sampler *s);
 /* True when OBI's pinned trace-context map (SP_OBI_MAP_PATH) is read as a
  * fallback. */
 bool sp_sampler__uses_obi(const struct sp_sampler *s);

@@ -21,6 +21,8 @@ enum kind {
 	K_U64,		/* uint64_t in [min, max] */
 	K_SIZE,		/* size_t bytes in [min, max] */
 	K_POW2,		/* uint32_t bytes, a power of two in [min, max] */
+	K_EVENT,	/* perf's -e: only the event sampled (cpu-clock) */
+	K_CPUS,		/* uint64_t[SP_CLI_CPU_WORDS], perf's CPU list; sets cpu_filter */
 };
 
 enum {
@@ -48,12 +50,20 @@ struct opt_def {
 static const struct opt_def defs[] = {
 	{ "freq", 'F', "HZ", K_FREQ, F(hz), 0, 0, NULL,
 	  "sampling frequency, must be prime", NULL, 0 },
+	{ "event", 'e', "EVENT", K_EVENT, 0, 0, 0, NULL,
+	  "cpu-clock only (perf's name for the timer sampled\n"
+	  "at -F HZ); off-CPU waits: --off-cpu", NULL, 0 },
+	{ "cpu", 'C', "CPUS", K_CPUS, F(cpus), 0, 0, NULL,
+	  "sample only these CPUs, perf's list syntax (0,2-3)", NULL, 0 },
 	{ "no-kernel", 0, NULL, K_CLEAR, F(kernel), 0, 0, NULL,
 	  "user stacks only", NULL, 0 },
 	{ "idle", 0, NULL, K_SET, F(idle), 0, 0, NULL,
 	  "also write samples of idle CPUs (counted either way)", NULL, 0 },
 	{ "no-trace-context", 0, NULL, K_CLEAR, F(trace_ctx), 0, 0, NULL,
 	  "do not read the threads' trace context (OTEP 4947)", NULL, 0 },
+	{ "no-process-env", 0, NULL, K_SET, F(no_process_env), 0, 0, NULL,
+	  "do not read the processes' OTEL_SERVICE_NAME and\n"
+	  "OTEL_RESOURCE_ATTRIBUTES (/proc/PID/environ)", NULL, 0 },
 	{ "off-cpu", 0, NULL, K_SET, F(off_cpu), 0, 0, NULL,
 	  "also record off-CPU waits (sleep, locks, I/O, run\n"
 	  "queue) with stacks, trace context and blocked time", NULL, 0 },
@@ -111,6 +121,57 @@ static const struct opt_def *def_of(int c)
 	return NULL;
 }
 
+/*
+ * perf's -e.  spanprof samples one event: the CPU-clock software timer in
+ * frequency mode (bpf_sampler.c), which perf calls cpu-clock (perf list:
+ * "cpu-clock [Software event]"; also the event perf falls back to where
+ * there is no PMU, as in VMs).  Every other event -- hardware counters
+ * (cycles, instructions), task-clock, tracepoints -- would sample
+ * something else under the same name, so it is refused, naming the fix.
+ */
+static int parse_event(const char *arg, char *msg, size_t msg_len)
+{
+	if (!strcmp(arg, "cpu-clock"))
+		return 0;
+	if (strstr(arg, "sched_switch") || strstr(arg, "sched:"))
+		return sp_cli__refuse(msg, msg_len, "-e %s: spanprof samples only cpu-clock; "
+				      "for off-CPU waits use --off-cpu", arg);
+	return sp_cli__refuse(msg, msg_len, "-e %s: spanprof samples only cpu-clock (a timer "
+			      "at -F HZ); use -e cpu-clock or no -e, or perf record -e %s", arg,
+			      arg);
+}
+
+/* perf's -C list; every CPU in it must be online now. */
+static int parse_cpus(const char *arg, uint64_t *mask, char *msg, size_t msg_len)
+{
+	uint64_t online[SP_CLI_CPU_WORDS];
+	uint32_t n = 0, n_online = 0;
+	char list[128];
+	FILE *f;
+
+	if (sp_cli__parse_cpu_list(arg, mask, &n))
+		return sp_cli__refuse(msg, msg_len, "-C %s: expected a CPU list such as 0,2-3 "
+				      "(CPUs below %d)", arg, SP_CLI_MAX_CPUS);
+	if (sp_cli__online_cpus(online, &n_online))
+		return sp_cli__refuse(msg, msg_len, "-C %s: cannot read the online CPUs from "
+				      "/sys/devices/system/cpu/online", arg);
+	for (uint32_t c = 0; c < n; c++) {
+		if (!sp_cli__cpu_isset(mask, c) || sp_cli__cpu_isset(online, c))
+			continue;
+		list[0] = 0;
+		f = fopen("/sys/devices/system/cpu/online", "re");
+		if (f) {
+			if (!fgets(list, sizeof(list), f))
+				list[0] = 0;
+			fclose(f);
+		}
+		list[strcspn(list, "\n")] = 0;
+		return sp_cli__refuse(msg, msg_len, "-C %s: CPU %u is not online (online: %s)",
+				      arg, c, list[0] ? list : "?");
+	}
+	return 0;
+}
+
 /* One getopt_long result: 1 when c is not a shared option, 0 when parsed
  * into o, -EINVAL with msg. */
 static int parse_one(struct sp_sampling_opts *o, int c, const char *arg, char *msg,
@@ -132,6 +193,13 @@ static int parse_one(struct sp_sampling_opts *o, int c, const char *arg, char *m
 	case K_SET:
 	case K_CLEAR:
 		*(bool *)field = d->kind == K_SET;
+		break;
+	case K_EVENT:
+		return parse_event(arg, msg, msg_len);
+	case K_CPUS:
+		if (parse_cpus(arg, (uint64_t *)field, msg, msg_len))
+			return -EINVAL;
+		o->cpu_filter = true;
 		break;
 	default:
 		bad = sp_cli__parse_u64(arg, d->max, &v) || v < d->min ||
@@ -169,6 +237,12 @@ uint32_t sp_sampling_opts__default_entries(size_t agg_budget)
 
 static int finish(struct sp_sampling_opts *o, char *msg, size_t msg_len)
 {
+	if (o->cpu_filter && o->off_cpu) {
+		/* A wait starts on one CPU and ends on another: -C has no
+		 * clear meaning for it, so the two are not combined. */
+		snprintf(msg, msg_len, "-C restricts on-CPU sampling only: drop --off-cpu or -C");
+		return -EINVAL;
+	}
 	if (o->off_cpu_tuned && !o->off_cpu) {
 		snprintf(msg, msg_len, "--off-cpu-* options need --off-cpu");
 		return -EINVAL;
@@ -275,6 +349,8 @@ static void show_default(const struct opt_def *d, const struct sp_sampling_opts 
 	switch (d->kind) {
 	case K_SET:
 	case K_CLEAR:
+	case K_EVENT:
+	case K_CPUS:
 		return;
 	case K_U64:
 		v = *(const uint64_t *)field;

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
 
 #include "collector/pipeline/counters.h"
 #include "collector/pipeline/summary.h"
@@ -125,8 +127,20 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 	if (!s->publish_watch)
 		fputs("; late publication not watched (no tracefs)", f);
 	fputc('\n', f);
+	if (s->process_env)
+		fprintf(f, "  resource identity from environments: read %" PRIu64 ", declaring %"
+			PRIu64 ", unreadable %" PRIu64 ", truncated %" PRIu64 ", invalid %" PRIu64
+			", attributes dropped %" PRIu64 ", over budget %" PRIu64 "\n", s->env.reads,
+			s->env.declared, s->env.unreadable, s->env.truncated, s->env.invalid,
+			s->env.attrs_dropped + s->res_attrs_dropped, s->env.over_budget);
 	if (s->off_cpu)
 		print_offcpu(f, s);
+	if (s->command && WIFEXITED(s->command_status))
+		fprintf(f, "  command %s exited with status %d\n", s->command,
+			WEXITSTATUS(s->command_status));
+	else if (s->command && WIFSIGNALED(s->command_status))
+		fprintf(f, "  command %s was killed by signal %d (%s)\n", s->command,
+			WTERMSIG(s->command_status), strsignal(WTERMSIG(s->command_status)));
 }
 
 int sp_summary__write_json(const char *path, const struct sp_summary *s)
@@ -181,6 +195,13 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
 	fprintf(f, "},\n");
+	fprintf(f, "  \"env\": {\"enabled\": %s, \"reads\": %" PRIu64 ", \"declared\": %" PRIu64
+		", \"unreadable\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"invalid\": %" PRIu64
+		", \"attrs_dropped\": %" PRIu64 ", \"res_attrs_dropped\": %" PRIu64
+		", \"over_budget\": %" PRIu64 ", \"evictions\": %" PRIu64 "},\n",
+		s->process_env ? "true" : "false", s->env.reads, s->env.declared, s->env.unreadable,
+		s->env.truncated, s->env.invalid, s->env.attrs_dropped, s->res_attrs_dropped,
+		s->env.over_budget, s->env.evictions);
 	{
 		uint64_t pending;
 		int ok;
@@ -195,8 +216,14 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			fprintf(f, ", \"%s_ns\": %" PRIu64 ", \"%s_waits\": %" PRIu64,
 				reason_names[r], s->offcpu_ns[r], reason_names[r],
 				s->offcpu_waits[r]);
-		fprintf(f, "}\n}\n");
+		fprintf(f, "}");
 	}
+	/* The command's end: exit status, or 128 + signal as a shell says. */
+	if (s->command)
+		fprintf(f, ",\n  \"command_exit\": %d",
+			WIFEXITED(s->command_status) ? WEXITSTATUS(s->command_status) :
+			WIFSIGNALED(s->command_status) ? 128 + WTERMSIG(s->command_status) : -1);
+	fprintf(f, "\n}\n");
 	if (ferror(f))
 		err = -EIO;
 	if (fclose(f) && !err)
