@@ -13,6 +13,7 @@
 #include "maps.bpf.h"
 #include "stack.bpf.h"
 #include "tracectx.bpf.h"
+#include "unwind.bpf.h"
 
 /*
  * Benchmark instrument (cfg_time_ctx, off in production; the verifier then
@@ -92,6 +93,9 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 	s->hdr.flags = tid == 0 ? SP_F_IDLE : 0;
 	s->hdr.reason = 0;
 	s->hdr.ctx_status = SP_CTX_NONE;
+	s->hdr.unw_end = SP_UNW_END_NONE;
+	s->hdr.unw_fp = 0;
+	s->hdr._pad0 = 0;
 	__builtin_memset(&s->hdr.ctx, 0, sizeof(s->hdr.ctx));
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
 
@@ -107,12 +111,14 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 
 	task = bpf_get_current_task_btf();
 	if (tid != 0 && task->mm) {
+		/* In the kernel, the user registers are the task's entry frame. */
 		if (kernel_mode) {
 			uregs = (struct pt_regs *)bpf_task_pt_regs(task);
-			s->hdr.ustack_n = sp_user_stack(s, kn, BPF_CORE_READ(uregs, ip),
-							BPF_CORE_READ(uregs, bp));
+			s->hdr.ustack_n = sp_unw_user_stack(s, kn, uregs, true, tgid,
+							    s->hdr.ts_ns);
 		} else {
-			s->hdr.ustack_n = sp_user_stack(s, kn, ip, PT_REGS_FP(&ctx->regs));
+			s->hdr.ustack_n = sp_unw_user_stack(s, kn, (struct pt_regs *)&ctx->regs,
+							    false, tgid, s->hdr.ts_ns);
 		}
 		sp_read_trace_ctx_timed(s, tgid);
 	}

@@ -41,9 +41,26 @@ static const char *const counter_names[SP_CNT__MAX] = {
 	[SP_CNT_CTX_OBI] = "ctx_obi",
 	[SP_CNT_CTX_ATTRS_TRUNC] = "ctx_attrs_truncated",
 	[SP_CNT_CTX_ATTRS_ERR] = "ctx_attrs_errors",
+	[SP_CNT_UNW_FRAMES_CFI] = "unwind_frames_cfi",
+	[SP_CNT_UNW_FRAMES_FP] = "unwind_frames_fp",
+	[SP_CNT_UNW_FP_MODE] = "unwind_fp_mode",
+	[SP_CNT_UNW_FP_NO_PROC] = "unwind_fp_no_ranges",
+	[SP_CNT_UNW_FP_NO_TABLE] = "unwind_fp_no_table",
+	[SP_CNT_UNW_FP_NO_CFI] = "unwind_fp_no_cfi",
+	[SP_CNT_UNW_FP_UNSUPPORTED] = "unwind_fp_unsupported",
+	[SP_CNT_UNW_END_ROOT] = "unwind_end_root",
+	[SP_CNT_UNW_END_ZERO] = "unwind_end_zero",
+	[SP_CNT_UNW_END_NONCANON] = "unwind_end_noncanonical",
+	[SP_CNT_UNW_END_NOT_EXEC] = "unwind_end_not_executable",
+	[SP_CNT_UNW_END_READ] = "unwind_end_read_error",
+	[SP_CNT_UNW_END_BAD_FP] = "unwind_end_bad_frame",
+	[SP_CNT_UNW_END_LEAF_ONLY] = "unwind_end_leaf_only",
+	[SP_CNT_UNW_END_TRUNC] = "unwind_end_truncated",
+	[SP_CNT_UNW_STALE] = "unwind_stale_ranges",
+	[SP_CNT_UNW_MMAP_EVENTS] = "unwind_mmap_events",
 };
 
-_Static_assert(SP_CNT_CTX_ATTRS_ERR + 1 == SP_CNT__MAX, "a name for every counter");
+_Static_assert(SP_CNT_UNW_MMAP_EVENTS + 1 == SP_CNT__MAX, "a name for every counter");
 
 static const char *const reason_names[SP_OFF_OTHER + 1] = {
 	"none", "sleep", "io", "runq", "other",
