@@ -151,7 +151,7 @@ SP_SHARED struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, SP_UNW_SEQ_SLOTS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);	/* array elements are 8 bytes anyway */
 } unwind_seq SEC(".maps");
 
 /* Per-CPU walk state of bpf/unwind.bpf.h (the bpf_loop callback's context points here, so the

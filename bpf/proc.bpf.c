@@ -54,15 +54,16 @@ static __always_inline void emit_proc_event(struct task_struct *task, __u8 type)
  * when they were fresh until now (the caller tells user space once). */
 static __always_inline bool sp_unw_mark_stale(__u32 tgid)
 {
-	__u32 slot = tgid & (SP_UNW_SEQ_SLOTS - 1), *seq;
+	__u32 slot = tgid & (SP_UNW_SEQ_SLOTS - 1);
 	struct sp_unw_proc *p;
 	bool fresh = false;
+	__u64 *seq;
 
 	seq = bpf_map_lookup_elem(&unwind_seq, &slot);
 	if (!seq)
 		return false;
 	p = bpf_map_lookup_elem(&unwind_procs, &tgid);
-	if (p && p->seq == *seq)
+	if (p && p->seq == (__u32)*seq)
 		fresh = true;
 	__sync_fetch_and_add(seq, 1);
 	return fresh;

@@ -405,7 +405,8 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 	struct sp_unw_loop_ctx c;
 	struct sp_unw_state *st;
 	struct sp_unw_proc *p;
-	__u32 zero = 0, seq_slot = tgid & (SP_UNW_SEQ_SLOTS - 1), *seq;
+	__u32 zero = 0, seq_slot = tgid & (SP_UNW_SEQ_SLOTS - 1);
+	__u64 *seq;
 	__u64 ip = r->ip;
 
 	s->hdr.unw_end = SP_UNW_END_NONE;
@@ -453,7 +454,7 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 		st->pbase = p->base;
 		st->pn = p->n;
 		seq = bpf_map_lookup_elem(&unwind_seq, &seq_slot);
-		if ((seq && *seq != p->seq) || (p->flags & SP_UNW_PROC_TRUNC)) {
+		if ((seq && (__u32)*seq != p->seq) || (p->flags & SP_UNW_PROC_TRUNC)) {
 			st->weak = 1;
 			sp_count(SP_CNT_UNW_STALE);
 		}

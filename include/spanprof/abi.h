@@ -424,7 +424,8 @@ _Static_assert(__builtin_offsetof(struct sp_unw_file, last_used_ns) == 32, "last
  *   offset size field
  *   0      4    base   first word of the range list
  *   4      4    n      ranges (<= SP_UNW_RANGES_MAX)
- *   8      4    seq    the process's unwind_seq value when its maps were
+ *   8      4    seq    the process's unwind_seq value (low 32 bits of the
+ *                      u64 element) when its maps were
  *                      read; BPF bumps unwind_seq on exec and on every
  *                      mmap/mprotect with PROT_EXEC, so seq != unwind_seq
  *                      means the ranges are stale (counted, and a pc in no

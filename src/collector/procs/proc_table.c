@@ -163,6 +163,11 @@ struct sp_proc_table {
 
 	struct sp_buildid_cache *bcache;
 
+	/* listener (unwinder) and what it is given per maps read */
+	struct sp_proc_maps_listener listener;
+	struct sp_proc_exec_map *lscratch;	/* max_maps_per_proc, if listening */
+	uint32_t ln;
+
 	/* scratch for one maps read */
 	char *linebuf;			/* PROC_LINE_MAX */
 	struct proc_map *scratch;	/* max_maps_per_proc */
@@ -642,8 +647,11 @@ static int proc_read_pinned(int pathfd, struct sp_build_id *b)
 	return err;
 }
 
+/* The build id of a mapped file.  With lm (a listener entry), the pinned
+ * fd and the file's identity are left there (the read closes the fd). */
 static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
-			  const struct sp_map_entry *e, struct sp_build_id *b)
+			  const struct sp_map_entry *e, struct sp_build_id *b,
+			  struct sp_proc_exec_map *lm)
 {
 	struct sp_buildid_cache_key key;
 	struct stat st;
@@ -653,6 +661,12 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 	fd = proc_pin_mapped(t, pid, e, &st);
 	if (fd < 0)
 		return;
+	if (lm) {
+		lm->fd = fd;
+		lm->dev = (uint64_t)st.st_dev;
+		lm->ino = (uint64_t)st.st_ino;
+		lm->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	}
 	memset(&key, 0, sizeof(key));
 	key.dev = (uint64_t)st.st_dev;
 	key.ino = (uint64_t)st.st_ino;
@@ -670,7 +684,23 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 		if (err)
 			memset(b, 0, sizeof(*b));
 	}
-	close(fd);
+	if (!lm)
+		close(fd);
+}
+
+static void proc_listener_close(struct sp_proc_table *t)
+{
+	for (uint32_t i = 0; i < t->ln; i++)
+		if (t->lscratch[i].fd >= 0)
+			close(t->lscratch[i].fd);
+	t->ln = 0;
+}
+
+static int proc_exec_map_cmp(const void *a, const void *b)
+{
+	const struct sp_proc_exec_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
 }
 
 static int proc_map_cmp(const void *a, const void *b)
@@ -698,6 +728,7 @@ static bool proc_is_otel_ctx(const struct sp_map_entry *e)
 static void proc_take_line(struct sp_proc_table *t, struct proc_slot *p,
 			   const char *line, size_t len, uint32_t *n, bool *full)
 {
+	struct sp_proc_exec_map *lm = NULL;
 	struct sp_map_entry e;
 	struct sp_build_id b;
 	struct proc_map *m;
@@ -718,13 +749,28 @@ static void proc_take_line(struct sp_proc_table *t, struct proc_slot *p,
 	m->start = e.start;
 	m->end = e.end;
 	m->id = 0;
+	if (t->listener.maps) {
+		lm = &t->lscratch[t->ln++];
+		memset(lm, 0, sizeof(*lm));
+		lm->start = e.start;
+		lm->end = e.end;
+		lm->offset = e.offset;
+		lm->fd = -1;
+		lm->path = e.path_len ? "" : NULL;
+		if (e.path_len == 5 && !memcmp(e.path, "[vdso]", 5))
+			lm->vdso = true;
+	}
 	/* Named specials ([vdso], [vsyscall], [anon:x]) have no file. */
 	if (e.path_len == 0 || e.path[0] == '[')
 		return;
-	proc_build_id(t, p->pid, &e, &b);
+	proc_build_id(t, p->pid, &e, &b, lm);
 	if (!b.len)
 		t->stats.no_build_id++;
 	m->id = proc_register(t, e.path, e.path_len, &b, e.start, e.end, e.offset, false);
+	if (lm && m->id) {
+		lm->path = t->mappings[m->id].info.path;
+		lm->build_id = &t->mappings[m->id].info.build_id;
+	}
 }
 
 /* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns(): event timestamps can be
@@ -754,6 +800,9 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 	p->otel_ctx_seen = false;
 	p->exited = false;
 	t->stats.maps_reads++;
+	t->ln = 0;
+	if (t->listener.begin)
+		t->listener.begin(p->pid, t->listener.ctx);
 	err = proc_path(t, path, sizeof(path), p->pid, "maps");
 	if (err)
 		goto fail;
@@ -800,6 +849,7 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 	close(fd);
 	if (err) {
 		proc_maps_put(t, t->scratch, n);
+		proc_listener_close(t);
 		goto fail;
 	}
 
@@ -818,6 +868,7 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 		maps = malloc((size_t)n * sizeof(*maps));
 		if (!maps) {
 			proc_maps_put(t, t->scratch, n);
+			proc_listener_close(t);
 			err = -ENOMEM;
 			goto fail;
 		}
@@ -833,6 +884,12 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 	p->info.has_otel_ctx = p->otel_ctx_seen;
 	p->info.gone = false;
 	proc_gone_del(t, p);
+	if (t->listener.maps) {
+		if (!sorted)
+			qsort(t->lscratch, t->ln, sizeof(*t->lscratch), proc_exec_map_cmp);
+		t->listener.maps(p->pid, t->lscratch, t->ln, full, t->listener.ctx);
+		proc_listener_close(t);
+	}
 	return 0;
 fail:
 	if (err == -ENOENT || err == -ESRCH) {
@@ -976,6 +1033,7 @@ void sp_proc_table__free(struct sp_proc_table *t)
 			free(t->str_index[i]);
 	sp_buildid_cache__free(t->bcache);
 	free(t->scratch);
+	free(t->lscratch);
 	free(t->pathbuf);
 	free(t->linebuf);
 	free(t->str_index);
@@ -1159,4 +1217,32 @@ void sp_proc_table__release(struct sp_proc_table *t, uint64_t closed,
 		proc_dead_del(t, id);
 		proc_mapping_free(t, id);
 	}
+}
+
+int sp_proc_table__set_listener(struct sp_proc_table *t, const struct sp_proc_maps_listener *l)
+{
+	struct sp_proc_exec_map *ls = NULL;
+
+	if (!t)
+		return -EINVAL;
+	if (l && l->maps && !t->lscratch) {
+		ls = calloc(t->cfg.max_maps_per_proc, sizeof(*ls));
+		if (!ls)
+			return -ENOMEM;
+		t->lscratch = ls;
+	}
+	if (l)
+		t->listener = *l;
+	else
+		memset(&t->listener, 0, sizeof(t->listener));
+	return 0;
+}
+
+int sp_proc_table__reread(struct sp_proc_table *t, uint32_t pid, uint64_t now_ns)
+{
+	struct proc_slot *p = t ? proc_find(t, pid) : NULL;
+
+	if (!p)
+		return -ENOENT;
+	return proc_read_maps(t, p, now_ns);
 }

@@ -50,6 +50,9 @@
 #include "collector/record/report_child.h"
 #include "collector/pipeline/snapshot.h"
 #include "collector/pipeline/summary.h"
+#include "collector/unwind/unwind_bpf.h"
+#include "collector/unwind/unwind_cli.h"
+#include "collector/unwind/unwinder.h"
 
 #define DEFAULT_HZ 97
 #define FAST_DRAIN_MS 10			/* ring drain period after an exec */
@@ -81,6 +84,8 @@ struct record_opts {
 	bool off_cpu_kthreads;
 	uint32_t off_cpu_max_pending;	/* 0 = the sampler's default */
 	uint32_t ctx_max_procs;		/* 0 = SP_TLS_DESCS_MAX */
+	bool unwind_fp;			/* --unwind fp */
+	uint64_t unwind_budget;		/* 0 = SP_UNWINDER_DEFAULT_BUDGET */
 	bool quiet;
 };
 
@@ -109,6 +114,11 @@ static void usage(FILE *f)
 "                        spanprof.otlp.pb with --format otlp)\n"
 "      --format FMT      pprof (gzipped) or otlp (ExportProfilesServiceRequest)\n"
 "      --no-kernel       user stacks only\n"
+"      --unwind MODE     user stacks: dwarf (default: .eh_frame tables, frame\n"
+"                        pointers where there are none) or fp (frame pointers\n"
+"                        only); perf's -g and --call-graph fp|dwarf[,SIZE] work too\n"
+"      --unwind-budget B BPF memory for unwind tables and ranges (default 64m;\n"
+"                        least recently used files are evicted when full)\n"
 "      --off-cpu         also record off-CPU waits (sleep, locks, I/O, run\n"
 "                        queue) with stacks, trace context and blocked time\n"
 "      --off-cpu-min-us N  waits shorter than N us are counted, not written\n"
@@ -156,7 +166,7 @@ enum {
 	OPT_FORMAT = 256, OPT_NO_KERNEL, OPT_IDLE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET,
 	OPT_AGG_ENTRIES, OPT_SUMMARY_JSON, OPT_NO_REPORT, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
 	OPT_OFF_CPU_SAMPLE, OPT_OFF_CPU_RATE, OPT_OFF_CPU_KTHREADS, OPT_NO_TRACE_CTX,
-	OPT_OFF_CPU_MAX_PENDING, OPT_CTX_MAX_PROCS,
+	OPT_OFF_CPU_MAX_PENDING, OPT_CTX_MAX_PROCS, OPT_UNWIND, OPT_CALL_GRAPH, OPT_UNWIND_BUDGET,
 };
 
 static int parse_opts(int argc, char **argv, struct record_opts *o)
@@ -186,6 +196,9 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "off-cpu-kernel-threads", no_argument, NULL, OPT_OFF_CPU_KTHREADS },
 		{ "off-cpu-max-pending", required_argument, NULL, OPT_OFF_CPU_MAX_PENDING },
 		{ "ctx-max-procs", required_argument, NULL, OPT_CTX_MAX_PROCS },
+		{ "unwind", required_argument, NULL, OPT_UNWIND },
+		{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
+		{ "unwind-budget", required_argument, NULL, OPT_UNWIND_BUDGET },
 		{ 0 },
 	};
 	uint64_t v;
@@ -201,7 +214,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	};
 	optind = 1;
 	opterr = 0;	/* one message of our own, naming the option */
-	while ((c = getopt_long(argc, argv, "+F:ap:d:o:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+F:ap:d:o:qhg", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			if (sp_cli__parse_freq(optarg, &o->hz, msg, sizeof(msg))) {
@@ -234,9 +247,28 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		case 'q':
 			o->quiet = true;
 			break;
+		case 'g':
+			break;	/* perf's "call graphs": always on (unwind_cli.h) */
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case OPT_UNWIND:
+		case OPT_CALL_GRAPH:
+			if ((c == OPT_UNWIND ? sp_unwind_cli__mode : sp_unwind_cli__call_graph)(
+				    optarg, &o->unwind_fp, msg, sizeof(msg))) {
+				fprintf(stderr, "spanprof record: %s\n", msg);
+				return -EINVAL;
+			}
+			if (msg[0])
+				fprintf(stderr, "spanprof record: note: %s\n", msg);
+			break;
+		case OPT_UNWIND_BUDGET:
+			if (sp_unwinder__parse_budget(optarg, &o->unwind_budget)) {
+				fprintf(stderr, "spanprof record: --unwind-budget %s: expected bytes "
+					"(k/m/g suffixes) from 256k to 1g\n", optarg);
+				return -EINVAL;
+			}
+			break;
 		case OPT_FORMAT:
 			if (!strcmp(optarg, "otlp")) {
 				o->otlp = true;
@@ -549,6 +581,8 @@ int sp_record__main(int argc, char **argv)
 	struct ring_buffer *rb = NULL;
 	struct sp_profile *prof = NULL;
 	struct sp_ctx_discovery *disc = NULL;
+	struct sp_unw_bpf *unw_bpf = NULL;
+	struct sp_unwinder *unw = NULL;
 	struct sp_consumer cons;
 	struct sp_summary sum = { 0 };
 	struct sp_sampler_config scfg;
@@ -590,6 +624,7 @@ int sp_record__main(int argc, char **argv)
 		.off_cpu_min_ns = o.off_cpu_min_us * 1000, .off_cpu_sample_n = o.off_cpu_sample_n,
 		.off_cpu_rate = o.off_cpu_rate, .off_cpu_kthreads = o.off_cpu_kthreads,
 		.off_cpu_max_pending = o.off_cpu_max_pending, .tls_descs_max = o.ctx_max_procs,
+		.unwind_fp = o.unwind_fp,
 	};
 	err = sp_sampler__open_load(&scfg, &sampler, err_msg, sizeof(err_msg));
 	if (err) {
@@ -598,6 +633,22 @@ int sp_record__main(int argc, char **argv)
 	}
 	for (uint32_t i = 0; i < o.n_pids; i++)
 		sp_sampler__add_target(sampler, o.pids[i]);
+	if (!o.unwind_fp) {
+		struct sp_unwinder_config ucfg = { .budget_bytes = o.unwind_budget };
+		struct sp_sampler_unwind_maps um;
+		struct sp_unw_backend be;
+
+		err = sp_sampler__unwind_maps(sampler, &um);
+		if (!err)
+			err = sp_unw_bpf__new(&um, &unw_bpf, &be, err_msg, sizeof(err_msg));
+		if (!err)
+			err = sp_unwinder__new(&ucfg, &be, procs, &unw, err_msg, sizeof(err_msg));
+		if (err) {
+			fprintf(stderr, "spanprof record: %s (--unwind fp walks frame pointers "
+				"without tables)\n", err_msg);
+			goto out;
+		}
+	}
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -620,6 +671,7 @@ int sp_record__main(int argc, char **argv)
 	sp_consumer__init(&cons, procs, agg);
 	cons.on_proc = sp_ctx_discovery__on_proc;
 	cons.on_proc_ctx = disc;
+	cons.unwinder = unw;
 	rb = ring_buffer__new(sp_sampler__ring_fd(sampler), sp_consumer__handle, &cons, NULL);
 	if (!rb) {
 		fprintf(stderr, "spanprof record: cannot map the BPF ring buffer: %s\n",
@@ -661,6 +713,7 @@ int sp_record__main(int argc, char **argv)
 		if (err >= 0 || err == -EINTR)
 			err = ring_buffer__consume(rb);
 		sp_ctx_discovery__tick(disc);
+		sp_unwinder__poll(unw, sp_clock__mono_ns());
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "spanprof record: ring buffer poll failed: %s\n",
 				strerror(-err));
@@ -735,6 +788,9 @@ int sp_record__main(int argc, char **argv)
 	if (o.kernel)
 		capture_kallsyms(o.output);
 	sp_ctx_discovery__fill_summary(disc, &sum);
+	sum.unwind_fp = o.unwind_fp;
+	sum.mmap_watch = sp_sampler__watches_mmap(sampler);
+	sp_unwinder__stats(unw, &sum.unw);
 	sum.obi_map = sp_sampler__uses_obi(sampler);
 	sum.publish_watch = sp_sampler__watches_publish(sampler);
 	sp_summary__print(stderr, &sum);
@@ -753,6 +809,8 @@ out:
 		close(go_fd);
 	out_close(&out);
 	ring_buffer__free(rb);
+	sp_unwinder__free(unw);
+	sp_unw_bpf__free(unw_bpf);
 	sp_sampler__destroy(sampler);
 	sp_ctx_discovery__free(disc);
 	sp_profile__free(prof);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdio.h>
 
 #include "collector/unwind/cfi_extract.h"
 
@@ -54,6 +55,7 @@ struct cfi_fde {
 struct cfi_cie {
 	uint64_t off;
 	int enc;		/* FDE pointer encoding, -1: unusable CIE */
+	bool z;			/* augmentation "z...": FDEs carry a length */
 };
 
 struct cfi_sec {
@@ -246,9 +248,123 @@ static int cie_fde_encoding(const Dwarf_CIE *cie)
 	return PE_ABSPTR;	/* no 'R': absolute pointers */
 }
 
+/* ------------------------------------------------------------ programs */
+
+/*
+ * Checks a CFA program before libdw runs it (DWARF 5 6.4.2): every opcode
+ * known and complete, every register operand at most CFI_MAX_REG, and
+ * DW_CFA_remember_state nested at most CFI_MAX_REMEMBER deep.  libdw sizes
+ * its register array by the highest register a program names and keeps a
+ * copy per remembered state, so one crafted FDE could otherwise make it
+ * allocate (and touch) gigabytes.  Interprets nothing.  0 or -EINVAL.
+ */
+#define CFI_MAX_REG 255		/* x86-64 DWARF numbers end at 130 (k7) */
+#define CFI_MAX_REMEMBER 64
+
+static int check_reg(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t r;
+
+	return read_uleb(p, end, &r) || r > CFI_MAX_REG ? -EINVAL : 0;
+}
+
+static int skip_uleb(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v;
+
+	return read_uleb(p, end, &v);
+}
+
+static int skip_block(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t n;
+
+	if (read_uleb(p, end, &n) || n > (uint64_t)(end - *p))
+		return -EINVAL;
+	*p += n;
+	return 0;
+}
+
+static int check_program(const uint8_t *p, const uint8_t *end, int enc, uint32_t *remember)
+{
+	while (p < end) {
+		uint8_t op = *p++;
+		uint64_t skip;
+		int err = 0;
+
+		switch (op & 0xc0) {
+		case 0x40:		/* advance_loc */
+			continue;
+		case 0x80:		/* offset: reg in the opcode */
+			err = skip_uleb(&p, end);
+			break;
+		case 0xc0:		/* restore */
+			break;
+		default:
+			switch (op) {
+			case 0x00: case 0x2d:	/* nop, GNU_window_save */
+				break;
+			case 0x0a:		/* remember_state: a copy of the rules */
+				if (++*remember > CFI_MAX_REMEMBER)
+					return -EINVAL;
+				break;
+			case 0x0b:		/* restore_state: one copy fewer */
+				if (*remember)
+					--*remember;
+				break;
+			case 0x01:		/* set_loc */
+				err = read_encoded(&p, end, enc, 0, false, &skip);
+				break;
+			case 0x02:
+				err = read_fixed(&p, end, 1, &skip);
+				break;
+			case 0x03:
+				err = read_fixed(&p, end, 2, &skip);
+				break;
+			case 0x04:
+				err = read_fixed(&p, end, 4, &skip);
+				break;
+			case 0x05: case 0x11: case 0x14: case 0x15: case 0x2f: case 0x0c: case 0x12:
+				/* reg, then a (s)leb operand */
+				err = check_reg(&p, end);
+				if (!err)
+					err = skip_uleb(&p, end);
+				break;
+			case 0x06: case 0x07: case 0x08: case 0x0d:	/* one register */
+				err = check_reg(&p, end);
+				break;
+			case 0x09:		/* register: two registers */
+				err = check_reg(&p, end);
+				if (!err)
+					err = check_reg(&p, end);
+				break;
+			case 0x0e: case 0x13: case 0x2e:	/* one (s)leb */
+				err = skip_uleb(&p, end);
+				break;
+			case 0x0f:		/* def_cfa_expression: a block */
+				err = skip_block(&p, end);
+				break;
+			case 0x10: case 0x16:	/* (val_)expression: reg, block */
+				err = check_reg(&p, end);
+				if (!err)
+					err = skip_block(&p, end);
+				break;
+			default:
+				fprintf(stderr, "DBG op %#x\n", op);
+				return -EINVAL;
+			}
+		}
+		if (err) {
+			fprintf(stderr, "DBG err op %#x\n", op);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ FDE list */
 
-static int cies_add(struct cfi_walk *w, uint64_t off, int enc)
+static int cies_add(struct cfi_walk *w, uint64_t off, int enc, bool z)
 {
 	if (w->n_cies == w->cap_cies) {
 		size_t cap = w->cap_cies ? 2 * w->cap_cies : 64;
@@ -261,6 +377,7 @@ static int cies_add(struct cfi_walk *w, uint64_t off, int enc)
 	}
 	w->cies[w->n_cies].off = off;
 	w->cies[w->n_cies].enc = enc;
+	w->cies[w->n_cies].z = z;
 	w->n_cies++;
 	return 0;
 }
@@ -272,7 +389,7 @@ static int cie_cmp(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static int cies_find(const struct cfi_walk *w, uint64_t off)
+static const struct cfi_cie *cies_find(const struct cfi_walk *w, uint64_t off)
 {
 	size_t lo = 0, hi = w->n_cies;
 
@@ -284,7 +401,7 @@ static int cies_find(const struct cfi_walk *w, uint64_t off)
 		else
 			hi = mid;
 	}
-	return lo < w->n_cies && w->cies[lo].off == off ? w->cies[lo].enc : -1;
+	return lo < w->n_cies && w->cies[lo].off == off ? &w->cies[lo] : NULL;
 }
 
 static bool in_exec(const struct cfi_walk *w, uint64_t a, uint64_t b)
@@ -331,7 +448,19 @@ static int walk_section(struct cfi_walk *w, const unsigned char *ident, const st
 			if (r != 0 || next <= off)
 				return -EINVAL;
 			if (dwarf_cfi_cie_p(&e)) {
-				if (pass == 0 && (err = cies_add(w, off, cie_fde_encoding(&e.cie))))
+				int enc = cie_fde_encoding(&e.cie);
+				uint32_t rem = 0;
+
+				if (pass)
+					continue;
+				/* A CIE whose program libdw must not run: unusable. */
+				if (check_program(e.cie.initial_instructions,
+						  e.cie.initial_instructions_end,
+						  enc < 0 ? PE_ABSPTR : enc, &rem))
+					enc = -1;
+				err = cies_add(w, off, enc,
+					       e.cie.augmentation && e.cie.augmentation[0] == 'z');
+				if (err)
 					return err;
 				continue;
 			}
@@ -339,14 +468,25 @@ static int walk_section(struct cfi_walk *w, const unsigned char *ident, const st
 				continue;
 			{
 				const uint8_t *p = e.fde.start, *end = e.fde.end;
-				uint64_t start, len;
-				int enc = sec->eh ? cies_find(w, e.fde.CIE_pointer) : PE_UDATA8;
-				uint64_t field = sec->addr + (uint64_t)(p - (const uint8_t *)sec->data->d_buf);
+				const struct cfi_cie *cie = cies_find(w, e.fde.CIE_pointer);
+				uint64_t start, len, field;
+				uint32_t rem = 0;
+				int enc;
 
-				if (enc < 0 || enc == PE_OMIT)
+				if (!p || !end || p > end)
+					return -EINVAL;
+				field = sec->addr + (uint64_t)(p - (const uint8_t *)sec->data->d_buf);
+				enc = sec->eh ? (cie ? cie->enc : -1) : PE_UDATA8;
+				if (enc < 0 || enc == PE_OMIT || (sec->eh && !cie) ||
+				    (!sec->eh && cie && cie->enc < 0))
 					return -EINVAL;
 				if (read_encoded(&p, end, enc, field, true, &start) ||
 				    read_encoded(&p, end, enc & PE_FMT, 0, false, &len))
+					return -EINVAL;
+				/* The instructions after the augmentation data. */
+				if (sec->eh && cie->z && skip_block(&p, end))
+					return -EINVAL;
+				if (check_program(p, end, enc, &rem))
 					return -EINVAL;
 				if (!len)
 					continue;
@@ -361,7 +501,7 @@ static int walk_section(struct cfi_walk *w, const unsigned char *ident, const st
 					return err;
 			}
 		}
-		if (pass == 0)
+		if (pass == 0 && w->n_cies > first_cie)
 			qsort(w->cies + first_cie, w->n_cies - first_cie, sizeof(*w->cies), cie_cmp);
 	}
 	return 0;
