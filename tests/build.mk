@@ -24,4 +24,45 @@ $(O)/fixtures/%: tests/fixtures/%.c
 	@mkdir -p $(@D)
 	$(FIXTURE_CC) $(FIXTURE_CFLAGS) -o $@ $< -lpthread
 
-TEST_TARGETS += $(UNIT_BINS) $(FIXTURE_BINS)
+# Unwinding fixtures (tests/fixtures/unwind/): built as distributions build,
+# -O2 and no frame pointers (except unw_chain_fp), by GCC and by clang.
+UNW_DIR := tests/fixtures/unwind
+UNW_DEPS := $(UNW_DIR)/unw_common.h
+# -gdwarf-4: go tool pprof (Go 1.19's reader) misses code outside .text
+# (main in .text.startup) in GCC 12's default DWARF 5.
+UNW_CFLAGS := -O2 -gdwarf-4 -Wall -Werror -Wl,--build-id -fomit-frame-pointer
+UNW_BINS := $(addprefix $(O)/fixtures/,unw_qsort_gcc unw_qsort_clang unw_sort_cpp unw_chain_fp \
+	unw_static unw_dlopen libunw_dl.so unw_offcpu unw_wide)
+
+$(O)/fixtures/unw_qsort_gcc: $(UNW_DIR)/unw_qsort.c $(UNW_DEPS)
+	@mkdir -p $(@D)
+	gcc $(UNW_CFLAGS) -o $@ $< -lpthread
+$(O)/fixtures/unw_qsort_clang: $(UNW_DIR)/unw_qsort.c $(UNW_DEPS)
+	@mkdir -p $(@D)
+	clang $(UNW_CFLAGS) -o $@ $< -lpthread
+$(O)/fixtures/unw_sort_cpp: $(UNW_DIR)/unw_sort.cpp $(UNW_DEPS)
+	@mkdir -p $(@D)
+	g++ $(UNW_CFLAGS) -o $@ $<
+# GCC with frame pointers asked for everywhere: it still omits the frame
+# of a leaf that needs none.
+$(O)/fixtures/unw_chain_fp: $(UNW_DIR)/unw_chain.c $(UNW_DEPS)
+	@mkdir -p $(@D)
+	gcc -O2 -gdwarf-4 -Wall -Werror -Wl,--build-id -fno-omit-frame-pointer \
+		-mno-omit-leaf-frame-pointer -o $@ $<
+$(O)/fixtures/unw_static: $(UNW_DIR)/unw_chain.c $(UNW_DEPS)
+	@mkdir -p $(@D)
+	gcc $(UNW_CFLAGS) -static -o $@ $<
+$(O)/fixtures/unw_dlopen: $(UNW_DIR)/unw_dlopen.c $(UNW_DEPS)
+	@mkdir -p $(@D)
+	gcc $(UNW_CFLAGS) -o $@ $< -ldl
+$(O)/fixtures/libunw_dl.so: $(UNW_DIR)/unw_dl_lib.c $(UNW_DEPS)
+	@mkdir -p $(@D)
+	gcc $(UNW_CFLAGS) -shared -fPIC -o $@ $<
+$(O)/fixtures/unw_offcpu: $(UNW_DIR)/unw_offcpu.c $(UNW_DEPS)
+	@mkdir -p $(@D)
+	gcc $(UNW_CFLAGS) -o $@ $< -lpthread
+$(O)/fixtures/unw_wide: $(UNW_DIR)/unw_wide.c $(UNW_DEPS)
+	@mkdir -p $(@D)
+	gcc $(UNW_CFLAGS) -o $@ $<
+
+TEST_TARGETS += $(UNIT_BINS) $(FIXTURE_BINS) $(UNW_BINS)

@@ -91,6 +91,9 @@
 #include "profile/profile.h"
 #include "collector/pipeline/snapshot.h"
 #include "collector/pipeline/summary.h"
+#include "collector/unwind/unwind_bpf.h"
+#include "collector/unwind/unwind_cli.h"
+#include "collector/unwind/unwinder.h"
 
 #define AGENT_VERSION "0.1.0"
 #define DEFAULT_HZ 19
@@ -121,6 +124,8 @@ struct agent_opts {
 	size_t agg_budget;
 	uint32_t agg_entries;
 	double mem_high, mem_low;
+	bool unwind_fp;			/* --unwind fp */
+	uint64_t unwind_budget;		/* 0 = SP_UNWINDER_DEFAULT_BUDGET */
 	bool quiet;
 };
 
@@ -154,6 +159,8 @@ struct agent {
 	struct sp_container_ids *cids;
 	struct sp_exporter *exp;
 	struct sp_metrics_server *metrics;
+	struct sp_unw_bpf *unw_bpf;
+	struct sp_unwinder *unw;	/* NULL with --unwind fp */
 	struct sp_agg_config acfg;
 	size_t agg_fixed;		/* bytes_used of an empty aggregator */
 	struct sp_consumer cons;	/* consumer thread */
@@ -220,6 +227,10 @@ static void usage(FILE *f)
 "                            127.0.0.1:9464; none to disable)\n"
 "      --shutdown-timeout S  SIGTERM/SIGINT flush budget (default 5)\n"
 "      --no-kernel           user stacks only\n"
+"      --unwind MODE         dwarf (default: .eh_frame tables, frame pointers\n"
+"                            where none) or fp; perf's -g, --call-graph fp|dwarf\n"
+"      --unwind-budget B     BPF memory for unwind tables and ranges (default\n"
+"                            64m; least recently used files are evicted)\n"
 "      --off-cpu             also off-CPU waits (--off-cpu-min-us N, default\n"
 "                            1000; --off-cpu-rate R captures/s/CPU, default 200)\n"
 "      --ringbuf-size B      BPF ring buffer bytes (default 4 MiB)\n"
@@ -252,7 +263,7 @@ enum {
 	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
 	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_NO_KERNEL, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
 	OPT_OFF_CPU_RATE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET, OPT_AGG_ENTRIES, OPT_MEM_HIGH,
-	OPT_MEM_LOW,
+	OPT_MEM_LOW, OPT_UNWIND, OPT_CALL_GRAPH, OPT_UNWIND_BUDGET,
 };
 
 #define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
@@ -286,6 +297,9 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "agg-entries", required_argument, NULL, OPT_AGG_ENTRIES },
 		{ "mem-high", required_argument, NULL, OPT_MEM_HIGH },
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
+		{ "unwind", required_argument, NULL, OPT_UNWIND },
+		{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
+		{ "unwind-budget", required_argument, NULL, OPT_UNWIND_BUDGET },
 		{ 0 },
 	};
 	uint64_t v;
@@ -302,7 +316,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 	};
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+F:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+F:qhg", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			if (sp_cli__parse_freq(optarg, &o->hz, msg, sizeof(msg)))
@@ -311,9 +325,24 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		case 'q':
 			o->quiet = true;
 			break;
+		case 'g':
+			break;	/* perf's "call graphs": always on (unwind_cli.h) */
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case OPT_UNWIND:
+		case OPT_CALL_GRAPH:
+			if ((c == OPT_UNWIND ? sp_unwind_cli__mode : sp_unwind_cli__call_graph)(
+				    optarg, &o->unwind_fp, msg, sizeof(msg)))
+				BAD("%s\n", msg);
+			if (msg[0])
+				fprintf(stderr, "spanprof agent: note: %s\n", msg);
+			break;
+		case OPT_UNWIND_BUDGET:
+			if (sp_unwinder__parse_budget(optarg, &o->unwind_budget))
+				BAD("--unwind-budget %s: expected bytes (k/m/g suffixes) from 256k to 1g\n",
+				    optarg);
+			break;
 		case OPT_INTERVAL:
 			if (parse_double(optarg, 0.2, 86400, &o->interval_s))
 				BAD("--interval %s: expected seconds, 0.2..86400\n", optarg);
@@ -526,6 +555,7 @@ static void drain(struct agent *a)
 	pthread_mutex_lock(&a->procs_lock);
 	ring_buffer__consume(a->rb);
 	sp_ctx_discovery__tick(a->disc);
+	sp_unwinder__poll(a->unw, sp_clock__mono_ns());
 	pthread_mutex_unlock(&a->procs_lock);
 }
 
@@ -790,6 +820,84 @@ static void m_gauge(struct sp_metrics_buf *b, const char *name, const char *help
 	sp_metrics__f64(b, name, NULL, v);
 }
 
+/* The unwinder's families (bpf: the BPF counters already read). */
+static void render_unwind(struct sp_metrics_buf *b, struct agent *a, const uint64_t *bpf)
+{
+	static const char *const ends[] = {
+		"root", "zero", "noncanonical", "not_executable", "read_error", "bad_frame",
+		"leaf_only", "truncated",
+	};
+	struct sp_unwinder_stats u;
+
+	sp_unwinder__stats(a->unw, &u);
+	sp_metrics__family(b, "spanprof_unwind_frames_total", SP_METRIC_COUNTER,
+			   "User frames by how their caller was found: a CFI row or the frame pointer");
+	sp_metrics__u64(b, "spanprof_unwind_frames_total", L("method", "cfi"),
+			bpf[SP_CNT_UNW_FRAMES_CFI]);
+	sp_metrics__u64(b, "spanprof_unwind_frames_total", L("method", "frame_pointer"),
+			bpf[SP_CNT_UNW_FRAMES_FP]);
+	sp_metrics__family(b, "spanprof_unwind_fp_fallback_frames_total", SP_METRIC_COUNTER,
+			   "Frames stepped by frame pointer, by reason");
+	sp_metrics__u64(b, "spanprof_unwind_fp_fallback_frames_total", L("reason", "mode_fp"),
+			bpf[SP_CNT_UNW_FP_MODE]);
+	sp_metrics__u64(b, "spanprof_unwind_fp_fallback_frames_total", L("reason", "no_ranges"),
+			bpf[SP_CNT_UNW_FP_NO_PROC]);
+	sp_metrics__u64(b, "spanprof_unwind_fp_fallback_frames_total", L("reason", "no_table"),
+			bpf[SP_CNT_UNW_FP_NO_TABLE]);
+	sp_metrics__u64(b, "spanprof_unwind_fp_fallback_frames_total", L("reason", "no_cfi"),
+			bpf[SP_CNT_UNW_FP_NO_CFI]);
+	sp_metrics__u64(b, "spanprof_unwind_fp_fallback_frames_total", L("reason", "unsupported"),
+			bpf[SP_CNT_UNW_FP_UNSUPPORTED]);
+	sp_metrics__family(b, "spanprof_unwind_stacks_total", SP_METRIC_COUNTER,
+			   "User stacks by how they ended (root: the thread root was reached)");
+	for (int i = 0; i < (int)(sizeof(ends) / sizeof(ends[0])); i++)
+		sp_metrics__u64(b, "spanprof_unwind_stacks_total", L("end", ends[i]),
+				bpf[SP_CNT_UNW_END_ROOT + i]);
+	m_counter(b, "spanprof_unwind_stale_stacks_total",
+		  "Stacks walked while the process had a new executable mapping not read yet",
+		  bpf[SP_CNT_UNW_STALE]);
+	sp_metrics__family(b, "spanprof_unwind_tables_total", SP_METRIC_COUNTER,
+			   "Unwind table builds by outcome, and evictions");
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "built"), u.built);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "rebuilt"), u.rebuilt);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "no_cfi"), u.no_cfi);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "malformed"),
+			u.failed_malformed);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "unreadable"),
+			u.failed_unreadable);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_slow"),
+			u.failed_too_slow);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_large"), u.too_large);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted"), u.evicted);
+	sp_metrics__family(b, "spanprof_unwind_bounds_total", SP_METRIC_COUNTER,
+			   "Unwinder bounds hit (each leaves stacks to frame pointers)");
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "files_full"), u.files_full);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "queue_full"), u.queue_full);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "procs_full"), u.procs_full);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "ranges_no_space"),
+			u.ranges_no_space);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "too_many_mappings"),
+			u.ranges_truncated);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "paused_by_memguard"),
+			u.paused_builds);
+	sp_metrics__family(b, "spanprof_unwind_bpf_bytes", SP_METRIC_GAUGE,
+			   "BPF memory of the unwinder (charged to the cgroup): budget, in use "
+			   "(tables + ranges, in 256 KiB chunks), and the fixed arrays");
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "budget"), u.budget_bytes);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "in_use"), u.bytes_in_use);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "tables"), u.table_bytes);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "ranges"), u.range_bytes);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "fixed"), a->unw ? u.fixed_bytes : 0);
+	m_gauge(b, "spanprof_unwind_files", "Executable files the unwinder knows", (double)u.files);
+	m_gauge(b, "spanprof_unwind_tables", "Unwind tables in BPF", (double)u.tables);
+	m_gauge(b, "spanprof_unwind_processes", "Processes with executable ranges in BPF",
+		(double)u.procs);
+	m_gauge(b, "spanprof_unwind_build_queue", "Unwind table builds waiting", (double)u.queued);
+	sp_metrics__family(b, "spanprof_unwind_builder_cpu_seconds_total", SP_METRIC_COUNTER,
+			   "CPU time of the unwind table builder thread");
+	sp_metrics__f64(b, "spanprof_unwind_builder_cpu_seconds_total", NULL, u.build_cpu_ns / 1e9);
+}
+
 static void render(struct sp_metrics_buf *b, void *ctx)
 {
 	struct agent *a = ctx;
@@ -884,6 +992,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.cons.ustack_empty);
 	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "frame_unresolved"),
 			p.cons.frames_unresolved);
+	render_unwind(b, a, bpf);
 	m_counter(b, "spanprof_trace_context_samples_total",
 		  "Samples carrying a trace id and span id", p.cons.ctx_samples);
 	m_counter(b, "spanprof_trace_attributes_samples_total",
@@ -1058,6 +1167,8 @@ static void guard_poll(struct agent *a, bool quiet)
 	atomic_store(&a->guard_releases, a->guard.releases);
 	if (r == 1) {
 		atomic_store(&a->guard_engaged, a->guard.engaged);
+		/* BPF map memory is the cgroup's too: no new tables meanwhile. */
+		sp_unwinder__set_pressure(a->unw, a->guard.engaged);
 		fprintf(stderr, "spanprof agent: memory guard %s: cgroup usage %llu of %llu bytes "
 			"(%.0f%%; %s at %.0f%%, resume below %.0f%%)\n",
 			a->guard.engaged ? "ENGAGED, dropping samples" : "released, ingesting again",
@@ -1166,6 +1277,7 @@ int sp_agent__main(int argc, char **argv)
 		.stream_idle = false, .kernel_stacks = a->o.kernel, .read_trace_ctx = true,
 		.off_cpu = a->o.off_cpu, .off_cpu_min_ns = a->o.off_cpu_min_us * 1000,
 		.off_cpu_sample_n = 0, .off_cpu_rate = a->o.off_cpu_rate,
+		.unwind_fp = a->o.unwind_fp,
 	};
 	if (sp_sampler__open_load(&scfg, &a->sampler, err, sizeof(err))) {
 		fprintf(stderr, "spanprof agent: %s\n", err);
@@ -1176,9 +1288,26 @@ int sp_agent__main(int argc, char **argv)
 		fprintf(stderr, "spanprof agent: out of memory\n");
 		goto out;
 	}
+	if (!a->o.unwind_fp) {
+		struct sp_unwinder_config ucfg = { .budget_bytes = a->o.unwind_budget };
+		struct sp_sampler_unwind_maps um;
+		struct sp_unw_backend be;
+		int e = sp_sampler__unwind_maps(a->sampler, &um);
+
+		if (!e)
+			e = sp_unw_bpf__new(&um, &a->unw_bpf, &be, err, sizeof(err));
+		if (!e)
+			e = sp_unwinder__new(&ucfg, &be, a->procs, &a->unw, err, sizeof(err));
+		if (e) {
+			fprintf(stderr, "spanprof agent: %s (--unwind fp walks frame pointers "
+				"without tables)\n", err);
+			goto out;
+		}
+	}
 	sp_consumer__init(&a->cons, a->procs, a->cur);
 	a->cons.on_proc = on_proc;
 	a->cons.on_proc_ctx = a;
+	a->cons.unwinder = a->unw;
 	a->rb = ring_buffer__new(sp_sampler__ring_fd(a->sampler), on_event, a, NULL);
 	if (!a->rb) {
 		fprintf(stderr, "spanprof agent: cannot map the BPF ring buffer: %s\n",
@@ -1314,6 +1443,8 @@ out:
 	}
 	sp_exporter__free(a->exp);
 	ring_buffer__free(a->rb);
+	sp_unwinder__free(a->unw);
+	sp_unw_bpf__free(a->unw_bpf);
 	sp_sampler__destroy(a->sampler);
 	sp_ctx_discovery__free(a->disc);
 	sp_agg__free(a->cur);

@@ -725,10 +725,17 @@ static int eh_from_phdr(Elf *elf, struct cfi_sec *sec)
 	return -EINVAL;
 }
 
-static void find_sections(Elf *elf, struct cfi_sec *eh, struct cfi_sec *dbg)
+/* dwarf_begin_elf, needed for .debug_frame, reads every .debug_* section
+ * of the file into memory (without parsing): above this the .debug_frame
+ * of a file is not used (counted). */
+#define CFI_MAX_DEBUG_BYTES (64ull << 20)
+
+static void find_sections(Elf *elf, struct cfi_sec *eh, struct cfi_sec *dbg,
+			  struct sp_cfi_stats *st)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
+	uint64_t debug_bytes = 0;
 
 	if (elf_getshdrstrndx(elf, &shstrndx))
 		return;
@@ -742,6 +749,8 @@ static void find_sections(Elf *elf, struct cfi_sec *eh, struct cfi_sec *dbg)
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!name)
 			continue;
+		if (!strncmp(name, ".debug_", 7))
+			debug_bytes += sh.sh_size;
 		if (!strcmp(name, ".eh_frame") && !eh->data) {
 			eh->data = elf_getdata(scn, NULL);
 			eh->addr = sh.sh_addr;
@@ -756,6 +765,10 @@ static void find_sections(Elf *elf, struct cfi_sec *eh, struct cfi_sec *dbg)
 		eh->data = NULL;
 	if (dbg->data && (!dbg->data->d_buf || !dbg->data->d_size))
 		dbg->data = NULL;
+	if (dbg->data && debug_bytes > CFI_MAX_DEBUG_BYTES) {
+		st->debug_frame_skipped = 1;
+		dbg->data = NULL;
+	}
 }
 
 static uint64_t thread_cpu_ns(void)
@@ -799,7 +812,7 @@ int sp_cfi__extract(Elf *elf, const struct sp_cfi_limits *lim, sp_cfi_row_fn fn,
 		deadline = t0 + lim->max_cpu_ns;
 	}
 	find_exec(elf, &w);
-	find_sections(elf, &eh, &dbg);
+	find_sections(elf, &eh, &dbg, st);
 	if (!eh.data && eh_from_phdr(elf, &eh) == -EINVAL)
 		return -EINVAL;
 	if (!eh.data && !dbg.data)

@@ -5,7 +5,9 @@
  *
  * Reads only call frame information: .eh_frame (found by section name, or
  * through PT_GNU_EH_FRAME when the file has no section headers) and
- * .debug_frame for code .eh_frame does not cover.  Never symbols, never
+ * .debug_frame for code .eh_frame does not cover (through dwarf_begin_elf,
+ * which loads the bytes of the .debug_* sections but parses none but
+ * .debug_frame; not done when they exceed 64 MiB).  Never symbols, never
  * .debug_info: CFI says how to find a caller, not what a function is
  * called (docs/security.md, "what the collector reads").
  *
@@ -58,6 +60,9 @@ struct sp_cfi_stats {
 	uint64_t rows_capped;		/* FDEs cut at SP_CFI_MAX_FDE_ROWS */
 	uint64_t eh_frame_bytes;
 	uint64_t debug_frame_bytes;
+	uint64_t debug_frame_skipped;	/* 1: the file's .debug_* sections are
+					 * over 64 MiB (libdw would read them
+					 * all): its .debug_frame is not used */
 };
 
 struct sp_cfi_limits {
