@@ -127,8 +127,9 @@ static __always_inline bool sp_unw_find_range(struct sp_unw_state *st, __u64 pc)
 	return true;
 }
 
+/* Why a frame steps by frame pointer; 0 is "it does not" (a CFI row). */
 enum sp_unw_fp_why {
-	SP_UNW_WHY_MODE = 0,
+	SP_UNW_WHY_MODE = 1,
 	SP_UNW_WHY_NO_PROC,
 	SP_UNW_WHY_NO_TABLE,
 	SP_UNW_WHY_NO_CFI,
@@ -347,8 +348,8 @@ static long sp_unw_frame(__u64 i, void *arg)
 	} else {
 		end = sp_unw_fp_step(st);
 		st->n_fp++;
-		if (why < 5)
-			st->fp_why[why]++;
+		if (why >= SP_UNW_WHY_MODE && why <= SP_UNW_WHY_UNSUPPORTED)
+			st->fp_why[why - SP_UNW_WHY_MODE]++;
 		st->exact = 0;
 		st->leaf = 0;
 	}
@@ -479,11 +480,11 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 	s->hdr.unw_fp = st->n_fp > 255 ? 255 : st->n_fp;
 	sp_count_n(SP_CNT_UNW_FRAMES_CFI, st->n_cfi);
 	sp_count_n(SP_CNT_UNW_FRAMES_FP, st->n_fp);
-	sp_count_n(SP_CNT_UNW_FP_MODE, st->fp_why[SP_UNW_WHY_MODE]);
-	sp_count_n(SP_CNT_UNW_FP_NO_PROC, st->fp_why[SP_UNW_WHY_NO_PROC]);
-	sp_count_n(SP_CNT_UNW_FP_NO_TABLE, st->fp_why[SP_UNW_WHY_NO_TABLE]);
-	sp_count_n(SP_CNT_UNW_FP_NO_CFI, st->fp_why[SP_UNW_WHY_NO_CFI]);
-	sp_count_n(SP_CNT_UNW_FP_UNSUPPORTED, st->fp_why[SP_UNW_WHY_UNSUPPORTED]);
+	sp_count_n(SP_CNT_UNW_FP_MODE, st->fp_why[SP_UNW_WHY_MODE - SP_UNW_WHY_MODE]);
+	sp_count_n(SP_CNT_UNW_FP_NO_PROC, st->fp_why[SP_UNW_WHY_NO_PROC - SP_UNW_WHY_MODE]);
+	sp_count_n(SP_CNT_UNW_FP_NO_TABLE, st->fp_why[SP_UNW_WHY_NO_TABLE - SP_UNW_WHY_MODE]);
+	sp_count_n(SP_CNT_UNW_FP_NO_CFI, st->fp_why[SP_UNW_WHY_NO_CFI - SP_UNW_WHY_MODE]);
+	sp_count_n(SP_CNT_UNW_FP_UNSUPPORTED, st->fp_why[SP_UNW_WHY_UNSUPPORTED - SP_UNW_WHY_MODE]);
 	return st->n > SP_MAX_FRAMES ? SP_MAX_FRAMES : st->n;
 }
 

@@ -13,6 +13,7 @@ pkgs=(
   libcurl4-openssl-dev libmicrohttpd-dev
   libcmocka-dev libclang-rt-14-dev
   golang-go binutils iproute2 procps util-linux strace python3
+  linux-perf
   chromium
 )
 if [ "${1:-}" = "--with-bench" ]; then

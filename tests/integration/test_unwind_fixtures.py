@@ -36,34 +36,35 @@ def run(name, args, extra=()):
 
 
 def share(traces, leaf, chains, tails):
-    """Share of samples with leaf as their first frame whose named frames from
-    the leaf on are one of chains, each followed by its number of unnamed
-    frames (tails[i]; None: the chain's last named frame is the last frame)."""
-    n = ok = 0
-    for fr in traces:
+    """Weight (ms of samples) with leaf as the first frame, and of it the
+    weight whose named frames from the leaf on are one of chains, each
+    followed by exactly its number of unnamed frames (tails[i])."""
+    n = ok = 0.0
+    for w, fr in traces:
         if fr[0] != leaf:
             continue
-        n += 1
+        n += w
         named, tail = chain_after(fr, leaf)
         for c, t in zip(chains, tails):
             if named == c and tail == t:
-                ok += 1
+                ok += w
                 break
     return n, ok
 
 
-def expect(label, traces, leaf, chains, tails, min_samples=50):
+def expect(label, traces, leaf, chains, tails, min_ms=250):
     n, ok = share(traces, leaf, chains, tails)
-    check(n >= min_samples, "%s: %d samples with leaf %s" % (label, n, leaf))
+    check(n >= min_ms, "%s: %.0f ms of samples with leaf %s" % (label, n, leaf))
     if ok < 0.95 * n:
         seen = {}
-        for fr in traces:
+        for w, fr in traces:
             if fr[0] == leaf:
                 k = " <- ".join(fr)
-                seen[k] = seen.get(k, 0) + 1
+                seen[k] = seen.get(k, 0) + w
         for k, v in sorted(seen.items(), key=lambda kv: -kv[1])[:5]:
-            print("  %4d %s" % (v, k))
-    check(ok >= 0.95 * n, "%s: whole chain in %d of %d (%.1f%%, >= 95%%)" % (label, ok, n, 100.0 * ok / max(n, 1)))
+            print("  %6.0f ms %s" % (v, k))
+    check(ok >= 0.95 * n, "%s: whole chain in %.0f of %.0f ms (%.1f%%, >= 95%%)"
+          % (label, ok, n, 100.0 * ok / max(n, 1)))
 
 
 def tables_ok(label, j, at_least):
@@ -88,16 +89,19 @@ for name in ("unw_qsort_gcc", "unw_qsort_clang"):
 # C++: std::sort with a lambda; exceptions elsewhere (zPLR CIEs)
 tr, j = run("unw_sort_cpp", ["1.5"])
 n = ok = 0
-for fr in tr:
+for w, fr in tr:
     if fr[0] != "sort_key":
         continue
-    n += 1
+    n += w
     named, tail = chain_after(fr, "sort_key")
     # the std::sort internals between the lambda and sort_round vary by depth
-    if tail == 3 and named[-3:] == ["sort_round", "run_rounds", "main"]:
-        ok += 1
-check(n >= 50, "unw_sort_cpp: %d samples in sort_key" % n)
-check(ok >= 0.95 * n, "unw_sort_cpp: sort_key ... sort_round <- run_rounds <- main <- 3 in %d of %d" % (ok, n))
+    # main is in .text.startup there (see tests/build.mk): unnamed by pprof
+    if (tail == 3 and named[-3:] == ["sort_round", "run_rounds", "main"]) or \
+       (tail == 4 and named[-2:] == ["sort_round", "run_rounds"]):
+        ok += w
+check(n >= 250, "unw_sort_cpp: %.0f ms of samples in sort_key" % n)
+check(ok >= 0.95 * n, "unw_sort_cpp: sort_key ... sort_round <- run_rounds <- main <- 3 frames in %.0f of %.0f ms"
+      % (ok, n))
 tables_ok("unw_sort_cpp", j, 3)	# binary, libstdc++, libc (and libgcc_s, libm)
 
 # GCC leaf without a frame, in a frame-pointer build
@@ -106,7 +110,8 @@ tr, j = run("unw_chain_fp", ["1.5"])
 expect("unw_chain_fp", tr, "leaf_fn", chain, [3])
 tr_fp, j_fp = run("unw_chain_fp", ["1.0"], ["--unwind", "fp"])
 n, ok = share(tr_fp, "leaf_fn", chain, [3])
-check(n > 0 and ok < 0.5 * n, "--unwind fp loses middle_fn under the frameless GCC leaf (%d of %d whole)" % (ok, n))
+check(n > 0 and ok < 0.5 * n, "--unwind fp loses middle_fn under the frameless GCC leaf (%.0f of %.0f ms whole)"
+      % (ok, n))
 check(j_fp["unwind"]["mode"] == "fp" and j_fp["bpf"]["unwind_fp_mode"] > 0 and j_fp["unwind"]["built"] == 0,
       "--unwind fp: frame pointers only, no tables built")
 
@@ -119,5 +124,3 @@ tables_ok("unw_static", j, 1)
 tr, j = run("unw_dlopen", [os.path.join(FIX, "libunw_dl.so"), "1.5"])
 expect("unw_dlopen", tr, "dl_leaf", [["dl_leaf", "dl_middle", "dl_entry", "call_lib", "main"]], [3])
 tables_ok("unw_dlopen", j, 3)
-check(j["unwind"]["mmap_watch"] is False or j["bpf"]["unwind_mmap_events"] >= 1,
-      "the dlopen's PROT_EXEC mmap was seen (%d events)" % j["bpf"]["unwind_mmap_events"])

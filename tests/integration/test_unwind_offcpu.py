@@ -24,14 +24,15 @@ check(len(tr) > 0, "off-CPU stacks in the profile")
 for first, chain in (("wait_read", ["wait_read", "read_loop", "reader_thread"]),
                      ("wait_lock", ["wait_lock", "lock_loop", "locker_thread"])):
     n = ok = 0
-    for fr in tr:
+    for w, fr in tr:
         c = chain_after(fr, first)
         if c is None:
             continue
-        n += 1
-        ok += c == (chain, 2)
-        if c != (chain, 2) and n - ok <= 3:
-            print("  not whole: " + " <- ".join(fr))
+        n += w
+        if c == (chain, 2):
+            ok += w
+        else:
+            print("  not whole (%d): %s" % (w, " <- ".join(fr)))
     check(n >= 30, "%d off-CPU waits under %s" % (n, first))
     check(ok >= 0.95 * n, "%s: %s + start_thread, clone3 in %d of %d waits (%.1f%%)"
           % (first, " <- ".join(chain), ok, n, 100.0 * ok / n))

@@ -18,9 +18,9 @@ import time
 from spt import *
 
 require_root()
-PY = shutil.which("python3")
-if not PY or not shutil.which("perf"):
-    fail("python3 and perf (linux-perf) are needed: run scripts/deps.sh")
+PY = "/usr/bin/python3"	# Debian's, not whatever python3 is first in PATH
+if not os.path.exists(PY) or not shutil.which("perf"):
+    fail("Debian's python3 and perf (linux-perf) are needed: run scripts/deps.sh")
 PY = os.path.realpath(PY)
 entry = int(re.search(r"Entry point address:\s+0x([0-9a-f]+)",
                       subprocess.run(["readelf", "-h", PY], capture_output=True, text=True).stdout).group(1), 16)

@@ -14,7 +14,7 @@
 #define DEF_QUEUE 1024
 #define DEF_SHARE 0.25
 #define TICK_NS 1000000000ull
-#define MAX_SLEEP_NS (10ull * 1000000000ull)
+#define BURST_NS 1e9		/* CPU the builder may spend at once */
 
 struct sp_unw_builder {
 	pthread_t th;
@@ -26,6 +26,8 @@ struct sp_unw_builder {
 	uint32_t cap, head, n;
 	bool stop, paused, running;
 	double share;
+	double tokens_ns;		/* CPU it may spend now (token bucket) */
+	uint64_t refill_ns;		/* when tokens were last added */
 	sp_unw_build_fn fn;
 	sp_unw_tick_fn tick_fn;
 	void *ctx;
@@ -94,6 +96,19 @@ static void *builder_main(void *arg)
 			pthread_cond_timedwait(&b->cond, &b->lock, &ts);
 			continue;
 		}
+		/* Token bucket: share x wall time accrues, up to BURST_NS; a
+		 * job runs only with tokens left, and costs its CPU time. */
+		b->tokens_ns += b->share * (double)(now - b->refill_ns);
+		b->refill_ns = now;
+		if (b->tokens_ns > BURST_NS)
+			b->tokens_ns = BURST_NS;
+		if (b->tokens_ns < 0) {
+			uint64_t sleep = (uint64_t)(-b->tokens_ns / b->share);
+
+			b->st.throttle_ns += sleep;
+			nap(b, sleep);
+			continue;
+		}
 		job = b->q[b->head];
 		b->head = (b->head + 1) % b->cap;
 		b->n--;
@@ -110,19 +125,9 @@ static void *builder_main(void *arg)
 		b->running = false;
 		b->st.jobs++;
 		b->st.cpu_ns += used;
+		b->tokens_ns -= (double)used;
 		if (!b->n)
 			pthread_cond_broadcast(&b->idle_cond);
-		/* Stay within the share: used / (used + sleep) <= share. */
-		if (b->share < 1.0) {
-			uint64_t sleep = (uint64_t)(used * (1.0 / b->share - 1.0));
-
-			if (sleep > MAX_SLEEP_NS)
-				sleep = MAX_SLEEP_NS;
-			if (sleep) {
-				b->st.throttle_ns += sleep;
-				nap(b, sleep);
-			}
-		}
 	}
 	b->running = false;
 	pthread_cond_broadcast(&b->idle_cond);
@@ -140,6 +145,8 @@ struct sp_unw_builder *sp_unw_builder__new(uint32_t queue_max, double cpu_share,
 		return NULL;
 	b->cap = queue_max ? queue_max : DEF_QUEUE;
 	b->share = cpu_share > 0 && cpu_share <= 1 ? cpu_share : DEF_SHARE;
+	b->tokens_ns = BURST_NS;
+	b->refill_ns = mono_ns();
 	b->fn = fn;
 	b->tick_fn = tick_fn;
 	b->ctx = ctx;

@@ -5,11 +5,14 @@
  *
  * Jobs are queued by the consumer (sp_unw_builder__push never blocks: a
  * full queue is -ENOSPC, counted, and the caller gives the job up) and run
- * one at a time by fn on the builder's thread.  After each job the thread
- * sleeps so that its CPU time stays at most cpu_share of one CPU
- * (measured with CLOCK_THREAD_CPUTIME_ID: a job that used 40 ms at a share
- * of 0.25 is followed by 120 ms of sleep).  Between jobs, and at least
- * every second, tick_fn runs (retries, rebuilds, the blob's quarantine).
+ * one at a time by fn on the builder's thread, within a CPU budget: a
+ * token bucket that gains cpu_share ns per ns of wall time, holds at most
+ * 1 s, and pays each job's CPU time (CLOCK_THREAD_CPUTIME_ID); with the
+ * bucket empty the thread sleeps until it is positive again.  So the
+ * builder uses at most cpu_share of one CPU over any long interval, plus
+ * a burst of 1 s (a new recording's first files are built at once).
+ * Between jobs, and at least every second, tick_fn runs (retries,
+ * rebuilds, the blob's quarantine).
  *
  * Ownership: a queued job's fd belongs to the queue until fn returns
  * (fn must not close it; the builder does, and closes the fds of jobs

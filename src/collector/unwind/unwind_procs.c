@@ -13,6 +13,7 @@ struct uproc {
 	uint32_t base, n;	/* extent: n ranges = 3n words; base 0: none */
 	uint32_t seq;
 	uint64_t read_ns;	/* when its ranges were last set */
+	uint32_t stale_runs;	/* publishes in a row already stale */
 	uint32_t *files;	/* range words held (for unref) */
 	uint32_t n_files;
 };
@@ -240,6 +241,16 @@ void sp_unw_procs__set(struct sp_unw_procs *p, uint32_t pid, const struct sp_unw
 		p->st.range_words += n * SP_UNW_RANGE_WORDS;
 	}
 	p->st.published++;
+	/* Stale already (an exec'd process's loader mapping its libraries
+	 * while we read): BPF sends no event for it, since the ranges never
+	 * were fresh, so the caller reads again later (backing off for
+	 * processes that keep mapping code, like JITs). */
+	if (seq != (uint32_t)p->be.seq[pid & (SP_UNW_SEQ_SLOTS - 1)]) {
+		if (e->stale_runs < 16)
+			e->stale_runs++;
+	} else {
+		e->stale_runs = 0;
+	}
 	return;
 fail:
 	free(held);
@@ -262,6 +273,13 @@ void sp_unw_procs__exit(struct sp_unw_procs *p, uint32_t pid, uint64_t now_ns)
 	drop(p, e, now_ns);
 	erase(p, e);
 	p->st.exits++;
+}
+
+uint32_t sp_unw_procs__stale_runs(const struct sp_unw_procs *p, uint32_t pid)
+{
+	const struct uproc *e = find(p, pid);
+
+	return e ? e->stale_runs : 0;
 }
 
 uint64_t sp_unw_procs__read_ns(const struct sp_unw_procs *p, uint32_t pid)

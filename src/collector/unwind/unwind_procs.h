@@ -72,6 +72,9 @@ void sp_unw_procs__exit(struct sp_unw_procs *p, uint32_t pid, uint64_t now_ns);
 /* Processes withdrawn for lack of room whose space has been freed since:
  * up to max pids, to read again after the quarantine. */
 uint32_t sp_unw_procs__take_retry(struct sp_unw_procs *p, uint32_t *pids, uint32_t max);
+/* Publishes of pid in a row that were stale as they were written (0: the
+ * last one was fresh); the caller then reads the maps again later. */
+uint32_t sp_unw_procs__stale_runs(const struct sp_unw_procs *p, uint32_t pid);
 /* When pid's ranges were last set (0: never / not published). */
 uint64_t sp_unw_procs__read_ns(const struct sp_unw_procs *p, uint32_t pid);
 /* True when BPF has bumped pid's sequence since its ranges were read. */

@@ -350,6 +350,8 @@ out:
 
 /* ------------------------------------------------------------ listener */
 
+static void defer_add(struct sp_unwinder *u, uint32_t pid, uint64_t due);
+
 static void on_begin(uint32_t pid, void *ctx)
 {
 	struct sp_unwinder *u = ctx;
@@ -374,6 +376,7 @@ static void on_maps(uint32_t pid, const struct sp_proc_exec_map *m, uint32_t n, 
 {
 	struct sp_unwinder *u = ctx;
 	uint64_t now = mono_ns();
+	uint32_t stale;
 
 	if (n > SP_UNW_RANGES_MAX) {
 		n = SP_UNW_RANGES_MAX;
@@ -419,6 +422,9 @@ static void on_maps(uint32_t pid, const struct sp_proc_exec_map *m, uint32_t n, 
 		}
 	}
 	sp_unw_procs__set(u->uprocs, pid, u->rbuf, n, truncated, now);
+	stale = sp_unw_procs__stale_runs(u->uprocs, pid);
+	if (stale)
+		defer_add(u, pid, now + (SP_UNWINDER_REREAD_NS << (stale < 7 ? stale - 1 : 6)));
 	pthread_mutex_unlock(&u->lock);
 }
 

@@ -103,7 +103,9 @@ void sp_unwinder__free(struct sp_unwinder *u);
 void sp_unwinder__on_exit(struct sp_unwinder *u, uint32_t pid, uint64_t now_ns);
 /* BPF saw a new executable mapping (SP_EV_MMAP_EXEC): read the maps again,
  * at once or, within SP_UNWINDER_REREAD_NS of the last read, at a later
- * __poll. */
+ * __poll.  (Ranges that were stale already when written, which BPF does
+ * not signal, are read again by the unwinder itself, after 0.1 s, then
+ * backing off to 6.4 s for a process that keeps mapping code.) */
 void sp_unwinder__on_exec_mapping(struct sp_unwinder *u, uint32_t pid, uint64_t now_ns);
 /* Deferred re-reads (consumer thread, with the process table's lock). */
 void sp_unwinder__poll(struct sp_unwinder *u, uint64_t now_ns);
