@@ -6,7 +6,9 @@
  * DEPTH levels (default 40) through eight functions, then sorting through
  * Debian libc's qsort with a comparator that does the work: about 55 user
  * frames per sample, none with a frame pointer, libc in the middle.
- * Usage: load_deep SECONDS [THREADS [DEPTH]] (wall seconds).
+ * Usage: load_deep SECONDS [THREADS [DEPTH [plain]]] (wall seconds).
+ * "plain": the bottom spins instead of sorting (no libc frames under the
+ * recursion: with frame pointers, every walker then gets the whole chain).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -20,6 +22,7 @@
 static volatile int stop;
 static volatile uint32_t sink;
 static int depth = 40;
+static int plain;
 
 KEEP static int cmp(const void *a, const void *b)
 {
@@ -36,6 +39,11 @@ KEEP static uint32_t bottom(uint32_t seed)
 {
 	static __thread uint32_t v[N];
 
+	if (plain) {
+		for (int i = 0; i < 400000; i++)
+			seed = (seed ^ (seed >> 13)) * 0x5bd1e995u + i;
+		return seed;
+	}
 	for (int i = 0; i < N; i++)
 		v[i] = seed = seed * 1103515245u + 12345u;
 	qsort(v, N, sizeof(v[0]), cmp);
@@ -71,6 +79,7 @@ int main(int argc, char **argv)
 
 	if (argc > 3)
 		depth = atoi(argv[3]);
+	plain = argc > 4 && argv[4][0] == 'p';
 	if (threads < 1 || threads > 64)
 		return 2;
 	for (int i = 0; i < threads; i++)

@@ -42,6 +42,8 @@ SP_CONFIG(__u8, cfg_offcpu_kthreads, 0);	/* kernel threads' waits too */
 /* User stacks (bpf/unwind.bpf.h): 1 = every frame by frame pointer
  * (--unwind fp); 0 = CFI tables first, frame pointer where there is none. */
 SP_CONFIG(__u8, cfg_unwind_fp, 0);
+SP_CONFIG(__u8, cfg_time_unwind, 0);	/* benchmark: time the user-stack walk
+					 * (oncpu.bpf.c, map unwind_timing) */
 
 /* All events: variable-length struct sp_event records.  Size set by the
  * loader (bpf_map__set_max_entries) before load. */
@@ -154,6 +156,8 @@ SP_SHARED struct {
 	__type(value, __u64);	/* array elements are 8 bytes anyway */
 } unwind_seq SEC(".maps");
 
+#define SP_UNW_CACHE 64		/* rows cached per CPU (power of two) */
+
 /* Per-CPU walk state of bpf/unwind.bpf.h (the bpf_loop callback's context points here, so the
  * 512-byte stack stays free for the programs).  Off-CPU uses it too: the
  * sched_switch program runs with interrupts off, on-CPU from the timer
@@ -163,6 +167,12 @@ struct sp_unw_state {
 	__u64 regs[16];		/* the interrupted frame's registers, DWARF order */
 	__u64 now_ns;
 	__u64 r_start, r_end, r_word;	/* cached range (r_end 0: none) */
+	/* Rows found lately, direct-mapped by file offset: [lo, hi) of the
+	 * file named by range word `file` has rule `rule` (file 0: empty). */
+	struct {
+		__u64 lo, hi, rule;
+		__u32 file, _pad;
+	} cache[SP_UNW_CACHE];
 	__u32 pbase, pn;	/* the process's range list */
 	__u16 kn, n;		/* kernel frames before ours, user frames emitted */
 	__u16 n_cfi, n_fp;	/* steps by kind */

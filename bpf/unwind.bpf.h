@@ -82,15 +82,59 @@ static __always_inline int sp_unw_word(__u32 w, __u64 *out)
 	return 0;
 }
 
+/*
+ * The chunk holding all of [base, base + n) when one does (the usual case:
+ * a table or range list rarely crosses a 256 KiB boundary), else NULL.
+ * Reads through it are one inlined array lookup instead of two.
+ */
+static __always_inline void *sp_unw_one_chunk(__u32 base, __u32 n)
+{
+	__u32 chunk = base >> SP_UNW_CHUNK_SHIFT;
+
+	if (!n || (base + n - 1) >> SP_UNW_CHUNK_SHIFT != chunk)
+		return NULL;
+	return bpf_map_lookup_elem(&unwind_chunks, &chunk);
+}
+
+/* Word w, through inner (sp_unw_one_chunk) when not NULL. */
+static __always_inline int sp_unw_rd(void *inner, __u32 w, __u64 *out)
+{
+	__u32 idx = w & (SP_UNW_CHUNK_WORDS - 1);
+	__u64 *v;
+
+	if (!inner)
+		return sp_unw_word(w, out);
+	v = bpf_map_lookup_elem(inner, &idx);
+	if (!v)
+		return -1;
+	*out = *v;
+	return 0;
+}
+
 /* u32 number i of an array of u32 packed two per word from word base. */
-static __always_inline int sp_unw_u32(__u32 base, __u32 i, __u32 *out)
+static __always_inline int sp_unw_u32(void *inner, __u32 base, __u32 i, __u32 *out)
 {
 	__u64 w;
 
-	if (sp_unw_word(base + (i >> 1), &w))
+	if (sp_unw_rd(inner, base + (i >> 1), &w))
 		return -1;
 	*out = (i & 1) ? (__u32)(w >> 32) : (__u32)w;
 	return 0;
+}
+
+/* The file of range word `file` is wanted (table or not): user space
+ * evicts the least recently used and rebuilds evicted tables wanted
+ * again.  Stamped at most about once a second per file. */
+static __always_inline void sp_unw_touch(struct sp_unw_state *st, __u32 file)
+{
+	__u32 slot = file >> SP_UNW_FILE_GEN_BITS;
+	struct sp_unw_file *d;
+
+	if (!file)
+		return;
+	d = bpf_map_lookup_elem(&unwind_files, &slot);
+	if (d && st->now_ns - d->last_used_ns > SP_UNW_TOUCH_NS)
+		d->last_used_ns = st->now_ns;
 }
 
 /* The range holding pc into the cache; false when none. */
@@ -98,17 +142,19 @@ static __always_inline bool sp_unw_find_range(struct sp_unw_state *st, __u64 pc)
 {
 	__u32 lo = 0, hi = st->pn, mid;
 	__u64 start, end, word;
+	void *inner;
 	int i;
 
 	if (st->r_end && pc >= st->r_start && pc < st->r_end)
 		return true;
 	if (!st->known)
 		return false;
+	inner = sp_unw_one_chunk(st->pbase, st->pn * SP_UNW_RANGE_WORDS);
 	for (i = 0; i < SP_UNW_RANGE_ITERS; i++) {
 		if (lo >= hi)
 			break;
 		mid = (lo + hi) >> 1;
-		if (sp_unw_word(st->pbase + mid * SP_UNW_RANGE_WORDS, &start))
+		if (sp_unw_rd(inner, st->pbase + mid * SP_UNW_RANGE_WORDS, &start))
 			return false;
 		if (start <= pc)
 			lo = mid + 1;
@@ -118,12 +164,13 @@ static __always_inline bool sp_unw_find_range(struct sp_unw_state *st, __u64 pc)
 	if (lo == 0)
 		return false;
 	mid = (lo - 1) * SP_UNW_RANGE_WORDS;
-	if (sp_unw_word(st->pbase + mid, &start) || sp_unw_word(st->pbase + mid + 1, &end) ||
-	    sp_unw_word(st->pbase + mid + 2, &word) || pc < start || pc >= end)
+	if (sp_unw_rd(inner, st->pbase + mid, &start) || sp_unw_rd(inner, st->pbase + mid + 1, &end) ||
+	    sp_unw_rd(inner, st->pbase + mid + 2, &word) || pc < start || pc >= end)
 		return false;
 	st->r_start = start;
 	st->r_end = end;
 	st->r_word = word;
+	sp_unw_touch(st, (__u32)word);
 	return true;
 }
 
@@ -137,47 +184,54 @@ enum sp_unw_fp_why {
 };
 
 /* The rule for the cached range's file at lookup address a; returns 0 and
- * *rule, or the reason to fall back (enum sp_unw_fp_why). */
+ * *rule, or the reason to fall back (enum sp_unw_fp_why).  Rows found are
+ * cached per CPU (SP_UNW_CACHE, direct-mapped by file offset) with the
+ * offsets they cover: the frames of a recursion, and the next samples of
+ * the same loops, ask for the same rows again.  A cached row stays right
+ * for as long as its range word (slot and generation: one file) is. */
 static __always_inline int sp_unw_rule(struct sp_unw_state *st, __u64 a, struct sp_unw_rule *rule)
 {
 	__u32 file = (__u32)st->r_word, slot = file >> SP_UNW_FILE_GEN_BITS;
-	__u32 lo, hi, mid, d0, d1, page, row, target, rbits, rmask, r, base;
+	__u32 lo, hi, mid, d0, d1, page, row, nrow, target, rbits, rmask, r, base, shift, ci;
 	struct sp_unw_file *d;
-	__u64 fo, w;
+	__u64 fo, w, c_lo, c_hi;
+	void *inner;
 	int i;
 
 	if (!file)
 		return SP_UNW_WHY_NO_TABLE;
+	fo = a - st->r_start + ((st->r_word >> 32) << 12);
+	ci = (__u32)(fo >> 2) & (SP_UNW_CACHE - 1);
+	if (st->cache[ci].file == file && fo >= st->cache[ci].lo && fo < st->cache[ci].hi) {
+		w = st->cache[ci].rule;
+		goto found;
+	}
 	d = bpf_map_lookup_elem(&unwind_files, &slot);
 	if (!d || (d->gen & ((1u << SP_UNW_FILE_GEN_BITS) - 1)) !=
 		  (file & ((1u << SP_UNW_FILE_GEN_BITS) - 1)))
 		return SP_UNW_WHY_NO_TABLE;
-	/* Wanted, table or not: user space evicts the least recently used
-	 * and rebuilds evicted tables that are wanted again. */
-	if (st->now_ns - d->last_used_ns > SP_UNW_TOUCH_NS)
-		d->last_used_ns = st->now_ns;
 	if (!(d->flags & SP_UNW_FILE_READY))
 		return SP_UNW_WHY_NO_TABLE;
-	if (d->page_shift < SP_UNW_PAGE_SHIFT_MIN || d->page_shift > SP_UNW_PAGE_SHIFT_MAX)
+	shift = d->page_shift;
+	if (shift < SP_UNW_PAGE_SHIFT_MIN || shift > SP_UNW_PAGE_SHIFT_MAX)
 		return SP_UNW_WHY_NO_TABLE;
-	fo = a - st->r_start + ((st->r_word >> 32) << 12);
-	page = (__u32)(fo >> d->page_shift) - d->first_page;
-	if ((fo >> d->page_shift) - d->first_page >= d->n_pages)
+	page = (__u32)(fo >> shift) - d->first_page;
+	if ((fo >> shift) - d->first_page >= d->n_pages)
 		return SP_UNW_WHY_NO_CFI;
 	base = d->base;
-	if (sp_unw_u32(base, page, &d0) || sp_unw_u32(base, page + 1, &d1) || d1 < d0)
+	inner = sp_unw_one_chunk(base, d->rules_off + d->n_rules);
+	if (sp_unw_u32(inner, base, page, &d0) || sp_unw_u32(inner, base, page + 1, &d1) || d1 < d0)
 		return SP_UNW_WHY_NO_CFI;
-	rbits = 32 - d->page_shift;
+	rbits = 32 - shift;
 	rmask = (1u << rbits) - 1;
-	target = ((__u32)fo & ((1u << d->page_shift) - 1)) << rbits | rmask;
-	base += d->rows_off;
+	target = ((__u32)fo & ((1u << shift) - 1)) << rbits | rmask;
 	lo = d0;
 	hi = d1;
 	for (i = 0; i < SP_UNW_ROW_ITERS; i++) {
 		if (lo >= hi)
 			break;
 		mid = lo + ((hi - lo) >> 1);
-		if (sp_unw_u32(base, mid, &row))
+		if (sp_unw_u32(inner, base + d->rows_off, mid, &row))
 			return SP_UNW_WHY_NO_CFI;
 		if (row <= target)
 			lo = mid + 1;
@@ -189,11 +243,23 @@ static __always_inline int sp_unw_rule(struct sp_unw_state *st, __u64 a, struct 
 	if (lo == 0)
 		return SP_UNW_WHY_NO_CFI;
 	r = lo - 1;
-	if (sp_unw_u32(base, r, &row))
+	if (sp_unw_u32(inner, base + d->rows_off, r, &row))
 		return SP_UNW_WHY_NO_CFI;
+	/* The row covers fo up to the next row's pc (within this page; the
+	 * page's end if the next row is in a later one). */
+	c_lo = r >= d0 ? (fo & ~(__u64)((1u << shift) - 1)) | (row >> rbits)
+		       : fo & ~(__u64)((1u << shift) - 1);
+	c_hi = (fo | ((1u << shift) - 1)) + 1;
+	if (lo < d1 && !sp_unw_u32(inner, base + d->rows_off, lo, &nrow))
+		c_hi = (fo & ~(__u64)((1u << shift) - 1)) | (nrow >> rbits);
 	row &= rmask;
-	if (row >= d->n_rules || sp_unw_word(d->base + d->rules_off + row, &w))
+	if (row >= d->n_rules || sp_unw_rd(inner, base + d->rules_off + row, &w))
 		return SP_UNW_WHY_NO_CFI;
+	st->cache[ci].file = file;
+	st->cache[ci].lo = c_lo;
+	st->cache[ci].hi = c_hi;
+	st->cache[ci].rule = w;
+found:
 	__builtin_memcpy(rule, &w, sizeof(*rule));
 	switch (rule->op & 15) {
 	case SP_UNW_OP_NONE:

@@ -135,6 +135,8 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	 * trace-context read inside sp_oncpu (map ctx_timing).  Off, the
 	 * verifier removes the timing code. */
 	s->skel->rodata->cfg_time_ctx = getenv("SPANPROF_BENCH_CTX_TIMING") != NULL;
+	/* Likewise bench/unwind_cost.py: the user-stack walk alone. */
+	s->skel->rodata->cfg_time_unwind = getenv("SPANPROF_BENCH_UNWIND_TIMING") != NULL;
 	err = use_obi_map(s, err_msg, err_len);
 	if (err)
 		goto fail;

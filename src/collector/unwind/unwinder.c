@@ -422,9 +422,12 @@ static void on_maps(uint32_t pid, const struct sp_proc_exec_map *m, uint32_t n, 
 		}
 	}
 	sp_unw_procs__set(u->uprocs, pid, u->rbuf, n, truncated, now);
+	/* Stale as written (an exec'd process's loader still mapping its
+	 * libraries): again in 10 ms, doubling to 6.4 s for a process that
+	 * keeps mapping code. */
 	stale = sp_unw_procs__stale_runs(u->uprocs, pid);
 	if (stale)
-		defer_add(u, pid, now + (SP_UNWINDER_REREAD_NS << (stale < 7 ? stale - 1 : 6)));
+		defer_add(u, pid, now + (SP_UNWINDER_STALE_NS << (stale < 10 ? stale - 1 : 9)));
 	pthread_mutex_unlock(&u->lock);
 }
 

@@ -44,6 +44,8 @@
 #define SP_UNWINDER_MAX_BUDGET (1ull << 30)
 #define SP_UNWINDER_DEFAULT_CPU 0.25
 #define SP_UNWINDER_REREAD_NS (100ull * 1000 * 1000)	/* per process */
+#define SP_UNWINDER_STALE_NS (10ull * 1000 * 1000)	/* first re-read of
+							 * ranges stale as written */
 
 struct sp_unwinder_config {
 	uint64_t budget_bytes;		/* 0: default */
@@ -104,8 +106,8 @@ void sp_unwinder__on_exit(struct sp_unwinder *u, uint32_t pid, uint64_t now_ns);
 /* BPF saw a new executable mapping (SP_EV_MMAP_EXEC): read the maps again,
  * at once or, within SP_UNWINDER_REREAD_NS of the last read, at a later
  * __poll.  (Ranges that were stale already when written, which BPF does
- * not signal, are read again by the unwinder itself, after 0.1 s, then
- * backing off to 6.4 s for a process that keeps mapping code.) */
+ * not signal, are read again by the unwinder itself, after 10 ms, then
+ * backing off to 5.1 s for a process that keeps mapping code.) */
 void sp_unwinder__on_exec_mapping(struct sp_unwinder *u, uint32_t pid, uint64_t now_ns);
 /* Deferred re-reads (consumer thread, with the process table's lock). */
 void sp_unwinder__poll(struct sp_unwinder *u, uint64_t now_ns);
