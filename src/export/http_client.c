@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include <curl/curl.h>
 
 #include "export/http_client.h"
 #include "export/http_parse.h"
+#include "export/monotonic.h"
 
 struct sp_http_client {
 	CURL *easy;
@@ -45,14 +45,6 @@ static void sp_curl_init(void)
 static bool stopped(const struct sp_http_client *c)
 {
 	return c->stop && atomic_load(c->stop);
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Copies a header's value (after "name:") without OWS and CRLF. */
@@ -326,7 +318,7 @@ int sp_http_client__post(struct sp_http_client *c, const uint8_t *body, size_t l
 	c->errbuf[0] = '\0';
 	curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, (const char *)body);
 	curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	t0 = mono_ns();
+	t0 = sp_mono__ns();
 	mc = curl_multi_add_handle(c->multi, c->easy);
 	if (mc != CURLM_OK) {
 		snprintf(r->error, sizeof(r->error), "curl_multi_add_handle: %s",
@@ -352,7 +344,7 @@ int sp_http_client__post(struct sp_http_client *c, const uint8_t *body, size_t l
 				cc = msg->data.result;
 	}
 	curl_multi_remove_handle(c->multi, c->easy);
-	r->latency_ns = mono_ns() - t0;
+	r->latency_ns = sp_mono__ns() - t0;
 	curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(c->easy, CURLINFO_SIZE_UPLOAD_T, &up);
 	r->bytes_sent = up > 0 ? (uint64_t)up : 0;

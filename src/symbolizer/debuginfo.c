@@ -19,10 +19,11 @@
 #include <unistd.h>
 
 #include <elfutils/debuginfod.h>
-#include <elfutils/libdwelf.h>
 #include <gelf.h>
 #include <libelf.h>
 
+#include "base/buildid.h"
+#include "base/pin.h"
 #include "debuginfo.h"
 
 #define NEG_DEFAULT 4096
@@ -38,7 +39,11 @@ struct sp_debuginfo {
 	char **dirs;
 	size_t n_dirs;
 	bool no_debuginfod;
-	debuginfod_client *client;	/* lazily created */
+	/* libdebuginfod clients are not safe for concurrent use: a query
+	 * takes an idle one (or makes one) and gives it back, so there are
+	 * as many as there were concurrent queries */
+	debuginfod_client **idle;
+	uint32_t n_idle, cap_idle;
 	bool client_failed;
 	struct neg_entry *neg;
 	uint32_t neg_cap;
@@ -48,106 +53,12 @@ struct sp_debuginfo {
 	struct sp_debuginfo_stats st;
 };
 
-int sp_buildid__validate(const char *hex)
-{
-	size_t n = 0;
-
-	if (!hex)
-		return -EINVAL;
-	for (; hex[n]; n++) {
-		char c = hex[n];
-
-		if (n >= SP_BUILDID_MAX_HEX)
-			return -EINVAL;
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-			return -EINVAL;
-	}
-	if (n < 2 || (n & 1))
-		return -EINVAL;
-	return 0;
-}
-
 static void elf_init_once(void)
 {
 	elf_version(EV_CURRENT);
 }
 
 static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
-
-/* Opens path for reading only when it is a regular file.  A mapping's file
- * name comes from the profile (untrusted): a FIFO there would block the
- * open for ever, a device would run its driver's open.  So: pin it with
- * O_PATH (no side effects), check, then reopen the pinned file through
- * /proc/self/fd; without /proc, a non-blocking open checked again. */
-static int open_regular(const char *path)
-{
-	char self[64];
-	struct stat st, st2;
-	int pfd, fd;
-
-	pfd = open(path, O_PATH | O_CLOEXEC);
-	if (pfd < 0)
-		return -errno;
-	if (fstat(pfd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(pfd);
-		return -EINVAL;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 && errno == ENOENT) {
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		if (fd >= 0 && (fstat(fd, &st2) != 0 || !S_ISREG(st2.st_mode) ||
-				st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)) {
-			close(fd);
-			close(pfd);
-			return -EINVAL;
-		}
-	}
-	if (fd < 0)
-		fd = -errno;
-	close(pfd);
-	return fd;
-}
-
-int sp_buildid__read_file(const char *path, char *out, size_t out_size)
-{
-	static const char hexd[] = "0123456789abcdef";
-	const unsigned char *id = NULL;
-	Elf *elf = NULL;
-	ssize_t len;
-	int fd, err;
-
-	pthread_once(&elf_once, elf_init_once);
-	if (!path || !out || out_size < 3)
-		return -EINVAL;
-	fd = open_regular(path);
-	if (fd < 0)
-		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -ENOEXEC;
-		goto out;
-	}
-	len = dwelf_elf_gnu_build_id(elf, (const void **)&id);
-	if (len <= 0) {
-		err = -ENOENT;
-		goto out;
-	}
-	if ((size_t)len * 2 + 1 > out_size || len * 2 > SP_BUILDID_MAX_HEX) {
-		err = -E2BIG;
-		goto out;
-	}
-	for (ssize_t i = 0; i < len; i++) {
-		out[2 * i] = hexd[id[i] >> 4];
-		out[2 * i + 1] = hexd[id[i] & 15];
-	}
-	out[2 * len] = '\0';
-	err = 0;
-out:
-	elf_end(elf);
-	close(fd);
-	return err;
-}
 
 static bool file_has_buildid(const char *path, const char *want)
 {
@@ -167,7 +78,7 @@ static bool file_has_dwarf(const char *path)
 	Elf *elf;
 	int fd;
 
-	fd = open_regular(path);
+	fd = sp_pin__open(path, NULL);
 	if (fd < 0)
 		return false;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -234,8 +145,9 @@ void sp_debuginfo__free(struct sp_debuginfo *d)
 {
 	if (!d)
 		return;
-	if (d->client)
-		debuginfod_end(d->client);
+	for (uint32_t i = 0; i < d->n_idle; i++)
+		debuginfod_end(d->idle[i]);
+	free(d->idle);
 	for (size_t i = 0; i < d->n_dirs; i++)
 		free(d->dirs[i]);
 	free(d->dirs);
@@ -301,10 +213,54 @@ static void neg_insert(struct sp_debuginfo *d, const char *id, bool exec)
 		d->neg_len++;
 }
 
+static int grow_idle(struct sp_debuginfo *d)
+{
+	debuginfod_client **p;
+	uint32_t nc;
+
+	if (d->n_idle < d->cap_idle)
+		return 0;
+	nc = d->cap_idle ? d->cap_idle * 2 : 4;
+	p = realloc(d->idle, nc * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	d->idle = p;
+	d->cap_idle = nc;
+	return 0;
+}
+
+/* Under d->lock.  NULL when no client can be made. */
+static debuginfod_client *take_client(struct sp_debuginfo *d)
+{
+	debuginfod_client *c;
+
+	if (d->n_idle)
+		return d->idle[--d->n_idle];
+	if (d->client_failed)
+		return NULL;
+	c = debuginfod_begin();
+	if (!c)
+		d->client_failed = true;
+	return c;
+}
+
+/* Under d->lock. */
+static void give_client(struct sp_debuginfo *d, debuginfod_client *c)
+{
+	if (grow_idle(d)) {
+		debuginfod_end(c);	/* no room to keep it: make one next time */
+		return;
+	}
+	d->idle[d->n_idle++] = c;
+}
+
+/* Called and returns with d->lock held; the query itself runs without it,
+ * so a slow download delays only the request that needs that file. */
 static int try_debuginfod(struct sp_debuginfo *d, const char *id, bool exec,
 			  char **path_out)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
+	debuginfod_client *client;
 	char *path = NULL;
 	int fd;
 
@@ -314,23 +270,20 @@ static int try_debuginfod(struct sp_debuginfo *d, const char *id, bool exec,
 		d->st.negative_hits++;
 		return -ENOENT;
 	}
-	if (!d->client && !d->client_failed) {
-		d->client = debuginfod_begin();
-		if (!d->client)
-			d->client_failed = true;
-	}
-	if (!d->client)
+	client = take_client(d);
+	if (!client)
 		return -ENOENT;
 	d->st.debuginfod_queries++;
+	pthread_mutex_unlock(&d->lock);
 	/* build_id_len 0: the id is given as a hex string */
 	if (exec)
-		fd = debuginfod_find_executable(d->client,
-						(const unsigned char *)id, 0,
+		fd = debuginfod_find_executable(client, (const unsigned char *)id, 0,
 						&path);
 	else
-		fd = debuginfod_find_debuginfo(d->client,
-					       (const unsigned char *)id, 0,
+		fd = debuginfod_find_debuginfo(client, (const unsigned char *)id, 0,
 					       &path);
+	pthread_mutex_lock(&d->lock);
+	give_client(d, client);
 	if (fd < 0) {
 		neg_insert(d, id, exec);
 		return -ENOENT;

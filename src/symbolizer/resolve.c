@@ -15,6 +15,16 @@
  *           deepest one containing the address.
  *   cache   4-way set-associative, keyed by (module, vaddr); an entry owns
  *           a malloc'd copy of the frames (strings stay module-owned).
+ * Locking: r->lock guards the module table, every module's state, the
+ * cache, the counters, and the lazily built parts of ready modules (CU
+ * indexes, owned names).  A module is loaded outside it: the first
+ * request for a build id reserves its slot (MOD_ABSENT -> MOD_LOADING),
+ * unlocks, asks the finder (which may download from debuginfod) and opens
+ * the ELF/DWARF into the slot, relocks and publishes it (MOD_READY, or
+ * back to MOD_ABSENT after -ENOMEM so a later request tries again), then
+ * broadcasts r->loaded.  Requests for that build id wait on r->loaded;
+ * every other request goes on.  Only the loading thread touches a
+ * MOD_LOADING slot's fields.
  * DIE recursion is bounded (MAX_DIE_DEPTH) so hostile DWARF cannot blow
  * the stack.
  */
@@ -31,6 +41,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "base/pin.h"
 #include "resolve.h"
 
 #define CACHE_DEFAULT 65536u
@@ -114,8 +125,16 @@ struct cu_range {
 	uint32_t cu;
 };
 
+enum mod_state {
+	MOD_ABSENT = 0,		/* reserved; nobody is loading it */
+	MOD_LOADING,		/* one thread is loading it, unlocked */
+	MOD_READY,		/* loaded (with or without a file) */
+};
+
 struct module {
 	char id[SP_BUILDID_MAX_HEX + 1];
+	enum mod_state state;	/* under r->lock */
+	/* from path on: what a load fills (module_clear resets it) */
 	char *path;
 	enum sp_debuginfo_source src;
 	int fd;
@@ -142,6 +161,7 @@ struct centry {
 
 struct sp_resolver {
 	pthread_mutex_t lock;
+	pthread_cond_t loaded;		/* a module left MOD_LOADING */
 	struct sp_debuginfo *di;
 	bool no_demangle;
 	struct module **mods;
@@ -774,10 +794,10 @@ static void resolve_one(struct sp_resolver *r, struct module *m, uint64_t a,
 
 /* ------------------------------------------------------------ modules */
 
-static void module_free(struct module *m)
+/* Releases what a load put into m; m keeps its id and can be loaded
+ * again. */
+static void module_clear(struct module *m)
 {
-	if (!m)
-		return;
 	for (uint32_t i = 0; i < m->n_cus; i++) {
 		free(m->cus[i].scopes);
 		free(m->cus[i].roots);
@@ -798,25 +818,42 @@ static void module_free(struct module *m)
 	if (m->fd >= 0)
 		close(m->fd);
 	free(m->path);
+	memset((char *)m + offsetof(struct module, path), 0,
+	       sizeof(*m) - offsetof(struct module, path));
+	m->fd = -1;
+}
+
+static void module_free(struct module *m)
+{
+	if (!m)
+		return;
+	module_clear(m);
 	free(m);
 }
 
+/* What a load found, counted under the lock once it is published. */
+struct load_result {
+	bool no_debuginfo;	/* no file at all */
+	bool dwarf;		/* DWARF units found */
+	bool no_segments;	/* no usable program headers */
+};
+
 /* Program headers from the executable itself when the debug file's are
  * unusable; without them only virtual addresses can be resolved. */
-static int exec_segments(struct sp_resolver *r, struct module *m,
-			 const char *hint)
+static int exec_segments(struct sp_debuginfo *di, struct module *m,
+			 const char *hint, struct load_result *lr)
 {
 	char *path = NULL;
 	bool usable;
 	Elf *elf = NULL;
 	int fd = -1, err;
 
-	err = sp_debuginfo__find_exec(r->di, m->id, hint, &path);
+	err = sp_debuginfo__find_exec(di, m->id, hint, &path);
 	if (err)
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = sp_pin__open(path, NULL);
 	if (fd < 0) {
-		err = -errno;
+		err = fd;
 		goto out;
 	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -832,7 +869,7 @@ out:
 		free(m->loads);	/* no usable segments: offsets unresolvable */
 		m->loads = NULL;
 		m->n_loads = 0;
-		r->st.modules_no_segments++;
+		lr->no_segments = true;
 	}
 	elf_end(elf);
 	if (fd >= 0)
@@ -841,38 +878,35 @@ out:
 	return err;
 }
 
-/* Opens whatever the finder gives; a module without any file still
- * exists (it answers -ENOENT quickly). */
-static int module_open(struct sp_resolver *r, const char *id,
-		       const char *hint, struct module **out)
+/* Fills the reserved slot m with whatever the finder gives; a module
+ * without any file still loads (it answers -ENOENT quickly).  Runs without
+ * r->lock: touches only m and the finder (thread safe).  0, or -ENOMEM
+ * with m cleared. */
+static int module_load(struct sp_debuginfo *di, struct module *m,
+		       const char *hint, struct load_result *lr)
 {
-	struct module *m;
 	bool usable;
 	int err;
 
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->fd = -1;
-	snprintf(m->id, sizeof(m->id), "%s", id);
-	err = sp_debuginfo__find(r->di, id, hint, &m->path, &m->src);
+	memset(lr, 0, sizeof(*lr));
+	err = sp_debuginfo__find(di, m->id, hint, &m->path, &m->src);
 	if (err == -ENOMEM)
 		goto fail;
 	if (err) {
-		r->st.modules_no_debuginfo++;
-		goto done;
+		lr->no_debuginfo = true;
+		return 0;
 	}
-	m->fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	m->fd = sp_pin__open(m->path, NULL);
 	if (m->fd < 0)
-		goto done;
+		return 0;
 	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
 	if (!m->elf || elf_kind(m->elf) != ELF_K_ELF)
-		goto done;
+		return 0;
 	err = load_segments(m, m->elf, &usable);
 	if (err == -ENOMEM)
 		goto fail;
 	if (!usable) {
-		err = exec_segments(r, m, hint);
+		err = exec_segments(di, m, hint, lr);
 		if (err == -ENOMEM)
 			goto fail;
 	}
@@ -884,23 +918,24 @@ static int module_open(struct sp_resolver *r, const char *id,
 		err = load_units(m);
 		if (err)
 			goto fail;
-		if (m->n_cus)
-			r->st.modules_dwarf++;
+		lr->dwarf = m->n_cus > 0;
 	}
-done:
-	*out = m;
 	return 0;
 fail:
-	module_free(m);
+	module_clear(m);
 	return err;
 }
 
+/* The ready module of build id id, loading it first when no one has.
+ * Called and returns with r->lock held; unlocks while loading, and waits
+ * while another thread loads the same build id. */
 static int get_module(struct sp_resolver *r, const char *id, const char *hint,
 		      struct module **out, uint32_t *index)
 {
 	uint32_t mask = r->mod_hash_cap - 1;
-	uint32_t i = (uint32_t)hash_str(id) & mask;
-	struct module *m;
+	uint32_t i = (uint32_t)hash_str(id) & mask, mi;
+	struct load_result lr;
+	struct module *m = NULL;
 	int err;
 
 	for (;; i = (i + 1) & mask) {
@@ -909,23 +944,43 @@ static int get_module(struct sp_resolver *r, const char *id, const char *hint,
 		if (!v)
 			break;
 		if (!strcmp(r->mods[v - 1]->id, id)) {
-			*out = r->mods[v - 1];
-			*index = v - 1;
-			return 0;
+			m = r->mods[v - 1];
+			mi = v - 1;
+			break;
 		}
 	}
-	if (r->n_mods >= r->max_mods) {
-		r->st.modules_refused++;
-		return -ENOSPC;
+	if (!m) {
+		if (r->n_mods >= r->max_mods) {
+			r->st.modules_refused++;
+			return -ENOSPC;
+		}
+		m = calloc(1, sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		m->fd = -1;
+		snprintf(m->id, sizeof(m->id), "%s", id);
+		mi = r->n_mods++;
+		r->mods[mi] = m;
+		r->mod_hash[i] = mi + 1;
 	}
-	err = module_open(r, id, hint, &m);
-	if (err)
-		return err;
-	r->mods[r->n_mods] = m;
-	r->mod_hash[i] = r->n_mods + 1;
-	*index = r->n_mods++;
-	r->st.modules = r->n_mods;
+	while (m->state == MOD_LOADING)
+		pthread_cond_wait(&r->loaded, &r->lock);
+	if (m->state == MOD_ABSENT) {
+		m->state = MOD_LOADING;
+		pthread_mutex_unlock(&r->lock);
+		err = module_load(r->di, m, hint, &lr);
+		pthread_mutex_lock(&r->lock);
+		m->state = err ? MOD_ABSENT : MOD_READY;
+		pthread_cond_broadcast(&r->loaded);
+		if (err)
+			return err;
+		r->st.modules++;
+		r->st.modules_no_debuginfo += lr.no_debuginfo;
+		r->st.modules_dwarf += lr.dwarf;
+		r->st.modules_no_segments += lr.no_segments;
+	}
 	*out = m;
+	*index = mi;
 	return 0;
 }
 
@@ -1009,6 +1064,7 @@ int sp_resolver__new(const struct sp_resolver_opts *opts,
 	if (!r)
 		return -ENOMEM;
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->loaded, NULL);
 	r->di = opts->di;
 	r->no_demangle = opts->no_demangle;
 	entries = opts->cache_entries ? opts->cache_entries : CACHE_DEFAULT;
@@ -1045,6 +1101,7 @@ void sp_resolver__free(struct sp_resolver *r)
 		module_free(r->mods[i]);
 	free(r->mods);
 	free(r->mod_hash);
+	pthread_cond_destroy(&r->loaded);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -1133,6 +1190,8 @@ int sp_resolver__module_info(struct sp_resolver *r, const char *build_id,
 
 		if (strcmp(m->id, build_id))
 			continue;
+		if (m->state != MOD_READY)
+			break;	/* being loaded: its fields are not ours */
 		if (path)
 			*path = m->path;
 		if (src)

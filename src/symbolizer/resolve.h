@@ -18,7 +18,8 @@
  *     connected), drop the middle and count inline_truncated.
  *   - Modules (one per build id) are opened once through the debug-info
  *     finder and kept for the resolver's life; at most max_modules of them
- *     (further build ids resolve to -ENOSPC, counted).  Every string in a
+ *     (further build ids resolve to -ENOSPC, counted); stats.modules
+ *     counts those loaded.  Every string in a
  *     result is owned by its module and stays valid until
  *     sp_resolver__free().
  *   - Results, including failures, are cached per (build id, address) in a
@@ -31,7 +32,13 @@
  *     with sp_resolver__set_demangler() (main.c installs __cxa_demangle
  *     from libstdc++, so this library itself needs no C++ runtime); with
  *     none installed names stay mangled.
- *   - Thread safe (one mutex).  Returns 0, or a negative errno: -EINVAL
+ *   - Thread safe.  A module is loaded (finder lookup, which may download
+ *     from debuginfod, and ELF/DWARF setup) outside the resolver's mutex,
+ *     once per build id: a request for a build id being loaded waits for
+ *     that load only; requests for other build ids, loaded or not, go on.
+ *     A load that fails with -ENOMEM is tried again by the next request.
+ *     Lookups in loaded modules and the cache run under the mutex.
+ *   - Returns 0, or a negative errno: -EINVAL
  *     bad build id, -ENOENT nothing found (no debug info, no symbol,
  *     offset outside every PT_LOAD), -ENOSPC too many modules, -ENOMEM.
  *     On -ENOENT out->n is 0.

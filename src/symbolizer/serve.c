@@ -6,9 +6,12 @@
  * Contract: see serve.h.  Threads: libmicrohttpd's pool (http_threads)
  * runs the request handler: header checks, body buffering, gunzip and
  * decode; a decoded profile goes into a fixed ring (queue_len) under one
- * mutex.  Workers pop, symbolize, encode, write and forward.  The main
- * thread waits for *stop, stops the daemon, then lets the workers drain
- * the ring and joins them.
+ * mutex.  Workers pop, symbolize, encode, write and forward (each with
+ * its own sender, so forwards run in parallel on their own connections).
+ * The main thread waits for *stop, stops the daemon, then lets the workers
+ * drain the ring and joins them, aborting forwards past the shutdown
+ * deadline.  The forward counters live in the senders and are summed into
+ * ctr[] when /metrics or the final summary reads them.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +19,7 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +29,10 @@
 
 #include <microhttpd.h>
 
+#include "base/metrics_text.h"
+#include "base/rpc_status.h"
+#include "export/sender.h"
 #include "profile/codec.h"
-#include "forward.h"
 #include "serve.h"
 #include "symbolize.h"
 
@@ -35,8 +41,12 @@
 enum ctr {
 	C_REQUESTS, C_ACCEPTED, C_R400, C_R404, C_R405, C_R413, C_R415,
 	C_R503_QUEUE, C_R503_BUDGET, C_SYMBOLIZED, C_FRAMES_RESOLVED,
-	C_FRAMES_UNRESOLVED, C_FILES, C_FILE_ERRORS, C_FORWARDED,
-	C_FORWARD_FAILED, C_FORWARD_RETRIES, C_ENCODE_ERRORS,
+	C_FRAMES_UNRESOLVED, C_FILES, C_FILE_ERRORS,
+	/* C_FORWARDED..C_FORWARD_BYTES: summed from the senders */
+	C_FORWARDED,
+	C_FORWARD_FAILED, C_FORWARD_RETRIES, C_FORWARD_ABORTED,
+	C_FORWARD_REQUESTS, C_FORWARD_REQUEST_FAILURES, C_FORWARD_PARTIAL,
+	C_FORWARD_BYTES, C_ENCODE_ERRORS,
 	C_KERNEL_RESOLVED, C_KERNEL_NO_BUILD_ID, C_KERNEL_NO_SNAPSHOT,
 	C_KERNEL_MISMATCH, C_KERNEL_NOT_FOUND,
 	C__MAX,
@@ -65,7 +75,49 @@ static const char *const ctr_names[C__MAX] = {
 	[C_FORWARDED] = "forwarded_total",
 	[C_FORWARD_FAILED] = "forward_failed_total",
 	[C_FORWARD_RETRIES] = "forward_retries_total",
+	[C_FORWARD_ABORTED] = "forward_aborted_total",
+	[C_FORWARD_REQUESTS] = "forward_requests_total",
+	[C_FORWARD_REQUEST_FAILURES] = "forward_request_failures_total",
+	[C_FORWARD_PARTIAL] = "forward_partial_success_rejected_total",
+	[C_FORWARD_BYTES] = "forward_bytes_sent_total",
 	[C_ENCODE_ERRORS] = "encode_errors_total",
+};
+
+/* HELP text of each counter on /metrics (promtool wants one per family). */
+static const char *const ctr_help[C__MAX] = {
+	[C_REQUESTS] = "HTTP requests received, on any path",
+	[C_ACCEPTED] = "Profiles accepted into the work queue (200)",
+	[C_R400] = "Requests refused as malformed gzip or protobuf (400)",
+	[C_R404] = "Requests for an unknown path (404)",
+	[C_R405] = "Requests with a method the path does not take (405)",
+	[C_R413] = "Requests over --max-body or the decompressed limit (413)",
+	[C_R415] = "Requests with an unsupported content type or encoding (415)",
+	[C_R503_QUEUE] = "Requests refused because the work queue was full (503)",
+	[C_R503_BUDGET] =
+		"Requests refused because the body buffer budget was spent (503)",
+	[C_SYMBOLIZED] = "Profiles symbolized by the workers",
+	[C_FRAMES_RESOLVED] = "User-space frames given a function name",
+	[C_FRAMES_UNRESOLVED] = "User-space frames left without a name",
+	[C_KERNEL_RESOLVED] = "Kernel frames named from a kallsyms snapshot",
+	[C_KERNEL_NO_BUILD_ID] =
+		"Kernel frames unnamed: the kernel mapping has no valid build id",
+	[C_KERNEL_NO_SNAPSHOT] = "Kernel frames unnamed: no kallsyms snapshot is loaded",
+	[C_KERNEL_MISMATCH] = "Kernel frames unnamed: no snapshot of that kernel build id",
+	[C_KERNEL_NOT_FOUND] =
+		"Kernel frames unnamed: the address is in no snapshot symbol",
+	[C_FILES] = "Symbolized profiles written to --output-dir",
+	[C_FILE_ERRORS] = "Symbolized profiles that could not be written",
+	[C_FORWARDED] = "Symbolized profiles forwarded to the next hop",
+	[C_FORWARD_FAILED] =
+		"Symbolized profiles the next hop did not take (after retries)",
+	[C_FORWARD_RETRIES] = "Retried forwarding attempts",
+	[C_FORWARD_ABORTED] = "Forwards abandoned at the shutdown deadline",
+	[C_FORWARD_REQUESTS] = "HTTP requests made to the next hop, retries included",
+	[C_FORWARD_REQUEST_FAILURES] = "HTTP requests to the next hop not answered 2xx",
+	[C_FORWARD_PARTIAL] =
+		"Profiles the next hop reported rejected in a partial success",
+	[C_FORWARD_BYTES] = "Request bytes sent to the next hop, every attempt",
+	[C_ENCODE_ERRORS] = "Symbolized profiles that could not be encoded",
 };
 
 struct server {
@@ -78,7 +130,17 @@ struct server {
 	struct sp_profile **ring;
 	uint32_t head, len;
 	bool closing;
-	volatile bool *stop;
+	struct worker *workers;		/* o->workers of them */
+	/* set once every worker's sender exists: /metrics, answered from
+	 * the daemon's threads, reads them only after */
+	atomic_bool senders_ready;
+	atomic_bool abort_forward;	/* the senders' stop: shutdown deadline */
+};
+
+struct worker {
+	struct server *s;
+	struct sp_sender *fw;		/* NULL: no forwarding */
+	pthread_t th;
 };
 
 struct req {
@@ -89,6 +151,30 @@ struct req {
 	bool over_budget;
 	bool gzip;
 };
+
+/* The forward counters are the senders' own; ctr[] gets their sum. */
+static void forward_totals(struct server *s)
+{
+	uint64_t sum[C__MAX] = { 0 };
+
+	if (!atomic_load(&s->senders_ready))
+		return;
+	for (uint32_t i = 0; i < s->o->workers; i++) {
+		struct sp_sender_stats st;
+
+		sp_sender__stats(s->workers[i].fw, &st);
+		sum[C_FORWARDED] += st.delivered;
+		sum[C_FORWARD_FAILED] += st.failed;
+		sum[C_FORWARD_ABORTED] += st.aborted;
+		sum[C_FORWARD_RETRIES] += st.retries;
+		sum[C_FORWARD_REQUESTS] += st.requests;
+		sum[C_FORWARD_REQUEST_FAILURES] += st.request_failures;
+		sum[C_FORWARD_PARTIAL] += st.partial_success_rejected;
+		sum[C_FORWARD_BYTES] += st.bytes_sent;
+	}
+	for (int i = C_FORWARDED; i <= C_FORWARD_BYTES; i++)
+		s->ctr[i] = sum[i];
+}
 
 /* ------------------------------------------------------------ responses */
 
@@ -112,66 +198,64 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code,
 	return ret;
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	do {
-		p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	return n;
-}
-
-/* google.rpc.Status { int32 code = 1; string message = 2; } */
+/* An error answer: google.rpc.Status (base/rpc_status.h) as OTLP wants. */
 static enum MHD_Result reply_status(struct MHD_Connection *c,
 				    unsigned int http, int rpc_code,
 				    const char *msg)
 {
 	uint8_t buf[512];
-	size_t n = 0, ml = strlen(msg);
+	size_t n = sp_rpc_status__encode(rpc_code, msg, buf, sizeof(buf));
 
-	if (ml > sizeof(buf) - 32)
-		ml = sizeof(buf) - 32;
-	buf[n++] = 0x08;
-	n += put_varint(buf + n, (uint64_t)rpc_code);
-	buf[n++] = 0x12;
-	n += put_varint(buf + n, ml);
-	memcpy(buf + n, msg, ml);
-	n += ml;
 	return reply(c, http, buf, n, "application/x-protobuf",
 		     http == MHD_HTTP_SERVICE_UNAVAILABLE);
+}
+
+#define METRICS_BUF (32u << 10)	/* the text is about 8 KiB */
+#define METRIC_PREFIX "spanprof_symbolizer_"
+
+static void metric(struct sp_metrics_buf *b, const char *name, enum sp_metric_type t,
+		   const char *help, uint64_t v)
+{
+	char full[128];
+
+	snprintf(full, sizeof(full), METRIC_PREFIX "%s", name);
+	sp_metrics__family(b, full, t, help);
+	sp_metrics__u64(b, full, NULL, v);
 }
 
 static enum MHD_Result reply_metrics(struct server *s,
 				     struct MHD_Connection *c)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	enum MHD_Result ret;
 	struct sp_resolver_stats rs;
+	struct sp_metrics_buf b;
+	enum MHD_Result ret;
+	uint32_t qlen;
+	char *mem = malloc(METRICS_BUF);
 
-	if (!f)
+	if (!mem)
 		return MHD_NO;
+	sp_metrics_buf__init(&b, mem, METRICS_BUF);
+	forward_totals(s);
 	for (int i = 0; i < C__MAX; i++)
-		fprintf(f, "# TYPE spanprof_symbolizer_%s counter\n"
-			"spanprof_symbolizer_%s %" PRIu64 "\n", ctr_names[i],
-			ctr_names[i], (uint64_t)s->ctr[i]);
+		metric(&b, ctr_names[i], SP_METRIC_COUNTER, ctr_help[i],
+		       (uint64_t)s->ctr[i]);
 	pthread_mutex_lock(&s->lock);
-	fprintf(f, "spanprof_symbolizer_queue_length %u\n", s->len);
+	qlen = s->len;
 	pthread_mutex_unlock(&s->lock);
-	fprintf(f, "spanprof_symbolizer_buffered_bytes %" PRIu64 "\n",
-		(uint64_t)s->buffered);
+	metric(&b, "queue_length", SP_METRIC_GAUGE,
+	       "Decoded profiles waiting for a worker", qlen);
+	metric(&b, "buffered_bytes", SP_METRIC_GAUGE,
+	       "Request body bytes held by all connections", (uint64_t)s->buffered);
 	sp_resolver__stats(s->o->resolver, &rs);
-	fprintf(f, "spanprof_symbolizer_cache_hits_total %" PRIu64 "\n"
-		"spanprof_symbolizer_cache_misses_total %" PRIu64 "\n"
-		"spanprof_symbolizer_cache_evictions_total %" PRIu64 "\n",
-		rs.cache_hits, rs.cache_misses, rs.cache_evictions);
-	fclose(f);
-	ret = reply(c, MHD_HTTP_OK, buf, len, "text/plain; version=0.0.4",
+	metric(&b, "cache_hits_total", SP_METRIC_COUNTER,
+	       "Address lookups answered by the resolver cache", rs.cache_hits);
+	metric(&b, "cache_misses_total", SP_METRIC_COUNTER,
+	       "Address lookups the resolver cache did not hold", rs.cache_misses);
+	metric(&b, "cache_evictions_total", SP_METRIC_COUNTER,
+	       "Resolver cache entries evicted to make room", rs.cache_evictions);
+	ret = reply(c, MHD_HTTP_OK, b.p, b.len, "text/plain; version=0.0.4",
 		    false);
-	free(buf);
+	free(mem);
 	return ret;
 }
 
@@ -447,15 +531,21 @@ static void write_file(struct server *s, const uint8_t *gz, size_t len)
 	s->ctr[C_FILES]++;
 }
 
+static void forward(struct worker *w, const uint8_t *body, size_t len)
+{
+	char what[64];
+
+	snprintf(what, sizeof(what), "profile of %zu bytes", len);
+	sp_sender__send(w->fw, body, len, what);	/* counted by the sender */
+}
+
 static void *worker(void *arg)
 {
-	struct server *s = arg;
-	struct sp_forward *fw = NULL;
+	struct worker *w = arg;
+	struct server *s = w->s;
+	bool fw_gzip = w->fw && s->o->forward->gzip;
 	struct sp_profile *p;
 
-	if (s->o->forward_url &&
-	    sp_forward__new(s->o->forward_url, s->o->forward_attempts, &fw))
-		fw = NULL;
 	while ((p = dequeue(s))) {
 		struct sp_symbolize_stats st;
 		uint8_t *enc = NULL, *gz = NULL;
@@ -475,33 +565,69 @@ static void *worker(void *arg)
 			s->ctr[C_KERNEL_NOT_FOUND] += st.unresolved_kernel_not_found;
 		}
 		if (sp_otlp__encode(p, &enc, &enc_len) ||
-		    sp_gzip(enc, enc_len, &gz, &gz_len)) {
+		    ((s->o->output_dir || fw_gzip) &&
+		     sp_gzip(enc, enc_len, &gz, &gz_len))) {
 			s->ctr[C_ENCODE_ERRORS]++;
 			goto next;
 		}
 		if (s->o->output_dir)
 			write_file(s, gz, gz_len);
-		if (s->o->forward_url) {
-			uint32_t retries = 0;
-			long status = 0;
-			int err = fw ? sp_forward__post(fw, gz, gz_len, true,
-							s->stop, &retries,
-							&status)
-				     : -ENOMEM;
-
-			s->ctr[C_FORWARD_RETRIES] += retries;
-			if (err)
-				s->ctr[C_FORWARD_FAILED]++;
-			else
-				s->ctr[C_FORWARDED]++;
-		}
+		if (w->fw)
+			forward(w, fw_gzip ? gz : enc, fw_gzip ? gz_len : enc_len);
 next:
 		free(enc);
 		free(gz);
 		sp_profile__free(p);
 	}
-	sp_forward__free(fw);
 	return NULL;
+}
+
+/* One sender per worker, made after the privilege drop (CA, certificate
+ * and key files must be readable by the user serve runs as). */
+static int make_senders(struct server *s)
+{
+	char err[320];
+	int r;
+
+	for (uint32_t i = 0; s->o->forward && i < s->o->workers; i++) {
+		r = sp_sender__new(s->o->forward, "spanprof-symbolizer: forward: ",
+				   &s->abort_forward, &s->workers[i].fw, err,
+				   sizeof(err));
+		if (r) {
+			fprintf(stderr, "spanprof-symbolizer: serve: --forward: %s\n",
+				err);
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* Joins the workers; past the deadline, forwards are aborted first. */
+static void join_workers(struct server *s, uint32_t started)
+{
+	struct timespec dl;
+	uint32_t i = 0;
+
+	clock_gettime(CLOCK_REALTIME, &dl);	/* pthread_timedjoin_np's clock */
+	dl.tv_sec += s->o->shutdown_timeout_ms / 1000;
+	dl.tv_nsec += (long)(s->o->shutdown_timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	for (; i < started; i++)
+		if (pthread_timedjoin_np(s->workers[i].th, NULL, &dl))
+			break;
+	if (i == started)
+		return;
+	fprintf(stderr, "spanprof-symbolizer: shutdown: queue not drained after %u ms; "
+		"aborting forwards in progress (counted in forward_aborted_total)\n",
+		s->o->shutdown_timeout_ms);
+	atomic_store(&s->abort_forward, true);
+	for (uint32_t k = 0; k < s->o->workers; k++)
+		sp_sender__wakeup(s->workers[k].fw);
+	for (; i < started; i++)
+		pthread_join(s->workers[i].th, NULL);
 }
 
 /* ------------------------------------------------------------ run */
@@ -542,14 +668,17 @@ int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 	struct sockaddr_storage ss;
 	struct MHD_Daemon *d = NULL;
 	struct server *s;
-	pthread_t *th = NULL;
 	uint32_t started = 0;
 	socklen_t sl;
 	unsigned int flags;
 	int err;
 
-	if (!o.resolver || !o.listen || parse_listen(o.listen, &ss, &sl))
+	if (!o.resolver || !o.listen || parse_listen(o.listen, &ss, &sl)) {
+		fprintf(stderr, "spanprof-symbolizer: serve: bad --listen %s: want "
+			"HOST:PORT or [V6]:PORT with a numeric address\n",
+			o.listen ? o.listen : "(none)");
 		return -EINVAL;
+	}
 	if (!o.queue_len)
 		o.queue_len = 16;
 	if (!o.workers)
@@ -564,16 +693,19 @@ int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 		o.max_decompressed = SP_DECODE_MAX_BYTES;
 	if (!o.buffer_budget)
 		o.buffer_budget = 64u << 20;
+	if (!o.shutdown_timeout_ms)
+		o.shutdown_timeout_ms = 10000;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->o = &o;
-	s->stop = stop;
+	atomic_init(&s->abort_forward, false);
+	atomic_init(&s->senders_ready, false);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	s->ring = calloc(o.queue_len, sizeof(*s->ring));
-	th = calloc(o.workers, sizeof(*th));
-	if (!s->ring || !th) {
+	s->workers = calloc(o.workers, sizeof(*s->workers));
+	if (!s->ring || !s->workers) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -599,11 +731,20 @@ int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 		err = -EPERM;
 		goto out;
 	}
-	for (; started < o.workers; started++)
-		if (pthread_create(&th[started], NULL, worker, s)) {
+	err = make_senders(s);
+	if (err)
+		goto out;
+	atomic_store(&s->senders_ready, true);
+	for (; started < o.workers; started++) {
+		s->workers[started].s = s;
+		if (pthread_create(&s->workers[started].th, NULL, worker,
+				   &s->workers[started])) {
+			fprintf(stderr, "spanprof-symbolizer: serve: cannot start "
+				"worker %u\n", started + 1);
 			err = -EAGAIN;
 			goto out;
 		}
+	}
 	if (!o.quiet)
 		fprintf(stderr, "spanprof-symbolizer: listening on %s\n",
 			o.listen);
@@ -620,18 +761,20 @@ out:
 	s->closing = true;		/* workers drain the ring, then exit */
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
-	for (uint32_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	join_workers(s, started);
 	while (s->len) {
 		sp_profile__free(s->ring[s->head]);
 		s->head = (s->head + 1) % o.queue_len;
 		s->len--;
 	}
+	forward_totals(s);
 	if (!o.quiet)
 		for (int i = 0; i < C__MAX; i++)
 			fprintf(stderr, "spanprof-symbolizer: %s %" PRIu64 "\n",
 				ctr_names[i], (uint64_t)s->ctr[i]);
-	free(th);
+	for (uint32_t i = 0; s->workers && i < o.workers; i++)
+		sp_sender__free(s->workers[i].fw);
+	free(s->workers);
 	free(s->ring);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);

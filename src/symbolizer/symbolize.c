@@ -65,7 +65,7 @@ static int kernel_location(struct sp_ksyms_set *ks, struct sp_profile *p,
 			   struct sp_location *loc, struct kcache *kc,
 			   struct sp_symbolize_stats *st)
 {
-	char name[2 * SP_KSYMS_MAX_NAME + 8];
+	char name[2 * SP_KALLSYMS_MAX_NAME + 8];
 	struct sp_frames fr = { .n = 1, .source = SP_RES_SYMTAB };
 	struct sp_ksyms_set_stats ss;
 	struct sp_mapping *m;

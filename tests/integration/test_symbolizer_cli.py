@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """spanprof-symbolizer `file` and `report` on hand-made profiles.
 
 The profiles are written by a small pprof encoder below (independent of
@@ -19,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 
+from lib.pb import LEN, fields, packed
+from lib.pb import field_bytes as f_bytes, field_packed as f_packed, field_varint as f_varint
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 BUILD = os.environ.get('SPANPROF_BUILD', os.path.join(ROOT, 'build'))
 SYM = os.path.join(BUILD, 'spanprof-symbolizer')
@@ -28,78 +32,16 @@ BASE = 0x55550000000
 # ------------------------------------------------------------ protobuf
 
 
-def varint(v):
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def f_varint(num, v):
-    return varint(num << 3) + varint(v)
-
-
-def f_bytes(num, b):
-    return varint(num << 3 | 2) + varint(len(b)) + b
-
-
-def f_packed(num, vals):
-    return f_bytes(num, b''.join(varint(v) for v in vals))
-
-
 def parse(buf):
     """Generic protobuf parser: {field: [values]} (bytes for wire type 2)."""
-    out, i = {}, 0
-    while i < len(buf):
-        key, sh = 0, 0
-        while True:
-            b = buf[i]; i += 1
-            key |= (b & 0x7f) << sh; sh += 7
-            if not b & 0x80:
-                break
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, sh = 0, 0
-            while True:
-                b = buf[i]; i += 1
-                v |= (b & 0x7f) << sh; sh += 7
-                if not b & 0x80:
-                    break
-        elif wt == 2:
-            n, sh = 0, 0
-            while True:
-                b = buf[i]; i += 1
-                n |= (b & 0x7f) << sh; sh += 7
-                if not b & 0x80:
-                    break
-            v = buf[i:i + n]; i += n
-        elif wt == 1:
-            v = int.from_bytes(buf[i:i + 8], 'little'); i += 8
-        elif wt == 5:
-            v = int.from_bytes(buf[i:i + 4], 'little'); i += 4
-        else:
-            raise ValueError('wire type %d' % wt)
+    out = {}
+    for num, _, v in fields(buf):
         out.setdefault(num, []).append(v)
     return out
 
 
 def unpack_varints(b):
-    vals, i = [], 0
-    while i < len(b):
-        v, sh = 0, 0
-        while True:
-            x = b[i]; i += 1
-            v |= (x & 0x7f) << sh; sh += 7
-            if not x & 0x80:
-                break
-        vals.append(v)
-    return vals
+    return packed(LEN, b)
 
 
 class Pprof:
@@ -234,11 +176,12 @@ TRACE_B = '4bf92f3577b34da6a3ce929d0e0e4736'
 SPAN_B = '00f067aa0ba902b7'
 
 
-def make_profile(mapped_name=None):
+def make_profile(mapped_name=None, bid=None):
     """The test profile; its main mapping is named mapped_name (default:
-    the fixture itself) and carries the fixture's build id."""
+    the fixture itself) and carries build id bid (default: the
+    fixture's)."""
     syms = symbols(FIXTURE)
-    bid = build_id(FIXTURE)
+    bid = bid or build_id(FIXTURE)
     p = Pprof()
     m = p.mapping(BASE, BASE + 0x100000, 0, mapped_name or FIXTURE, bid)
     m_unknown = p.mapping(BASE + 0x200000, BASE + 0x300000, 0, '/nonexistent/lib.so',
@@ -258,6 +201,18 @@ def make_profile(mapped_name=None):
              off_ns=45_000_000,
              labels=span_a + [('pid', 42), ('off_cpu_reason', 'io')])
     return p.encode()
+
+
+def make_otlp(td, name='in', mapped_name=None, bid=None):
+    """The test profile as an unsymbolized OTLP request, as the collector
+    sends it (converted by `file --no-symbolize`; files under td)."""
+    pb = os.path.join(td, name + '.pb')
+    with open(pb, 'wb') as f:
+        f.write(make_profile(mapped_name, bid))
+    out = os.path.join(td, name + '.otlp')
+    subprocess.run([SYM, 'file', pb, '-o', out, '--format', 'otlp',
+                    '--no-symbolize', '--allow-root', '-q'], check=True)
+    return open(out, 'rb').read()
 
 
 def main():
@@ -351,6 +306,61 @@ def main():
               'trace filter (upper-case hex accepted)')
         r = run(['report', src, '--trace-id', 'xyz'] + common)
         check(r.returncode == 2, 'bad trace id is a usage error')
+
+        # every command takes its own options only: refused in one line
+        # naming the option, the command, and who takes it
+        for cmd, args, want in (
+                ('addr', ['-e', FIXTURE, '--top', '5'], 'report'),
+                ('addr', ['-e', FIXTURE, '-o', 'x'], 'file, report'),
+                ('lookup', ['--cache-entries', '9', 'ab'], 'serve'),
+                ('lookup', ['--no-kallsyms', 'ab'], 'report'),
+                ('file', [src, '--listen', '127.0.0.1:1'], 'serve'),
+                ('report', [src, '--forward', 'http://x'], 'serve'),
+                ('report', [src, '--no-symbolize'], 'file'),
+                ('serve', ['--output-dir', td, '--top', '3'], 'report'),
+                ('serve', ['--output-dir', td, '--no-kallsyms'], 'report'),
+                ('file', [src, '--hint', 'x'], 'lookup')):
+            opt = [a for a in args if a.startswith('-') and a not in ('-e',)][-1]
+            r = run([cmd] + args + ['--allow-root'])
+            lines = r.stderr.splitlines()
+            check(r.returncode == 2 and len(lines) == 1 and
+                  ('%s is not an option of %s' % (opt, cmd)) in lines[0] and
+                  want in lines[0] and r.stdout == '',
+                  '%s %s refused in one line: %s' % (cmd, opt, r.stderr.strip()))
+        r = run(['report', src, '--frobnicate'])
+        check(r.returncode == 2 and len(r.stderr.splitlines()) == 1 and
+              'unknown option --frobnicate' in r.stderr and 'report' in r.stderr,
+              'an option no command has: "unknown option", one line')
+        r = run(['report', src, '--top', 'many'])
+        check(r.returncode == 2 and len(r.stderr.splitlines()) == 1 and
+              '--top many' in r.stderr, 'a bad value names the option and the value')
+        r = run(['frobnicate'])
+        check(r.returncode == 2 and 'unknown command' in r.stderr, 'unknown command')
+
+        # --help per command: its own options, not the others'
+        own = {'file': ['--format', '--no-symbolize', '--kallsyms', '--no-kallsyms'],
+               'report': ['--top', '--flamegraph', '--by-span', '--no-kallsyms'],
+               'addr': ['--offset', '--exe', '--cache-entries'],
+               'lookup': ['--hint', '--debug-dir'],
+               'serve': ['--listen', '--forward', '--forward-headers',
+                         '--shutdown-timeout', '--kallsyms-dir']}
+        shared = {'--kallsyms', '--kallsyms-dir', '--cache-entries', '--debug-dir',
+                  '--no-kallsyms'}	# group options, in several commands
+        for cmd, opts in own.items():
+            r = run([cmd, '--help'])
+            theirs = {o for c, l in own.items() if c != cmd for o in l} - shared
+            shown = set(w.rstrip(',') for w in r.stdout.split() if w.startswith('--'))
+            check(r.returncode == 0 and
+                  r.stdout.startswith('usage: spanprof-symbolizer %s' % cmd) and
+                  all(o in shown for o in opts) and not shown & theirs,
+                  '%s --help lists its own options, none of the others\' (%s)' %
+                  (cmd, ' '.join(sorted(shown))))
+        r = run(['addr', '--help'])
+        check('--kallsyms' not in r.stdout and '--no-kallsyms' not in r.stdout,
+              'addr --help: no kernel snapshot options (addr does not take them)')
+        r = run(['help', 'lookup'])
+        check(r.returncode == 0 and r.stdout == run(['lookup', '--help']).stdout,
+              'help lookup = lookup --help')
 
         # OTLP out and back
         otlp = os.path.join(td, 'out.otlp')

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """spanprof-symbolizer serve: the OTLP/HTTP receiver.
 
-Starts `serve` on loopback with --output-dir and --forward to a small
-Python HTTP sink that answers the first POST with 503 (Retry-After: 0) and
-then 200.  Checks:
+Starts `serve` on loopback with --output-dir and --forward to the scripted
+OTLP endpoint (export_server.py) answering the first POST with 503
+(Retry-After: 0) and then 200.  Checks:
   - valid OTLP (identity and gzip) -> 200; the profiles are symbolized,
     written as files and forwarded (after one retry), and the files
     symbolize back to the expected stacks;
@@ -19,7 +20,6 @@ Exit 0 pass, 77 skip, else fail.
 """
 import gzip
 import http.client
-import http.server
 import os
 import shutil
 import signal
@@ -31,6 +31,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_server  # noqa: E402
 import test_symbolizer_cli as cli  # noqa: E402
 
 PATH = '/v1development/profiles'
@@ -42,31 +43,6 @@ def free_port():
     p = s.getsockname()[1]
     s.close()
     return p
-
-
-class Sink(http.server.BaseHTTPRequestHandler):
-    bodies = []
-    calls = 0
-    lock = threading.Lock()
-
-    def do_POST(self):
-        n = int(self.headers.get('Content-Length', 0))
-        body = self.rfile.read(n)
-        with Sink.lock:
-            Sink.calls += 1
-            first = Sink.calls == 1
-            if not first:
-                Sink.bodies.append((self.headers.get('Content-Encoding'), body))
-        if first:
-            self.send_response(503)
-            self.send_header('Retry-After', '0')
-        else:
-            self.send_response(200)
-        self.send_header('Content-Length', '0')
-        self.end_headers()
-
-    def log_message(self, *a):
-        pass
 
 
 def post(port, body, ctype='application/x-protobuf', enc=None, chunked=False,
@@ -119,19 +95,11 @@ def main():
             failures.append(what)
 
     with tempfile.TemporaryDirectory() as td:
-        src = os.path.join(td, 'in.pb')
-        with open(src, 'wb') as f:
-            f.write(cli.make_profile())
-        otlp_path = os.path.join(td, 'in.otlp')
-        # an unsymbolized OTLP request, as the collector sends it
-        subprocess.run([cli.SYM, 'file', src, '-o', otlp_path, '--format',
-                        'otlp', '--no-symbolize', '--allow-root', '-q'],
-                       check=True)
-        otlp = open(otlp_path, 'rb').read()
+        otlp = cli.make_otlp(td)
 
-        sink_port = free_port()
-        sink = http.server.ThreadingHTTPServer(('127.0.0.1', sink_port), Sink)
-        threading.Thread(target=sink.serve_forever, daemon=True).start()
+        os.mkdir(os.path.join(td, 'sink'))
+        sink = export_server.ExportServer(os.path.join(td, 'sink'))
+        sink.push('503 ra=0')
 
         port = free_port()
         outdir = os.path.join(td, 'out')
@@ -140,7 +108,7 @@ def main():
         proc = subprocess.Popen(
             [cli.SYM, 'serve', '--listen', '127.0.0.1:%d' % port,
              '--output-dir', outdir,
-             '--forward', 'http://127.0.0.1:%d%s' % (sink_port, PATH),
+             '--forward', 'http://127.0.0.1:%d%s' % (sink.port, PATH),
              '--max-body', '1000000', '--queue', '4', '--allow-root',
              '--no-debuginfod'], stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -177,8 +145,8 @@ def main():
                                     '-q'], capture_output=True, text=True)
                 check('main;crunch 30' in r.stdout.splitlines(),
                       'written profile reads back symbolized')
-            if Sink.bodies:
-                enc, body = Sink.bodies[0]
+            if sink.count() >= 2:
+                enc, body = sink.hdr(2, 'Content-Encoding'), sink.body(2)
                 fw = os.path.join(td, 'fw.otlp.gz')
                 open(fw, 'wb').write(body)
                 r = subprocess.run([cli.SYM, 'report', fw, '--collapsed',
@@ -267,7 +235,7 @@ def main():
             except subprocess.TimeoutExpired:
                 proc.kill()
                 rc = None
-            sink.shutdown()
+            sink.stop()
             log.seek(0)
             print(log.read()[-2000:])
         check(rc == 0, 'SIGTERM: drained and exited 0 (%s)' % rc)

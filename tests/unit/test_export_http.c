@@ -7,13 +7,19 @@
  * 4xx/5xx not retried, 429 backoff and exhaustion, closed connections and
  * garbage answers retried, endpoint down then up, partial success, and a
  * server answering one byte per second (submit never blocks, the queue
- * drops per policy, free returns promptly).  Every wait is bounded.
+ * drops per policy, free returns promptly), and the sender alone, as the
+ * symbolizer's serve workers use it (synchronous, stopped by a flag).
+ * Every wait is bounded.
+ *
+ * spanprof-test: serial (it bounds submit's latency to 10 ms, which other
+ * tests' CPU load would stretch: tests/run.sh runs it alone)
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -25,8 +31,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "test_profile_fixture.h"
 #include "export/exporter.h"
+#include "export/sender.h"
 
 static double now_s(void)
 {
@@ -91,8 +100,7 @@ static struct srv *srv_start_tls(int port, const char *tls)
 	const char *script = server_script();
 
 	assert_non_null(s);
-	snprintf(s->dir, sizeof(s->dir), "/tmp/sp-export-srv-XXXXXX");
-	assert_non_null(mkdtemp(s->dir));
+	assert_non_null(tu_mkdtemp(s->dir, sizeof(s->dir), "sp-export-srv"));
 	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
 	snprintf(pbuf, sizeof(pbuf), "%d", port);
@@ -150,7 +158,6 @@ static int srv_count(struct srv *s)
 
 static void srv_stop(struct srv *s)
 {
-	char cmd[128];
 	int st;
 
 	if (!s)
@@ -167,8 +174,7 @@ static void srv_stop(struct srv *s)
 reaped:
 	fclose(s->to);
 	fclose(s->from);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", s->dir);
-	if (system(cmd))
+	if (tu_rm_rf(s->dir))
 		fprintf(stderr, "could not remove %s\n", s->dir);
 	free(s);
 }
@@ -737,7 +743,8 @@ static void test_http_free_mid_backoff(void **state)
  * the CA the peer cannot be verified: dropped at once, never retried. */
 static void test_https_ca_and_client_cert(void **state)
 {
-	char dir[] = "/tmp/sp-export-tls-XXXXXX", cmd[1024], url[64], ca[96], cc[96], ck[96];
+	const char *dir = tu_dir;
+	char cmd[1024], url[64], ca[96], cc[96], ck[96];
 	struct sp_profile *p = fx_build();
 	struct sp_export_config cfg;
 	struct sp_export_stats st;
@@ -745,7 +752,6 @@ static void test_https_ca_and_client_cert(void **state)
 	struct srv *s;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && for n in server client; do openssl req -x509 -newkey ec "
 		 "-pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
@@ -786,9 +792,88 @@ static void test_https_ca_and_client_cert(void **state)
 
 	srv_stop(s);
 	sp_profile__free(p);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+struct stopper {
+	struct sp_sender *s;
+	atomic_bool *stop;
+	unsigned after_ms;
+};
+
+static void *stop_later(void *arg)
+{
+	struct stopper *x = arg;
+
+	sleep_ms(x->after_ms);
+	atomic_store(x->stop, true);
+	sp_sender__wakeup(x->s);
+	return NULL;
+}
+
+/* The sender on its own: a message delivered after a retry; a message
+ * abandoned mid-backoff when the flag is set (aborted, not failed); a
+ * refused one failed at once. */
+static void test_sender_direct(void **state)
+{
+	struct srv *s = srv_start(0);
+	struct sp_export_config cfg;
+	struct sp_sender_stats st;
+	struct sp_sender *snd = NULL;
+	struct stopper x;
+	atomic_bool stop;
+	pthread_t th;
+	char url[64], err[256];
+	double t0, t;
+	static const uint8_t msg[] = "not really protobuf";
+
+	(void)state;
+	atomic_init(&stop, false);
+	base_cfg(&cfg, url, sizeof(url), s->port);
+	cfg.max_backoff_ms = 60000;
+	cfg.gzip = false;
+	assert_int_equal(sp_sender__new(&cfg, "test: ", &stop, &snd, err, sizeof(err)), 0);
+
+	srv_cmd(s, "push 503 ra=0");
+	assert_int_equal(sp_sender__send(snd, msg, sizeof(msg), "message"), SP_SEND_DELIVERED);
+	sp_sender__stats(snd, &st);
+	assert_int_equal(st.delivered, 1);
+	assert_int_equal(st.requests, 2);
+	assert_int_equal(st.retries, 1);
+	assert_int_equal(st.bytes_sent, 2 * sizeof(msg));
+
+	srv_cmd(s, "push 503 ra=60");
+	x = (struct stopper){ .s = snd, .stop = &stop, .after_ms = 200 };
+	assert_int_equal(pthread_create(&th, NULL, stop_later, &x), 0);
+	t0 = now_s();
+	assert_int_equal(sp_sender__send(snd, msg, sizeof(msg), "message"), SP_SEND_ABORTED);
+	t = now_s() - t0;
+	pthread_join(th, NULL);
+	print_message("sender: stopped mid-backoff after %.3f s\n", t);
+	assert_true(t >= 0.15 && t < 2.0);
+	sp_sender__stats(snd, &st);
+	assert_int_equal(st.aborted, 1);
+	assert_int_equal(st.failed, 0);
+	assert_int_equal(st.requests, 3);
+	/* stopped: nothing more is sent */
+	assert_int_equal(sp_sender__send(snd, msg, sizeof(msg), "message"), SP_SEND_ABORTED);
+	assert_int_equal(srv_count(s), 3);
+
+	atomic_store(&stop, false);
+	srv_cmd(s, "push 400 body=status:3:no");
+	assert_int_equal(sp_sender__send(snd, msg, sizeof(msg), "message"), SP_SEND_FAILED);
+	sp_sender__stats(snd, &st);
+	assert_int_equal(st.failed, 1);
+	assert_int_equal(st.aborted, 2);
+	assert_int_equal(st.delivered, 1);
+	assert_int_equal(srv_count(s), 4);
+	sp_sender__free(snd);
+
+	/* a URL is required */
+	sp_export_config__init(&cfg);
+	cfg.output_dir = "/tmp";
+	assert_int_equal(sp_sender__new(&cfg, "", NULL, &snd, err, sizeof(err)), -EINVAL);
+	assert_null(snd);
+	srv_stop(s);
 }
 
 int main(void)
@@ -804,7 +889,9 @@ int main(void)
 		cmocka_unit_test(test_http_endpoint_down_then_up),
 		cmocka_unit_test(test_http_slow_server_never_blocks),
 		cmocka_unit_test(test_http_free_mid_backoff),
-		cmocka_unit_test(test_https_ca_and_client_cert),
+		cmocka_unit_test_setup_teardown(test_https_ca_and_client_cert, tu_setup_dir,
+						tu_teardown_dir),
+		cmocka_unit_test(test_sender_direct),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

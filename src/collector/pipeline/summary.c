@@ -6,61 +6,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "collector/pipeline/counters.h"
 #include "collector/pipeline/summary.h"
-
-static const char *const counter_names[SP_CNT__MAX] = {
-	[SP_CNT_ONCPU_EVENTS] = "oncpu_events",
-	[SP_CNT_IDLE_SKIPPED] = "idle_skipped",
-	[SP_CNT_FILTERED] = "filtered",
-	[SP_CNT_RB_SENT_ONCPU] = "ringbuf_sent_oncpu",
-	[SP_CNT_RB_DROP_ONCPU] = "ringbuf_dropped_oncpu",
-	[SP_CNT_KSTACK_ERR] = "kstack_errors",
-	[SP_CNT_USTACK_ERR] = "ustack_errors",
-	[SP_CNT_KSTACK_TRUNC] = "kstack_truncated",
-	[SP_CNT_USTACK_TRUNC] = "ustack_truncated",
-	[SP_CNT_RB_SENT_PROC] = "ringbuf_sent_proc",
-	[SP_CNT_RB_DROP_PROC] = "ringbuf_dropped_proc",
-	[SP_CNT_SCRATCH_ERR] = "scratch_errors",
-	[SP_CNT_CTX_OK] = "ctx_ok",
-	[SP_CNT_CTX_NULL] = "ctx_null",
-	[SP_CNT_CTX_INVALID] = "ctx_invalid",
-	[SP_CNT_CTX_READ_ERR] = "ctx_read_errors",
-	[SP_CNT_OFFCPU_SWITCHES] = "offcpu_switches",
-	[SP_CNT_OFFCPU_BELOW_MIN] = "offcpu_below_min",
-	[SP_CNT_OFFCPU_SAMPLED_OUT] = "offcpu_sampled_out",
-	[SP_CNT_RB_SENT_OFFCPU] = "ringbuf_sent_offcpu",
-	[SP_CNT_RB_DROP_OFFCPU] = "ringbuf_dropped_offcpu",
-	[SP_CNT_OFFCPU_STATE_FULL] = "offcpu_state_full",
-	[SP_CNT_OFFCPU_IDLE] = "offcpu_idle",
-	[SP_CNT_OFFCPU_KTHREAD] = "offcpu_kthread",
-	[SP_CNT_OFFCPU_FILTERED] = "offcpu_filtered",
-	[SP_CNT_OFFCPU_EXITING] = "offcpu_exiting",
-	[SP_CNT_OFFCPU_CAPTURED] = "offcpu_captured",
-	[SP_CNT_OFFCPU_DELETE_ERR] = "offcpu_delete_errors",
-	[SP_CNT_OFFCPU_UNCLOSED] = "offcpu_unclosed",
-	[SP_CNT_CTX_OBI] = "ctx_obi",
-	[SP_CNT_CTX_ATTRS_TRUNC] = "ctx_attrs_truncated",
-	[SP_CNT_CTX_ATTRS_ERR] = "ctx_attrs_errors",
-	[SP_CNT_UNW_FRAMES_CFI] = "unwind_frames_cfi",
-	[SP_CNT_UNW_FRAMES_FP] = "unwind_frames_fp",
-	[SP_CNT_UNW_FP_MODE] = "unwind_fp_mode",
-	[SP_CNT_UNW_FP_NO_PROC] = "unwind_fp_no_ranges",
-	[SP_CNT_UNW_FP_NO_TABLE] = "unwind_fp_no_table",
-	[SP_CNT_UNW_FP_NO_CFI] = "unwind_fp_no_cfi",
-	[SP_CNT_UNW_FP_UNSUPPORTED] = "unwind_fp_unsupported",
-	[SP_CNT_UNW_END_ROOT] = "unwind_end_root",
-	[SP_CNT_UNW_END_ZERO] = "unwind_end_zero",
-	[SP_CNT_UNW_END_NONCANON] = "unwind_end_noncanonical",
-	[SP_CNT_UNW_END_NOT_EXEC] = "unwind_end_not_executable",
-	[SP_CNT_UNW_END_READ] = "unwind_end_read_error",
-	[SP_CNT_UNW_END_BAD_FP] = "unwind_end_bad_frame",
-	[SP_CNT_UNW_END_LEAF_ONLY] = "unwind_end_leaf_only",
-	[SP_CNT_UNW_END_TRUNC] = "unwind_end_truncated",
-	[SP_CNT_UNW_STALE] = "unwind_stale_ranges",
-	[SP_CNT_UNW_MMAP_EVENTS] = "unwind_mmap_events",
-};
-
-_Static_assert(SP_CNT_UNW_MMAP_EVENTS + 1 == SP_CNT__MAX, "a name for every counter");
 
 static const char *const unw_end_names[SP_UNW_END__MAX] = {
 	[SP_UNW_END_NONE] = "none",
@@ -249,7 +196,7 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"mono_to_unix_ns\": %" PRId64 ",\n  \"bpf\": {", s->hz, s->n_cpus,
 		s->duration_ns, s->mono_to_unix_ns);
 	for (int i = 0; i < SP_CNT__MAX; i++)
-		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", counter_names[i], s->bpf[i]);
+		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", sp_counters[i].name, s->bpf[i]);
 	fprintf(f, "},\n  \"consumer\": {\"received_oncpu\": %" PRIu64
 		", \"received_offcpu\": %" PRIu64 ", \"received_exec\": %" PRIu64
 		", \"received_exit\": %" PRIu64 ", \"received_publish\": %" PRIu64
@@ -278,10 +225,12 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->procs.addr_unmapped, s->procs.mappings_full);
 	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
 		PRIu64 ", \"procs_failed\": %" PRIu64 ", \"publish_rereads\": %" PRIu64
-		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64,
+		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64
+		", \"examined\": %" PRIu64 ", \"skipped\": %" PRIu64,
 		s->obi_map ? "true" : "false",
 		s->publish_watch ? "true" : "false", s->ctx_procs_resolved, s->ctx_procs_failed,
-		s->ctx_publish_rereads, s->ctx_publish_coalesced, s->ctx_publish_deferred);
+		s->ctx_publish_rereads, s->ctx_publish_coalesced, s->ctx_publish_deferred,
+		s->ctx_examined, s->ctx_skipped);
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
 	fprintf(f, "},\n");

@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 #include "collector/unwind/unwind_blob.h"
 #include "collector/unwind/unwind_table.h"
 

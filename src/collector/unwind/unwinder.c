@@ -14,7 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector/procs/maps.h"
+#include "base/maps.h"
+#include "base/pin.h"
 #include "collector/unwind/cfi_extract.h"
 #include "collector/unwind/unwind_blob.h"
 #include "collector/unwind/unwind_builder.h"
@@ -65,30 +66,33 @@ static uint64_t mono_ns(void)
 
 /* ------------------------------------------------------------ building */
 
-/* A readable fd on the job's file, checked against its identity when it
- * is reopened through a process (it may have been replaced since). */
+/* A readable fd on the job's file (base/pin.h: the pinned inode itself,
+ * regular file), checked against its identity when it is reopened through
+ * a process (the file may have been replaced since). */
 static int job_open(struct sp_unwinder *u, const struct sp_unw_job *job)
 {
 	struct sp_unw_file_key key;
 	char path[96];
 	struct stat st;
-	int fd, err;
+	int pfd, fd, err;
 
 	if (job->fd >= 0) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", job->fd);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		return fd < 0 ? -errno : fd;
+		if (fstat(job->fd, &st))
+			return -errno;
+		return sp_pin__reopen(job->fd, &st, NULL);
 	}
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", job->pid,
 		 (unsigned long long)job->start, (unsigned long long)job->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	pfd = sp_pin__path(-1, path, 0, &st);
+	if (pfd < 0)
+		return -ESRCH;
+	fd = sp_pin__reopen(pfd, &st, NULL);
+	close(pfd);
 	if (fd < 0)
 		return -ESRCH;
 	pthread_mutex_lock(&u->lock);
 	err = sp_unw_files__key(u->files, &job->req, &key);
 	pthread_mutex_unlock(&u->lock);
-	if (!err && fstat(fd, &st))
-		err = -errno;
 	if (!err) {
 		if (key.build_id.len) {
 			struct sp_build_id b;

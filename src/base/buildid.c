@@ -19,15 +19,28 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
+#include "base/pin.h"
 
 #define NT_GNU_BUILD_ID_TYPE 3
 #define NOTE_HDR_SIZE 12	/* namesz, descsz, type: Elf32_Nhdr == Elf64_Nhdr */
 #define KERNEL_NOTES_PATH "/sys/kernel/notes"
 #define KERNEL_NOTES_MAX 8192	/* a few hundred bytes in practice */
+
+/* elf_version() once per process: serve's workers read build ids at the
+ * same time, and libelf's version is a global. */
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+static bool elf_ok;
+
+static void elf_init_once(void)
+{
+	elf_ok = elf_version(EV_CURRENT) != EV_NONE;
+}
 
 static uint32_t rd32(const uint8_t *p, int swap)
 {
@@ -114,7 +127,8 @@ int sp_buildid__from_fd(int fd, struct sp_build_id *out)
 	memset(out, 0, sizeof(*out));
 	if (fd < 0)
 		return -EBADF;
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	pthread_once(&elf_once, elf_init_once);
+	if (!elf_ok)
 		return -EINVAL;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
@@ -201,9 +215,9 @@ int sp_buildid__from_path(const char *path, struct sp_build_id *out)
 	memset(out, 0, sizeof(*out));
 	if (!path)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sp_pin__open(path, NULL);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = sp_buildid__from_fd(fd, out);
 	close(fd);
 	return err;
@@ -258,4 +272,37 @@ void sp_buildid__hex(const struct sp_build_id *b, char *out)
 		out[2 * i + 1] = digits[b->id[i] & 0xf];
 	}
 	out[2 * n] = '\0';
+}
+
+int sp_buildid__read_file(const char *path, char *out, size_t out_size)
+{
+	struct sp_build_id b;
+	int err;
+
+	if (!out || out_size < SP_BUILDID_MAX_HEX + 1)
+		return -EINVAL;
+	out[0] = '\0';
+	err = sp_buildid__from_path(path, &b);
+	if (!err)
+		sp_buildid__hex(&b, out);
+	return err;
+}
+
+int sp_buildid__validate(const char *hex)
+{
+	size_t n = 0;
+
+	if (!hex)
+		return -EINVAL;
+	for (; hex[n]; n++) {
+		char c = hex[n];
+
+		if (n >= SP_BUILDID_MAX_HEX)
+			return -EINVAL;
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return -EINVAL;
+	}
+	if (n < 2 || (n & 1))
+		return -EINVAL;
+	return 0;
 }

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_file.c - `spanprof-symbolizer file IN`: symbolize a pprof or OTLP
+ * file (gzip or not) and write it back, in the same format and
+ * compression unless --format says otherwise (--no-symbolize: convert
+ * only).  -o may be omitted when stdout is not a terminal.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "profile/codec.h"
+#include "symbolizer/cli/cmds.h"
+#include "symbolizer/cli/context.h"
+
+enum { OPT_FORMAT = SP_OPT_CMD, OPT_NO_SYMBOLIZE };
+
+struct file_opts {
+	struct sp_common_opts c;
+	const char *in;
+	const char *out;
+	enum sp_in_fmt format;	/* SP_FMT_AUTO: as the input */
+	bool no_symbolize;
+};
+
+static const struct sp_cli_opt file_options[] = {
+	{ "output", required_argument, 'o', "OUT", "where to write (default stdout)" },
+	{ "format", required_argument, OPT_FORMAT, "pprof|otlp",
+	  "output format (default: the input's)" },
+	{ "no-symbolize", no_argument, OPT_NO_SYMBOLIZE, NULL, "convert only" },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct file_opts *o)
+{
+	struct sp_cli p;
+	int c, r, pick;
+
+	memset(o, 0, sizeof(*o));
+	sp_cli__begin(&p, &sp_cmd_file, all);
+	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
+		switch (c) {
+		case SP_CLI_HELP:
+		case SP_CLI_USAGE:
+			return c;
+		case 'o':
+			o->out = optarg;
+			break;
+		case OPT_FORMAT:
+			r = sp_cli__pick(&p, "--format", optarg, "pprof", "otlp", &pick);
+			if (r)
+				return r;
+			o->format = pick ? SP_FMT_OTLP : SP_FMT_PPROF;
+			break;
+		case OPT_NO_SYMBOLIZE:
+			o->no_symbolize = true;
+			break;
+		default:	/* in the table, not handled: a bug */
+			return sp_cli__bad(&p, "option %d not handled", c);
+		}
+	}
+	r = sp_cli__operand(&p, argc, argv, &o->in);
+	if (r)
+		return r;
+	if (!o->out && isatty(STDOUT_FILENO))
+		return sp_cli__bad(&p, "use -o OUT (stdout is a terminal)");
+	return 0;
+}
+
+static int run(int argc, char **argv, const struct sp_cmd *const *all)
+{
+	struct sp_symbolize_stats ss = { 0 };
+	struct sp_input in = { 0 };
+	struct sp_sym_ctx x = { 0 };
+	struct file_opts o;
+	uint8_t *enc = NULL, *gzb = NULL, *body;
+	size_t enc_len = 0, gz_len = 0, len;
+	enum sp_in_fmt out_fmt;
+	FILE *out = NULL;
+	int err;
+
+	err = parse(argc, argv, all, &o);
+	if (err)
+		return err == SP_CLI_HELP ? 0 : SP_CLI_EXIT_USAGE;
+	err = sp_input__read(&in, o.in);
+	if (err)
+		return 1;
+	out = sp_output__open(o.out);
+	if (!out) {
+		err = -errno;
+		goto out;
+	}
+	err = sp_sym_ctx__prepare(&x, &o.c, !o.no_symbolize, &in, o.in);
+	if (err)
+		goto out;
+	if (!o.no_symbolize)
+		err = sp_symbolize__profile_ks(x.res, x.ks, in.p, &ss);
+	if (err)
+		goto out;
+	out_fmt = o.format == SP_FMT_AUTO ? in.fmt : o.format;
+	err = out_fmt == SP_FMT_OTLP ? sp_otlp__encode(in.p, &enc, &enc_len)
+				     : sp_pprof__encode(in.p, &enc, &enc_len);
+	if (err) {
+		fprintf(stderr, SP_CLI_PROG ": encode: %s\n", strerror(-err));
+		goto out;
+	}
+	body = enc;
+	len = enc_len;
+	if (in.gzip) {
+		err = sp_gzip(enc, enc_len, &gzb, &gz_len);
+		if (err)
+			goto out;
+		body = gzb;
+		len = gz_len;
+	}
+	if (fwrite(body, 1, len, out) != len)
+		err = -EIO;
+	if (!o.c.quiet)
+		sp_sym_ctx__print_stats(&x, &ss);
+out:
+	if (sp_output__close(out) && !err)
+		err = -EIO;
+	free(gzb);
+	free(enc);
+	sp_input__free(&in);
+	sp_sym_ctx__close(&x);
+	return err ? 1 : 0;
+}
+
+const struct sp_cmd sp_cmd_file = {
+	.name = "file",
+	.operands = "IN",
+	.summary = "symbolize a pprof or OTLP file (gzip or not)",
+	.about = "  Writes the same format and compression as IN unless --format says\n"
+		 "  otherwise; IN.kallsyms.gz next to IN resolves kernel frames.\n",
+	.opts = file_options,
+	.groups = SP_OPTG_DEBUGINFO | SP_OPTG_CACHE | SP_OPTG_KALLSYMS |
+		  SP_OPTG_KALLSYMS_IN | SP_OPTG_PRIVS,
+	.run = run,
+};

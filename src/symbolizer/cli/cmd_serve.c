@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_serve.c - `spanprof-symbolizer serve`: the OTLP/HTTP receiver
+ * (serve.h) with its forward target configured like an OTLP exporter.
+ *
+ * The next hop: --forward URL is used as is (the full profiles URL).  Its
+ * headers, TLS files, timeout and compression come from the --forward-*
+ * options, else from the standard OTEL_EXPORTER_OTLP_[PROFILES_]HEADERS,
+ * CERTIFICATE, CLIENT_CERTIFICATE, CLIENT_KEY, TIMEOUT and COMPRESSION
+ * variables (export/exporter.h); the ENDPOINT variables are not used: a
+ * forward target is always explicit.  The configuration is checked before
+ * the socket is bound (a bad value is a usage error, exit 2).
+ *
+ * Order: kernel snapshots (--kallsyms, before the drop), resolver, bind,
+ * drop privileges (serve.h's after_bind), senders, workers.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/exporter.h"
+#include "export/sender.h"
+#include "symbolizer/cli/cmds.h"
+#include "symbolizer/cli/context.h"
+#include "symbolizer/cli/privs.h"
+#include "symbolizer/serve.h"
+
+enum {
+	OPT_LISTEN = SP_OPT_CMD, OPT_FORWARD, OPT_OUTPUT_DIR, OPT_QUEUE, OPT_WORKERS,
+	OPT_MAX_BODY, OPT_FWD_HEADERS, OPT_FWD_COMPRESSION, OPT_FWD_TIMEOUT, OPT_FWD_CA,
+	OPT_FWD_CERT, OPT_FWD_KEY, OPT_FWD_ATTEMPTS, OPT_SHUTDOWN,
+};
+
+struct serve_opts {
+	struct sp_common_opts c;
+	const char *listen;
+	const char *output_dir;
+	uint32_t queue, workers, max_body;
+	double shutdown_s;
+	int compression;		/* -1 unset, 0 none, 1 gzip */
+	struct sp_export_config fwd;	/* fwd.profiles_url: --forward */
+};
+
+static const struct sp_cli_opt serve_options[] = {
+	{ "listen", required_argument, OPT_LISTEN, "HOST:PORT",
+	  "where to listen (default 127.0.0.1:4318)" },
+	{ "output-dir", required_argument, OPT_OUTPUT_DIR, "DIR",
+	  "write each symbolized profile as DIR/profile-N.otlp.pb.gz" },
+	{ "forward", required_argument, OPT_FORWARD, "URL",
+	  "POST each symbolized profile to this OTLP/HTTP URL (used as is)" },
+	{ "forward-headers", required_argument, OPT_FWD_HEADERS, "K=V,..",
+	  "request headers (else OTEL_EXPORTER_OTLP_HEADERS)" },
+	{ "forward-compression", required_argument, OPT_FWD_COMPRESSION, "gzip|none",
+	  "request body encoding (default gzip)" },
+	{ "forward-timeout-ms", required_argument, OPT_FWD_TIMEOUT, "MS",
+	  "per attempt (default 10000; else OTEL_EXPORTER_OTLP_TIMEOUT)" },
+	{ "forward-ca", required_argument, OPT_FWD_CA, "FILE",
+	  "https: CA bundle (else OTEL_EXPORTER_OTLP_CERTIFICATE)" },
+	{ "forward-client-cert", required_argument, OPT_FWD_CERT, "FILE",
+	  "https: client certificate (mTLS)" },
+	{ "forward-client-key", required_argument, OPT_FWD_KEY, "FILE",
+	  "https: client key (mTLS)" },
+	{ "forward-attempts", required_argument, OPT_FWD_ATTEMPTS, "N",
+	  "attempts per profile on 429/502/503/504 or no answer (default 5)" },
+	{ "queue", required_argument, OPT_QUEUE, "N",
+	  "decoded profiles waiting for a worker (default 16)" },
+	{ "workers", required_argument, OPT_WORKERS, "N",
+	  "symbolizing workers, 1..64 (default 1)" },
+	{ "max-body", required_argument, OPT_MAX_BODY, "BYTES",
+	  "largest request body (default 16 MiB)" },
+	{ "shutdown-timeout", required_argument, OPT_SHUTDOWN, "SEC",
+	  "on SIGTERM, drain for at most SEC, then abort forwards (default 10)" },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+static int parse_forward(struct sp_cli *p, struct serve_opts *o, int c)
+{
+	switch (c) {
+	case OPT_FORWARD:
+		o->fwd.profiles_url = optarg;
+		return 0;
+	case OPT_FWD_HEADERS:
+		o->fwd.headers = optarg;
+		return 0;
+	case OPT_FWD_COMPRESSION:
+		if (sp_cli__pick(p, "--forward-compression", optarg, "none", "gzip",
+				 &o->compression))
+			return SP_CLI_USAGE;
+		return 0;
+	case OPT_FWD_TIMEOUT:
+		return sp_cli__u32(p, "--forward-timeout-ms", optarg, 1, 600000,
+				   &o->fwd.timeout_ms);
+	case OPT_FWD_CA:
+		o->fwd.ca_file = optarg;
+		return 0;
+	case OPT_FWD_CERT:
+		o->fwd.client_cert = optarg;
+		return 0;
+	case OPT_FWD_KEY:
+		o->fwd.client_key = optarg;
+		return 0;
+	case OPT_FWD_ATTEMPTS:
+		return sp_cli__u32(p, "--forward-attempts", optarg, 1, 1000,
+				   &o->fwd.max_attempts);
+	default:	/* in the table, not handled: a bug */
+		return sp_cli__bad(p, "option %d not handled", c);
+	}
+}
+
+/* Fills what the options left unset from OTEL_EXPORTER_OTLP_*, then
+ * checks the whole configuration by making (and dropping) one sender. */
+static int check_forward(struct sp_cli *p, struct serve_opts *o, bool forward_opts)
+{
+	struct sp_sender *probe = NULL;
+	char err[320];
+
+	if (!o->fwd.profiles_url) {
+		if (forward_opts)
+			return sp_cli__bad(p, "--forward-* options need --forward URL");
+		return 0;
+	}
+	if (sp_export_config__from_env(&o->fwd, err, sizeof(err)))
+		return sp_cli__bad(p, "%s", err);
+	if (o->compression >= 0)
+		o->fwd.gzip = o->compression;
+	if (sp_sender__new(&o->fwd, "", NULL, &probe, err, sizeof(err)))
+		return sp_cli__bad(p, "--forward: %s", err);
+	sp_sender__free(probe);
+	return 0;
+}
+
+static int parse(int argc, char **argv, const struct sp_cmd *const *all,
+		 struct serve_opts *o)
+{
+	bool forward_opts = false;
+	struct sp_cli p;
+	char *end;
+	int c, r;
+
+	memset(o, 0, sizeof(*o));
+	o->compression = -1;
+	sp_export_config__init(&o->fwd);
+	sp_cli__begin(&p, &sp_cmd_serve, all);
+	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
+		switch (c) {
+		case SP_CLI_HELP:
+		case SP_CLI_USAGE:
+			return c;
+		case OPT_LISTEN:
+			o->listen = optarg;
+			break;
+		case OPT_OUTPUT_DIR:
+			o->output_dir = optarg;
+			break;
+		case OPT_QUEUE:
+			r = sp_cli__u32(&p, "--queue", optarg, 1, 1u << 20, &o->queue);
+			if (r)
+				return r;
+			break;
+		case OPT_WORKERS:
+			r = sp_cli__u32(&p, "--workers", optarg, 1, 64, &o->workers);
+			if (r)
+				return r;
+			break;
+		case OPT_MAX_BODY:
+			r = sp_cli__u32(&p, "--max-body", optarg, 1, UINT32_MAX, &o->max_body);
+			if (r)
+				return r;
+			break;
+		case OPT_SHUTDOWN:
+			o->shutdown_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->shutdown_s >= 0.1 && o->shutdown_s <= 600))
+				return sp_cli__bad(&p, "--shutdown-timeout %s: want seconds, 0.1..600",
+						   optarg);
+			break;
+		default:
+			forward_opts |= c >= OPT_FWD_HEADERS && c <= OPT_FWD_ATTEMPTS;
+			r = parse_forward(&p, o, c);
+			if (r)
+				return r;
+		}
+	}
+	if (optind != argc)
+		return sp_cli__bad(&p, "unexpected argument %s", argv[optind]);
+	if (!o->fwd.profiles_url && !o->output_dir)
+		return sp_cli__bad(&p, "needs --forward URL and/or --output-dir DIR");
+	return check_forward(&p, o, forward_opts);
+}
+
+static volatile bool stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = true;
+}
+
+static int after_bind(void *arg)
+{
+	const struct sp_common_opts *c = arg;
+	int err = sp_privs__drop(c);
+
+	if (!err)
+		sp_privs__debuginfod_cache(c);
+	return err;
+}
+
+static int run(int argc, char **argv, const struct sp_cmd *const *all)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct sp_sym_ctx x = { 0 };
+	struct sp_serve_opts so;
+	struct serve_opts o;
+	int err;
+
+	err = parse(argc, argv, all, &o);
+	if (err)
+		return err == SP_CLI_HELP ? 0 : SP_CLI_EXIT_USAGE;
+	so = (struct sp_serve_opts){
+		.listen = o.listen ? o.listen : "127.0.0.1:4318",
+		.forward = o.fwd.profiles_url ? &o.fwd : NULL,
+		.output_dir = o.output_dir,
+		.queue_len = o.queue,
+		.workers = o.workers,
+		.max_body = o.max_body,
+		.shutdown_timeout_ms = (uint32_t)(o.shutdown_s * 1000),
+		.quiet = o.c.quiet,
+		.after_bind = after_bind,
+		.after_bind_arg = &o.c,
+	};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	err = sp_sym_ctx__load_ksyms(&x, &o.c, NULL);
+	if (!err)
+		err = sp_sym_ctx__open(&x, &o.c);
+	if (err)
+		goto out;
+	so.resolver = x.res;
+	so.ksyms = x.ks;
+	err = sp_serve__run(&so, &stop_flag);
+	if (!o.c.quiet)
+		sp_sym_ctx__print_stats(&x, NULL);
+out:
+	sp_sym_ctx__close(&x);
+	return err ? 1 : 0;
+}
+
+const struct sp_cmd sp_cmd_serve = {
+	.name = "serve",
+	.operands = "",
+	.summary = "OTLP/HTTP receiver: symbolize, then write files and/or forward",
+	.about = "  POST /v1development/profiles (application/x-protobuf, identity or\n"
+		 "  gzip); GET /metrics.  Forwarding follows OTLP/HTTP's retry rules;\n"
+		 "  unset --forward-* values come from OTEL_EXPORTER_OTLP_* variables.\n",
+	.opts = serve_options,
+	.groups = SP_OPTG_DEBUGINFO | SP_OPTG_CACHE | SP_OPTG_KALLSYMS | SP_OPTG_PRIVS,
+	.run = run,
+};

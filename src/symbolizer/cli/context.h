@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * context.h - what the commands build from their group options: the
+ * debug-info finder, the resolver and the kernel symbol snapshots, and the
+ * statistics lines they print on stderr.
+ *
+ * sp_sym_ctx__load_ksyms: every --kallsyms FILE (a failure is fatal, one
+ *   line), every --kallsyms-dir DIR (searched later, per build id), and,
+ *   unless --no-kallsyms or in is NULL or "-", IN.kallsyms.gz next to the
+ *   input when it exists (a failure is a warning).  Loads before the
+ *   privilege drop, like the input.
+ * sp_sym_ctx__open: the finder (--debug-dir, default /usr/lib/debug;
+ *   --no-debuginfod) and the resolver (--cache-entries).
+ * sp_sym_ctx__prepare: what `file` and `report` do once their outputs are
+ *   open, in this order: kernel snapshots (when kernel), the privilege
+ *   drop, a usable debuginfod cache, decoding the input, the resolver.
+ * All return 0 or a negative errno (reported on stderr); x is released by
+ * sp_sym_ctx__close (NULL-safe fields).
+ * sp_sym_ctx__print_stats: resolution (when ss), kernel, snapshot, cache
+ *   and debug-info counters, one line each.
+ */
+#ifndef SPANPROF_SYMBOLIZER_CONTEXT_H
+#define SPANPROF_SYMBOLIZER_CONTEXT_H
+
+#include <stdbool.h>
+
+#include "symbolizer/cli/cli.h"
+#include "symbolizer/cli/input.h"
+#include "symbolizer/debuginfo.h"
+#include "symbolizer/kallsyms.h"
+#include "symbolizer/resolve.h"
+#include "symbolizer/symbolize.h"
+
+struct sp_sym_ctx {
+	struct sp_debuginfo *di;
+	struct sp_resolver *res;
+	struct sp_ksyms_set *ks;	/* NULL: no kernel snapshots */
+};
+
+int sp_sym_ctx__load_ksyms(struct sp_sym_ctx *x, const struct sp_common_opts *c,
+			   const char *in);
+int sp_sym_ctx__open(struct sp_sym_ctx *x, const struct sp_common_opts *c);
+int sp_sym_ctx__prepare(struct sp_sym_ctx *x, const struct sp_common_opts *c, bool kernel,
+			struct sp_input *in, const char *path);
+void sp_sym_ctx__close(struct sp_sym_ctx *x);
+void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_stats *ss);
+
+#endif /* SPANPROF_SYMBOLIZER_CONTEXT_H */
