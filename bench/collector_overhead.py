@@ -26,8 +26,10 @@ For each collector:
   overhead      (collector CPU + BPF run time) / (D x nCPU), % of machine CPU
 
 Run as root from the repository root, after `make -j2`:
-  python3 bench/collector_overhead.py [--duration 60]
-Takes about 2 x (D + 5) s.
+  python3 bench/collector_overhead.py [--duration 60] [--spanprof-arg=--unwind --spanprof-arg=fp]
+Takes about 2 x (D + 5) s.  --spanprof-arg (repeatable) passes an option
+to spanprof record (issue 12 compares the default .eh_frame unwinding
+with --unwind fp this way).
 """
 import argparse
 import os
@@ -82,16 +84,19 @@ def run(load_bin, dur, argv, want_bpf):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duration", "-d", type=int, default=60)
+    ap.add_argument("--spanprof-arg", action="append", default=[],
+                    help="extra option for spanprof record (repeatable)")
     args = ap.parse_args()
     D = args.duration
     B.require(["bpftool", "perf", "clang"])
     load_bin = B.build_load()
-    print(f"# collector_overhead: {B.machine()}; D={D} s, 97 Hz, sequential runs")
+    print(f"# collector_overhead: {B.machine()}; D={D} s, 97 Hz, sequential runs; spanprof "
+          f"options: {' '.join(args.spanprof_arg) or '(defaults)'}")
     sj = os.path.join(B.WORK, "overhead.json")
     with B.BpfStats():
         sp = run(load_bin, D, [B.SPANPROF, "record", "-a", "-F", "97", "-d", str(D),
                                "--no-report", "-q", "-o", os.path.join(B.WORK, "overhead.pb.gz"),
-                               "--summary-json", sj], True)
+                               "--summary-json", sj, *args.spanprof_arg], True)
     summ = json.load(open(sj))
     sp["samples"] = summ["aggregator"]["accepted"]
     perf_data = os.path.join(B.WORK, "perf.data")

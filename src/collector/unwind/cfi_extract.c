@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <stdio.h>
 
 #include "collector/unwind/cfi_extract.h"
 
@@ -350,14 +349,11 @@ static int check_program(const uint8_t *p, const uint8_t *end, int enc, uint32_t
 					err = skip_block(&p, end);
 				break;
 			default:
-				fprintf(stderr, "DBG op %#x\n", op);
 				return -EINVAL;
 			}
 		}
-		if (err) {
-			fprintf(stderr, "DBG err op %#x\n", op);
+		if (err)
 			return -EINVAL;
-		}
 	}
 	return 0;
 }
