@@ -5,8 +5,9 @@ frame pointers): a comparator called back through Debian libc's qsort and
 bsearch (GCC and clang builds; main thread and a second thread), C++
 std::sort with a lambda in a binary that throws exceptions, a GCC leaf that
 has no frame although frame pointers were asked for, a statically linked
-binary, and a library without frame pointers loaded with dlopen() after
-start-up.  Each runs under `spanprof record` (default unwinding); go tool
+binary, a library without frame pointers loaded with dlopen() after
+start-up, a signal handler (through libc's __restore_rt signal frame), and
+a loop in the vDSO (unwound from the kernel image's own .eh_frame).  Each runs under `spanprof record` (default unwinding); go tool
 pprof (an independent reader, symbolizing from the binaries) reads the
 stacks back.  For >= 95% of the leaf's samples the whole known chain is
 there, in order, up to the thread root: after main exactly three frames
@@ -124,3 +125,21 @@ tables_ok("unw_static", j, 1)
 tr, j = run("unw_dlopen", [os.path.join(FIX, "libunw_dl.so"), "1.5"])
 expect("unw_dlopen", tr, "dl_leaf", [["dl_leaf", "dl_middle", "dl_entry", "call_lib", "main"]], [3])
 tables_ok("unw_dlopen", j, 3)
+
+# a signal handler: prof_leaf <- on_prof <- __restore_rt <- busy_fn <- outer_fn <- main
+tr, j = run("unw_misc", ["signal", "1.5"])
+expect("unw_misc signal", tr, "prof_leaf", [["prof_leaf", "on_prof", "busy_fn", "outer_fn", "main"]],
+       [3], min_ms=100)
+
+# the vDSO: [vdso] <- vdso_loop <- main
+tr, j = run("unw_misc", ["vdso", "1.5"])
+check(j["unwind"]["vdso_table"], "the vDSO's table was built")
+n = ok = 0.0
+for w, fr in tr:
+    if not fr[0].startswith("[vdso"):
+        continue
+    n += w
+    if chain_after(fr, "vdso_loop") == (["vdso_loop", "main"], 3):
+        ok += w
+check(n >= 100, "%.0f ms of samples in the vDSO" % n)
+check(ok >= 0.95 * n, "vDSO <- vdso_loop <- main <- 3 frames in %.0f of %.0f ms" % (ok, n))
