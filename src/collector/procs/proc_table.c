@@ -710,7 +710,18 @@ static uint64_t proc_mono_ns(void)
 
 /* Reads PID/maps into p.  0, or -ENOENT (gone) / other negative errno
  * (unreadable); on failure p keeps its previous maps. */
+static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns,
+			      bool soft);
+
 static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
+{
+	return proc_read_maps_how(t, p, now_ns, false);
+}
+
+/* soft: a process found gone is left as it was (its exit event, or the
+ * next resolve, decides); the read is only a refresh. */
+static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns,
+			      bool soft)
 {
 	struct proc_scan sc = { .t = t, .p = p };
 	struct sp_maps_read_stats rs;
@@ -776,6 +787,8 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 	}
 	return 0;
 fail:
+	if ((err == -ENOENT || err == -ESRCH) && soft)
+		return -ENOENT;
 	if (err == -ENOENT || err == -ESRCH) {
 		if (!p->have_maps && !p->gone_counted) {
 			t->stats.maps_gone++;
@@ -1124,7 +1137,7 @@ int sp_proc_table__reread(struct sp_proc_table *t, uint32_t pid, uint64_t now_ns
 {
 	struct proc_slot *p = t ? proc_find(t, pid) : NULL;
 
-	if (!p)
+	if (!p || p->info.gone)
 		return -ENOENT;
-	return proc_read_maps(t, p, now_ns);
+	return proc_read_maps_how(t, p, now_ns, true);
 }

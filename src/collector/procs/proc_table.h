@@ -184,7 +184,9 @@ const struct sp_proc_table_stats *sp_proc_table__stats(const struct sp_proc_tabl
 /* Installs (l != NULL) or removes the maps listener; -ENOMEM. */
 int sp_proc_table__set_listener(struct sp_proc_table *t, const struct sp_proc_maps_listener *l);
 /* Reads pid's maps now (the caller rate-limits: the unwinder after a new
- * executable mapping).  0, -ENOENT (pid unknown or gone), or an errno. */
+ * executable mapping).  A refresh only: a process found gone is not
+ * marked gone here (its exit event does that, in order with its samples).
+ * 0, -ENOENT (pid unknown, gone, or vanished), or an errno. */
 int sp_proc_table__reread(struct sp_proc_table *t, uint32_t pid, uint64_t now_ns);
 
 #endif

@@ -162,13 +162,17 @@ struct sp_unw_builder *sp_unw_builder__new(uint32_t queue_max, double cpu_share,
 	pthread_cond_init(&b->cond, &ca);
 	pthread_cond_init(&b->idle_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (pthread_create(&b->th, NULL, builder_main, b)) {
-		sp_unw_builder__free(b);
-		errno = EAGAIN;
-		return NULL;
-	}
-	b->started = true;
 	return b;
+}
+
+int sp_unw_builder__start(struct sp_unw_builder *b)
+{
+	if (b->started)
+		return 0;
+	if (pthread_create(&b->th, NULL, builder_main, b))
+		return -EAGAIN;
+	b->started = true;
+	return 0;
 }
 
 void sp_unw_builder__free(struct sp_unw_builder *b)

@@ -47,9 +47,14 @@ struct sp_unw_builder_stats {
 struct sp_unw_builder;
 
 /* queue_max jobs at most (0: 1024); cpu_share in (0, 1] (0: 0.25).
- * Starts the thread.  NULL with errno. */
+ * Jobs can be queued at once; they run once __start has started the
+ * thread.  NULL with errno. */
 struct sp_unw_builder *sp_unw_builder__new(uint32_t queue_max, double cpu_share, sp_unw_build_fn fn,
 					   sp_unw_tick_fn tick_fn, void *ctx);
+/* Starts the thread (idempotent): it inherits the caller's credentials
+ * and capabilities, so the agent starts it from its consumer thread, after
+ * privileges are dropped.  0 or -EAGAIN. */
+int sp_unw_builder__start(struct sp_unw_builder *b);
 /* Stops the thread (the running job finishes) and frees.  NULL-safe. */
 void sp_unw_builder__free(struct sp_unw_builder *b);
 

@@ -47,6 +47,7 @@ struct sp_unwinder {
 	struct sp_unw_file_key vdso_key;
 	bool have_vdso;
 	bool pressure;
+	bool builder_started;		/* consumer's thread */
 	struct sp_unw_range_in *rbuf;	/* SP_UNW_RANGES_MAX, listener only */
 	struct defer defer[DEFER_MAX];
 	uint32_t n_defer;
@@ -557,6 +558,10 @@ void sp_unwinder__poll(struct sp_unwinder *u, uint64_t now_ns)
 
 	if (!u)
 		return;
+	/* The builder thread starts here, on the consumer's thread: after the
+	 * agent has dropped its capabilities (threads keep their own). */
+	if (!u->builder_started && sp_unw_builder__start(u->builder) == 0)
+		u->builder_started = true;
 	pthread_mutex_lock(&u->lock);
 	nr = sp_unw_procs__take_retry(u->uprocs, retry, SP_UNW_PROCS_RETRY);
 	for (uint32_t i = 0; i < nr; i++)

@@ -109,7 +109,9 @@ void sp_unwinder__on_exit(struct sp_unwinder *u, uint32_t pid, uint64_t now_ns);
  * not signal, are read again by the unwinder itself, after 10 ms, then
  * backing off to 5.1 s for a process that keeps mapping code.) */
 void sp_unwinder__on_exec_mapping(struct sp_unwinder *u, uint32_t pid, uint64_t now_ns);
-/* Deferred re-reads (consumer thread, with the process table's lock). */
+/* Deferred re-reads (consumer thread, with the process table's lock).
+ * The first call starts the builder thread (threads keep their own
+ * capabilities: the agent's consumer thread runs after the drop). */
 void sp_unwinder__poll(struct sp_unwinder *u, uint64_t now_ns);
 /* Memory guard engaged: no builds, no new chunks (evicting instead). */
 void sp_unwinder__set_pressure(struct sp_unwinder *u, bool on);
