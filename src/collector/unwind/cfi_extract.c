@@ -147,8 +147,8 @@ static int read_fixed(const uint8_t **p, const uint8_t *end, size_t n, uint64_t 
 static int read_encoded(const uint8_t **p, const uint8_t *end, int enc, uint64_t field_addr,
 			bool apply, uint64_t *out)
 {
-	uint64_t v;
-	int64_t s;
+	uint64_t v = 0;	/* = 0: GCC with -fsanitize cannot see read_*() set them */
+	int64_t s = 0;
 	int err;
 
 	if (enc & PE_INDIRECT)
@@ -156,8 +156,6 @@ static int read_encoded(const uint8_t **p, const uint8_t *end, int enc, uint64_t
 	switch (enc & PE_FMT) {
 	case PE_ABSPTR:
 	case PE_UDATA8:
-		err = read_fixed(p, end, 8, &v);
-		break;
 	case PE_SDATA8:
 		err = read_fixed(p, end, 8, &v);
 		break;
