@@ -37,7 +37,7 @@ UNW_DEPS := $(UNW_DIR)/unw_common.h tests/build.mk
 UNW_CFLAGS := -O2 -g -Wall -Werror -Wl,--build-id -fomit-frame-pointer
 UNW_GCC := -fno-reorder-functions
 UNW_BINS := $(addprefix $(O)/fixtures/,unw_qsort_gcc unw_qsort_clang unw_sort_cpp unw_chain_fp \
-	unw_static unw_dlopen libunw_dl.so unw_offcpu unw_wide unw_misc)
+	unw_static unw_dlopen libunw_dl.so unw_offcpu unw_wide unw_misc unw_ends)
 
 $(O)/fixtures/unw_qsort_gcc: $(UNW_DIR)/unw_qsort.c $(UNW_DEPS)
 	@mkdir -p $(@D)
@@ -69,6 +69,11 @@ $(O)/fixtures/unw_offcpu: $(UNW_DIR)/unw_offcpu.c $(UNW_DEPS)
 $(O)/fixtures/unw_misc: $(UNW_DIR)/unw_misc.c $(UNW_DEPS)
 	@mkdir -p $(@D)
 	gcc $(UNW_CFLAGS) $(UNW_GCC) -o $@ $<
+# No CFI at all (no .eh_frame rows, and -g0: no .debug_frame either): the
+# unwinder steps it by frame pointer (see the source).
+$(O)/fixtures/unw_ends: $(UNW_DIR)/unw_ends.c $(UNW_DEPS)
+	@mkdir -p $(@D)
+	gcc $(UNW_CFLAGS) $(UNW_GCC) -g0 -fno-asynchronous-unwind-tables -o $@ $<
 $(O)/fixtures/unw_wide: $(UNW_DIR)/unw_wide.c $(UNW_DEPS)
 	@mkdir -p $(@D)
 	gcc $(UNW_CFLAGS) $(UNW_GCC) -o $@ $<

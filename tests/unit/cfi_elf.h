@@ -33,6 +33,8 @@ struct cfi_buf {
 
 static inline void cfi_put(struct cfi_buf *c, const void *p, size_t n)
 {
+	if (!n)
+		return;		/* p may be NULL then (memcpy's contract) */
 	if (c->n + n <= sizeof(c->b)) {
 		memcpy(c->b + c->n, p, n);
 		c->n += n;

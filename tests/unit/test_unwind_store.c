@@ -430,18 +430,29 @@ static void test_procs_evict_for_ranges(void **state)
 	sp_unw_procs__set(p, 7, r, 1, false, 1000 + Q);
 	assert_true(mb->have[7]);
 	assert_int_equal(mb->procs[7].n, 1);
-	/* Nothing left to evict: no ranges, counted. */
+	/* Nothing left to evict: no ranges, counted.  A second store needs
+	 * its own backend (the fake maps chunk i to one slot per backend). */
 	{
-		struct sp_unw_blob *b2 = sp_unw_blob__new(&be, SP_UNW_CHUNK_BYTES);
-		struct sp_unw_files *f2 = sp_unw_files__new(&be, b2, 0);
-		struct sp_unw_procs *p2 = sp_unw_procs__new(&be, b2, f2, 2);
+		struct membe *mb2 = calloc(1, sizeof(*mb2));
+		struct sp_unw_backend be2;
+		struct sp_unw_blob *b2;
+		struct sp_unw_files *f2;
+		struct sp_unw_procs *p2;
 		static struct sp_unw_range_in big[SP_UNW_RANGES_MAX];
 		uint32_t a;
 
+		assert_non_null(mb2);
+		be2 = be;
+		be2.ctx = mb2;
+		be2.files = mb2->files;
+		be2.seq = mb2->seq;
+		b2 = sp_unw_blob__new(&be2, SP_UNW_CHUNK_BYTES);
+		f2 = sp_unw_files__new(&be2, b2, 0);
+		p2 = sp_unw_procs__new(&be2, b2, f2, 2);
 		assert_int_equal(sp_unw_blob__alloc(b2, SP_UNW_CHUNK_WORDS - 100, &a), 0);
 		sp_unw_procs__set(p2, 8, big, SP_UNW_RANGES_MAX, false, 1);
 		assert_int_equal(sp_unw_procs__stats(p2)->no_space, 1);
-		assert_false(mb->have[8]);
+		assert_false(mb2->have[8]);
 		/* max_procs 2: the third process is counted, not published */
 		sp_unw_procs__set(p2, 9, r, 1, false, 1);
 		sp_unw_procs__set(p2, 10, r, 1, false, 1);
@@ -450,6 +461,8 @@ static void test_procs_evict_for_ranges(void **state)
 		sp_unw_procs__free(p2);
 		sp_unw_files__free(f2);
 		sp_unw_blob__free_all(b2);
+		assert_int_equal(mb2->live, 0);
+		free(mb2);
 	}
 	sp_unw_procs__free(p);
 	sp_unw_files__free(f);
