@@ -12,8 +12,9 @@
  *   --call-graph fp       = --unwind fp
  *   --call-graph dwarf[,SIZE]
  *                         = --unwind dwarf; SIZE (perf's stack copy) is
- *                         accepted and ignored with a note: no stack is
- *                         copied, the walk happens in the kernel (127 frames)
+ *                         accepted and ignored (no stack is copied, the
+ *                         walk happens in the kernel, 127 frames); msg gets
+ *                         a note saying so, which the shared options drop
  *   --call-graph lbr      refused: needs hardware branch records
  *   --unwind-budget B     bytes of BPF memory for tables and ranges (k/m/g
  *                         suffixes), default 64m
