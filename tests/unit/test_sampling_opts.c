@@ -12,7 +12,8 @@
  * adaptive sampling; --off-cpu-* without --off-cpu is refused; the entry
  * cap follows the budget when not given; --help lists every shared option
  * with the caller's defaults and fits 80 columns; tables too large are
- * refused.
+ * refused; the user-stack options and perf's spellings of them map as
+ * unwind_cli.h says.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -255,12 +256,60 @@ static void test_perf_spellings(void **state)
 		       "-C restricts on-CPU sampling only: drop --off-cpu or -C");
 }
 
+/* --unwind, perf's -g and --call-graph, --unwind-budget (unwind_cli.h). */
+static void test_unwind_options(void **state)
+{
+	const char *const g[] = { "cmd", "-g", NULL };
+	const char *const fp_then_g[] = { "cmd", "--unwind", "fp", "-g", NULL };
+	const char *const cg_fp[] = { "cmd", "--call-graph", "fp", NULL };
+	const char *const cg_dwarf[] = { "cmd", "--unwind", "fp", "--call-graph", "dwarf,8192", NULL };
+	const char *const synonyms[] = { "cmd", "--unwind", "fp", "--unwind", "eh-frame", NULL };
+	const char *const budget[] = { "cmd", "--unwind-budget", "512k", NULL };
+	struct sp_sampling_opts o;
+	char msg[256];
+	int own_seen;
+
+	(void)state;
+	/* -g: call graphs are always taken; it keeps the default (.eh_frame) */
+	assert_int_equal(parse(g, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_false(o.unwind_fp);
+	assert_int_equal(o.unwind_budget, 0);	/* 0 = the default */
+	assert_int_equal(parse(fp_then_g, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_true(o.unwind_fp);
+	assert_int_equal(parse(cg_fp, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_true(o.unwind_fp);
+	/* perf's stack size is accepted and ignored; the last option wins */
+	assert_int_equal(parse(cg_dwarf, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_false(o.unwind_fp);
+	assert_string_equal(msg, "");
+	assert_int_equal(parse(synonyms, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_false(o.unwind_fp);
+	assert_int_equal(parse(budget, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_int_equal(o.unwind_budget, 512 << 10);
+	expect_refused((const char *const[]){ "c", "--unwind", "lbr", NULL },
+		       "--unwind lbr: expected dwarf (.eh_frame tables, the default) or fp "
+		       "(frame pointers only)");
+	expect_refused((const char *const[]){ "c", "--call-graph", "lbr", NULL },
+		       "--call-graph lbr: not supported (it needs hardware branch records); use "
+		       "dwarf (the default) or fp");
+	expect_refused((const char *const[]){ "c", "--call-graph", "dwarfish", NULL },
+		       "--call-graph dwarfish: expected fp or dwarf[,SIZE] (perf's spellings; the "
+		       "same as --unwind fp|dwarf)");
+	expect_refused((const char *const[]){ "c", "--unwind-budget", "100k", NULL },
+		       "--unwind-budget 100k: expected bytes (k/m/g suffixes) from 256k to 1g");
+	expect_refused((const char *const[]){ "c", "--unwind-budget", "2g", NULL },
+		       "--unwind-budget 2g: expected bytes (k/m/g suffixes) from 256k to 1g");
+	expect_refused((const char *const[]){ "c", "--unwind-budget", "64mb", NULL },
+		       "--unwind-budget 64mb: expected bytes (k/m/g suffixes) from 256k to 1g");
+}
+
 static void test_usage_and_table(void **state)
 {
 	static const char *const names[] = {
 		"freq", "event", "cpu", "no-process-env", "no-kernel", "idle", "no-trace-context", "off-cpu", "off-cpu-min-us",
 		"off-cpu-sample", "off-cpu-rate", "off-cpu-kernel-threads", "off-cpu-max-pending",
 		"ctx-max-procs", "ringbuf-size", "poll-ms", "agg-budget", "agg-entries",
+		"unwind", "call-graph", "unwind-budget",
 	};
 	struct option many[70];
 	struct own_seen seen = { 0 };
@@ -304,6 +353,7 @@ int main(void)
 		cmocka_unit_test(test_defaults_and_derived),
 		cmocka_unit_test(test_error_texts),
 		cmocka_unit_test(test_perf_spellings),
+		cmocka_unit_test(test_unwind_options),
 		cmocka_unit_test(test_usage_and_table),
 	};
 

@@ -92,6 +92,7 @@
 #include "collector/pipeline/snapshot.h"
 #include "collector/pipeline/summary.h"
 #include "collector/procs/container_id.h"
+#include "collector/unwind/unwinder.h"
 #include "collector/procs/target_select.h"
 #include "export/exporter.h"
 #include "profile/profile.h"
@@ -763,6 +764,60 @@ static void m_gauge(struct sp_metrics_buf *b, const char *name, const char *help
 	sp_metrics__f64(b, name, NULL, v);
 }
 
+/* The unwinder's tables and its BPF memory (its BPF counters are in
+ * sp_counters__write_metrics).  Nothing with --unwind fp. */
+static void render_unwind(struct sp_metrics_buf *b, struct sp_unwinder *unw)
+{
+	struct sp_unwinder_stats u;
+
+	if (!unw)
+		return;
+	sp_unwinder__stats(unw, &u);
+	sp_metrics__family(b, "spanprof_unwind_tables_total", SP_METRIC_COUNTER,
+			   "Unwind table builds by outcome, and evictions");
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "built"), u.built);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "rebuilt"), u.rebuilt);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "no_cfi"), u.no_cfi);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "malformed"),
+			u.failed_malformed);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "unreadable"),
+			u.failed_unreadable);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_slow"),
+			u.failed_too_slow);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_large"), u.too_large);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted"), u.evicted);
+	sp_metrics__family(b, "spanprof_unwind_bounds_total", SP_METRIC_COUNTER,
+			   "Unwinder bounds hit (each leaves some stacks to frame pointers)");
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "files_full"), u.files_full);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "queue_full"), u.queue_full);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "procs_full"), u.procs_full);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "ranges_no_space"),
+			u.ranges_no_space);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "too_many_mappings"),
+			u.ranges_truncated);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "paused_by_memguard"),
+			u.paused_builds);
+	sp_metrics__family(b, "spanprof_unwind_bpf_bytes", SP_METRIC_GAUGE,
+			   "BPF memory of the unwinder, charged to the cgroup (so in the memory "
+			   "guard's usage): budget, in use (tables and ranges, in 256 KiB chunks), "
+			   "of it tables and ranges, and the fixed arrays");
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "budget"), u.budget_bytes);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "in_use"), u.bytes_in_use);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "tables"), u.table_bytes);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "ranges"), u.range_bytes);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "fixed"), u.fixed_bytes);
+	m_gauge(b, "spanprof_unwind_files", "Executable files the unwinder knows", (double)u.files);
+	m_gauge(b, "spanprof_unwind_tables", "Unwind tables in BPF", (double)u.tables);
+	m_gauge(b, "spanprof_unwind_processes", "Processes with executable ranges in BPF",
+		(double)u.procs);
+	m_gauge(b, "spanprof_unwind_build_queue", "Unwind table builds waiting", (double)u.queued);
+	m_counter(b, "spanprof_unwind_rereads_total",
+		  "Maps re-read for the unwinder after a new executable mapping", u.rereads);
+	sp_metrics__family(b, "spanprof_unwind_builder_cpu_seconds_total", SP_METRIC_COUNTER,
+			   "CPU time of the unwind table builder thread");
+	sp_metrics__f64(b, "spanprof_unwind_builder_cpu_seconds_total", NULL, u.build_cpu_ns / 1e9);
+}
+
 static void render(struct sp_metrics_buf *b, void *ctx)
 {
 	struct agent *a = ctx;
@@ -1042,6 +1097,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_gauge(b, "spanprof_consumer_stalled_seconds",
 		"Seconds since the consumer thread last came round its loop",
 		(double)(sp_clock__mono_ns() - atomic_load(&a->consumer_advanced_ns)) / 1e9);
+	render_unwind(b, sp_pipeline__unwinder(a->pipe));
 
 	m_gauge(b, "process_resident_memory_bytes", "Resident set size of the agent",
 		(double)rss);
@@ -1098,6 +1154,9 @@ static void guard_poll(struct agent *a, bool quiet)
 	atomic_store(&a->guard_releases, a->guard.releases);
 	if (r == 1) {
 		atomic_store(&a->guard_engaged, a->guard.engaged);
+		/* The unwinder's BPF memory is the cgroup's too: no new
+		 * tables while engaged (it evicts rather than grows). */
+		sp_unwinder__set_pressure(sp_pipeline__unwinder(a->pipe), a->guard.engaged);
 		fprintf(stderr, "spanprof agent: memory guard %s: cgroup usage %llu of %llu bytes "
 			"(%.0f%%; %s at %.0f%%, resume below %.0f%%)\n",
 			a->guard.engaged ? "ENGAGED, dropping samples" : "released, ingesting again",

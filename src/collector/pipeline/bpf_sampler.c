@@ -27,6 +27,7 @@ struct sp_sampler {
 	uint32_t n_sampled;		/* CPUs attached by the last __attach */
 	struct bpf_link **links;	/* one per online CPU */
 	struct bpf_link *prctl_link;	/* NULL: no tracefs, not watching */
+	struct bpf_link *mmap_links[2];	/* PROT_EXEC mmap/mprotect (unwinder) */
 	bool obi;			/* reading OBI's pinned map */
 	struct bpf_link *offcpu_link;	/* NULL: off-CPU not asked or stopped */
 	bool off_cpu;
@@ -138,16 +139,21 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_offcpu_max_pending = cfg->off_cpu_max_pending ?
 						   cfg->off_cpu_max_pending : 8192;
 	s->skel->rodata->cfg_offcpu_kthreads = cfg->off_cpu_kthreads;
+	s->skel->rodata->cfg_unwind_fp = cfg->unwind_fp;
 	/* A benchmark instrument, not a feature: bench/ctx_cost.py times the
 	 * trace-context read inside sp_oncpu (map ctx_timing).  Off, the
 	 * verifier removes the timing code. */
 	s->skel->rodata->cfg_time_ctx = getenv("SPANPROF_BENCH_CTX_TIMING") != NULL;
+	/* Likewise bench/unwind_cost.py: the user-stack walk alone. */
+	s->skel->rodata->cfg_time_unwind = getenv("SPANPROF_BENCH_UNWIND_TIMING") != NULL;
 	err = use_obi_map(s, err_msg, err_len);
 	if (err)
 		goto fail;
 	/* Needs tracefs; attached by hand in attach() so its absence is not
 	 * fatal. */
 	bpf_program__set_autoattach(s->skel->progs.sp_prctl, false);
+	bpf_program__set_autoattach(s->skel->progs.sp_mmap, false);
+	bpf_program__set_autoattach(s->skel->progs.sp_mprotect, false);
 	/* Runs on every context switch: attached only when asked, in attach()
 	 * after the process tracepoints. */
 	bpf_program__set_autoattach(s->skel->progs.sp_offcpu_switch, false);
@@ -213,6 +219,26 @@ static void attach_prctl(struct sp_sampler *s)
 		l = bpf_program__attach(s->skel->progs.sp_prctl);
 	}
 	s->prctl_link = l;
+	/* Same tracefs; without it a dlopen()ed library is found by the first
+	 * sample whose leaf is in it (process-table miss), not at once. */
+	if (l) {
+		s->mmap_links[0] = bpf_program__attach(s->skel->progs.sp_mmap);
+		s->mmap_links[1] = bpf_program__attach(s->skel->progs.sp_mprotect);
+	}
+}
+
+bool sp_sampler__watches_mmap(const struct sp_sampler *s)
+{
+	return s->mmap_links[0] && s->mmap_links[1];
+}
+
+int sp_sampler__unwind_maps(const struct sp_sampler *s, struct sp_sampler_unwind_maps *out)
+{
+	out->chunks = bpf_map__fd(s->skel->maps.unwind_chunks);
+	out->files = bpf_map__fd(s->skel->maps.unwind_files);
+	out->procs = bpf_map__fd(s->skel->maps.unwind_procs);
+	out->seq = bpf_map__fd(s->skel->maps.unwind_seq);
+	return out->chunks < 0 || out->files < 0 || out->procs < 0 || out->seq < 0 ? -EBADF : 0;
 }
 
 bool sp_sampler__watches_publish(const struct sp_sampler *s)
@@ -310,6 +336,8 @@ void sp_sampler__destroy(struct sp_sampler *s)
 	if (s->links && s->pfds)
 		sp_sampler__stop(s);
 	bpf_link__destroy(s->prctl_link);
+	bpf_link__destroy(s->mmap_links[0]);
+	bpf_link__destroy(s->mmap_links[1]);
 	spanprof_bpf__destroy(s->skel);
 	free(s->links);
 	free(s->pfds);

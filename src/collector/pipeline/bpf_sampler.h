@@ -46,6 +46,19 @@ struct sp_sampler_config {
 	 * reads (0: SP_TLS_DESCS_MAX).  A smaller bound makes a failed
 	 * update (counted by ctx discovery as bpf_map_full) easy to provoke. */
 	uint32_t tls_descs_max;
+	/* User stacks: true = frame pointers only (--unwind fp); false = the
+	 * .eh_frame tables of src/collector/unwind, frame pointers where a
+	 * frame has none. */
+	bool unwind_fp;
+};
+
+/* File descriptors of the unwinder's maps (abi.h, "User-stack
+ * unwinding"), owned by the sampler. */
+struct sp_sampler_unwind_maps {
+	int chunks;	/* ARRAY_OF_MAPS of mmapable u64 arrays */
+	int files;	/* ARRAY of struct sp_unw_file, mmapable */
+	int procs;	/* HASH tgid -> struct sp_unw_proc */
+	int seq;	/* ARRAY of u32, mmapable */
 };
 
 struct sp_sampler;
@@ -78,6 +91,10 @@ uint32_t sp_sampler__n_sampled_cpus(const struct sp_sampler *s);
 bool sp_sampler__uses_obi(const struct sp_sampler *s);
 /* True when late OTEP 4719 publication is watched (prctl tracepoint). */
 bool sp_sampler__watches_publish(const struct sp_sampler *s);
+/* True when PROT_EXEC mmap/mprotect are watched (new executable mappings
+ * are seen at once, not at the first sample in them). */
+bool sp_sampler__watches_mmap(const struct sp_sampler *s);
+int sp_sampler__unwind_maps(const struct sp_sampler *s, struct sp_sampler_unwind_maps *out);
 
 /* Sums the per-CPU counters into out[SP_CNT__MAX]. */
 int sp_sampler__read_counters(const struct sp_sampler *s, uint64_t out[SP_CNT__MAX]);

@@ -21,6 +21,8 @@
 #include "collector/procs/proc_env.h"
 #include "collector/procs/proc_table.h"
 #include "collector/tracectx/ctx_discovery.h"
+#include "collector/unwind/unwind_bpf.h"
+#include "collector/unwind/unwinder.h"
 
 struct sp_pipeline {
 	struct sp_pipeline_config cfg;
@@ -30,6 +32,8 @@ struct sp_pipeline {
 	struct sp_proc_table *procs;
 	struct sp_ctx_discovery *disc;
 	struct ring_buffer *rb;
+	struct sp_unw_bpf *unw_bpf;	/* NULL with --unwind fp */
+	struct sp_unwinder *unw;	/* NULL with --unwind fp */
 	struct sp_consumer cons;	/* cons.agg is the current aggregator */
 	pthread_mutex_t lock;		/* procs, disc, env (and what the hooks touch) */
 	struct sp_proc_env *env;	/* NULL with --no-process-env */
@@ -134,7 +138,37 @@ static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config
 		.off_cpu_sample_n = o->off_cpu_sample_n, .off_cpu_rate = o->off_cpu_rate,
 		.off_cpu_max_pending = o->off_cpu_max_pending,
 		.off_cpu_kthreads = o->off_cpu_kthreads, .tls_descs_max = o->ctx_max_procs,
+		.unwind_fp = o->unwind_fp,
 	};
+}
+
+/* The .eh_frame unwinder on the sampler's maps, listening to the process
+ * table's maps reads (not with --unwind fp: frame pointers only). */
+static int start_unwinder(struct sp_pipeline *p, char *err, size_t err_len)
+{
+	struct sp_unwinder_config ucfg = { .budget_bytes = p->opts.unwind_budget };
+	struct sp_sampler_unwind_maps um;
+	struct sp_unw_backend be;
+	int rc;
+
+	if (p->opts.unwind_fp)
+		return 0;
+	rc = sp_sampler__unwind_maps(p->sampler, &um);
+	if (rc) {
+		snprintf(err, err_len, "the BPF object has no unwinder maps: %s", strerror(-rc));
+		return rc;
+	}
+	rc = sp_unw_bpf__new(&um, &p->unw_bpf, &be, err, err_len);
+	if (!rc)
+		rc = sp_unwinder__new(&ucfg, &be, p->procs, &p->unw, err, err_len);
+	if (rc) {
+		size_t n = strlen(err);
+
+		snprintf(err + n, err_len - n, " (--unwind fp walks frame pointers without tables)");
+		return rc;
+	}
+	p->cons.unwinder = p->unw;
+	return 0;
 }
 
 int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **out, char *err,
@@ -187,6 +221,10 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	}
 	/* First sight and exec reuse the maps the table has just read. */
 	sp_ctx_discovery__set_procs(p->disc, p->procs);
+	rc = start_unwinder(p, err, err_len);
+	if (rc)
+		goto fail;
+	rc = -ENOMEM;
 	p->rb = ring_buffer__new(sp_sampler__ring_fd(p->sampler), on_event, p, NULL);
 	if (!p->rb) {
 		rc = -errno;
@@ -206,6 +244,8 @@ void sp_pipeline__free(struct sp_pipeline *p)
 	if (!p)
 		return;
 	ring_buffer__free(p->rb);
+	sp_unwinder__free(p->unw);	/* before the table it listens to */
+	sp_unw_bpf__free(p->unw_bpf);	/* before the maps it maps */
 	sp_sampler__destroy(p->sampler);
 	sp_ctx_discovery__free(p->disc);
 	sp_agg__free(p->cons.agg);
@@ -248,6 +288,7 @@ static void drain(struct sp_pipeline *p)
 	pthread_mutex_lock(&p->lock);
 	ring_buffer__consume(p->rb);
 	sp_ctx_discovery__tick(p->disc);
+	sp_unwinder__poll(p->unw, sp_clock__mono_ns());
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -362,6 +403,9 @@ void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s)
 	s->off_cpu_rate = o->off_cpu_rate;
 	s->obi_map = sp_sampler__uses_obi(p->sampler);
 	s->publish_watch = sp_sampler__watches_publish(p->sampler);
+	s->unwind_fp = o->unwind_fp;
+	s->mmap_watch = sp_sampler__watches_mmap(p->sampler);
+	sp_unwinder__stats(p->unw, &s->unw);
 	s->consumer = p->cons.stats;
 	if (p->cons.agg)
 		s->agg = *sp_agg__stats(p->cons.agg);
@@ -384,6 +428,11 @@ int sp_pipeline__read_counters(const struct sp_pipeline *p, uint64_t out[SP_CNT_
 const struct sp_consumer_stats *sp_pipeline__consumer_stats(const struct sp_pipeline *p)
 {
 	return &p->cons.stats;
+}
+
+struct sp_unwinder *sp_pipeline__unwinder(const struct sp_pipeline *p)
+{
+	return p->unw;
 }
 
 uint32_t sp_pipeline__n_cpus(const struct sp_pipeline *p)

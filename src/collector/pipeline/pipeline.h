@@ -3,7 +3,9 @@
  * pipeline.h - what every spanprof command runs between the kernel and a
  * profile: the BPF sampler (open -> configure -> load -> attach), its ring
  * buffer, the consumer, the process table, trace-context discovery, the
- * current aggregator (swappable), and drain and stop.  `spanprof record`
+ * user-stack unwinder (its tables and ranges follow the process table's
+ * maps reads; not with --unwind fp), the current aggregator (swappable),
+ * and drain and stop.  `spanprof record`
  * and `spanprof agent` both run exactly this, so what one gets the other
  * gets: discovery reuses the maps the process table just read (one maps
  * read per new process), the ring is drained every 10 ms for 250 ms after
@@ -117,5 +119,9 @@ int sp_pipeline__read_counters(const struct sp_pipeline *p, uint64_t out[SP_CNT_
 /* The consumer's counters, for its own thread (status lines). */
 const struct sp_consumer_stats *sp_pipeline__consumer_stats(const struct sp_pipeline *p);
 uint32_t sp_pipeline__n_cpus(const struct sp_pipeline *p);
+/* The user-stack unwinder (collector/unwind/unwinder.h; thread safe), NULL
+ * with --unwind fp: the agent tells it of memory pressure and shows its
+ * tables on /metrics. */
+struct sp_unwinder *sp_pipeline__unwinder(const struct sp_pipeline *p);
 
 #endif

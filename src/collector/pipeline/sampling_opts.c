@@ -11,6 +11,8 @@
 
 #include "collector/pipeline/cli.h"
 #include "collector/pipeline/sampling_opts.h"
+#include "collector/unwind/unwind_cli.h"
+#include "collector/unwind/unwinder.h"
 #include "spanprof/abi.h"
 
 enum kind {
@@ -23,6 +25,10 @@ enum kind {
 	K_POW2,		/* uint32_t bytes, a power of two in [min, max] */
 	K_EVENT,	/* perf's -e: only the event sampled (cpu-clock) */
 	K_CPUS,		/* uint64_t[SP_CLI_CPU_WORDS], perf's CPU list; sets cpu_filter */
+	K_UNWIND,	/* bool unwind_fp from dwarf|fp (unwind_cli.h) */
+	K_CALL_GRAPH,	/* bool unwind_fp from perf's fp|dwarf[,SIZE] */
+	K_BUDGET,	/* uint64_t bytes with k/m/g (sp_unwinder__parse_budget) */
+	K_NOOP,		/* accepted, nothing to set (perf's -g: always on) */
 };
 
 enum {
@@ -102,6 +108,19 @@ static const struct opt_def defs[] = {
 	{ "timestamps", 0, NULL, K_SET, F(timestamps), 0, 0, NULL,
 	  "one timestamp per event in the samples (OTLP; off:\n"
 	  "one aggregated value per stack, thread and span)", NULL, 0 },
+	{ "unwind", 0, "MODE", K_UNWIND, F(unwind_fp), 0, 0, NULL,
+	  "user stacks: dwarf (.eh_frame tables, frame pointers\n"
+	  "where a frame has none; the default) or fp (frame\n"
+	  "pointers only)", NULL, 0 },
+	{ "call-graph", 0, "MODE", K_CALL_GRAPH, F(unwind_fp), 0, 0, NULL,
+	  "perf's spelling: fp = --unwind fp, dwarf[,SIZE] =\n"
+	  "--unwind dwarf (SIZE ignored: no stack is copied)", NULL, 0 },
+	{ NULL, 'g', NULL, K_NOOP, 0, 0, 0, NULL,
+	  "perf's \"record call graphs\": always done (the\n"
+	  "default unwinding, not perf's frame pointers)", NULL, 0 },
+	{ "unwind-budget", 0, "B", K_BUDGET, F(unwind_budget), 0, 0, NULL,
+	  "BPF memory for unwind tables and process ranges\n"
+	  "(k/m/g; least recently used files are evicted)", NULL, 0 },
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
@@ -201,6 +220,22 @@ static int parse_one(struct sp_sampling_opts *o, int c, const char *arg, char *m
 			return -EINVAL;
 		o->cpu_filter = true;
 		break;
+	case K_NOOP:
+		break;
+	case K_UNWIND:
+	case K_CALL_GRAPH:
+		if ((d->kind == K_UNWIND ? sp_unwind_cli__mode : sp_unwind_cli__call_graph)(
+			    arg, (bool *)field, msg, msg_len))
+			return -EINVAL;
+		msg[0] = '\0';	/* a note (an ignored SIZE) is not an error */
+		break;
+	case K_BUDGET:
+		if (sp_unwinder__parse_budget(arg, (uint64_t *)field)) {
+			snprintf(msg, msg_len, "--%s %s: expected bytes (k/m/g suffixes) from "
+				 "256k to 1g", d->name, arg ? arg : "");
+			return -EINVAL;
+		}
+		break;
 	default:
 		bad = sp_cli__parse_u64(arg, d->max, &v) || v < d->min ||
 		      (d->kind == K_POW2 && (v & (v - 1)));
@@ -286,9 +321,11 @@ static int merge(const struct sp_command_opts *cmd, struct tables *t)
 		return -ENOSPC;
 	t->longopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	for (size_t i = 0; i < N_DEFS; i++)
-		t->longopts[n++] = (struct option){ defs[i].name,
-						    defs[i].arg ? required_argument : no_argument,
-						    NULL, OPT_BASE + (int)i };
+		if (defs[i].name)	/* NULL: a short option only (-g) */
+			t->longopts[n++] = (struct option){ defs[i].name,
+							    defs[i].arg ? required_argument
+									: no_argument,
+							    NULL, OPT_BASE + (int)i };
 	t->longopts[n] = (struct option){ 0 };
 	return 0;
 }
@@ -351,6 +388,16 @@ static void show_default(const struct opt_def *d, const struct sp_sampling_opts 
 	case K_CLEAR:
 	case K_EVENT:
 	case K_CPUS:
+	case K_NOOP:
+	case K_CALL_GRAPH:
+		return;
+	case K_UNWIND:
+		snprintf(buf, len, "default %s", *(const bool *)field ? "fp" : "dwarf");
+		return;
+	case K_BUDGET:
+		v = *(const uint64_t *)field ? *(const uint64_t *)field : SP_UNWINDER_DEFAULT_BUDGET;
+		show_bytes(buf + 8, len - 8, v);
+		memcpy(buf, "default ", 8);
 		return;
 	case K_U64:
 		v = *(const uint64_t *)field;
@@ -383,7 +430,9 @@ void sp_sampling_opts__usage(FILE *f, const struct sp_sampling_opts *defaults)
 		const char *h = d->help, *nl;
 		int n;
 
-		if (d->short_name)
+		if (d->short_name && !d->name)
+			n = snprintf(left, sizeof(left), "  -%c", d->short_name);
+		else if (d->short_name)
 			n = snprintf(left, sizeof(left), "  -%c, --%s%s%s", d->short_name, d->name,
 				     d->arg ? " " : "", d->arg ? d->arg : "");
 		else

@@ -48,6 +48,8 @@ struct sp_sampling_opts {
 	bool off_cpu_kthreads;
 	uint32_t off_cpu_max_pending;	/* 0 = the sampler's default (8192) */
 	uint32_t ctx_max_procs;		/* 0 = SP_TLS_DESCS_MAX */
+	bool unwind_fp;			/* --unwind fp: frame pointers only */
+	uint64_t unwind_budget;		/* --unwind-budget; 0 = the default (64 MiB) */
 	bool off_cpu_tuned;		/* parser state: an --off-cpu-* option was given */
 	bool cpu_filter;		/* -C given: sample only the CPUs in cpus */
 	uint64_t cpus[SP_CLI_CPU_WORDS];	/* -C's set (cli.h), online when parsed */

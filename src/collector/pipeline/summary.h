@@ -32,6 +32,7 @@
 #include "collector/pipeline/consumer.h"
 #include "collector/procs/proc_env.h"
 #include "collector/procs/proc_table.h"
+#include "collector/unwind/unwinder.h"
 #include "spanprof/abi.h"
 
 struct sp_summary {
@@ -71,6 +72,10 @@ struct sp_summary {
 	uint32_t off_cpu_rate;
 	uint64_t offcpu_ns[SP_OFF_OTHER + 1];	/* estimated ns written, by reason */
 	uint64_t offcpu_waits[SP_OFF_OTHER + 1];	/* captured waits written */
+	/* user-stack unwinding */
+	bool unwind_fp;			/* --unwind fp */
+	bool mmap_watch;		/* PROT_EXEC mmap/mprotect watched */
+	struct sp_unwinder_stats unw;	/* zero with --unwind fp */
 };
 
 void sp_summary__print(FILE *f, const struct sp_summary *s);
