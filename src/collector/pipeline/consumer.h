@@ -23,6 +23,7 @@
 struct sp_proc_table;
 struct sp_agg;
 struct sp_jit_maps;
+struct sp_unwinder;
 
 struct sp_consumer_stats {
 	uint64_t received_oncpu;
@@ -30,6 +31,7 @@ struct sp_consumer_stats {
 	uint64_t received_exec;
 	uint64_t received_exit;
 	uint64_t received_publish;	/* SP_EV_CTX_PUBLISH */
+	uint64_t received_mmap;		/* SP_EV_MMAP_EXEC */
 	uint64_t malformed;		/* size or frame counts inconsistent */
 	uint64_t aggregated;		/* accepted by the aggregator */
 	uint64_t agg_dropped;		/* refused by the aggregator (full) */
@@ -41,6 +43,11 @@ struct sp_consumer_stats {
 					 * anonymous executable memory */
 	uint64_t frames_anon;		/* ... the latter (JIT code: named later
 					 * when its process publishes a perf map) */
+	uint64_t ustack_walked;		/* samples with user frames */
+	uint64_t ustack_root;		/* ... reaching the thread root */
+	uint64_t ustack_frames;		/* user frames */
+	uint64_t ustack_frames_fp;	/* ... stepped by frame pointer */
+	uint64_t ustack_end[SP_UNW_END__MAX];	/* samples by sp_event.unw_end */
 	uint64_t ctx_samples;		/* samples carrying a trace context */
 	uint64_t attrs_samples;		/* ... and thread-record attributes */
 	uint64_t attrs_dropped;		/* attribute entries not kept
@@ -66,6 +73,8 @@ struct sp_consumer {
 	void *on_proc_ctx;
 	struct sp_jit_maps *jit;	/* borrowed, may be NULL: told of samples in
 					 * anonymous executable memory and of execs */
+	struct sp_unwinder *unwinder;	/* borrowed, may be NULL: told of exits
+					 * and new executable mappings */
 	struct sp_consumer_stats stats;
 	/* scratch for one event's resolved frames */
 	uint64_t addrs[2 * SP_MAX_FRAMES];
