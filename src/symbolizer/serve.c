@@ -605,8 +605,9 @@ static enum MHD_Result reply_refused(struct server *s, struct MHD_Connection *c,
 /* A host-symbol upload, whole and inflated by the intake (inside the
  * budget): into the store, on the connection's thread.  The store's
  * checks (a snapshot parsed, an image copied into a memfd) hold about the
- * body's size again: taken first.  The intake's bytes go back when the
- * request completes. */
+ * body's size again: taken first.  Every byte goes back before the
+ * answer (the client's next request may come before this connection
+ * completes). */
 static enum MHD_Result finish_upload(struct server *s, struct MHD_Connection *c,
 				     struct req *r)
 {
@@ -620,7 +621,13 @@ static enum MHD_Result finish_upload(struct server *s, struct MHD_Connection *c,
 	v = sp_intake__finish_raw(&r->in, &body, &len);
 	if (v != SP_INTAKE_OK)
 		return reply_refused(s, c, v, r->in.why);
+	if (r->in.held + len > s->budget.limit) {	/* could never fit: not a retry */
+		sp_intake__release(&r->in);
+		return reply_refused(s, c, SP_INTAKE_TOO_LARGE,
+				     "upload and its checks larger than the memory budget");
+	}
 	if (!sp_membudget__take(&s->budget, len)) {
+		sp_intake__release(&r->in);
 		s->ctr[C_R503_BUDGET]++;
 		return reply_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, 14,
 				    "receiver memory budget in use; retry");

@@ -67,7 +67,9 @@ static int grow(struct sp_intake *in, uint8_t **buf, size_t *cap, uint64_t *held
 		nc *= 2;
 	if (nc > max)
 		nc = max;
-	if (nc - *cap > in->budget->limit) {
+	/* what the intake would hold at once (the body, and the inflated
+	 * bytes when those grow): past the whole budget it never fits */
+	if (nc - *cap + *held + (held == &in->held ? 0 : in->held) > in->budget->limit) {
 		sp_intake__refuse(in, SP_INTAKE_TOO_LARGE, "body larger than the memory budget");
 		return -E2BIG;
 	}

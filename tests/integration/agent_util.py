@@ -271,7 +271,7 @@ class StoreServe:
     root), with output and store directories of its own owned by nobody: it
     shares no file with the agent.  .port, .out, .store, .log_path."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, extra=()):
         import pwd
         import tempfile
         nobody = pwd.getpwnam("nobody")
@@ -286,7 +286,8 @@ class StoreServe:
         log = open(self.log_path, "w")
         self.p = subprocess.Popen([SYMBOLIZER, "serve", "--listen", "127.0.0.1:%d" % self.port,
                                    "--output-dir", self.out, "--store-dir", self.store,
-                                   "--no-debuginfod"], stdout=log, stderr=subprocess.STDOUT)
+                                   "--no-debuginfod"] + list(extra),
+                                  stdout=log, stderr=subprocess.STDOUT)
         wait_for(lambda: self.p.poll() is not None or http_get(self.port, "/metrics")[0] == 200,
                  15, what="serve's /metrics")
         if self.p.poll() is not None:
