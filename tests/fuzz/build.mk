@@ -33,17 +33,22 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_O)/%,$(FUZZ_SRCS))
 
 $(FUZZ_O)/obj/%.o: %.c $(PB_H)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 
 $(FUZZ_O)/gen/%.o: $(O)/gen/%.c $(PB_H)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-unused-parameter -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-unused-parameter -MMD -MP -c $< -o $@
+
+# Header dependencies: an object built against an older header would be
+# linked with one built against the new (a layout mismatch ASan reports
+# as an overflow in code that is right).
+-include $(shell find $(FUZZ_O) -name '*.d' 2>/dev/null)
 
 $(FUZZ_O)/libfuzzcore.a: $(FUZZ_LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_O)/libfuzzcore.a
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_O)/libfuzzcore.a \
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -fsanitize=fuzzer $< $(FUZZ_O)/libfuzzcore.a \
 		-lprotobuf-c -ldw -ldebuginfod -lelf -lxxhash -lz -o $@
 
 $(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a $(O)/libsp_base.a
