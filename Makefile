@@ -115,16 +115,17 @@ $(O)/lib$(1).a: $$($(1)_OBJS) $(3)
 	rm -f $$@ && ar rcs $$@ $$^
 endef
 
+$(eval $(call layer,sp_base,src/base,))
 $(eval $(call layer,sp_profile,src/profile,$(PB_OBJS)))
 $(eval $(call layer,sp_export,src/export,))
 $(eval $(call layer,sp_collector,src/collector,))
 $(eval $(call layer,sp_symbolizer,src/symbolizer,))
 
 CORE_LIBS := $(O)/libsp_symbolizer.a $(O)/libsp_collector.a \
-	$(O)/libsp_export.a $(O)/libsp_profile.a
+	$(O)/libsp_export.a $(O)/libsp_profile.a $(O)/libsp_base.a
 
 $(O)/spanprof: $(O)/obj/src/collector/main.o $(O)/libsp_collector.a \
-		$(O)/libsp_export.a $(O)/libsp_profile.a
+		$(O)/libsp_export.a $(O)/libsp_profile.a $(O)/libsp_base.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL)
 
 ALL_TARGETS := $(O)/spanprof

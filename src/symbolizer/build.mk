@@ -19,7 +19,8 @@ $(O)/gen/sp_flamegraph_html.h: src/symbolizer/flamegraph.html
 $(O)/obj/src/symbolizer/flamegraph.o: $(O)/gen/sp_flamegraph_html.h
 
 $(O)/spanprof-symbolizer: $(O)/obj/src/symbolizer/main.o \
-		$(O)/libsp_symbolizer.a $(O)/libsp_export.a $(O)/libsp_profile.a
+		$(O)/libsp_symbolizer.a $(O)/libsp_export.a $(O)/libsp_profile.a \
+		$(O)/libsp_base.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_ALL) -lstdc++
 
 # the unit test checks demangling through __cxa_demangle too

@@ -41,9 +41,17 @@ static const char *const counter_names[SP_CNT__MAX] = {
 	[SP_CNT_CTX_OBI] = "ctx_obi",
 	[SP_CNT_CTX_ATTRS_TRUNC] = "ctx_attrs_truncated",
 	[SP_CNT_CTX_ATTRS_ERR] = "ctx_attrs_errors",
+	[SP_CNT_GO_IDS] = "go_ids",
+	[SP_CNT_GO_NO_GOROUTINE] = "go_no_goroutine",
+	[SP_CNT_GO_NO_LABELS] = "go_no_labels",
+	[SP_CNT_GO_NO_IDS] = "go_no_ids",
+	[SP_CNT_GO_BAD_IDS] = "go_bad_ids",
+	[SP_CNT_GO_READ_ERR] = "go_read_errors",
+	[SP_CNT_GO_LABELS_CUT] = "go_labels_cut",
+	[SP_CNT_GO_LABEL_ERR] = "go_label_errors",
 };
 
-_Static_assert(SP_CNT_CTX_ATTRS_ERR + 1 == SP_CNT__MAX, "a name for every counter");
+_Static_assert(SP_CNT_GO_LABEL_ERR + 1 == SP_CNT__MAX, "a name for every counter");
 
 static const char *const reason_names[SP_OFF_OTHER + 1] = {
 	"none", "sleep", "io", "runq", "other",

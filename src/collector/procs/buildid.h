@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * buildid.h - GNU build ids (NT_GNU_BUILD_ID) of ELF files and the kernel.
+ * buildid.h - build ids of ELF files and the kernel: the GNU build id
+ * (NT_GNU_BUILD_ID), or, for a Go binary without one (Go's own linker
+ * before 1.24 writes none), its Go build id (note "Go", type 4, the string
+ * `go tool buildid` prints).  A GNU id always wins when both are there.
  *
- * Reading is bounded: at most SP_BUILD_ID_MAX bytes of id, notes walked with
- * every length checked against the buffer.  Malformed or truncated files
- * give -EINVAL or -ENOENT (no build id note), never a crash.
+ * Reading is bounded: at most SP_BUILD_ID_MAX bytes of GNU id and
+ * SP_GO_BUILD_ID_MAX characters of Go id, notes walked with every length
+ * checked against the buffer.  Malformed or truncated files give -EINVAL
+ * or -ENOENT (no build id note), never a crash.  A Go id that is empty,
+ * too long or holds bytes outside printable ASCII is ignored (as if
+ * absent): it becomes a profile string and a lookup key.
  */
 #ifndef SPANPROF_BUILDID_H
 #define SPANPROF_BUILDID_H
@@ -13,16 +19,27 @@
 #include <stdint.h>
 
 #define SP_BUILD_ID_MAX 64	/* GNU ids are 20 (sha1) or 16 (md5/uuid) */
+#define SP_GO_BUILD_ID_MAX 128	/* Go ids are 83 characters from go build */
+
+enum sp_build_id_kind {
+	SP_BUILD_ID_GNU = 0,	/* id holds len raw bytes */
+	SP_BUILD_ID_GO = 1,	/* id holds len characters (no NUL) */
+};
 
 struct sp_build_id {
 	uint8_t len;		/* 0 = none */
-	uint8_t id[SP_BUILD_ID_MAX];
+	uint8_t kind;		/* enum sp_build_id_kind */
+	uint8_t id[SP_GO_BUILD_ID_MAX];
 };
 
 /* Walks an ELF note area (the contents of a PT_NOTE segment, a SHT_NOTE
- * section or /sys/kernel/notes) for a GNU build id.  Returns 0, -ENOENT if
- * none, -EINVAL if a note header is malformed before one is found. */
+ * section or /sys/kernel/notes) for a GNU build id, else a Go one.
+ * Returns 0, -ENOENT if none, -EINVAL if a note header is malformed before
+ * a GNU id is found (a Go id found before the bad header is kept). */
 int sp_buildid__from_notes(const uint8_t *buf, size_t len, struct sp_build_id *out);
+
+/* A Go build id note's desc as an id (out->len 0 when it is not one). */
+void sp_buildid__go_from_desc(const uint8_t *desc, size_t n, struct sp_build_id *out);
 
 /* Reads the build id of an open ELF file with libelf (PT_NOTE segments,
  * then SHT_NOTE sections).  The fd is not closed.  Returns 0, -ENOENT (no
@@ -33,7 +50,10 @@ int sp_buildid__from_path(const char *path, struct sp_build_id *out);
 /* The running kernel's build id from /sys/kernel/notes. */
 int sp_buildid__kernel(struct sp_build_id *out);
 
-/* Lower-case hex, NUL-terminated; out needs 2 * SP_BUILD_ID_MAX + 1 bytes. */
+/* A GNU id as lower-case hex, NUL-terminated; out needs
+ * SP_BUILD_ID_TEXT_MAX bytes.  A Go id is copied as it is (text). */
+#define SP_BUILD_ID_TEXT_MAX (2 * SP_BUILD_ID_MAX + 1)
+_Static_assert(SP_GO_BUILD_ID_MAX < SP_BUILD_ID_TEXT_MAX, "a Go id fits the text buffer");
 void sp_buildid__hex(const struct sp_build_id *b, char *out);
 
 #endif
