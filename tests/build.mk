@@ -25,3 +25,24 @@ $(O)/fixtures/%: tests/fixtures/%.c
 	$(FIXTURE_CC) $(FIXTURE_CFLAGS) -o $@ $< -lpthread
 
 TEST_TARGETS += $(UNIT_BINS) $(FIXTURE_BINS)
+
+# Go fixtures: tests/fixtures/go/NAME/main.go -> $(O)/fixtures/go/NAME (with
+# DWARF) and $(O)/fixtures/go/NAME.stripped (-ldflags=-s -w, as release
+# builds are).  Standard library only, built offline (GOPROXY=off) with
+# Debian's Go (golang-go, scripts/deps.sh); the build cache and GOPATH live
+# under the build directory, so a fresh clone built as root needs no home.
+GO ?= go
+GO_ENV = GOCACHE=$(abspath $(O))/go/cache GOPATH=$(abspath $(O))/go/path GOPROXY=off \
+	GOFLAGS= GOTOOLCHAIN=local
+GO_FIXTURES := $(patsubst tests/fixtures/go/%/main.go,%,$(wildcard tests/fixtures/go/*/main.go))
+GO_FIXTURE_BINS := $(foreach f,$(GO_FIXTURES),$(O)/fixtures/go/$(f) $(O)/fixtures/go/$(f).stripped)
+
+$(O)/fixtures/go/%.stripped: tests/fixtures/go/%/main.go
+	@mkdir -p $(@D)
+	cd tests/fixtures/go/$* && $(GO_ENV) $(GO) build -ldflags='-s -w' -o $(abspath $@) main.go
+
+$(O)/fixtures/go/%: tests/fixtures/go/%/main.go
+	@mkdir -p $(@D)
+	cd tests/fixtures/go/$* && $(GO_ENV) $(GO) build -o $(abspath $@) main.go
+
+TEST_TARGETS += $(GO_FIXTURE_BINS)

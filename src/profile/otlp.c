@@ -15,7 +15,8 @@
  *   - attributes: keys are always key_strindex (never the plain key:
  *     collectors >= v0.148 blank those out); values are plain AnyValue
  *     string_value / int_value.  Mapping: process.executable.build_id.gnu
- *     (hex) when build_id != 0.  Location (not the zero one):
+ *     (hex) when build_id != 0, or process.executable.build_id.go when
+ *     build_id is a Go build id (base/go_buildid.h).  Location (not the zero one):
  *     profile.frame.type = "native" | "kernel".  Sample: thread.id (int, when
  *     tid != 0), thread.name (when set), then each sp_label (string when str
  *     != 0, else int).  Resource (KeyValue with key_strindex): service.name,
@@ -56,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/go_buildid.h"
 #include "profile/codec.h"
 #include "profile/internal.h"
 #include "profile/pbdepth.h"
@@ -265,8 +267,9 @@ int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 		om->file_offset = m->file_offset;
 		om->filename_strindex = m->filename;
 		if (m->build_id) {
-			map_attrs[i] = TRY(enc_attr(&e, SP_A_BUILD_ID_GNU, false,
-						    m->build_id, 0));
+			map_attrs[i] = TRY(enc_attr(&e, sp_go_buildid__valid(p->strings[m->build_id])
+							    ? SP_A_BUILD_ID_GO : SP_A_BUILD_ID_GNU,
+						    false, m->build_id, 0));
 			om->n_attribute_indices = 1;
 			om->attribute_indices = &map_attrs[i];
 		}
@@ -691,8 +694,11 @@ static int dec_dict(struct dec *d)
 			r = dattr(d, m->attribute_indices[j], &key, &str, &is_int, &num);
 			if (r < 0)
 				return r;
-			if (!r && !is_int &&
-			    !strcmp(p->strings[key], SP_A_BUILD_ID_GNU))
+			/* a GNU id wins over a Go one (cgo binaries have both) */
+			if (!r && !is_int && !strcmp(p->strings[key], SP_A_BUILD_ID_GNU))
+				sm.build_id = str;
+			else if (!r && !is_int && !strcmp(p->strings[key], SP_A_BUILD_ID_GO) &&
+				 !sm.build_id)
 				sm.build_id = str;
 		}
 		r = sp_profile__add_mapping(p, &sm);

@@ -23,6 +23,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "base/go_buildid.h"
 #include "debuginfo.h"
 
 #define NEG_DEFAULT 4096
@@ -134,7 +135,14 @@ int sp_buildid__read_file(const char *path, char *out, size_t out_size)
 	}
 	len = dwelf_elf_gnu_build_id(elf, (const void **)&id);
 	if (len <= 0) {
-		err = -ENOENT;
+		/* no GNU id: a Go binary's own (base/go_buildid.h) */
+		char go[SP_GO_BUILD_ID_MAX + 1];
+
+		err = sp_go_buildid__read_elf(elf, go);
+		if (!err && strlen(go) + 1 > out_size)
+			err = -E2BIG;
+		if (!err)
+			memcpy(out, go, strlen(go) + 1);
 		goto out;
 	}
 	if ((size_t)len * 2 + 1 > out_size || len * 2 > SP_BUILDID_MAX_HEX) {
@@ -404,6 +412,16 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		*src = SP_DI_NONE;
 	pthread_mutex_lock(&d->lock);
 	d->st.lookups++;
+	if (sp_go_buildid__valid(build_id)) {
+		/* A Go build id: no build-id directory or debuginfod server
+		 * indexes one (they are GNU-keyed, and it is not a path), so the
+		 * mapped file is the one, when its own Go id matches. */
+		if (hint_path && *hint_path && file_has_buildid(hint_path, build_id))
+			goto use_hint;
+		d->st.not_found++;
+		err = -ENOENT;
+		goto out;
+	}
 	if (sp_buildid__validate(build_id)) {
 		d->st.invalid_build_id++;
 		d->st.not_found++;
@@ -462,10 +480,10 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 	int err = -ENOENT;
 
 	*path_out = NULL;
-	if (sp_buildid__validate(build_id))
+	if (sp_buildid__validate(build_id) && !sp_go_buildid__valid(build_id))
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
-	for (size_t i = 0; i < d->n_dirs && err; i++) {
+	for (size_t i = 0; i < d->n_dirs && err && !sp_go_buildid__valid(build_id); i++) {
 		err = try_dir(d->dirs[i], build_id, true, &path);
 		if (err == -ENOMEM)
 			goto out;
@@ -477,7 +495,7 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 		if (err)
 			goto out;
 	}
-	if (err)
+	if (err && !sp_go_buildid__valid(build_id))
 		err = try_debuginfod(d, build_id, true, &path);
 out:
 	if (err)

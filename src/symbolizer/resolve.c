@@ -41,6 +41,8 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "base/go_buildid.h"
+#include "base/gopclntab.h"
 #include "resolve.h"
 
 #define CACHE_DEFAULT 65536u
@@ -147,6 +149,7 @@ struct module {
 	uint32_t n_cus;
 	struct cu_range *cu_ranges;
 	uint32_t n_cu_ranges;
+	struct sp_gopcln *gopcln;	/* a Go binary without DWARF: its table */
 	char **owned;		/* demangled names */
 	uint32_t n_owned, cap_owned;
 };
@@ -695,6 +698,24 @@ static const char *line_file(struct module *m, struct cu *cu, Dwarf_Line *ln)
 	return dwarf_linesrc(ln, NULL, NULL);
 }
 
+/* A pc of a Go binary from its .gopclntab: the same chain shape as
+ * DWARF's, inlined callees first. */
+static void resolve_go(struct module *m, uint64_t a, struct sp_frames *out)
+{
+	struct sp_gopcln_frame gf[SP_RES_MAX_FRAMES];
+	uint32_t n = 0;
+
+	if (sp_gopcln__resolve(m->gopcln, a, gf, SP_RES_MAX_FRAMES, &n, NULL))
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		out->f[i] = (struct sp_frame){
+			.function = gf[i].function, .linkage = gf[i].function,
+			.file = gf[i].file, .line = gf[i].line,
+		};
+	out->n = (uint8_t)n;
+	out->source = SP_RES_GOPCLNTAB;
+}
+
 /* Resolution of one vaddr in a module, no caching. */
 static void resolve_one(struct sp_resolver *r, struct module *m, uint64_t a,
 			struct sp_frames *out)
@@ -707,6 +728,11 @@ static void resolve_one(struct sp_resolver *r, struct module *m, uint64_t a,
 	uint32_t n_chain = 0;
 
 	memset(out, 0, sizeof(*out));
+	if (m->gopcln) {
+		resolve_go(m, a, out);
+		if (out->n)
+			return;
+	}
 	if (cu && !index_cu(r, m, cu)) {
 		const struct root *rt = find_root(cu, a);
 		Dwarf_Line *ln = dwarf_getsrc_die(&cu->die, a);
@@ -807,6 +833,7 @@ static void module_clear(struct module *m)
 	free(m->cu_ranges);
 	free(m->syms);
 	free(m->loads);
+	sp_gopcln__free(m->gopcln);
 	for (uint32_t i = 0; i < m->n_owned; i++)
 		free(m->owned[i]);
 	free(m->owned);
@@ -918,6 +945,13 @@ static int module_load(struct sp_debuginfo *di, struct module *m,
 		if (err)
 			goto fail;
 		lr->dwarf = m->n_cus > 0;
+	}
+	/* A stripped Go binary still has its own table; DWARF, when there,
+	 * says the same and more (columns). */
+	if (!lr->dwarf) {
+		err = sp_gopcln__open(m->elf, &m->gopcln);
+		if (err == -ENOMEM)
+			goto fail;
 	}
 	return 0;
 fail:
@@ -1117,7 +1151,7 @@ static int resolve_common(struct sp_resolver *r, const char *build_id,
 
 	out->n = 0;
 	out->source = SP_RES_NONE;
-	if (sp_buildid__validate(build_id))
+	if (sp_buildid__validate(build_id) && !sp_go_buildid__valid(build_id))
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
 	r->st.requests++;
@@ -1150,6 +1184,8 @@ static int resolve_common(struct sp_resolver *r, const char *build_id,
 		r->st.unresolved++;
 	else if (tmp.source == SP_RES_DWARF)
 		r->st.resolved_dwarf++;
+	else if (tmp.source == SP_RES_GOPCLNTAB)
+		r->st.resolved_gopclntab++;
 	else
 		r->st.resolved_symtab++;
 	cache_put(r, mi, va, &tmp);
@@ -1181,7 +1217,7 @@ int sp_resolver__module_info(struct sp_resolver *r, const char *build_id,
 {
 	int err = -ENOENT;
 
-	if (sp_buildid__validate(build_id))
+	if (sp_buildid__validate(build_id) && !sp_go_buildid__valid(build_id))
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
 	for (uint32_t i = 0; i < r->n_mods; i++) {

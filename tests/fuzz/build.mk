@@ -13,7 +13,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
 	-Iinclude -Isrc -I$(O)/gen
-FUZZ_LIB_SRCS := $(wildcard src/profile/*.c) src/collector/procs/maps.c \
+FUZZ_LIB_SRCS := $(wildcard src/profile/*.c) $(wildcard src/base/*.c) src/collector/procs/maps.c \
 	src/collector/procs/buildid.c src/collector/tracectx/process_ctx.c src/collector/tracectx/tls_elf.c \
 	src/collector/tracectx/ctx_attrs.c \
 	src/export/http_parse.c src/export/otlp_response.c src/symbolizer/kallsyms.c \
@@ -38,9 +38,9 @@ $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_O)/libfuzzcore.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_O)/libfuzzcore.a \
 		-lprotobuf-c -ldw -ldebuginfod -lelf -lxxhash -lz -o $@
 
-$(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a
+$(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a $(O)/libsp_base.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(O)/libsp_profile.a $(LIBS_ALL)
+	$(CC) $(CFLAGS) -o $@ $< $(O)/libsp_profile.a $(O)/libsp_base.a $(LIBS_ALL)
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BINS) $(O)/tests/make_seeds

@@ -1179,6 +1179,8 @@ int sp_agent__main(int argc, char **argv)
 	sp_consumer__init(&a->cons, a->procs, a->cur);
 	a->cons.on_proc = on_proc;
 	a->cons.on_proc_ctx = a;
+	a->cons.go_key = sp_ctx_discovery__go_key;
+	a->cons.go_key_ctx = a->disc;
 	a->rb = ring_buffer__new(sp_sampler__ring_fd(a->sampler), on_event, a, NULL);
 	if (!a->rb) {
 		fprintf(stderr, "spanprof agent: cannot map the BPF ring buffer: %s\n",

@@ -122,6 +122,7 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_stream_idle = cfg->stream_idle;
 	s->skel->rodata->cfg_kernel_stacks = cfg->kernel_stacks;
 	s->skel->rodata->cfg_read_ctx = cfg->read_trace_ctx;
+	s->skel->rodata->cfg_read_go = !cfg->no_go_labels;
 	s->off_cpu = cfg->off_cpu;
 	s->skel->rodata->cfg_offcpu_min_ns = cfg->off_cpu_min_ns;
 	s->skel->rodata->cfg_offcpu_sample_n = cfg->off_cpu_sample_n;
@@ -150,6 +151,8 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	}
 	if (cfg->tls_descs_max) {
 		err = bpf_map__set_max_entries(s->skel->maps.tls_descs, cfg->tls_descs_max);
+		if (!err)
+			err = bpf_map__set_max_entries(s->skel->maps.go_descs, cfg->tls_descs_max);
 		if (err) {
 			snprintf(err_msg, err_len, "tls_descs map size %u rejected: %s",
 				 cfg->tls_descs_max, strerror(-err));
@@ -358,6 +361,17 @@ int sp_sampler__set_tls_desc(struct sp_sampler *s, uint32_t pid, const struct sp
 int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid)
 {
 	return bpf_map__delete_elem(s->skel->maps.tls_descs, &pid, sizeof(pid), 0);
+}
+
+int sp_sampler__set_go_desc(struct sp_sampler *s, uint32_t pid, const struct sp_go_desc *d)
+{
+	return bpf_map__update_elem(s->skel->maps.go_descs, &pid, sizeof(pid), d,
+				    sizeof(*d), BPF_ANY);
+}
+
+int sp_sampler__del_go_desc(struct sp_sampler *s, uint32_t pid)
+{
+	return bpf_map__delete_elem(s->skel->maps.go_descs, &pid, sizeof(pid), 0);
 }
 
 int sp_sampler__ring_fd(const struct sp_sampler *s)

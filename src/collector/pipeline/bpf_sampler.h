@@ -36,8 +36,10 @@ struct sp_sampler_config {
 	uint32_t off_cpu_rate;		/* adaptive: captures per second per CPU */
 	uint32_t off_cpu_max_pending;	/* captured waits open at once (0: 8192) */
 	bool off_cpu_kthreads;		/* kernel threads' waits too */
-	/* Entries of the tls_descs map: processes whose trace context BPF
-	 * reads (0: SP_TLS_DESCS_MAX).  A smaller bound makes a failed
+	bool no_go_labels;		/* do not read Go processes' pprof
+					 * labels (read with read_trace_ctx) */
+	/* Entries of the tls_descs map, and of go_descs: processes whose
+	 * trace context BPF reads (0: SP_TLS_DESCS_MAX).  A smaller bound makes a failed
 	 * update (counted by ctx discovery as bpf_map_full) easy to provoke. */
 	uint32_t tls_descs_max;
 };
@@ -58,6 +60,9 @@ int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid);
 int sp_sampler__set_tls_desc(struct sp_sampler *s, uint32_t pid,
 			     const struct sp_tls_desc *d);
 int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid);
+/* Go processes: the descriptor of the goroutine label reader (abi.h). */
+int sp_sampler__set_go_desc(struct sp_sampler *s, uint32_t pid, const struct sp_go_desc *d);
+int sp_sampler__del_go_desc(struct sp_sampler *s, uint32_t pid);
 int sp_sampler__ring_fd(const struct sp_sampler *s);
 uint32_t sp_sampler__n_cpus(const struct sp_sampler *s);
 /* True when OBI's pinned trace-context map (SP_OBI_MAP_PATH) is read as a

@@ -31,6 +31,7 @@
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/consumer.h"
 #include "collector/procs/proc_table.h"
+#include "collector/tracectx/go_discovery.h"
 #include "spanprof/abi.h"
 
 struct sp_summary {
@@ -55,6 +56,7 @@ struct sp_summary {
 	uint64_t ctx_fail[16];
 	const char *ctx_fail_names[16];
 	uint32_t n_ctx_fail;
+	struct sp_go_stats go;			/* Go processes (go_discovery.h) */
 	/* off-CPU (--off-cpu) */
 	bool off_cpu;
 	uint64_t off_cpu_min_ns;

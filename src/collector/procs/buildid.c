@@ -26,7 +26,6 @@
 #include "collector/procs/buildid.h"
 
 #define NT_GNU_BUILD_ID_TYPE 3
-#define NT_GO_BUILD_ID_TYPE 4	/* ELF_NOTE_GOBUILDID_TAG, cmd/link elf.go */
 #define NOTE_HDR_SIZE 12	/* namesz, descsz, type: Elf32_Nhdr == Elf64_Nhdr */
 #define KERNEL_NOTES_PATH "/sys/kernel/notes"
 #define KERNEL_NOTES_MAX 8192	/* a few hundred bytes in practice */
@@ -88,7 +87,7 @@ static int buildid_walk_notes(const uint8_t *buf, size_t len, uint64_t align,
 			memcpy(out->id, buf + desc_off, descsz);
 			return 0;
 		}
-		if (namesz == 4 && type == NT_GO_BUILD_ID_TYPE && !go.len &&
+		if (namesz == 4 && type == SP_GO_NOTE_TYPE && !go.len &&
 		    !memcmp(buf + name_off, "Go\0\0", 4))
 			sp_buildid__go_from_desc(buf + desc_off, descsz, &go);
 		next = align_up(desc_off + descsz, align);
@@ -113,11 +112,8 @@ int sp_buildid__from_notes(const uint8_t *buf, size_t len, struct sp_build_id *o
 void sp_buildid__go_from_desc(const uint8_t *desc, size_t n, struct sp_build_id *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (!desc || !n || n > SP_GO_BUILD_ID_MAX)
-		return;
-	for (size_t i = 0; i < n; i++)
-		if (desc[i] <= 0x20 || desc[i] >= 0x7f)
-			return;	/* not what go build writes: no id */
+	if (!sp_go_buildid__valid_n(desc, n))
+		return;	/* not what go build writes: no id */
 	out->len = (uint8_t)n;
 	out->kind = SP_BUILD_ID_GO;
 	memcpy(out->id, desc, n);

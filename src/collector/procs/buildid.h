@@ -8,9 +8,9 @@
  * Reading is bounded: at most SP_BUILD_ID_MAX bytes of GNU id and
  * SP_GO_BUILD_ID_MAX characters of Go id, notes walked with every length
  * checked against the buffer.  Malformed or truncated files give -EINVAL
- * or -ENOENT (no build id note), never a crash.  A Go id that is empty,
- * too long or holds bytes outside printable ASCII is ignored (as if
- * absent): it becomes a profile string and a lookup key.
+ * or -ENOENT (no build id note), never a crash.  A Go id that is not one
+ * by sp_go_buildid__valid_n (base/go_buildid.h) is ignored (as if absent):
+ * it becomes a profile string and a lookup key.
  */
 #ifndef SPANPROF_BUILDID_H
 #define SPANPROF_BUILDID_H
@@ -18,8 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/go_buildid.h"	/* SP_GO_BUILD_ID_MAX, what a Go id is */
+
 #define SP_BUILD_ID_MAX 64	/* GNU ids are 20 (sha1) or 16 (md5/uuid) */
-#define SP_GO_BUILD_ID_MAX 128	/* Go ids are 83 characters from go build */
 
 enum sp_build_id_kind {
 	SP_BUILD_ID_GNU = 0,	/* id holds len raw bytes */

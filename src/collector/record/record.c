@@ -620,6 +620,8 @@ int sp_record__main(int argc, char **argv)
 	sp_consumer__init(&cons, procs, agg);
 	cons.on_proc = sp_ctx_discovery__on_proc;
 	cons.on_proc_ctx = disc;
+	cons.go_key = sp_ctx_discovery__go_key;
+	cons.go_key_ctx = disc;
 	rb = ring_buffer__new(sp_sampler__ring_fd(sampler), sp_consumer__handle, &cons, NULL);
 	if (!rb) {
 		fprintf(stderr, "spanprof record: cannot map the BPF ring buffer: %s\n",

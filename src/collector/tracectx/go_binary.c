@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "base/go_buildid.h"
 #include "base/gopclntab.h"
 #include "collector/tracectx/go_binary.h"
 #include "collector/tracectx/go_offsets.h"
@@ -204,55 +205,12 @@ static int read_version(struct elf_view *v, char out[SP_GO_VERSION_MAX + 1])
 	return err;
 }
 
-/* True when the file carries a Go build id note (PT_NOTE or SHT_NOTE). */
-static bool has_go_note_in(const uint8_t *p, uint64_t len, uint64_t align)
-{
-	uint64_t off = 0;
-
-	align = align == 8 ? 8 : 4;
-	while (len - off >= 12) {
-		uint32_t namesz, descsz, type;
-		uint64_t desc_off;
-
-		memcpy(&namesz, p + off, 4);
-		memcpy(&descsz, p + off + 4, 4);
-		memcpy(&type, p + off + 8, 4);
-		desc_off = (off + 12 + namesz + align - 1) & ~(align - 1);
-		if (off + 12 + (uint64_t)namesz > len || desc_off > len || descsz > len - desc_off)
-			return false;
-		if (namesz == 4 && type == 4 && !memcmp(p + off + 12, "Go\0\0", 4))
-			return true;
-		off = (desc_off + descsz + align - 1) & ~(align - 1);
-		if (off >= len)
-			break;
-	}
-	return false;
-}
-
+/* True when the file carries a Go build id note. */
 static bool has_go_note(struct elf_view *v)
 {
-	Elf_Scn *scn = NULL;
-	const uint8_t *p;
-	size_t phnum;
+	char id[SP_GO_BUILD_ID_MAX + 1];
 
-	if (!elf_getphdrnum(v->elf, &phnum))
-		for (size_t i = 0; i < phnum; i++) {
-			GElf_Phdr ph;
-
-			if (gelf_getphdr(v->elf, (int)i, &ph) && ph.p_type == PT_NOTE &&
-			    view_bytes(v, ph.p_offset, ph.p_filesz, &p) &&
-			    has_go_note_in(p, ph.p_filesz, ph.p_align))
-				return true;
-		}
-	while ((scn = elf_nextscn(v->elf, scn))) {
-		GElf_Shdr sh;
-
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE &&
-		    view_bytes(v, sh.sh_offset, sh.sh_size, &p) &&
-		    has_go_note_in(p, sh.sh_size, sh.sh_addralign))
-			return true;
-	}
-	return false;
+	return sp_go_buildid__read_elf(v->elf, id) == 0;
 }
 
 /* A .symtab symbol's value and size (false when absent). */
