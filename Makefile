@@ -7,10 +7,12 @@
 # make process (correct parallel builds, no recursion).
 #
 #   make            build/ : the collector, symbolizer, libspanctx, demo, tests
+#                   (no libFuzzer targets: `make fuzz-build`, `make fuzz`)
 #   make SAN=1      build-san/ : the same with ASan + UBSan
 #   make demo       install missing packages, build, profile the demo, report
-#   make check      install missing packages, build (plain and ASan/UBSan),
-#                   run the whole test suite (tests/run.sh)
+#   make check      install missing packages, build plain, ASan/UBSan and the
+#                   fuzz targets at once (one make, shared -j), run the whole
+#                   test suite (tests/run.sh)
 #   make test       run the suite on what is built
 #   make check-san  the integration suite too against the ASan/UBSan build
 #                   (scripts/san_integration.sh; not in check: it adds about
@@ -47,7 +49,7 @@ LIBS_ALL := -lbpf -ldw -lelf -ldebuginfod -lcurl -lmicrohttpd -lprotobuf-c \
 	-lxxhash -lzstd -lz -lpthread -lm
 
 .DEFAULT_GOAL := all
-.PHONY: all clean test check check-san demo deps
+.PHONY: all clean test check check-san check-build demo deps
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -146,9 +148,22 @@ deps:
 
 # The README's two commands.  Each installs what is missing first.
 check: deps
-	$(MAKE) -j2 all
-	$(MAKE) -j2 SAN=1 all
+	$(MAKE) -j3 check-build
 	O=build SAN_O=build-san bash tests/run.sh
+
+# The three builds of check as one make: the sub-makes share its job slots,
+# so the ASan build's long tail overlaps the plain build and the fuzz
+# targets.  The fuzz build starts after the plain one: both would generate
+# build/gen/ (the fuzz objects compile build/gen/*.pb-c.c).
+CHECK_BUILDS := check-build-plain check-build-san check-build-fuzz
+.PHONY: $(CHECK_BUILDS)
+check-build: $(CHECK_BUILDS)
+check-build-plain:
+	+$(MAKE) --no-print-directory O=build all
+check-build-san:
+	+$(MAKE) --no-print-directory SAN=1 O=build-san all
+check-build-fuzz: check-build-plain
+	+$(MAKE) --no-print-directory O=build fuzz-build
 
 check-san: deps
 	bash scripts/san_integration.sh
@@ -158,4 +173,4 @@ demo: deps
 	bash scripts/demo.sh
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz

@@ -11,7 +11,7 @@ pkgs=(
   zlib1g-dev libzstd-dev libxxhash-dev
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libcurl4-openssl-dev libmicrohttpd-dev
-  libcmocka-dev libclang-rt-14-dev
+  libcmocka-dev libclang-rt-14-dev prometheus
   golang-go binutils iproute2 procps util-linux strace python3
   chromium
 )

@@ -9,8 +9,21 @@
 #                printed), anything else = fail.  BPF tests need root and
 #                fail loudly (not skip) when BPF cannot load.
 #
+# Two phases, each reported (in the usual order: unit, unit-san,
+# integration) once it has finished:
+#   1. in parallel, JOBS at once (default 2 per CPU: most of it waits): every
+#      unit program (plain, then unit-san) except those whose source says
+#      "spanprof-test: serial" in its first lines (they bound a latency), and
+#      the integration files that say "# spanprof-test: parallel" in their
+#      first lines (no BPF, no whole-machine sampling, no timing assertion:
+#      most of the symbolizer's tests, the fuzz smoke);
+#   2. one after another: the serial unit programs, then every other
+#      integration file (they load BPF, sample the whole machine and measure
+#      time, so they get the machine to themselves).  A new integration file
+#      without the marker lands here.
+#
 # Environment: O=build dir (default build), SAN_O=sanitizer build dir,
-# ONLY=substring to run a subset.
+# ONLY=substring to run a subset, JOBS.
 set -u
 cd "$(dirname "$0")/.."
 O=${O:-build}
@@ -20,14 +33,22 @@ failed_names=()
 logdir=$O/test-logs
 mkdir -p "$logdir"
 
-run_one() { # name, command...
+selected() { [ -z "${ONLY:-}" ] || [[ "$1" == *"$ONLY"* ]]; }
+log_of() { echo "$logdir/$(basename "$1").log"; }
+
+run_cmd() { # name, command...: runs it, writes its log, exit code and seconds
 	local name=$1; shift
-	[ -n "${ONLY:-}" ] && [[ "$name" != *"$ONLY"* ]] && return
-	local log=$logdir/$(basename "$name").log
-	local t0=$SECONDS
+	local log t0=$SECONDS
+	log=$(log_of "$name")
 	"$@" >"$log" 2>&1
-	local rc=$?
-	local dt=$((SECONDS - t0))
+	echo "$? $((SECONDS - t0))" >"$log.rc"
+}
+
+report() { # name: counts and prints the result run_cmd left
+	local name=$1 log rc dt
+	log=$(log_of "$name")
+	read -r rc dt <"$log.rc" || { rc=1; dt=0; }
+	rm -f "$log.rc"
 	if [[ "$name" == unit* ]]; then
 		# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s),"
 		local p f k
@@ -53,24 +74,77 @@ run_one() { # name, command...
 	esac
 }
 
-for t in "$O"/tests/test_*; do
-	[ -x "$t" ] || continue
-	run_one "unit:$(basename "$t")" "$t"
-done
-if [ -n "${SAN_O:-}" ]; then
-	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-	for t in "$SAN_O"/tests/test_*; do
-		[ -x "$t" ] || continue
-		run_one "unit-san:$(basename "$t")" "$t"
+run_one() { # name, command...: one after another
+	selected "$1" || return
+	run_cmd "$@"
+	report "$1"
+}
+
+# Phase 1: started JOBS at a time, reported in order when all are done.
+par_names=()
+start_par() { # name, command...
+	selected "$1" || return
+	par_names+=("$1")
+	while [ "$(jobs -rp | wc -l)" -ge "$njobs" ]; do
+		wait -n
 	done
-fi
+	run_cmd "$@" &
+}
+njobs=${JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
+
+integ_cmd() { # file -> the command that runs it
+	case $1 in
+	*.py) echo python3;;
+	*.sh) echo bash;;
+	esac
+}
+parallel_ok() { head -n 5 "$1" | grep -q '^# spanprof-test: parallel'; }
+unit_serial() { head -n 20 "tests/unit/$(basename "$1").c" 2>/dev/null | grep -q 'spanprof-test: serial'; }
+
+# the sanitized unit programs' environment (plain ones ignore it)
+san_env=(env "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+	"UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}")
+serial_units=()
+unit() { # name, program: started now, or kept for phase 2
+	if unit_serial "$2"; then
+		serial_units+=("$1" "$2")
+	else
+		start_par "$1" "${san_env[@]}" "$2"
+	fi
+}
+# the integration files first: they are the longest of the phase
+serial=()
 for t in tests/integration/test_*.py tests/integration/test_*.sh; do
 	[ -e "$t" ] || continue
-	case $t in
-	*.py) run_one "integration:$(basename "$t")" python3 "$t";;
-	*.sh) run_one "integration:$(basename "$t")" bash "$t";;
-	esac
+	if parallel_ok "$t"; then
+		start_par "integration:$(basename "$t")" "$(integ_cmd "$t")" "$t"
+	else
+		serial+=("$t")
+	fi
+done
+for t in "$O"/tests/test_*; do
+	[ -x "$t" ] || continue
+	unit "unit:$(basename "$t")" "$t"
+done
+if [ -n "${SAN_O:-}" ]; then
+	for t in "$SAN_O"/tests/test_*; do
+		[ -x "$t" ] || continue
+		unit "unit-san:$(basename "$t")" "$t"
+	done
+fi
+wait
+for kind in unit: unit-san: integration:; do
+	for name in "${par_names[@]}"; do
+		[[ "$name" == "$kind"* ]] && report "$name"
+	done
+done
+
+# Phase 2: one after another.
+for ((i = 0; i < ${#serial_units[@]}; i += 2)); do
+	run_one "${serial_units[i]}" "${san_env[@]}" "${serial_units[i + 1]}"
+done
+for t in "${serial[@]}"; do
+	run_one "integration:$(basename "$t")" "$(integ_cmd "$t")" "$t"
 done
 
 if [ "${#failed_names[@]}" -gt 0 ]; then

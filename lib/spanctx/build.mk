@@ -7,7 +7,7 @@
 #   are exported).  Objects live in $(O)/spanctx/, apart from $(O)/obj/, so
 #   their flags and dependencies stay independent of the core layers.
 #
-#   tests/unit/test_spanctx*.c get explicit rules here (they win over the
+#   tests/unit/test_spanctx*.c and test_abi_compat.c get explicit rules here (they win over the
 #   generic pattern in tests/build.mk): they link libspanctx.a, the protobuf-c
 #   code of the three protos they decode with, and cmocka -- not the core
 #   layers -- and export otel_thread_ctx_v1 from the executable the way the
@@ -40,7 +40,8 @@ $(O)/libspanctx.a: $(SPANCTX_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 # ---------------------------------------------------------------- tests
-SPANCTX_TEST_SRCS := $(wildcard tests/unit/test_spanctx*.c)
+# test_abi_compat reads a record libspanctx published with BPF's layout.
+SPANCTX_TEST_SRCS := $(wildcard tests/unit/test_spanctx*.c) tests/unit/test_abi_compat.c
 SPANCTX_TEST_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(SPANCTX_TEST_SRCS))
 SPANCTX_TEST_PB := $(O)/gen/otlp_common.pb-c.o $(O)/gen/otlp_resource.pb-c.o \
 	$(O)/gen/otel_process_context.pb-c.o

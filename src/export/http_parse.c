@@ -28,8 +28,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "base/hex.h"
 #include "export/http_parse.h"
-#include "profile/hex.h"
 
 #define SP_HDR_MAX_COUNT 64
 #define SP_HDR_MAX_BYTES 8192

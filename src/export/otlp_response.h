@@ -8,11 +8,9 @@
  *
  * sp_otlp_response__partial: ExportProfilesServiceResponse; *rejected and
  *   msg from partial_success (0 and "" when absent).  0 or -EINVAL.
- * sp_rpc_status__decode: google.rpc.Status {1 code int32, 2 message
- *   string, 3 details (skipped)}.  0 or -EINVAL (malformed, or a field of
- *   the wrong wire type).
- * sp_log_sanitize: copies [s, s+len) into out (NUL-terminated), control
- *   characters replaced, truncated with "..." when longer than out_len-1.
+ * An error answer's google.rpc.Status body is read with base/rpc_status.h
+ * and raw text with base/log_sanitize.h (both included here: they are
+ * the rest of "what an endpoint answered").
  */
 #ifndef SPANPROF_EXPORT_OTLP_RESPONSE_H
 #define SPANPROF_EXPORT_OTLP_RESPONSE_H
@@ -20,10 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/log_sanitize.h"
+#include "base/rpc_status.h"
+
 int sp_otlp_response__partial(const uint8_t *buf, size_t len, int64_t *rejected,
 			      char *msg, size_t msg_len);
-int sp_rpc_status__decode(const uint8_t *buf, size_t len, int32_t *code, char *msg,
-			  size_t msg_len);
-void sp_log_sanitize(const char *s, size_t len, char *out, size_t out_len);
 
 #endif

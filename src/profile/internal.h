@@ -27,6 +27,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "profile/arena.h"
 #include "profile/profile.h"
 
 #define SP_DECODE_MAX_ENTRIES (1u << 20)	/* per table, and samples */
@@ -88,6 +89,9 @@ void sp_strtab__init(struct sp_strtab *t, const struct sp_profile *base);
 int32_t sp_strtab__get(struct sp_strtab *t, const char *s);
 uint32_t sp_strtab__count(const struct sp_strtab *t);
 const char *sp_strtab__at(const struct sp_strtab *t, uint32_t i);
+/* The whole table as the char *[count] protobuf-c wants, allocated in a
+ * (the strings stay t's and the profile's).  NULL on -ENOMEM. */
+char **sp_strtab__array(const struct sp_strtab *t, struct sp_arena *a);
 void sp_strtab__free(struct sp_strtab *t);
 
 /* ------------------------------------------------------------ allocator */
@@ -100,6 +104,15 @@ struct sp_pballoc {
 
 /* Budget for unpacking len bytes: 48 * len + 1 MiB, at most 1 GiB. */
 void sp_pballoc__init(struct sp_pballoc *b, size_t input_len);
+
+/* An encoder's entry checks: -EINVAL without out/out_len (else both are
+ * cleared), then sp_profile__validate(p). */
+int sp_enc__begin(const struct sp_profile *p, uint8_t **out, size_t *out_len);
+
+/* Packs message m into a malloc'd buffer (*out, *out_len; at least one
+ * byte allocated even for an empty message).  0, -ENOMEM, or -EIO when
+ * protobuf-c packs another length than it measured. */
+int sp_pb__pack(const ProtobufCMessage *m, uint8_t **out, size_t *out_len);
 
 /* ------------------------------------------------------------ hex */
 /* Writes 2n lower-case hex digits and a NUL to out (2n + 1 bytes). */

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 
+#include "base/pb_wire.h"
 #include "pbdepth.h"
 
 enum {
@@ -31,22 +32,6 @@ const struct sp_pb_edge sp_pb_otlp_request_edges[] = {
 const size_t sp_pb_otlp_request_n_edges =
 	sizeof(sp_pb_otlp_request_edges) / sizeof(sp_pb_otlp_request_edges[0]);
 
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		if (*p >= end)
-			return -EBADMSG;
-		x |= (uint64_t)(**p & 0x7f) << shift;
-		if (!(*(*p)++ & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -EBADMSG;
-}
-
 static uint8_t sub_kind(const struct sp_pb_edge *edges, size_t n, uint8_t kind, uint64_t field)
 {
 	for (size_t i = 0; i < n; i++)
@@ -64,11 +49,11 @@ static int walk(const uint8_t *p, const uint8_t *end, uint8_t kind,
 		uint64_t key, v;
 		uint8_t sub;
 
-		if (get_varint(&p, end, &key))
+		if (sp_pb_wire__varint(&p, end, &key))
 			return -EBADMSG;
 		switch (key & 7) {
 		case 0:
-			if (get_varint(&p, end, &v))
+			if (sp_pb_wire__varint(&p, end, &v))
 				return -EBADMSG;
 			break;
 		case 1:
@@ -82,7 +67,7 @@ static int walk(const uint8_t *p, const uint8_t *end, uint8_t kind,
 			p += 4;
 			break;
 		case 2:
-			if (get_varint(&p, end, &v) || v > (uint64_t)(end - p))
+			if (sp_pb_wire__varint(&p, end, &v) || v > (uint64_t)(end - p))
 				return -EBADMSG;
 			sub = sub_kind(edges, n, kind, key >> 3);
 			if (sub && walk(p, p + v, sub, edges, n, depth - 1))

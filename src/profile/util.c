@@ -13,8 +13,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "base/hex.h"
 #include "profile/internal.h"
-#include "profile/hex.h"
 
 uint64_t sp_hash_bytes(const void *p, size_t len)
 {
@@ -163,6 +163,16 @@ const char *sp_strtab__at(const struct sp_strtab *t, uint32_t i)
 	return t->extra[i - t->n_base];
 }
 
+char **sp_strtab__array(const struct sp_strtab *t, struct sp_arena *a)
+{
+	uint32_t i, n = sp_strtab__count(t);
+	char **v = sp_arena__array(a, n, sizeof(*v));
+
+	for (i = 0; v && i < n; i++)
+		v[i] = (char *)sp_strtab__at(t, i);
+	return v;
+}
+
 void sp_strtab__free(struct sp_strtab *t)
 {
 	uint32_t i;
@@ -209,6 +219,31 @@ void sp_pballoc__init(struct sp_pballoc *b, size_t input_len)
 }
 
 /* ------------------------------------------------------------ hex */
+int sp_enc__begin(const struct sp_profile *p, uint8_t **out, size_t *out_len)
+{
+	if (!out || !out_len)
+		return -EINVAL;
+	*out = NULL;
+	*out_len = 0;
+	return sp_profile__validate(p);
+}
+
+int sp_pb__pack(const ProtobufCMessage *m, uint8_t **out, size_t *out_len)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf)
+		return -ENOMEM;
+	if (protobuf_c_message_pack(m, buf) != len) {
+		free(buf);
+		return -EIO;
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
 void sp_hex_encode(const uint8_t *in, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";

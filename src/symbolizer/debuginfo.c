@@ -19,11 +19,11 @@
 #include <unistd.h>
 
 #include <elfutils/debuginfod.h>
-#include <elfutils/libdwelf.h>
 #include <gelf.h>
 #include <libelf.h>
 
-#include "base/go_buildid.h"
+#include "base/buildid.h"
+#include "base/pin.h"
 #include "debuginfo.h"
 
 #define NEG_DEFAULT 4096
@@ -53,113 +53,12 @@ struct sp_debuginfo {
 	struct sp_debuginfo_stats st;
 };
 
-int sp_buildid__validate(const char *hex)
-{
-	size_t n = 0;
-
-	if (!hex)
-		return -EINVAL;
-	for (; hex[n]; n++) {
-		char c = hex[n];
-
-		if (n >= SP_BUILDID_MAX_HEX)
-			return -EINVAL;
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-			return -EINVAL;
-	}
-	if (n < 2 || (n & 1))
-		return -EINVAL;
-	return 0;
-}
-
 static void elf_init_once(void)
 {
 	elf_version(EV_CURRENT);
 }
 
 static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
-
-/* Opens path for reading only when it is a regular file.  A mapping's file
- * name comes from the profile (untrusted): a FIFO there would block the
- * open for ever, a device would run its driver's open.  So: pin it with
- * O_PATH (no side effects), check, then reopen the pinned file through
- * /proc/self/fd; without /proc, a non-blocking open checked again. */
-static int open_regular(const char *path)
-{
-	char self[64];
-	struct stat st, st2;
-	int pfd, fd;
-
-	pfd = open(path, O_PATH | O_CLOEXEC);
-	if (pfd < 0)
-		return -errno;
-	if (fstat(pfd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(pfd);
-		return -EINVAL;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 && errno == ENOENT) {
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		if (fd >= 0 && (fstat(fd, &st2) != 0 || !S_ISREG(st2.st_mode) ||
-				st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)) {
-			close(fd);
-			close(pfd);
-			return -EINVAL;
-		}
-	}
-	if (fd < 0)
-		fd = -errno;
-	close(pfd);
-	return fd;
-}
-
-int sp_buildid__read_file(const char *path, char *out, size_t out_size)
-{
-	static const char hexd[] = "0123456789abcdef";
-	const unsigned char *id = NULL;
-	Elf *elf = NULL;
-	ssize_t len;
-	int fd, err;
-
-	pthread_once(&elf_once, elf_init_once);
-	if (!path || !out || out_size < 3)
-		return -EINVAL;
-	fd = open_regular(path);
-	if (fd < 0)
-		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -ENOEXEC;
-		goto out;
-	}
-	len = dwelf_elf_gnu_build_id(elf, (const void **)&id);
-	if (len <= 0) {
-		/* no GNU id: a Go binary's own (base/go_buildid.h) */
-		char go[SP_GO_BUILD_ID_MAX + 1];
-
-		err = sp_go_buildid__read_elf(elf, go);
-		if (!err && strlen(go) + 1 > out_size)
-			err = -E2BIG;
-		if (!err)
-			memcpy(out, go, strlen(go) + 1);
-		goto out;
-	}
-	if ((size_t)len * 2 + 1 > out_size || len * 2 > SP_BUILDID_MAX_HEX) {
-		err = -E2BIG;
-		goto out;
-	}
-	for (ssize_t i = 0; i < len; i++) {
-		out[2 * i] = hexd[id[i] >> 4];
-		out[2 * i + 1] = hexd[id[i] & 15];
-	}
-	out[2 * len] = '\0';
-	err = 0;
-out:
-	elf_end(elf);
-	close(fd);
-	return err;
-}
 
 static bool file_has_buildid(const char *path, const char *want)
 {
@@ -179,7 +78,7 @@ static bool file_has_dwarf(const char *path)
 	Elf *elf;
 	int fd;
 
-	fd = open_regular(path);
+	fd = sp_pin__open(path, NULL);
 	if (fd < 0)
 		return false;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -412,7 +311,7 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		*src = SP_DI_NONE;
 	pthread_mutex_lock(&d->lock);
 	d->st.lookups++;
-	if (sp_go_buildid__valid(build_id)) {
+	if (!sp_buildid__validate_go(build_id)) {
 		/* A Go build id: no build-id directory or debuginfod server
 		 * indexes one (they are GNU-keyed, and it is not a path), so the
 		 * mapped file is the one, when its own Go id matches. */
@@ -480,10 +379,10 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 	int err = -ENOENT;
 
 	*path_out = NULL;
-	if (sp_buildid__validate(build_id) && !sp_go_buildid__valid(build_id))
+	if (sp_buildid__validate(build_id) && sp_buildid__validate_go(build_id))
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
-	for (size_t i = 0; i < d->n_dirs && err && !sp_go_buildid__valid(build_id); i++) {
+	for (size_t i = 0; i < d->n_dirs && err && sp_buildid__validate_go(build_id); i++) {
 		err = try_dir(d->dirs[i], build_id, true, &path);
 		if (err == -ENOMEM)
 			goto out;
@@ -495,7 +394,7 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 		if (err)
 			goto out;
 	}
-	if (err && !sp_go_buildid__valid(build_id))
+	if (err && sp_buildid__validate_go(build_id))
 		err = try_debuginfod(d, build_id, true, &path);
 out:
 	if (err)

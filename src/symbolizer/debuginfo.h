@@ -4,7 +4,7 @@
  *
  * Contract:
  *   - A build id is accepted only as lower-case hex of even length 2..128
- *     (sp_buildid__validate).  Anything else is -EINVAL before any path is
+ *     (sp_buildid__validate, base/buildid.h).  Anything else is -EINVAL before any path is
  *     formed, so "../../etc" or "AB" can never reach the file system.
  *   - Search order for sp_debuginfo__find():
  *       1. every configured build-id directory DIR, in order:
@@ -38,7 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SP_BUILDID_MAX_HEX 128
+#include "base/buildid.h"	/* sp_buildid__validate, SP_BUILDID_MAX_HEX */
+
 
 enum sp_debuginfo_source {
 	SP_DI_NONE = 0,
@@ -69,14 +70,6 @@ struct sp_debuginfo_stats {
 };
 
 struct sp_debuginfo;
-
-/* 0 when hex is a valid build id, else -EINVAL. */
-int sp_buildid__validate(const char *hex);
-
-/* Reads the GNU build id of the ELF file at path as lower-case hex into
- * out (at least SP_BUILDID_MAX_HEX + 1 bytes).  0, -ENOENT (no note),
- * or another negative errno. */
-int sp_buildid__read_file(const char *path, char *out, size_t out_size);
 
 int sp_debuginfo__new(const struct sp_debuginfo_opts *opts,
 		      struct sp_debuginfo **out);

@@ -4,9 +4,9 @@
  *
  * Contract: see kallsyms.h.  Parsing streams: bytes come from a reader
  * (memory, memory through inflate, or a file through gzread) in chunks and
- * are cut into lines in a fixed SP_KSYMS_MAX_LINE buffer, so no input can
+ * are cut into lines in a fixed SP_KALLSYMS_MAX_LINE buffer, so no input can
  * make a line allocation grow.  Symbols go to a growing array and names to
- * one arena; both are bounded by SP_KSYMS_MAX_SYMS and SP_KSYMS_MAX_BYTES.
+ * one arena; both are bounded by SP_KSYMS_MAX_SYMS and SP_KALLSYMS_MAX_BYTES.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/hex.h"
 #include "debuginfo.h"
 #include "kallsyms.h"
 
@@ -152,19 +153,6 @@ static uint8_t rank_of(char type, const char *name, size_t len)
 	return (uint8_t)(r * 64 + (u > 63 ? 63 : u));
 }
 
-static bool hexval(char c, unsigned *v)
-{
-	if (c >= '0' && c <= '9')
-		*v = (unsigned)(c - '0');
-	else if (c >= 'a' && c <= 'f')
-		*v = (unsigned)(c - 'a' + 10);
-	else if (c >= 'A' && c <= 'F')
-		*v = (unsigned)(c - 'A' + 10);
-	else
-		return false;
-	return true;
-}
-
 static bool printable(char c)
 {
 	return c > ' ' && c < 0x7f;
@@ -182,11 +170,11 @@ static int parse_sym(struct sp_ksyms *k, const char *l, size_t len,
 	int err;
 
 	while (i < len && nd < 17) {
-		unsigned v;
+		int v = sp_hex_digit(l[i]);
 
-		if (!hexval(l[i], &v))
+		if (v < 0)
 			break;
-		addr = addr << 4 | v;
+		addr = addr << 4 | (uint64_t)v;
 		i++;
 		nd++;
 	}
@@ -199,7 +187,7 @@ static int parse_sym(struct sp_ksyms *k, const char *l, size_t len,
 	while (i < len && printable(l[i]))
 		i++;
 	name_len = (size_t)(l + i - name);
-	if (name_len == 0 || name_len > SP_KSYMS_MAX_NAME)
+	if (name_len == 0 || name_len > SP_KALLSYMS_MAX_NAME)
 		goto bad;
 	if (i < len) {
 		if (l[i] != '\t' && l[i] != ' ')
@@ -213,10 +201,10 @@ static int parse_sym(struct sp_ksyms *k, const char *l, size_t len,
 			i++;
 		mod_len = (size_t)(l + i - mod);
 		if (i + 1 != len || l[i] != ']' || mod_len == 0 ||
-		    mod_len > SP_KSYMS_MAX_NAME)
+		    mod_len > SP_KALLSYMS_MAX_NAME)
 			goto bad;
 	}
-	if (type != 't' && type != 'T' && type != 'w' && type != 'W') {
+	if (!sp_kallsyms_format__is_text(type)) {
 		st->skipped_type++;
 		return 1;
 	}
@@ -263,12 +251,15 @@ bad:
 	return 1;
 }
 
+/* A header key [key, key+kl) equal to the literal k. */
+#define KEY_IS(key, kl, k) ((kl) == sizeof(k) - 1 && !memcmp((key), (k), sizeof(k) - 1))
+
 /* "# spanprof-kallsyms v1 build-id=HEX key=value ..." */
 static int parse_header(struct sp_ksyms *k, const char *l, size_t len)
 {
-	size_t ml = sizeof(SP_KSYMS_MAGIC) - 1, i;
+	size_t ml = sizeof(SP_KALLSYMS_MAGIC) - 1, i;
 
-	if (len < ml || memcmp(l, SP_KSYMS_MAGIC, ml))
+	if (len < ml || memcmp(l, SP_KALLSYMS_MAGIC, ml))
 		return -EINVAL;
 	for (i = ml; i < len;) {
 		const char *key = l + i, *val;
@@ -288,20 +279,20 @@ static int parse_header(struct sp_ksyms *k, const char *l, size_t len)
 		for (size_t j = 0; j < vl; j++)
 			if (!printable(val[j]))
 				return -EINVAL;
-		if (kl == 8 && !memcmp(key, "build-id", 8)) {
+		if (KEY_IS(key, kl, SP_KALLSYMS_KEY_BUILD_ID)) {
 			if (vl > SP_BUILDID_MAX_HEX)
 				return -EINVAL;
 			memcpy(k->build_id, val, vl);
 			k->build_id[vl] = '\0';
-		} else if (kl == 6 && !memcmp(key, "kernel", 6) &&
+		} else if (KEY_IS(key, kl, SP_KALLSYMS_KEY_KERNEL) &&
 			   vl < sizeof(k->kernel)) {
 			memcpy(k->kernel, val, vl);
 			k->kernel[vl] = '\0';
-		} else if (kl == 7 && !memcmp(key, "boot-id", 7) &&
+		} else if (KEY_IS(key, kl, SP_KALLSYMS_KEY_BOOT_ID) &&
 			   vl < sizeof(k->boot_id)) {
 			memcpy(k->boot_id, val, vl);
 			k->boot_id[vl] = '\0';
-		} else if (kl == 11 && !memcmp(key, "captured-at", 11)) {
+		} else if (KEY_IS(key, kl, SP_KALLSYMS_KEY_CAPTURED_AT)) {
 			uint64_t v = 0;
 			size_t j;
 
@@ -381,7 +372,7 @@ static int parse_stream(struct reader *r, struct sp_ksyms **out,
 {
 	struct sp_ksyms_stats st = { 0 };
 	struct sp_ksyms *k = calloc(1, sizeof(*k));
-	char *chunk = malloc(CHUNK), *lb = malloc(SP_KSYMS_MAX_LINE);
+	char *chunk = malloc(CHUNK), *lb = malloc(SP_KALLSYMS_MAX_LINE);
 	size_t total = 0, ll = 0;
 	bool over = false;
 	uint32_t zero;
@@ -405,7 +396,7 @@ static int parse_stream(struct reader *r, struct sp_ksyms **out,
 		if (got == 0)
 			break;
 		total += (size_t)got;
-		if (total > SP_KSYMS_MAX_BYTES) {
+		if (total > SP_KALLSYMS_MAX_BYTES) {
 			err = -EFBIG;
 			goto out;
 		}
@@ -413,7 +404,7 @@ static int parse_stream(struct reader *r, struct sp_ksyms **out,
 			char c = chunk[i];
 
 			if (c != '\n') {
-				if (ll < SP_KSYMS_MAX_LINE)
+				if (ll < SP_KALLSYMS_MAX_LINE)
 					lb[ll++] = c;
 				else
 					over = true;
@@ -702,7 +693,7 @@ const struct sp_ksyms *sp_ksyms_set__get(struct sp_ksyms_set *s,
 		char path[4096];
 		struct sp_ksyms *c;
 
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s.kallsyms.gz",
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s" SP_KALLSYMS_SUFFIX,
 				     s->dirs[i], build_id) >= sizeof(path))
 			continue;
 		if (access(path, R_OK))

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kallsyms.h - kernel symbol snapshots (the collector's copy of
- * /proc/kallsyms, see docs/formats.md "Kernel symbol snapshot"): parse,
+ * /proc/kallsyms, format in base/kallsyms_format.h): parse,
  * resolve kernel addresses, and find the snapshot of a kernel build id.
  *
  * Contract:
  *   - Input is untrusted.  A snapshot is text, gzip'd or not (detected from
  *     the bytes), read through a bounded stream: at most
- *     SP_KSYMS_MAX_BYTES decompressed bytes (more is -EFBIG), lines of at
- *     most SP_KSYMS_MAX_LINE bytes (longer ones are skipped whole and
+ *     SP_KALLSYMS_MAX_BYTES decompressed bytes (more is -EFBIG), lines of at
+ *     most SP_KALLSYMS_MAX_LINE bytes (longer ones are skipped whole and
  *     counted), at most SP_KSYMS_MAX_SYMS symbols (more is -E2BIG), a last
  *     line without a newline is parsed like any other.
  *   - The first line must be the header
@@ -20,8 +20,8 @@
  *     space before '[' is accepted too) as in /proc/kallsyms: ADDR is 1..16
  *     hex digits (strict: no 0x, no sign, nothing else), TYPE one of
  *     t T w W (other types are skipped and counted: the snapshot keeps text
- *     only), NAME 1..SP_KSYMS_MAX_NAME printable non-space bytes, MODULE
- *     1..SP_KSYMS_MAX_NAME printable bytes without ']' or space.  Anything
+ *     only), NAME 1..SP_KALLSYMS_MAX_NAME printable non-space bytes, MODULE
+ *     1..SP_KALLSYMS_MAX_NAME printable bytes without ']' or space.  Anything
  *     else is a malformed line: skipped and counted, never fatal.
  *   - Lines need not be sorted; the table is sorted after parsing.  Several
  *     symbols at one address keep one (deterministically, whatever the
@@ -53,14 +53,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SP_KSYMS_MAX_BYTES (64u << 20)	/* decompressed */
-#define SP_KSYMS_MAX_LINE 1024
-#define SP_KSYMS_MAX_NAME 512		/* KSYM_NAME_LEN */
+#include "base/kallsyms_format.h"
+
 #define SP_KSYMS_MAX_SYMS (4u << 20)
 #define SP_KSYMS_TAIL_MAX (64u << 10)
 #define SP_KSYMS_SET_MAX 64
 #define SP_KSYMS_RETRY_S 60
-#define SP_KSYMS_MAGIC "# spanprof-kallsyms v1 "
 
 struct sp_ksyms_stats {
 	uint64_t lines;
@@ -68,7 +66,7 @@ struct sp_ksyms_stats {
 	uint64_t skipped_type;		/* not text (t T w W) */
 	uint64_t skipped_zero;		/* address 0 */
 	uint64_t malformed;		/* bad hex, fields, names */
-	uint64_t too_long;		/* lines over SP_KSYMS_MAX_LINE */
+	uint64_t too_long;		/* lines over SP_KALLSYMS_MAX_LINE */
 	uint64_t duplicates;		/* same address as a kept symbol */
 	uint64_t comments;
 	bool unsorted;			/* input was not in address order */
@@ -86,7 +84,7 @@ struct sp_ksyms;
 /* Parses a snapshot held in memory (gzip'd or plain). */
 int sp_ksyms__parse(const void *buf, size_t len, struct sp_ksyms **out,
 		    struct sp_ksyms_stats *st);
-/* Loads a snapshot file (gzip'd or plain), at most SP_KSYMS_MAX_BYTES. */
+/* Loads a snapshot file (gzip'd or plain), at most SP_KALLSYMS_MAX_BYTES. */
 int sp_ksyms__load(const char *path, struct sp_ksyms **out,
 		   struct sp_ksyms_stats *st);
 void sp_ksyms__free(struct sp_ksyms *k);	/* NULL-safe */

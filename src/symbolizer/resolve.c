@@ -41,8 +41,9 @@
 #include <gelf.h>
 #include <libelf.h>
 
-#include "base/go_buildid.h"
+#include "base/buildid.h"
 #include "base/gopclntab.h"
+#include "base/pin.h"
 #include "resolve.h"
 
 #define CACHE_DEFAULT 65536u
@@ -877,9 +878,9 @@ static int exec_segments(struct sp_debuginfo *di, struct module *m,
 	err = sp_debuginfo__find_exec(di, m->id, hint, &path);
 	if (err)
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = sp_pin__open(path, NULL);
 	if (fd < 0) {
-		err = -errno;
+		err = fd;
 		goto out;
 	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -922,7 +923,7 @@ static int module_load(struct sp_debuginfo *di, struct module *m,
 		lr->no_debuginfo = true;
 		return 0;
 	}
-	m->fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	m->fd = sp_pin__open(m->path, NULL);
 	if (m->fd < 0)
 		return 0;
 	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
@@ -1151,7 +1152,7 @@ static int resolve_common(struct sp_resolver *r, const char *build_id,
 
 	out->n = 0;
 	out->source = SP_RES_NONE;
-	if (sp_buildid__validate(build_id) && !sp_go_buildid__valid(build_id))
+	if (sp_buildid__validate(build_id) && sp_buildid__validate_go(build_id))
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
 	r->st.requests++;
@@ -1217,7 +1218,7 @@ int sp_resolver__module_info(struct sp_resolver *r, const char *build_id,
 {
 	int err = -ENOENT;
 
-	if (sp_buildid__validate(build_id) && !sp_go_buildid__valid(build_id))
+	if (sp_buildid__validate(build_id) && sp_buildid__validate_go(build_id))
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
 	for (uint32_t i = 0; i < r->n_mods; i++) {

@@ -4,7 +4,7 @@
  * inlined frames, from DWARF (libdw) or, without DWARF, a Go binary's
  * .gopclntab (base/gopclntab.h: function, file, line, inlined calls; no
  * columns) or ELF symbol tables.  Build ids are GNU ids (hex) or, for Go
- * binaries without one, Go build ids (base/go_buildid.h).
+ * binaries without one, Go build ids (base/buildid.h).
  *
  * Contract:
  *   - Addresses are either a file offset inside the mapped ELF file

@@ -29,6 +29,8 @@
 
 #include <microhttpd.h>
 
+#include "base/metrics_text.h"
+#include "base/rpc_status.h"
 #include "export/sender.h"
 #include "profile/codec.h"
 #include "serve.h"
@@ -79,6 +81,43 @@ static const char *const ctr_names[C__MAX] = {
 	[C_FORWARD_PARTIAL] = "forward_partial_success_rejected_total",
 	[C_FORWARD_BYTES] = "forward_bytes_sent_total",
 	[C_ENCODE_ERRORS] = "encode_errors_total",
+};
+
+/* HELP text of each counter on /metrics (promtool wants one per family). */
+static const char *const ctr_help[C__MAX] = {
+	[C_REQUESTS] = "HTTP requests received, on any path",
+	[C_ACCEPTED] = "Profiles accepted into the work queue (200)",
+	[C_R400] = "Requests refused as malformed gzip or protobuf (400)",
+	[C_R404] = "Requests for an unknown path (404)",
+	[C_R405] = "Requests with a method the path does not take (405)",
+	[C_R413] = "Requests over --max-body or the decompressed limit (413)",
+	[C_R415] = "Requests with an unsupported content type or encoding (415)",
+	[C_R503_QUEUE] = "Requests refused because the work queue was full (503)",
+	[C_R503_BUDGET] =
+		"Requests refused because the body buffer budget was spent (503)",
+	[C_SYMBOLIZED] = "Profiles symbolized by the workers",
+	[C_FRAMES_RESOLVED] = "User-space frames given a function name",
+	[C_FRAMES_UNRESOLVED] = "User-space frames left without a name",
+	[C_KERNEL_RESOLVED] = "Kernel frames named from a kallsyms snapshot",
+	[C_KERNEL_NO_BUILD_ID] =
+		"Kernel frames unnamed: the kernel mapping has no valid build id",
+	[C_KERNEL_NO_SNAPSHOT] = "Kernel frames unnamed: no kallsyms snapshot is loaded",
+	[C_KERNEL_MISMATCH] = "Kernel frames unnamed: no snapshot of that kernel build id",
+	[C_KERNEL_NOT_FOUND] =
+		"Kernel frames unnamed: the address is in no snapshot symbol",
+	[C_FILES] = "Symbolized profiles written to --output-dir",
+	[C_FILE_ERRORS] = "Symbolized profiles that could not be written",
+	[C_FORWARDED] = "Symbolized profiles forwarded to the next hop",
+	[C_FORWARD_FAILED] =
+		"Symbolized profiles the next hop did not take (after retries)",
+	[C_FORWARD_RETRIES] = "Retried forwarding attempts",
+	[C_FORWARD_ABORTED] = "Forwards abandoned at the shutdown deadline",
+	[C_FORWARD_REQUESTS] = "HTTP requests made to the next hop, retries included",
+	[C_FORWARD_REQUEST_FAILURES] = "HTTP requests to the next hop not answered 2xx",
+	[C_FORWARD_PARTIAL] =
+		"Profiles the next hop reported rejected in a partial success",
+	[C_FORWARD_BYTES] = "Request bytes sent to the next hop, every attempt",
+	[C_ENCODE_ERRORS] = "Symbolized profiles that could not be encoded",
 };
 
 struct server {
@@ -159,67 +198,64 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code,
 	return ret;
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	do {
-		p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	return n;
-}
-
-/* google.rpc.Status { int32 code = 1; string message = 2; } */
+/* An error answer: google.rpc.Status (base/rpc_status.h) as OTLP wants. */
 static enum MHD_Result reply_status(struct MHD_Connection *c,
 				    unsigned int http, int rpc_code,
 				    const char *msg)
 {
 	uint8_t buf[512];
-	size_t n = 0, ml = strlen(msg);
+	size_t n = sp_rpc_status__encode(rpc_code, msg, buf, sizeof(buf));
 
-	if (ml > sizeof(buf) - 32)
-		ml = sizeof(buf) - 32;
-	buf[n++] = 0x08;
-	n += put_varint(buf + n, (uint64_t)rpc_code);
-	buf[n++] = 0x12;
-	n += put_varint(buf + n, ml);
-	memcpy(buf + n, msg, ml);
-	n += ml;
 	return reply(c, http, buf, n, "application/x-protobuf",
 		     http == MHD_HTTP_SERVICE_UNAVAILABLE);
+}
+
+#define METRICS_BUF (32u << 10)	/* the text is about 8 KiB */
+#define METRIC_PREFIX "spanprof_symbolizer_"
+
+static void metric(struct sp_metrics_buf *b, const char *name, enum sp_metric_type t,
+		   const char *help, uint64_t v)
+{
+	char full[128];
+
+	snprintf(full, sizeof(full), METRIC_PREFIX "%s", name);
+	sp_metrics__family(b, full, t, help);
+	sp_metrics__u64(b, full, NULL, v);
 }
 
 static enum MHD_Result reply_metrics(struct server *s,
 				     struct MHD_Connection *c)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	enum MHD_Result ret;
 	struct sp_resolver_stats rs;
+	struct sp_metrics_buf b;
+	enum MHD_Result ret;
+	uint32_t qlen;
+	char *mem = malloc(METRICS_BUF);
 
-	if (!f)
+	if (!mem)
 		return MHD_NO;
+	sp_metrics_buf__init(&b, mem, METRICS_BUF);
 	forward_totals(s);
 	for (int i = 0; i < C__MAX; i++)
-		fprintf(f, "# TYPE spanprof_symbolizer_%s counter\n"
-			"spanprof_symbolizer_%s %" PRIu64 "\n", ctr_names[i],
-			ctr_names[i], (uint64_t)s->ctr[i]);
+		metric(&b, ctr_names[i], SP_METRIC_COUNTER, ctr_help[i],
+		       (uint64_t)s->ctr[i]);
 	pthread_mutex_lock(&s->lock);
-	fprintf(f, "spanprof_symbolizer_queue_length %u\n", s->len);
+	qlen = s->len;
 	pthread_mutex_unlock(&s->lock);
-	fprintf(f, "spanprof_symbolizer_buffered_bytes %" PRIu64 "\n",
-		(uint64_t)s->buffered);
+	metric(&b, "queue_length", SP_METRIC_GAUGE,
+	       "Decoded profiles waiting for a worker", qlen);
+	metric(&b, "buffered_bytes", SP_METRIC_GAUGE,
+	       "Request body bytes held by all connections", (uint64_t)s->buffered);
 	sp_resolver__stats(s->o->resolver, &rs);
-	fprintf(f, "spanprof_symbolizer_cache_hits_total %" PRIu64 "\n"
-		"spanprof_symbolizer_cache_misses_total %" PRIu64 "\n"
-		"spanprof_symbolizer_cache_evictions_total %" PRIu64 "\n",
-		rs.cache_hits, rs.cache_misses, rs.cache_evictions);
-	fclose(f);
-	ret = reply(c, MHD_HTTP_OK, buf, len, "text/plain; version=0.0.4",
+	metric(&b, "cache_hits_total", SP_METRIC_COUNTER,
+	       "Address lookups answered by the resolver cache", rs.cache_hits);
+	metric(&b, "cache_misses_total", SP_METRIC_COUNTER,
+	       "Address lookups the resolver cache did not hold", rs.cache_misses);
+	metric(&b, "cache_evictions_total", SP_METRIC_COUNTER,
+	       "Resolver cache entries evicted to make room", rs.cache_evictions);
+	ret = reply(c, MHD_HTTP_OK, b.p, b.len, "text/plain; version=0.0.4",
 		    false);
-	free(buf);
+	free(mem);
 	return ret;
 }
 

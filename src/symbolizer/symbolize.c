@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/go_buildid.h"
 #include "symbolize.h"
 
 static int32_t intern_or_zero(struct sp_profile *p, const char *s)
@@ -66,7 +65,7 @@ static int kernel_location(struct sp_ksyms_set *ks, struct sp_profile *p,
 			   struct sp_location *loc, struct kcache *kc,
 			   struct sp_symbolize_stats *st)
 {
-	char name[2 * SP_KSYMS_MAX_NAME + 8];
+	char name[2 * SP_KALLSYMS_MAX_NAME + 8];
 	struct sp_frames fr = { .n = 1, .source = SP_RES_SYMTAB };
 	struct sp_ksyms_set_stats ss;
 	struct sp_mapping *m;
@@ -165,7 +164,7 @@ int sp_symbolize__profile_ks(struct sp_resolver *r, struct sp_ksyms_set *ks,
 			st->unresolved_no_build_id++;
 			continue;
 		}
-		if (sp_buildid__validate(id) && !sp_go_buildid__valid(id)) {
+		if (sp_buildid__validate(id) && sp_buildid__validate_go(id)) {
 			st->unresolved_bad_build_id++;
 			continue;
 		}

@@ -4,8 +4,13 @@
 # from the same sources as the product, compiled separately: gcc's ASan
 # objects cannot be linked with clang's libFuzzer runtime.
 #
+#   make fuzz-build                the targets and make_seeds (a plain `make`
+#                                  builds no target; fuzz-targets: only them)
 #   make fuzz                      long campaign (FUZZ_SECONDS per target, 600)
-#   tests/integration/test_fuzz_smoke.sh   the bounded CI run (FUZZ_SECONDS=10)
+#   tests/integration/test_fuzz_smoke.sh   the bounded CI run: builds the
+#                                  targets (make fuzz-targets), then every
+#                                  target for FUZZ_SECONDS (3), FUZZ_JOBS
+#                                  at once (one per core)
 
 FUZZ_O ?= build-fuzz
 FUZZ_CC ?= clang
@@ -13,8 +18,8 @@ FUZZ_SECONDS ?= 600
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
 	-Iinclude -Isrc -I$(O)/gen
-FUZZ_LIB_SRCS := $(wildcard src/profile/*.c) $(wildcard src/base/*.c) src/collector/procs/maps.c \
-	src/collector/procs/buildid.c src/collector/tracectx/process_ctx.c src/collector/tracectx/tls_elf.c \
+FUZZ_LIB_SRCS := $(wildcard src/base/*.c src/profile/*.c) \
+	src/collector/tracectx/process_ctx.c src/collector/tracectx/tls_elf.c \
 	src/collector/tracectx/ctx_attrs.c \
 	src/export/http_parse.c src/export/otlp_response.c src/symbolizer/kallsyms.c \
 	src/symbolizer/resolve.c src/symbolizer/debuginfo.c
@@ -42,8 +47,13 @@ $(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a $(O)/libsp_b
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(O)/libsp_profile.a $(O)/libsp_base.a $(LIBS_ALL)
 
-.PHONY: fuzz
-fuzz: $(FUZZ_BINS) $(O)/tests/make_seeds
+.PHONY: fuzz fuzz-build fuzz-targets
+fuzz-targets: $(FUZZ_BINS)
+fuzz-build: fuzz-targets $(O)/tests/make_seeds
+
+fuzz: fuzz-build
 	FUZZ_SECONDS=$(FUZZ_SECONDS) O=$(O) FUZZ_O=$(FUZZ_O) bash tests/fuzz/run.sh
 
-TEST_TARGETS += $(FUZZ_BINS) $(O)/tests/make_seeds
+# make_seeds is a plain program (seeds for the fuzzers and valgrind.sh);
+# the libFuzzer targets are built only by fuzz-build.
+TEST_TARGETS += $(O)/tests/make_seeds

@@ -1,12 +1,12 @@
 /* libFuzzer target: GNU build-id notes (raw note areas) and whole ELF files
- * through libelf (src/collector/procs/buildid.c).  The ELF bytes go to a memfd
+ * through libelf (src/base/buildid.c).  The ELF bytes go to a memfd
  * because the reader takes a file descriptor, as it does for /proc files. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

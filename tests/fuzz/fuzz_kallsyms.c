@@ -18,7 +18,7 @@ static void check_sym(const struct sp_ksym *s, uint64_t addr)
 	if (!s->name || addr < s->start || s->offset != addr - s->start)
 		abort();
 	n = strlen(s->name);
-	if (n == 0 || n > SP_KSYMS_MAX_NAME)
+	if (n == 0 || n > SP_KALLSYMS_MAX_NAME)
 		abort();
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)s->name[i] <= 0x20 || (unsigned char)s->name[i] == 0x7f)

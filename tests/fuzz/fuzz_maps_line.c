@@ -1,9 +1,37 @@
-/* libFuzzer target: one /proc/PID/maps line (src/collector/procs/maps.c). */
+/* libFuzzer target: /proc/PID/maps lines (src/base/maps.c) and whole maps
+ * files through the bounded reader (src/base/maps_reader.c, fed a memfd). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
-#include "collector/procs/maps.h"
+#include "base/maps_reader.h"
+
+static int check_entry(const struct sp_map_entry *e, void *ctx)
+{
+	(void)ctx;
+	if (e->start >= e->end)
+		abort();	/* the parser promised start < end */
+	if (e->path_len > SP_MAPS_LINE_MAX)
+		abort();	/* the reader's line bound */
+	return 0;
+}
+
+static void whole_file(const uint8_t *data, size_t size)
+{
+	static int fd = -1;
+	struct sp_maps_read_stats st;
+
+	if (fd < 0)
+		fd = memfd_create("fuzz-maps", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size ||
+	    lseek(fd, 0, SEEK_SET) != 0)
+		return;
+	if (sp_maps_reader__scan_fd(fd, check_entry, NULL, &st) == 0 &&
+	    (st.malformed > st.lines || st.lines > SP_MAPS_MAX_LINES))
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -21,5 +49,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();	/* path must point into the line */
 	}
 	free(line);
+	whole_file(data, size);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /* libFuzzer target: the OTLP ExportProfilesServiceRequest decoder
- * (src/profile/otlp.c).  A request it accepts must validate and re-encode. */
+ * (src/profile/otlp_decode.c).  A request it accepts must validate and re-encode. */
 #include <stdint.h>
 #include <stdlib.h>
 

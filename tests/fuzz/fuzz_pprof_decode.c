@@ -1,4 +1,4 @@
-/* libFuzzer target: the pprof decoder (src/profile/pprof.c).  A profile it
+/* libFuzzer target: the pprof decoder (src/profile/pprof_decode.c).  A profile it
  * accepts must validate and re-encode. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -3,7 +3,10 @@
 # on a corpus seeded from tests/fuzz/corpus/, generated seeds (profiles) and
 # real files of this build (ELF binaries, /sys/kernel/notes).  New inputs
 # accumulate in $FUZZ_O/corpus/<target>/; crashes go to $FUZZ_O/crashes/.
-# Exit 0 when no target crashed.
+# FUZZ_JOBS targets run at once (default: one per online CPU); each is one
+# single-threaded libFuzzer process with its own corpus directory, log and
+# limits, so running them side by side changes nothing but the wall time.
+# Results are printed in target order.  Exit 0 when no target crashed.
 set -u
 cd "$(dirname "$0")/../.."
 O=${O:-build}
@@ -24,20 +27,35 @@ for name in fuzz_buildid fuzz_tls_elf fuzz_dwarf; do
 	done
 done
 [ -r /sys/kernel/notes ] && cp /sys/kernel/notes "$work/fuzz_buildid/kernel-notes"
-fails=0
+njobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+names=()
 for bin in "$FUZZ_O"/fuzz_*; do
 	[ -x "$bin" ] || continue
 	name=$(basename "$bin")
+	names+=("$name")
 	mkdir -p "$work/$name"
+	while [ "$(jobs -rp | wc -l)" -ge "$njobs" ]; do
+		wait -n
+	done
 	# -rss_limit_mb bounds each target; -timeout catches hangs (a stall is a bug).
-	if "$bin" -max_total_time="$secs" -rss_limit_mb=1024 -timeout=10 \
-		-artifact_prefix="$FUZZ_O/crashes/$name-" -print_final_stats=1 \
-		"$work/$name" >"$FUZZ_O/$name.log" 2>&1; then
+	(
+		"$bin" -max_total_time="$secs" -rss_limit_mb=1024 -timeout=10 \
+			-artifact_prefix="$FUZZ_O/crashes/$name-" -print_final_stats=1 \
+			"$work/$name" >"$FUZZ_O/$name.log" 2>&1
+		echo $? >"$FUZZ_O/$name.rc"
+	) &
+done
+wait
+fails=0
+for name in "${names[@]}"; do
+	if [ "$(cat "$FUZZ_O/$name.rc" 2>/dev/null)" = 0 ]; then
 		echo "ok   $name: $(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$FUZZ_O/$name.log" | grep -Eo '[0-9]+$') runs in ${secs}s"
 	else
 		echo "FAIL $name (log: $FUZZ_O/$name.log)"
 		grep -E "ERROR|SUMMARY|==[0-9]+==" "$FUZZ_O/$name.log" | head -n 5 | sed 's/^/    /'
 		fails=$((fails + 1))
 	fi
+	rm -f "$FUZZ_O/$name.rc"
 done
+[ "${#names[@]}" -gt 0 ] || { echo "fuzz: no target in $FUZZ_O (make fuzz-build)" >&2; exit 1; }
 [ "$fails" -eq 0 ]

@@ -1,23 +1,19 @@
 """agent_util.py - helpers for the `spanprof agent` integration tests
 (tests/integration/test_agent_*.py): starting the agent and a receiver on
-loopback, a strict Prometheus text parser, an OTLP reader that also returns
-symbolized function names, and a scriptable OTLP/HTTP stub.
+loopback, a strict Prometheus text parser.  The OTLP reader and the
+OTLP/HTTP stub are lib/otlp.py and lib/otlp_stub.py.
 
 Python 3 standard library only.  Every wait is bounded.
 """
-import gzip
-import http.server
 import os
 import re
 import signal
 import socket
 import subprocess
-import threading
 import time
 import urllib.request
 
-import spt
-from spt import BUILD, SPANPROF, fail, fields
+from spt import BUILD, SPANPROF, fail
 
 SYMBOLIZER = os.path.join(BUILD, "spanprof-symbolizer")
 FIXTURES = os.path.join(BUILD, "fixtures")
@@ -244,104 +240,6 @@ def check_monotonic(before, after):
 
 
 # ------------------------------------------------------------ OTLP
-def read_otlp_symbolized(path):
-    """Samples of an OTLP request: pid, service, container, trace_id, span_id,
-    attrs (sample attributes by key), count (values[0] or len(ts)), funcs
-    (leaf first, function names from the dictionary, '' where
-    unsymbolized)."""
-    raw = open(path, "rb").read()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    dic, rps = b"", []
-    for fn, wt, v in fields(raw):
-        if fn == 2:
-            dic = v
-        elif fn == 1:
-            rps.append(v)
-    T = {k: [] for k in range(1, 8)}
-    for fn, wt, v in fields(dic):
-        T[fn].append(v)
-    strings = [s.decode() for s in T[5]]
-    funcs = []
-    for f in T[3]:
-        d = {a: b for a, _, b in fields(f)}
-        funcs.append(strings[d.get(1, 0)])
-    locs = []
-    for l in T[2]:
-        names = []
-        for f, w, x in fields(l):
-            if f == 3:
-                d = {a: b for a, _, b in fields(x)}
-                fi = d.get(1, 0)
-                names.append(funcs[fi] if fi < len(funcs) else "")
-        locs.append(names[-1] if names else "")   # the caller (out-of-line) is last
-    stacks = []
-    for s in T[7]:
-        li = []
-        for f, w, x in fields(s):
-            if f == 1:
-                li += spt._packed(w, x)
-        stacks.append([locs[i] for i in li])
-    links = []
-    for l in T[4]:
-        d = {f: x for f, _, x in fields(l)}
-        links.append((d.get(1, b"").hex() or None, d.get(2, b"").hex() or None))
-
-    def anyval(b):
-        for f, w, x in fields(b):
-            if f == 1:
-                return x.decode()
-            if f == 3:
-                return spt._s64(x)
-            if f == 8:
-                return strings[x]
-        return None
-
-    attrs = []
-    for a in T[6]:
-        d = {f: x for f, _, x in fields(a)}     # KeyValueAndUnit: key_strindex 1, value 2
-        attrs.append((strings[d.get(1, 0)], anyval(d[2]) if 2 in d else None))
-
-    out = []
-    for rp in rps:
-        res, scopes = {}, []
-        for f, w, x in fields(rp):
-            if f == 1:
-                for f2, w2, kv in fields(x):
-                    if f2 == 1:
-                        d = {a: b for a, _, b in fields(kv)}
-                        key = strings[d[3]] if 3 in d else d.get(1, b"").decode()
-                        res[key] = anyval(d[2]) if 2 in d else None
-            elif f == 2:
-                scopes.append(x)
-        for sc in scopes:
-            for f, w, prof in fields(sc):
-                if f != 2:
-                    continue
-                for pf, pw, pv in fields(prof):
-                    if pf != 2:
-                        continue
-                    s = {"res": res, "pid": res.get("process.pid"),
-                         "service": res.get("service.name"), "funcs": [], "ts": 0,
-                         "values": [], "trace_id": None, "span_id": None, "attrs": {}}
-                    for sf, sw, sv in fields(pv):
-                        if sf == 1:
-                            s["funcs"] = stacks[sv]
-                        elif sf == 2:
-                            for i in spt._packed(sw, sv):
-                                k, val = attrs[i]
-                                s["attrs"][k] = val
-                        elif sf == 3 and sv:
-                            s["trace_id"], s["span_id"] = links[sv]
-                        elif sf == 4:
-                            s["values"] += [spt._s64(y) for y in spt._packed(sw, sv)]
-                        elif sf == 5:
-                            s["ts"] += len(sv) // 8
-                    s["count"] = s["ts"] or (s["values"][0] if s["values"] else 0)
-                    out.append(s)
-    return out
-
-
 def otlp_files(d):
     if not os.path.isdir(d):
         return []
@@ -364,52 +262,6 @@ def start_symbolizer(port, outdir, workdir):
                 fail("symbolizer serve exited: rc=%s" % p.returncode)
             time.sleep(0.1)
     fail("symbolizer serve did not listen")
-
-
-# ------------------------------------------------------------ stub endpoint
-class Stub:
-    """OTLP/HTTP stub on loopback.  script(n) -> (status, headers dict) for
-    the n-th request (0-based); every request is recorded with its time."""
-
-    def __init__(self, script, port=None):
-        self.script = script
-        self.requests = []          # (monotonic time, path, body bytes)
-        self.lock = threading.Lock()
-        stub = self
-
-        class H(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length", 0))
-                body = self.rfile.read(n)
-                with stub.lock:
-                    i = len(stub.requests)
-                    stub.requests.append((time.monotonic(), self.path, body,
-                                          self.headers.get("Content-Encoding")))
-                status, hdrs = stub.script(i)
-                self.send_response(status)
-                for k, v in hdrs.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *a):
-                pass
-
-        self.port = port or free_port()
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), H)
-        self.srv.daemon_threads = True
-        self.th = threading.Thread(target=self.srv.serve_forever, daemon=True)
-        self.th.start()
-
-    def count(self):
-        with self.lock:
-            return len(self.requests)
-
-    def close(self):
-        self.srv.shutdown()
-        self.srv.server_close()
 
 
 def busy(seconds, name="callchain"):

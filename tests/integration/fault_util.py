@@ -12,6 +12,7 @@ import subprocess
 import time
 import types
 
+from lib.pb import field_bytes as _ld, field_packed as _packed, field_varint as _vi
 from spt import BUILD, SPANPROF, fail
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,35 +39,6 @@ def spin_variant(d, n, name=None):
 
 
 # ------------------------------------------------------------ pprof writer
-def _varint(n):
-    out = bytearray()
-    n &= (1 << 64) - 1
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _key(f, wt):
-    return _varint(f << 3 | wt)
-
-
-def _vi(f, n):
-    return _key(f, 0) + _varint(n)
-
-
-def _ld(f, b):
-    return _key(f, 2) + _varint(len(b)) + b
-
-
-def _packed(f, xs):
-    return _ld(f, b"".join(_varint(x) for x in xs))
-
-
 class PprofWriter:
     """A minimal pprof Profile: mappings, locations, samples with labels."""
 

@@ -24,6 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import check, fail, require_root, tmpdir  # noqa: E402
 import agent_util as au  # noqa: E402
+from lib.otlp import read_otlp  # noqa: E402
 
 require_root()
 d = tmpdir()
@@ -64,7 +65,7 @@ files = au.otlp_files(out)
 check(len(files) >= 3, "%d symbolized files written by the receiver" % len(files))
 samples = []
 for f in files:
-    samples += au.read_otlp_symbolized(f)
+    samples += read_otlp(f)
 demo_s = [s for s in samples if s["pid"] == demo.pid]
 check(len(demo_s) > 0, "%d demo samples among %d" % (len(demo_s), len(samples)))
 res = demo_s[0]["res"]

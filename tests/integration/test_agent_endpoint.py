@@ -20,6 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import check, fail, require_root, tmpdir  # noqa: E402
 import agent_util as au  # noqa: E402
+from lib.otlp_stub import OtlpStub  # noqa: E402
 
 require_root()
 d = tmpdir()
@@ -52,7 +53,7 @@ try:
     check(m.get1("spanprof_export_retries_total") >= 1, "endpoint down: retries counted (%d)"
           % m.get1("spanprof_export_retries_total"))
     rss_ok(m, "endpoint down")
-    stub = au.Stub(lambda i: (200, {}), port=port)
+    stub = OtlpStub(lambda i: (200, {}), port=port)
     au.wait_for(lambda: a.metrics().get1("spanprof_export_batches_total",
                                          outcome="exported") >= 2,
                 timeout=15, what="export to resume")
@@ -66,7 +67,7 @@ try:
     stub.close()
 
     # ---------------------------------------------------------- 2. 503 + Retry-After
-    stub = au.Stub(lambda i: (503, {"Retry-After": "3"}) if i == 0 else (200, {}))
+    stub = OtlpStub(lambda i: (503, {"Retry-After": "3"}) if i == 0 else (200, {}))
     a = au.Agent(common + ["--interval", "2", "--endpoint", "http://127.0.0.1:%d" % stub.port],
                  d)
     au.wait_for(lambda: stub.count() >= 2, timeout=15, what="the retry after 503")
@@ -84,7 +85,7 @@ try:
     stub.close()
 
     # ---------------------------------------------------------- 3. 400, never retried
-    stub = au.Stub(lambda i: (400, {}))
+    stub = OtlpStub(lambda i: (400, {}))
     a = au.Agent(common + ["--endpoint", "http://127.0.0.1:%d" % stub.port], d)
     au.wait_for(lambda: a.metrics().get1("spanprof_export_batches_total",
                                          outcome="dropped_failed") >= 3,

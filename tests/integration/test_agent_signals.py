@@ -29,6 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, read_otlp, require_root, tmpdir  # noqa: E402
 import agent_util as au  # noqa: E402
+from lib.otlp_stub import OtlpStub  # noqa: E402
 
 require_root()
 d = tmpdir()
@@ -36,7 +37,7 @@ load = au.busy(50)
 try:
     # ------------------------------------------------ 1. SIGTERM flush
     for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
-        stub = au.Stub(lambda i: (200, {}))
+        stub = OtlpStub(lambda i: (200, {}))
         a = au.Agent(["-F", "97", "--interval", "60",
                       "--endpoint", "http://127.0.0.1:%d" % stub.port], d)
         time.sleep(2.5)
@@ -90,7 +91,7 @@ try:
     srv.close()
 
     # ------------------------------------------------ 5. capabilities after attach
-    stub = au.Stub(lambda i: (200, {}))
+    stub = OtlpStub(lambda i: (200, {}))
     a = au.Agent(["--interval", "5", "--endpoint", "http://127.0.0.1:%d" % stub.port], d)
     want = (1 << 2) | (1 << 19) | (1 << 39) | (1 << 40)
     tasks = os.listdir("/proc/%d/task" % a.pid)

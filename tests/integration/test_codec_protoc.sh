@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 # test_codec_protoc.sh - checks spanprof's encoders with independent decoders.
 #
 # The unit tests test_otlp and test_pprof write the fixture profile (two

@@ -1,3 +1,4 @@
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """The symbolizer's address cache at its bound.
 
 A profile with 4000 distinct addresses spread over the .text of a real
@@ -5,7 +6,9 @@ binary with DWARF (spanprof-symbolizer itself, found as "the mapped file"
 by its build id), in 2000 samples of 4 frames each, is reported with
 --cache-entries 16 and with the default (65536).  Required: the folded
 stacks and the top table are byte-identical, the small cache reports
-evictions (thousands), the big one none, and its "used" stays at its
+evictions (thousands), the big one almost none (it is 4-way set associative:
+4000 keys over 16384 sets leave a set with a fifth key in about one binary
+layout in ten, so up to 8 evictions are allowed), and its "used" stays at its
 capacity of 16.
 """
 import os
@@ -57,7 +60,7 @@ check(small_f == big_f, "folded stacks identical with a 16-entry cache and the d
 check(small_st[4] == 16 and small_st[3] <= 16, "the small cache stays at its 16 entries (used %d)"
       % small_st[3])
 check(small_st[2] >= N - 16, "the small cache evicted %d entries (>= %d)" % (small_st[2], N - 16))
-check(big_st[2] == 0, "the default cache evicted nothing")
+check(big_st[2] <= 8, "the default cache evicted almost nothing (%d)" % big_st[2])
 small_t, _ = report(["--cache-entries", "16"], ["--top", "40"])
 big_t, _ = report([], ["--top", "40"])
 check(small_t == big_t, "top-40 tables identical")

@@ -1,3 +1,4 @@
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """spanprof-symbolizer refuses path tricks, oversized inputs and gzip bombs.
 
 1. Path tricks: a profile whose mappings carry build ids like

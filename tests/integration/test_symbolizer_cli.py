@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """spanprof-symbolizer `file` and `report` on hand-made profiles.
 
 The profiles are written by a small pprof encoder below (independent of
@@ -19,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 
+from lib.pb import LEN, fields, packed
+from lib.pb import field_bytes as f_bytes, field_packed as f_packed, field_varint as f_varint
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 BUILD = os.environ.get('SPANPROF_BUILD', os.path.join(ROOT, 'build'))
 SYM = os.path.join(BUILD, 'spanprof-symbolizer')
@@ -28,78 +32,16 @@ BASE = 0x55550000000
 # ------------------------------------------------------------ protobuf
 
 
-def varint(v):
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def f_varint(num, v):
-    return varint(num << 3) + varint(v)
-
-
-def f_bytes(num, b):
-    return varint(num << 3 | 2) + varint(len(b)) + b
-
-
-def f_packed(num, vals):
-    return f_bytes(num, b''.join(varint(v) for v in vals))
-
-
 def parse(buf):
     """Generic protobuf parser: {field: [values]} (bytes for wire type 2)."""
-    out, i = {}, 0
-    while i < len(buf):
-        key, sh = 0, 0
-        while True:
-            b = buf[i]; i += 1
-            key |= (b & 0x7f) << sh; sh += 7
-            if not b & 0x80:
-                break
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, sh = 0, 0
-            while True:
-                b = buf[i]; i += 1
-                v |= (b & 0x7f) << sh; sh += 7
-                if not b & 0x80:
-                    break
-        elif wt == 2:
-            n, sh = 0, 0
-            while True:
-                b = buf[i]; i += 1
-                n |= (b & 0x7f) << sh; sh += 7
-                if not b & 0x80:
-                    break
-            v = buf[i:i + n]; i += n
-        elif wt == 1:
-            v = int.from_bytes(buf[i:i + 8], 'little'); i += 8
-        elif wt == 5:
-            v = int.from_bytes(buf[i:i + 4], 'little'); i += 4
-        else:
-            raise ValueError('wire type %d' % wt)
+    out = {}
+    for num, _, v in fields(buf):
         out.setdefault(num, []).append(v)
     return out
 
 
 def unpack_varints(b):
-    vals, i = [], 0
-    while i < len(b):
-        v, sh = 0, 0
-        while True:
-            x = b[i]; i += 1
-            v |= (x & 0x7f) << sh; sh += 7
-            if not x & 0x80:
-                break
-        vals.append(v)
-    return vals
+    return packed(LEN, b)
 
 
 class Pprof:

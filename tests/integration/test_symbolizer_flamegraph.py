@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """The flame graph HTML in headless Chromium.
 
 spanprof-symbolizer report --flamegraph on a hand-made profile (on-CPU and

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """Resolver correctness against llvm-symbolizer and eu-addr2line.
 
 Binaries: the -O2 -g inlining fixture ($O/fixtures/sym_inline_O2) and, as a

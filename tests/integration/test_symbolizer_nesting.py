@@ -1,3 +1,4 @@
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """Deeply nested OTLP attribute values must not crash the symbolizer.
 
 protobuf-c unpacks recursively without a depth limit, and OpenTelemetry's
@@ -15,27 +16,14 @@ import subprocess
 import time
 
 from spt import *
+from lib.pb import LEN, key, varint
 
 SYM = os.path.join(BUILD, "spanprof-symbolizer")
 PATH = "/v1development/profiles"
 
 
-def varint(n):
-    out = b""
-    while True:
-        b, n = n & 0x7F, n >> 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def ld(field, payload):
-    return varint((field << 3) | 2) + varint(len(payload)) + payload
-
-
 def header(field, length):
-    return varint((field << 3) | 2) + varint(length)
+    return key(field, LEN) + varint(length)
 
 
 # The payload is nothing but nested headers, so they are built from the

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """spanprof-symbolizer serve: the OTLP/HTTP receiver.
 
 Starts `serve` on loopback with --output-dir and --forward to the scripted

@@ -54,5 +54,9 @@ print("samples with ids %d; bpf ctx counters ok=%d null=%d invalid=%d read_err=%
 # loaded machine.  500 reads still make a mix visible (each fails at 2^-56).
 check(n_ids >= 500, "%d samples read a context mid-hammer" % n_ids)
 check(not bad, "no sample mixes two contexts, ids or attributes (%d bad: %s)" % (len(bad), bad[:3]))
-check(n_attrs >= 0.5 * n_ids, "%d of %d samples with ids carry the record's attributes" % (n_attrs, n_ids))
+# About half of the loop's time is spent in records that carry "hammer.trace"
+# (measured 49.6-50.8% over eight runs at 2,300-4,800 samples): 0.5 was the
+# mean itself and failed one run in two.  0.35 is > 10 standard errors
+# below it at 2,000 samples, and far above the 0 of attributes that are lost.
+check(n_attrs >= 0.35 * n_ids, "%d of %d samples with ids carry the record's attributes" % (n_attrs, n_ids))
 check(j["consumer"]["ctx_samples"] == n_ids, "every sample with a valid context read in BPF is in the file with its ids")

@@ -5,6 +5,10 @@
  * forwards to glibc's __libc_* entry points.  Include it from exactly one
  * file of a test binary.
  *
+ * While counting, alloc_fail_at = N (1-based) makes the N-th allocation
+ * fail (NULL), and alloc_live counts blocks allocated and not yet freed, so
+ * a test can prove an error path frees everything it took.
+ *
  * Under ASan the sanitizer owns malloc: HAVE_ALLOC_COUNT is 0 and tests must
  * skip() their counting checks (reported as skipped, not passed).
  */
@@ -21,6 +25,8 @@
 
 static volatile int alloc_counting;
 static volatile unsigned long alloc_calls;
+static volatile unsigned long alloc_fail_at;	/* 0 = never */
+static volatile long alloc_live;
 
 #if HAVE_ALLOC_COUNT
 extern void *__libc_malloc(size_t n);
@@ -28,29 +34,46 @@ extern void *__libc_calloc(size_t n, size_t sz);
 extern void *__libc_realloc(void *p, size_t n);
 extern void __libc_free(void *p);
 
+/* Counts one allocation; false when it is the one to fail. */
+static int alloc_count__take(void)
+{
+	if (!alloc_counting)
+		return 1;
+	alloc_calls++;
+	return alloc_calls != alloc_fail_at;
+}
+
 void *malloc(size_t n)
 {
-	if (alloc_counting)
-		alloc_calls++;
-	return __libc_malloc(n);
+	void *r = alloc_count__take() ? __libc_malloc(n) : NULL;
+
+	if (r && alloc_counting)
+		alloc_live++;
+	return r;
 }
 
 void *calloc(size_t n, size_t sz)
 {
-	if (alloc_counting)
-		alloc_calls++;
-	return __libc_calloc(n, sz);
+	void *r = alloc_count__take() ? __libc_calloc(n, sz) : NULL;
+
+	if (r && alloc_counting)
+		alloc_live++;
+	return r;
 }
 
 void *realloc(void *p, size_t n)
 {
-	if (alloc_counting)
-		alloc_calls++;
-	return __libc_realloc(p, n);
+	void *r = alloc_count__take() ? __libc_realloc(p, n) : NULL;
+
+	if (r && !p && alloc_counting)
+		alloc_live++;
+	return r;
 }
 
 void free(void *p)
 {
+	if (p && alloc_counting)
+		alloc_live--;
 	__libc_free(p);
 }
 #endif

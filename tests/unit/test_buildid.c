@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_buildid.c - GNU build ids (collector/buildid.h) and the bounded
- * build-id cache (collector/buildid_cache.h).
+ * test_buildid.c - GNU build ids (base/buildid.h) and the bounded
+ * build-id cache (collector/procs/buildid_cache.h).
  *
  * Note areas: good notes, the id after other notes, 8-byte alignment via
  * ELF files, every truncation, huge namesz/descsz, oversized ids.  ELF
@@ -10,7 +10,9 @@
  * section), then truncated at every size and corrupted.  Real files:
  * /proc/self/exe against an independent hand walk of its program headers,
  * a program compiled at run time with -Wl,--build-id=0x<known> (skipped
- * without a compiler), and the running kernel.
+ * without a compiler), and the running kernel.  sp_buildid__read_file (the
+ * symbolizer's hex form) agrees with sp_buildid__from_path and refuses a
+ * FIFO without opening it.
  */
 #include <elf.h>
 #include <errno.h>
@@ -26,31 +28,15 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "collector/procs/buildid.h"
+#include "testutil.h"
+
+#include "base/buildid.h"
 #include "collector/procs/buildid_cache.h"
 
 static const uint8_t ID20[20] = {
 	0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x10, 0x32,
 	0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe, 0xde, 0xad, 0xbe, 0xef,
 };
-
-static char tmpdir[64];
-
-static int setup_tmp(void **state)
-{
-	(void)state;
-	strcpy(tmpdir, "/tmp/test_buildid.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown_tmp(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 /* ------------------------------------------------------------ writers */
 
@@ -201,7 +187,7 @@ static const char *write_file(const char *name, const void *buf, size_t len)
 	static char path[256];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	snprintf(path, sizeof(path), "%s/%s", tu_dir, name);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, buf, len), (ssize_t)len);
@@ -500,7 +486,7 @@ static void test_elf_garbage(void **state)
 	assert_int_equal(id_of_bytes(junk, sizeof(junk), &b), -EINVAL);
 
 	assert_int_equal(sp_buildid__from_path("/nonexistent/x", &b), -ENOENT);
-	assert_int_equal(sp_buildid__from_path(tmpdir, &b), -EINVAL);
+	assert_int_equal(sp_buildid__from_path(tu_dir, &b), -EINVAL);
 	assert_int_equal(sp_buildid__from_fd(-1, &b), -EBADF);
 	assert_int_equal(sp_buildid__from_path(NULL, &b), -EINVAL);
 }
@@ -613,8 +599,8 @@ static void test_known_id_compiled(void **state)
 	FILE *f;
 
 	(void)state;
-	snprintf(src, sizeof(src), "%s/k.c", tmpdir);
-	snprintf(bin, sizeof(bin), "%s/k", tmpdir);
+	snprintf(src, sizeof(src), "%s/k.c", tu_dir);
+	snprintf(bin, sizeof(bin), "%s/k", tu_dir);
 	f = fopen(src, "w");
 	assert_non_null(f);
 	fputs("int main(void) { return 0; }\n", f);
@@ -803,6 +789,28 @@ static void test_cache_lru(void **state)
 	sp_buildid_cache__free(c);
 }
 
+static void test_read_file_hex(void **state)
+{
+	char hex[SP_BUILDID_MAX_HEX + 1], want_hex[SP_BUILDID_MAX_HEX + 1], fifo[128];
+	struct sp_build_id want;
+
+	(void)state;
+	if (sp_buildid__from_path("/proc/self/exe", &want) != 0)
+		skip();	/* linked without --build-id */
+	sp_buildid__hex(&want, want_hex);
+	assert_int_equal(sp_buildid__read_file("/proc/self/exe", hex, sizeof(hex)), 0);
+	assert_string_equal(hex, want_hex);
+	assert_int_equal(sp_buildid__validate(hex), 0);
+	assert_int_equal(sp_buildid__read_file("/proc/self/exe", hex, SP_BUILDID_MAX_HEX), -EINVAL);
+	assert_int_equal(sp_buildid__read_file("/nonexistent/x", hex, sizeof(hex)), -ENOENT);
+	/* A FIFO would block an O_RDONLY open for ever: refused unopened. */
+	tu_path(fifo, sizeof(fifo), "fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(sp_buildid__read_file(fifo, hex, sizeof(hex)), -EINVAL);
+	assert_string_equal(hex, "");
+	unlink(fifo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -823,7 +831,8 @@ int main(void)
 		cmocka_unit_test(test_cache_basic),
 		cmocka_unit_test(test_cache_bounded),
 		cmocka_unit_test(test_cache_lru),
+		cmocka_unit_test(test_read_file_hex),
 	};
 
-	return cmocka_run_group_tests_name("buildid", tests, setup_tmp, teardown_tmp);
+	return cmocka_run_group_tests_name("buildid", tests, tu_setup_dir, tu_teardown_dir);
 }

@@ -12,6 +12,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,19 +64,18 @@ static void test_parse(void **state)
 
 static void test_cache(void **state)
 {
-	char root[] = "/tmp/test_container_id.XXXXXX", path[128], cmd[160];
+	char path[128];
 	struct sp_container_ids *c;
 	FILE *f;
 
 	(void)state;
-	assert_non_null(mkdtemp(root));
-	snprintf(path, sizeof(path), "%s/42", root);
+	snprintf(path, sizeof(path), "%s/42", tu_dir);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/42/cgroup", root);
+	snprintf(path, sizeof(path), "%s/42/cgroup", tu_dir);
 	f = fopen(path, "w");
 	fputs("0::/docker/" ID "\n", f);
 	fclose(f);
-	c = sp_container_ids__new(2, root);
+	c = sp_container_ids__new(2, tu_dir);
 	assert_non_null(c);
 	assert_string_equal(sp_container_ids__get(c, 42), ID);	/* miss: read now */
 	sp_container_ids__note(c, 42);
@@ -88,15 +89,13 @@ static void test_cache(void **state)
 	assert_int_equal(sp_container_ids__stats(c)->found, 2);	/* the miss read and the note */
 	sp_container_ids__free(c);
 	sp_container_ids__free(NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
-		cmocka_unit_test(test_cache),
+		cmocka_unit_test_setup_teardown(test_cache, tu_setup_dir, tu_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,12 +21,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "collector/tracectx/ctx_discovery.h"
 #include "collector/pipeline/summary.h"
 
 #define ROUND 12000	/* pids per round; 6 rounds > SP_CTX_DISCOVERY_MAX */
 
-static char root[64];
 
 /* The i-th pid of a round: a bijection on 22 bits, so pids are distinct
  * but scattered (consecutive pids hash without any collision, which would
@@ -55,9 +56,7 @@ static void test_forget_bounded(void **state)
 	struct sp_ctx_discovery *d;
 
 	(void)state;
-	snprintf(root, sizeof(root), "/tmp/test_ctx_discovery.XXXXXX");
-	assert_non_null(mkdtemp(root));
-	d = sp_ctx_discovery__new(NULL, root);
+	d = sp_ctx_discovery__new(NULL, tu_dir);
 	assert_non_null(d);
 	for (uint32_t r = 0; r < 6; r++) {
 		scan_round(d, r, 1);
@@ -76,7 +75,6 @@ static void test_forget_bounded(void **state)
 	}
 	sp_ctx_discovery__forget(NULL, 1);
 	sp_ctx_discovery__free(d);
-	assert_int_equal(rmdir(root), 0);
 }
 
 static void test_exit_keeps_slot_until_forgotten(void **state)
@@ -153,7 +151,7 @@ static void test_publish_rate_limited(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_forget_bounded),
+		cmocka_unit_test_setup_teardown(test_forget_bounded, tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test(test_exit_keeps_slot_until_forgotten),
 		cmocka_unit_test(test_publish_rate_limited),
 	};

@@ -18,12 +18,14 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "test_profile_fixture.h"
 #include "export/exporter.h"
 
 #define MAX_NAMES 64
 
-static char g_mounted[64];	/* unmounted by the teardown even when a check fails */
+static char g_mounted[128];	/* unmounted by the teardown even when a check fails */
 
 static int unmount_teardown(void **state)
 {
@@ -31,10 +33,9 @@ static int unmount_teardown(void **state)
 	if (g_mounted[0]) {
 		if (umount2(g_mounted, MNT_DETACH))
 			fprintf(stderr, "umount %s: %s\n", g_mounted, strerror(errno));
-		rmdir(g_mounted);
 		g_mounted[0] = '\0';
 	}
-	return 0;
+	return tu_teardown_dir(state);
 }
 
 struct listing {
@@ -76,15 +77,6 @@ static void list_dir(const char *dir, struct listing *l)
 	qsort(l->names, (size_t)l->n, sizeof(l->names[0]), cmp_name);
 }
 
-static void rm_rf(const char *dir)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", dir);
-}
-
 static void touch(const char *dir, const char *name)
 {
 	char path[256];
@@ -109,7 +101,8 @@ static struct sp_exporter *mk(struct sp_export_config *cfg)
 
 static void test_files_rotation(void **state)
 {
-	char dir[] = "/tmp/sp-export-files-XXXXXX", path[256];
+	const char *dir = tu_dir;
+	char path[256];
 	struct sp_profile *p = fx_build(), *q = NULL;
 	struct sp_export_config cfg;
 	struct sp_export_stats st;
@@ -118,7 +111,6 @@ static void test_files_rotation(void **state)
 	char written[8][64];
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
 	/* an earlier run left 4 files (names shorter than 20 digits too), a
 	 * temp file and something else */
 	touch(dir, "profile-1.otlp.pb");
@@ -202,7 +194,6 @@ static void test_files_rotation(void **state)
 	sp_profile__free(q);
 
 	sp_profile__free(p);
-	rm_rf(dir);
 }
 
 /* A profile that encodes to ~size bytes and does not compress. */
@@ -247,7 +238,7 @@ static struct sp_profile *big_profile(uint32_t n_samples)
 
 static void test_files_disk_full(void **state)
 {
-	char dir[] = "/tmp/sp-export-tmpfs-XXXXXX";
+	const char *dir = tu_dir;
 	struct sp_profile *p = big_profile(300);
 	struct sp_export_config cfg;
 	struct sp_export_stats st;
@@ -266,11 +257,9 @@ static void test_files_disk_full(void **state)
 	free(raw);
 	free(gz);
 
-	assert_non_null(mkdtemp(dir));
 	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")) {
 		int err = errno;
 
-		rm_rf(dir);
 		fail_msg("mount -t tmpfs -o size=64k on %s: %s (the test needs root)", dir,
 			 strerror(err));
 	}
@@ -310,14 +299,13 @@ static void test_files_disk_full(void **state)
 	g_mounted[0] = '\0';
 	if (umount2(dir, MNT_DETACH))
 		fail_msg("umount %s: %s", dir, strerror(errno));
-	rmdir(dir);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_files_rotation),
-		cmocka_unit_test_teardown(test_files_disk_full, unmount_teardown),
+		cmocka_unit_test_setup_teardown(test_files_rotation, tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(test_files_disk_full, tu_setup_dir, unmount_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

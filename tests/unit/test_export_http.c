@@ -10,6 +10,9 @@
  * drops per policy, free returns promptly), and the sender alone, as the
  * symbolizer's serve workers use it (synchronous, stopped by a flag).
  * Every wait is bounded.
+ *
+ * spanprof-test: serial (it bounds submit's latency to 10 ms, which other
+ * tests' CPU load would stretch: tests/run.sh runs it alone)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+#include "testutil.h"
 
 #include "test_profile_fixture.h"
 #include "export/exporter.h"
@@ -95,8 +100,7 @@ static struct srv *srv_start_tls(int port, const char *tls)
 	const char *script = server_script();
 
 	assert_non_null(s);
-	snprintf(s->dir, sizeof(s->dir), "/tmp/sp-export-srv-XXXXXX");
-	assert_non_null(mkdtemp(s->dir));
+	assert_non_null(tu_mkdtemp(s->dir, sizeof(s->dir), "sp-export-srv"));
 	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
 	snprintf(pbuf, sizeof(pbuf), "%d", port);
@@ -154,7 +158,6 @@ static int srv_count(struct srv *s)
 
 static void srv_stop(struct srv *s)
 {
-	char cmd[128];
 	int st;
 
 	if (!s)
@@ -171,8 +174,7 @@ static void srv_stop(struct srv *s)
 reaped:
 	fclose(s->to);
 	fclose(s->from);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", s->dir);
-	if (system(cmd))
+	if (tu_rm_rf(s->dir))
 		fprintf(stderr, "could not remove %s\n", s->dir);
 	free(s);
 }
@@ -741,7 +743,8 @@ static void test_http_free_mid_backoff(void **state)
  * the CA the peer cannot be verified: dropped at once, never retried. */
 static void test_https_ca_and_client_cert(void **state)
 {
-	char dir[] = "/tmp/sp-export-tls-XXXXXX", cmd[1024], url[64], ca[96], cc[96], ck[96];
+	const char *dir = tu_dir;
+	char cmd[1024], url[64], ca[96], cc[96], ck[96];
 	struct sp_profile *p = fx_build();
 	struct sp_export_config cfg;
 	struct sp_export_stats st;
@@ -749,7 +752,6 @@ static void test_https_ca_and_client_cert(void **state)
 	struct srv *s;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && for n in server client; do openssl req -x509 -newkey ec "
 		 "-pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
@@ -790,9 +792,6 @@ static void test_https_ca_and_client_cert(void **state)
 
 	srv_stop(s);
 	sp_profile__free(p);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", dir);
 }
 
 struct stopper {
@@ -890,7 +889,8 @@ int main(void)
 		cmocka_unit_test(test_http_endpoint_down_then_up),
 		cmocka_unit_test(test_http_slow_server_never_blocks),
 		cmocka_unit_test(test_http_free_mid_backoff),
-		cmocka_unit_test(test_https_ca_and_client_cert),
+		cmocka_unit_test_setup_teardown(test_https_ca_and_client_cert, tu_setup_dir,
+						tu_teardown_dir),
 		cmocka_unit_test(test_sender_direct),
 	};
 

@@ -31,7 +31,9 @@
 
 #include <cmocka.h>
 
-#include "collector/procs/buildid.h"
+#include "testutil.h"
+
+#include "base/buildid.h"
 #include "collector/host/kallsyms.h"
 #include "profile/codec.h"
 #include "profile/profile.h"
@@ -40,24 +42,6 @@
 
 #define ID "0123456789abcdef0123456789abcdef01234567"
 #define HDR "# spanprof-kallsyms v1 build-id=" ID " captured-at=1700000000000000000 kernel=6.1.0-test boot-id=abc\n"
-
-static char tmpdir[64];
-
-static int setup_dir(void **state)
-{
-	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_kallsyms.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown_dir(void **state)
-{
-	char cmd[PATH_MAX + 16];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 static struct sp_ksyms *parse_ok(const char *text, struct sp_ksyms_stats *st)
 {
@@ -266,13 +250,13 @@ static void test_hostile_lines(void **state)
 	memcpy(buf + n, "1100 T ", 7);
 	n += huge;
 	buf[n++] = '\n';
-	memset(buf + n, 'b', SP_KSYMS_MAX_LINE);
+	memset(buf + n, 'b', SP_KALLSYMS_MAX_LINE);
 	memcpy(buf + n, "1200 T ", 7);
-	n += SP_KSYMS_MAX_LINE;
+	n += SP_KALLSYMS_MAX_LINE;
 	buf[n++] = '\n';
-	memset(buf + n, 'c', SP_KSYMS_MAX_LINE + 1);
+	memset(buf + n, 'c', SP_KALLSYMS_MAX_LINE + 1);
 	memcpy(buf + n, "1300 T ", 7);
-	n += SP_KSYMS_MAX_LINE + 1;
+	n += SP_KALLSYMS_MAX_LINE + 1;
 	buf[n++] = '\n';
 	/* NUL bytes inside a line */
 	memcpy(buf + n, "1400 T nu\0l\n", 12);
@@ -290,9 +274,9 @@ static void test_hostile_lines(void **state)
 	sp_ksyms__free(k);
 
 	/* the header itself too long */
-	memset(buf, 'x', SP_KSYMS_MAX_LINE + 10);
+	memset(buf, 'x', SP_KALLSYMS_MAX_LINE + 10);
 	memcpy(buf, "# spanprof-kallsyms v1 build-id=ab ", 35);
-	assert_int_equal(sp_ksyms__parse(buf, SP_KSYMS_MAX_LINE + 10, &k, &st), -EINVAL);
+	assert_int_equal(sp_ksyms__parse(buf, SP_KALLSYMS_MAX_LINE + 10, &k, &st), -EINVAL);
 	assert_null(k);
 	free(buf);
 }
@@ -302,7 +286,7 @@ static void test_gzip_and_bombs(void **state)
 	struct sp_ksyms_stats st;
 	struct sp_ksyms *k;
 	uint8_t *gz = NULL, *big;
-	size_t gz_len = 0, big_len = SP_KSYMS_MAX_BYTES + 4096;
+	size_t gz_len = 0, big_len = SP_KALLSYMS_MAX_BYTES + 4096;
 	char path[PATH_MAX];
 	struct sp_ksym s;
 
@@ -312,13 +296,13 @@ static void test_gzip_and_bombs(void **state)
 	assert_int_equal(sp_ksyms__count(k), 9);
 	sp_ksyms__free(k);
 	/* the same through a file, gzip'd and plain */
-	snprintf(path, sizeof(path), "%s/g.kallsyms.gz", tmpdir);
+	snprintf(path, sizeof(path), "%s/g.kallsyms.gz", tu_dir);
 	write_file(path, gz, gz_len);
 	assert_int_equal(sp_ksyms__load(path, &k, &st), 0);
 	assert_int_equal(sp_ksyms__resolve(k, 0xffffffffc0201010ull, &s), 0);
 	assert_string_equal(s.name, "mod_fn_a");
 	sp_ksyms__free(k);
-	snprintf(path, sizeof(path), "%s/plain.kallsyms", tmpdir);
+	snprintf(path, sizeof(path), "%s/plain.kallsyms", tu_dir);
 	write_file(path, good, strlen(good));
 	assert_int_equal(sp_ksyms__load(path, &k, &st), 0);
 	assert_int_equal(sp_ksyms__count(k), 9);
@@ -326,7 +310,7 @@ static void test_gzip_and_bombs(void **state)
 	/* truncated gzip: an error, not a partial table */
 	assert_int_not_equal(sp_ksyms__parse(gz, gz_len - 12, &k, &st), 0);
 	assert_null(k);
-	snprintf(path, sizeof(path), "%s/trunc.kallsyms.gz", tmpdir);
+	snprintf(path, sizeof(path), "%s/trunc.kallsyms.gz", tu_dir);
 	write_file(path, gz, gz_len / 2);
 	assert_int_not_equal(sp_ksyms__load(path, &k, &st), 0);
 	assert_null(k);
@@ -343,7 +327,7 @@ static void test_gzip_and_bombs(void **state)
 	assert_true(gz_len < big_len / 100);
 	assert_int_equal(sp_ksyms__parse(gz, gz_len, &k, &st), -EFBIG);
 	assert_null(k);
-	snprintf(path, sizeof(path), "%s/bomb.kallsyms.gz", tmpdir);
+	snprintf(path, sizeof(path), "%s/bomb.kallsyms.gz", tu_dir);
 	write_file(path, gz, gz_len);
 	assert_int_equal(sp_ksyms__load(path, &k, &st), -EFBIG);
 	assert_null(k);
@@ -383,7 +367,7 @@ static void test_set_files_and_dirs(void **state)
 	(void)state;
 	assert_int_equal(sp_ksyms_set__new(&s), 0);
 	assert_true(sp_ksyms_set__empty(s));
-	snprintf(path, sizeof(path), "%s/a.kallsyms", tmpdir);
+	snprintf(path, sizeof(path), "%s/a.kallsyms", tu_dir);
 	write_file(path, good, strlen(good));
 	assert_int_equal(sp_ksyms_set__add_file(s, path), 0);
 	assert_int_equal(sp_ksyms_set__add_file(s, path), 0);	/* duplicate id */
@@ -396,7 +380,7 @@ static void test_set_files_and_dirs(void **state)
 	assert_null(sp_ksyms_set__get(NULL, ID));
 
 	/* a directory, searched by build id, lazily */
-	snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
+	snprintf(dir, sizeof(dir), "%s/snaps", tu_dir);
 	assert_int_equal(mkdir(dir, 0755), 0);
 	assert_int_equal(sp_ksyms_set__add_dir(s, dir), 0);
 	assert_null(sp_ksyms_set__get(s, "beef"));	/* not there yet */
@@ -475,7 +459,7 @@ static void test_symbolize_kernel_frames(void **state)
 	assert_int_equal(st.resolved, 0);
 
 	assert_int_equal(sp_ksyms_set__new(&s), 0);
-	snprintf(path, sizeof(path), "%s/k.kallsyms", tmpdir);
+	snprintf(path, sizeof(path), "%s/k.kallsyms", tu_dir);
 	write_file(path, good, strlen(good));
 	assert_int_equal(sp_ksyms_set__add_file(s, path), 0);
 	assert_int_equal(sp_symbolize__profile_ks(NULL, s, p, &st), 0);
@@ -562,8 +546,8 @@ static void test_capture_fake(void **state)
 	struct sp_ksym s;
 
 	(void)state;
-	snprintf(in, sizeof(in), "%s/fake_kallsyms", tmpdir);
-	snprintf(out, sizeof(out), "%s/fake.kallsyms.gz", tmpdir);
+	snprintf(in, sizeof(in), "%s/fake_kallsyms", tu_dir);
+	snprintf(out, sizeof(out), "%s/fake.kallsyms.gz", tu_dir);
 	write_file(in, fake, strlen(fake));
 	setenv(SP_KALLSYMS_PATH_ENV, in, 1);
 	assert_int_equal(sp_kallsyms__capture(out, &id, err, sizeof(err)), 0);
@@ -631,7 +615,7 @@ static void test_capture_real(void **state)
 	}
 	assert_int_equal(sp_buildid__kernel(&kid), 0);
 	sp_buildid__hex(&kid, hex);
-	snprintf(out, sizeof(out), "%s/real.kallsyms.gz", tmpdir);
+	snprintf(out, sizeof(out), "%s/real.kallsyms.gz", tu_dir);
 	unsetenv(SP_KALLSYMS_PATH_ENV);
 	/* NULL id: the capture reads the kernel's own */
 	assert_int_equal(sp_kallsyms__capture(out, NULL, err, sizeof(err)), 0);
@@ -670,5 +654,5 @@ int main(void)
 		cmocka_unit_test(test_capture_real),
 	};
 
-	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+	return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);
 }

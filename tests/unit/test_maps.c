@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_maps.c - sp_maps__parse_line (collector/maps.h) on good lines, the
+ * test_maps.c - sp_maps__parse_line (base/maps.h) on good lines, the
  * kernel's special names, paths with spaces and " (deleted)", and on
  * malformed input: missing fields, bad hex, overflow, start >= end, bad
  * perms, glued fields, embedded NUL.  Every prefix of valid lines is parsed
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collector/procs/maps.h"
+#include "base/maps.h"
 
 /* Parses a heap copy of exactly len bytes (no NUL after it). */
 static int parse_exact(const char *s, size_t len, struct sp_map_entry *e)

@@ -15,6 +15,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,15 +162,13 @@ static void test_hysteresis(void **state)
 }
 
 /* ---------------------------------------------------------- fake trees */
-static char tmp[128];
-
 static void put(const char *rel, const char *text)
 {
 	char path[512];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", tmp, rel);
-	for (char *p = path + strlen(tmp) + 1; *p; p++) {
+	snprintf(path, sizeof(path), "%s/%s", tu_dir, rel);
+	for (char *p = path + strlen(tu_dir) + 1; *p; p++) {
 		if (*p == '/') {
 			*p = '\0';
 			mkdir(path, 0755);
@@ -181,32 +181,16 @@ static void put(const char *rel, const char *text)
 	fclose(f);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(tmp, sizeof(tmp), "/tmp/test_memguard.XXXXXX");
-	return mkdtemp(tmp) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[256];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
 static void init_fake(struct sp_memguard *g, const char *pc, const char *mi_fmt)
 {
 	char mi[1024], pcp[512], mip[512];
 	struct sp_memguard_config cfg;
 
-	snprintf(mi, sizeof(mi), mi_fmt, tmp);
+	snprintf(mi, sizeof(mi), mi_fmt, tu_dir);
 	put("proc_cgroup", pc);
 	put("mountinfo", mi);
-	snprintf(pcp, sizeof(pcp), "%s/proc_cgroup", tmp);
-	snprintf(mip, sizeof(mip), "%s/mountinfo", tmp);
+	snprintf(pcp, sizeof(pcp), "%s/proc_cgroup", tu_dir);
+	snprintf(mip, sizeof(mip), "%s/mountinfo", tu_dir);
 	cfg = (struct sp_memguard_config){ .proc_cgroup = pcp, .mountinfo = mip };
 	assert_int_equal(sp_memguard__init(g, &cfg), 0);
 }
@@ -280,8 +264,8 @@ int main(void)
 		cmocka_unit_test(test_locate_v1_root_and_comounted),
 		cmocka_unit_test(test_locate_v2),
 		cmocka_unit_test(test_hysteresis),
-		cmocka_unit_test_setup_teardown(test_poll_v1, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_poll_v2_ancestor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_poll_v1, tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(test_poll_v2_ancestor, tu_setup_dir, tu_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

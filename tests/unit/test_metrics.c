@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_metrics.c - Prometheus text writer and the /metrics server
- * (collector/metrics.h).
+ * (base/metrics_text.h, collector/agent/metrics.h).
  *
  * Writer: HELP/TYPE lines, counters must end in _total, invalid metric and
  * label names are refused, label values and help text escaped, floats and

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "test_profile_fixture.h"
+#include "testutil.h"
 #include "otlp_profiles_service.pb-c.h"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest Req;
@@ -322,43 +323,29 @@ static void test_otlp_read_file_detects_format(void **state)
 	struct sp_profile *p = fx_build(), *q = NULL;
 	uint8_t *o = NULL, *pp = NULL, *gz = NULL;
 	size_t olen, plen, gzlen;
-	char dir[] = "/tmp/sp_codec_XXXXXX", path[256];
-	FILE *f;
+	char path[256];
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
 	assert_int_equal(sp_otlp__encode(p, &o, &olen), 0);
 	assert_int_equal(sp_pprof__encode(p, &pp, &plen), 0);
 
-	snprintf(path, sizeof(path), "%s/a.otlp", dir);
-	f = fopen(path, "wb");
-	assert_int_equal(fwrite(o, 1, olen, f), olen);
-	fclose(f);
+	assert_int_equal(tu_write_file(tu_path(path, sizeof(path), "a.otlp"), o, olen), 0);
 	assert_int_equal(sp_profile__read_file(path, &q), 0);
 	fx_assert_equal(p, q, FX_NO_HAS_FLAGS);	/* timestamps: it was OTLP */
 	sp_profile__free(q);
-	unlink(path);
 
 	assert_int_equal(sp_gzip(o, olen, &gz, &gzlen), 0);
-	f = fopen(path, "wb");
-	assert_int_equal(fwrite(gz, 1, gzlen, f), gzlen);
-	fclose(f);
+	assert_int_equal(tu_write_file(path, gz, gzlen), 0);
 	assert_int_equal(sp_profile__read_file(path, &q), 0);
 	fx_assert_equal(p, q, FX_NO_HAS_FLAGS);
 	sp_profile__free(q);
-	unlink(path);
 
-	snprintf(path, sizeof(path), "%s/a.pprof", dir);
-	f = fopen(path, "wb");
-	assert_int_equal(fwrite(pp, 1, plen, f), plen);
-	fclose(f);
+	assert_int_equal(tu_write_file(tu_path(path, sizeof(path), "a.pprof"), pp, plen), 0);
 	assert_int_equal(sp_profile__read_file(path, &q), 0);
 	fx_assert_equal(p, q, FX_NO_TIMESTAMPS | FX_NO_RES_EXTRA);
 	sp_profile__free(q);
-	unlink(path);
 
 	assert_int_equal(sp_profile__read_file("/nonexistent/x", &q), -ENOENT);
-	rmdir(dir);
 	free(o);
 	free(pp);
 	free(gz);
@@ -387,7 +374,8 @@ int main(void)
 		cmocka_unit_test(test_otlp_decode_golden),
 		cmocka_unit_test(test_otlp_rejects_bad_indices),
 		cmocka_unit_test(test_otlp_rejects_truncated_and_garbage),
-		cmocka_unit_test(test_otlp_read_file_detects_format),
+		cmocka_unit_test_setup_teardown(test_otlp_read_file_detects_format, tu_setup_dir,
+						tu_teardown_dir),
 		cmocka_unit_test(test_otlp_dump_file),
 	};
 

@@ -30,11 +30,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "collector/procs/proc_table.h"
 
 #define MS 1000000ULL
-
-static char root[64];		/* fake proc root */
 
 static uint64_t now(void)
 {
@@ -42,22 +42,6 @@ static uint64_t now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	strcpy(root, "/tmp/test_proc_table.XXXXXX");
-	return mkdtemp(root) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
 }
 
 __attribute__((noinline)) static int probe_function(int x)
@@ -224,7 +208,7 @@ static void test_deleted_file(void **state)
 	(void)state;
 	if (geteuid() != 0)
 		skip();
-	snprintf(path, sizeof(path), "%s/copy_exe", root);
+	snprintf(path, sizeof(path), "%s/copy_exe", tu_dir);
 	in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
 	assert_true(in >= 0 && out >= 0);
@@ -361,9 +345,9 @@ static void fake_proc(uint32_t pid, const char *maps, size_t len)
 	char path[256];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%u", root, pid);
+	snprintf(path, sizeof(path), "%s/%u", tu_dir, pid);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%u/maps", root, pid);
+	snprintf(path, sizeof(path), "%s/%u/maps", tu_dir, pid);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, maps, len), (ssize_t)len);
@@ -380,7 +364,7 @@ static struct sp_proc_table *fake_table(uint32_t procs, uint32_t mappings, uint3
 	struct sp_proc_table_config cfg = {
 		.max_procs = procs, .max_mappings = mappings,
 		.max_maps_per_proc = per_proc, .buildid_cache_entries = 16,
-		.refresh_interval_ns = 10 * MS, .proc_root = root,
+		.refresh_interval_ns = 10 * MS, .proc_root = tu_dir,
 	};
 	struct sp_proc_table *t = sp_proc_table__new(&cfg);
 
@@ -475,7 +459,7 @@ static void test_fake_root_fallback(void **state)
 		 (unsigned long long)sb.st_ino + 1, exe,
 		 (unsigned long long)sb.st_ino, exe);
 	fake_proc_s(200, maps);
-	snprintf(link, sizeof(link), "%s/200/root", root);
+	snprintf(link, sizeof(link), "%s/200/root", tu_dir);
 	unlink(link);
 	assert_int_equal(symlink("/", link), 0);
 
@@ -523,7 +507,7 @@ static void test_fake_container_root(void **state)
 	struct stat elf, fifo;
 
 	(void)state;
-	snprintf(croot, sizeof(croot), "%s/croot", root);
+	snprintf(croot, sizeof(croot), "%s/croot", tu_dir);
 	mkdir(croot, 0755);
 	snprintf(p, sizeof(p), "%s/bin", croot);
 	mkdir(p, 0755);
@@ -546,7 +530,7 @@ static void test_fake_container_root(void **state)
 		 (unsigned long long)elf.st_ino, (unsigned long long)fifo.st_ino,
 		 (unsigned long long)elf.st_ino);
 	fake_proc_s(210, maps);
-	snprintf(p, sizeof(p), "%s/210/root", root);
+	snprintf(p, sizeof(p), "%s/210/root", tu_dir);
 	unlink(p);
 	assert_int_equal(symlink(croot, p), 0);
 
@@ -574,9 +558,9 @@ static void test_fake_unreadable(void **state)
 
 	(void)state;
 	/* maps is a directory: open works, read fails (EISDIR). */
-	snprintf(path, sizeof(path), "%s/300", root);
+	snprintf(path, sizeof(path), "%s/300", tu_dir);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/300/maps", root);
+	snprintf(path, sizeof(path), "%s/300/maps", tu_dir);
 	mkdir(path, 0755);
 	t = fake_table(8, 64, 64);
 	st = sp_proc_table__stats(t);
@@ -694,9 +678,9 @@ static void fake_gone(uint32_t pid)
 {
 	char path[256];
 
-	snprintf(path, sizeof(path), "%s/%u/maps", root, pid);
+	snprintf(path, sizeof(path), "%s/%u/maps", tu_dir, pid);
 	unlink(path);
-	snprintf(path, sizeof(path), "%s/%u", root, pid);
+	snprintf(path, sizeof(path), "%s/%u", tu_dir, pid);
 	rmdir(path);
 }
 
@@ -1048,5 +1032,5 @@ int main(void)
 		cmocka_unit_test(test_registry_churn_keeps_lookups),
 	};
 
-	return cmocka_run_group_tests_name("proc_table", tests, setup, teardown);
+	return cmocka_run_group_tests_name("proc_table", tests, tu_setup_dir, tu_teardown_dir);
 }

@@ -27,6 +27,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "profile/profile.h"
 #include "symbolizer/debuginfo.h"
 #include "symbolizer/report.h"
@@ -112,23 +114,6 @@ static uint64_t fixture_off(uint64_t va)
 	return off;
 }
 
-static char *make_tmpdir(void)
-{
-	char *d = strdup("/tmp/sp-symtest-XXXXXX");
-
-	assert_non_null(d);
-	assert_non_null(mkdtemp(d));
-	return d;
-}
-
-static void rm_rf(const char *d)
-{
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
-	assert_int_equal(system(cmd), 0);
-}
-
 /* ------------------------------------------------------------ build ids */
 
 static void test_buildid_validate(void **state)
@@ -188,14 +173,14 @@ static void test_finder_dirs_and_hint(void **state)
 	struct sp_debuginfo_stats st;
 	enum sp_debuginfo_source src;
 	struct sp_debuginfo *di;
-	char *dir, *path = NULL;
+	const char *dir = tu_dir;
+	char *path = NULL;
 
 	(void)state;
 	if (!have_fixture())
 		skip();
 	assert_int_equal(sp_buildid__read_file(fixture, id, sizeof(id)), 0);
 	assert_int_equal(sp_buildid__validate(id), 0);
-	dir = make_tmpdir();
 	snprintf(p, sizeof(p), "%s/.build-id", dir);
 	assert_int_equal(mkdir(p, 0755), 0);
 	snprintf(p, sizeof(p), "%s/.build-id/%.2s", dir, id);
@@ -257,8 +242,6 @@ static void test_finder_dirs_and_hint(void **state)
 	assert_int_equal(src, SP_DI_DIR);
 	free(path);
 	sp_debuginfo__free(di);
-	rm_rf(dir);
-	free(dir);
 }
 
 static void test_finder_negative_cache(void **state)
@@ -266,7 +249,8 @@ static void test_finder_negative_cache(void **state)
 	struct sp_debuginfo_opts o = { .neg_cache_entries = 2 };
 	struct sp_debuginfo_stats st;
 	struct sp_debuginfo *di;
-	char *cache = make_tmpdir(), *path = NULL;
+	const char *cache = tu_dir;
+	char *path = NULL;
 	const char *a = "aa00000000000000000000000000000000000001";
 	const char *b = "bb00000000000000000000000000000000000002";
 	const char *c = "cc00000000000000000000000000000000000003";
@@ -298,8 +282,6 @@ static void test_finder_negative_cache(void **state)
 	unsetenv("DEBUGINFOD_URLS");
 	unsetenv("DEBUGINFOD_CACHE_PATH");
 	unsetenv("DEBUGINFOD_TIMEOUT");
-	rm_rf(cache);
-	free(cache);
 }
 
 /* ------------------------------------------------------------ resolver */
@@ -803,8 +785,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buildid_validate),
 		cmocka_unit_test(test_finder_rejects_bad_ids),
-		cmocka_unit_test(test_finder_dirs_and_hint),
-		cmocka_unit_test(test_finder_negative_cache),
+		cmocka_unit_test_setup_teardown(test_finder_dirs_and_hint, tu_setup_dir,
+						tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(test_finder_negative_cache, tu_setup_dir,
+						tu_teardown_dir),
 		cmocka_unit_test(test_resolver_functions_and_inlines),
 		cmocka_unit_test(test_resolver_cache_bound),
 		cmocka_unit_test(test_demangle),

@@ -38,6 +38,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "collector/tracectx/tls_elf.h"
 #include "collector/tracectx/tls_resolve.h"
 
@@ -47,7 +49,6 @@
 #define FIX_VALUE 0x00005eedc0ffee00ull
 #define FIX_THREADS 2
 
-static char g_dir[PATH_MAX];
 static char g_src[PATH_MAX];
 
 /* snprintf that fails the test instead of truncating. */
@@ -87,42 +88,7 @@ static const struct variant variants[] = {
 
 static void fixpath(char *buf, size_t cap, const char *name)
 {
-	XPRINTF(buf, cap, "%s/%s", g_dir, name);
-}
-
-static int find_source(void)
-{
-	const char *env = getenv("SPANPROF_SRCDIR");
-	char exe[PATH_MAX];
-	ssize_t n;
-
-	if (env) {
-		XPRINTF(g_src, sizeof(g_src), "%s/%s", env, FIX_SRC_REL);
-		if (access(g_src, R_OK) == 0)
-			return 0;
-	}
-	if (getcwd(exe, sizeof(exe))) {
-		XPRINTF(g_src, sizeof(g_src), "%s/%s", exe, FIX_SRC_REL);
-		if (access(g_src, R_OK) == 0)
-			return 0;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		char *s;
-		int up;
-
-		exe[n] = '\0';
-		for (up = 0; up < 3; up++) {
-			s = strrchr(exe, '/');
-			if (!s)
-				break;
-			*s = '\0';
-		}
-		XPRINTF(g_src, sizeof(g_src), "%s/%s", exe, FIX_SRC_REL);
-		if (access(g_src, R_OK) == 0)
-			return 0;
-	}
-	return -ENOENT;
+	XPRINTF(buf, cap, "%s/%s", tu_dir, name);
 }
 
 static int group_setup(void **state)
@@ -130,38 +96,24 @@ static int group_setup(void **state)
 	size_t i;
 
 	(void)state;
-	if (find_source()) {
+	if (tu_source_path(g_src, sizeof(g_src), FIX_SRC_REL)) {
 		fprintf(stderr, "cannot find %s (set SPANPROF_SRCDIR)\n", FIX_SRC_REL);
 		return -1;
 	}
-	XPRINTF(g_dir, sizeof(g_dir), "/tmp/sp_tls_XXXXXX");
-	if (!mkdtemp(g_dir))
+	if (tu_setup_dir(state))
 		return -1;
 	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
 		const struct variant *v = &variants[i];
 		char cmd[4 * PATH_MAX], lib[PATH_MAX] = "";
 
 		if (v->link_lib)
-			XPRINTF(lib, sizeof(lib), "%s/%s", g_dir, v->link_lib);
-		XPRINTF(cmd, sizeof(cmd), "cc %s %s -o %s/%s %s %s", FIX_CFLAGS, v->flags, g_dir,
+			XPRINTF(lib, sizeof(lib), "%s/%s", tu_dir, v->link_lib);
+		XPRINTF(cmd, sizeof(cmd), "cc %s %s -o %s/%s %s %s", FIX_CFLAGS, v->flags, tu_dir,
 			 v->name, g_src, lib);
 		if (system(cmd) != 0) {
 			fprintf(stderr, "fixture build failed: %s\n", cmd);
 			return -1;
 		}
-	}
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	char cmd[PATH_MAX + 16];
-
-	(void)state;
-	if (g_dir[0] && strncmp(g_dir, "/tmp/sp_tls_", 12) == 0) {
-		XPRINTF(cmd, sizeof(cmd), "rm -rf %s", g_dir);
-		if (system(cmd) != 0)
-			return -1;
 	}
 	return 0;
 }
@@ -679,5 +631,5 @@ int main(void)
 		cmocka_unit_test(test_mapped_corrupt_lib),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, tu_teardown_dir);
 }

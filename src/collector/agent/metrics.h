@@ -1,15 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * metrics.h - Prometheus text exposition (format 0.0.4) and the small HTTP
- * server (libmicrohttpd) that serves it on /metrics, plus /healthz.
- *
- * Writer: a fixed-capacity text buffer; sp_metrics__family writes the
- * "# HELP" and "# TYPE" lines of a metric family, sp_metrics__u64 /
- * sp_metrics__f64 one sample line "name{labels} value".  Names are checked
- * against [a-zA-Z_:][a-zA-Z0-9_:]*, label values escaped (\\ \" \n).  When
- * the buffer is full the text is cut at the last complete line and
- * truncated is set (the server then appends nothing more); a caller never
- * sees a partial line.
+ * metrics.h - the agent's small HTTP server (libmicrohttpd) for /metrics
+ * and /healthz.  The text is written with base/metrics_text.h (included
+ * here: the render callback gets its writer).
  *
  * Server: one internal polling thread, at most 8 connections, GET only.
  *   GET /metrics -> 200, Content-Type "text/plain; version=0.0.4", the text
@@ -28,35 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sp_metrics_buf {
-	char *p;
-	size_t len;
-	size_t cap;
-	bool truncated;
-	bool bad_name;		/* a name failed validation (nothing written) */
-};
-
-enum sp_metric_type {
-	SP_METRIC_COUNTER,
-	SP_METRIC_GAUGE,
-	SP_METRIC_SUMMARY,
-	SP_METRIC_HISTOGRAM,
-};
-
-void sp_metrics_buf__init(struct sp_metrics_buf *b, char *mem, size_t cap);
-
-/* "# HELP name help\n# TYPE name type\n".  help: backslash and newline
- * are escaped.  Counter names must end in "_total" (-EINVAL otherwise). */
-int sp_metrics__family(struct sp_metrics_buf *b, const char *name, enum sp_metric_type t,
-		       const char *help);
-/* "name{k1="v1",k2="v2"} value\n".  labels: NULL-terminated array of
- * key, value pairs, or NULL. */
-int sp_metrics__u64(struct sp_metrics_buf *b, const char *name, const char *const *labels,
-		    uint64_t v);
-int sp_metrics__f64(struct sp_metrics_buf *b, const char *name, const char *const *labels,
-		    double v);
-
-bool sp_metrics__valid_name(const char *name);
+#include "base/metrics_text.h"
 
 /* ------------------------------------------------------------- server */
 typedef void (*sp_metrics_render_fn)(struct sp_metrics_buf *b, void *ctx);

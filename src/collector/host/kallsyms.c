@@ -20,9 +20,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/hex.h"
 #include "collector/host/kallsyms.h"
 #include "profile/fileio.h"
-#include "profile/hex.h"
 
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 
@@ -175,7 +175,7 @@ int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_
 		}
 	}
 	sp_buildid__hex(&kid, hex);
-	rc = sp_read_path(src, SP_KALLSYMS_MAX_RAW, (uint8_t **)&raw, &raw_len);
+	rc = sp_read_path(src, SP_KALLSYMS_MAX_BYTES, (uint8_t **)&raw, &raw_len);
 	if (rc) {
 		say(err, err_len, "kallsyms: %s: %s%s", src, strerror(-rc),
 		    rc == -E2BIG ? " (over 64 MiB)" : "");
@@ -192,7 +192,7 @@ int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_
 			skipped++;
 			continue;
 		}
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+		if (!sp_kallsyms_format__is_text(type))
 			continue;
 		if (!addr) {
 			zeros++;
@@ -234,9 +234,10 @@ int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_
 	token(u.release);
 	read_boot_id(boot, sizeof(boot));
 	snprintf(header, sizeof(header),
-		 "# spanprof-kallsyms v1 build-id=%s captured-at=%llu kernel=%s%s%s\n", hex,
+		 SP_KALLSYMS_MAGIC SP_KALLSYMS_KEY_BUILD_ID "=%s " SP_KALLSYMS_KEY_CAPTURED_AT
+		 "=%llu " SP_KALLSYMS_KEY_KERNEL "=%s%s%s\n", hex,
 		 (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec,
-		 u.release, boot[0] ? " boot-id=" : "", boot);
+		 u.release, boot[0] ? " " SP_KALLSYMS_KEY_BOOT_ID "=" : "", boot);
 
 	if (asprintf(&tmp, "%s.tmp.XXXXXX", out_path) < 0) {
 		tmp = NULL;

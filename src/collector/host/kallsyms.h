@@ -5,7 +5,8 @@
  * This is data capture, not symbolization (design invariant 2): the
  * collector copies the text symbols of /proc/kallsyms, as they are, into a
  * file that the unprivileged symbolizer later uses to name kernel frames.
- * The format is in docs/formats.md ("Kernel symbol snapshot"):
+ * The format is base/kallsyms_format.h (docs/formats.md "Kernel symbol
+ * snapshot"):
  *
  *   # spanprof-kallsyms v1 build-id=HEX captured-at=NS kernel=RELEASE
  *     boot-id=UUID                                    (one line)
@@ -17,7 +18,7 @@
  *
  * Contract of sp_kallsyms__capture():
  *   - Reads /proc/kallsyms (or SP_KALLSYMS_PATH_ENV's value, for tests)
- *     with bounds: at most SP_KALLSYMS_MAX_RAW bytes (more is -EFBIG),
+ *     with bounds: at most SP_KALLSYMS_MAX_BYTES bytes (more is -EFBIG),
  *     lines longer than SP_KALLSYMS_MAX_LINE and malformed lines are
  *     skipped (their number goes into the error text only on failure).
  *   - Refuses with -EPERM and a message naming kernel.kptr_restrict when
@@ -39,10 +40,9 @@
 
 #include <stddef.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
+#include "base/kallsyms_format.h"
 
-#define SP_KALLSYMS_MAX_RAW (64u << 20)
-#define SP_KALLSYMS_MAX_LINE 1024
 #define SP_KALLSYMS_PATH_ENV "SPANPROF_KALLSYMS_PATH"
 
 int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_id,

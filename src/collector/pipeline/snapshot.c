@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/buildid.h"
 #include "collector/pipeline/aggregator.h"
-#include "collector/procs/buildid.h"
 #include "collector/tracectx/ctx_attrs.h"
 #include "collector/procs/proc_table.h"
 #include "profile/profile.h"

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 
 #define SP_BUILDID_CACHE_WAYS 4
 

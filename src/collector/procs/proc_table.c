@@ -66,14 +66,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "base/maps.h"
+#include "base/maps_reader.h"
+#include "base/pin.h"
 #include "collector/procs/buildid_cache.h"
-#include "collector/procs/maps.h"
 #include "collector/procs/proc_table.h"
 
 #define PROC_DEF_MAX_PROCS 8192
@@ -86,7 +86,6 @@
 #define PROC_KERNEL_PATH "[kernel.kallsyms]"
 
 #define PROC_NONE UINT32_MAX		/* end of an index chain */
-#define PROC_LINE_MAX (PATH_MAX + 256)	/* a maps line we accept */
 #define PROC_STR_PER_MAPPING 128	/* path bytes cap = this * max_mappings */
 #define PROC_STR_MIN_CAP (128 * 1024)
 
@@ -164,7 +163,6 @@ struct sp_proc_table {
 	struct sp_buildid_cache *bcache;
 
 	/* scratch for one maps read */
-	char *linebuf;			/* PROC_LINE_MAX */
 	struct proc_map *scratch;	/* max_maps_per_proc */
 	char *pathbuf;			/* PATH_MAX */
 };
@@ -575,73 +573,6 @@ static void proc_read_exe(struct sp_proc_table *t, struct proc_slot *p)
 	p->info.exe_path = s;
 }
 
-/* An O_PATH fd (no open side effects, cannot block) on the regular file
- * behind a maps entry, with *st filled; negative errno otherwise.  First
- * PID/map_files/START-END (works for deleted files and other mount
- * namespaces; root only), then PATH resolved inside PID/root with
- * RESOLVE_IN_ROOT (a container's absolute symlinks stay in the container),
- * only for files not deleted and whose inode still matches the maps line. */
-static int proc_pin_mapped(struct sp_proc_table *t, uint32_t pid,
-			   const struct sp_map_entry *e, struct stat *st)
-{
-	struct open_how how;
-	char *path = t->pathbuf;
-	int n, fd, rootfd;
-
-	n = snprintf(path, PATH_MAX, "%s/%u/map_files/%llx-%llx", t->proc_root, pid,
-		     (unsigned long long)e->start, (unsigned long long)e->end);
-	if (n > 0 && n < PATH_MAX) {
-		fd = open(path, O_PATH | O_CLOEXEC);
-		if (fd >= 0) {
-			if (fstat(fd, st) == 0 && S_ISREG(st->st_mode))
-				return fd;
-			close(fd);
-		}
-	}
-	if (e->deleted || e->path_len < 2 || e->path[0] != '/' ||
-	    e->path_len >= PATH_MAX)
-		return -ENOENT;
-	if (proc_path(t, path, PATH_MAX, pid, "root"))
-		return -ENAMETOOLONG;
-	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
-		return -errno;
-	memcpy(path, e->path + 1, e->path_len - 1);	/* relative to root */
-	path[e->path_len - 1] = '\0';
-	memset(&how, 0, sizeof(how));
-	how.flags = O_PATH | O_CLOEXEC;
-	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-	fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	if (fd < 0 && errno == ENOSYS)	/* before Linux 5.6 */
-		fd = openat(rootfd, path, O_PATH | O_CLOEXEC);
-	if (fd < 0)
-		fd = -errno;
-	close(rootfd);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) ||
-	    (uint64_t)st->st_ino != e->inode) {
-		close(fd);
-		return -ENOENT;	/* replaced since it was mapped */
-	}
-	return fd;
-}
-
-/* Reads the build id of a pinned file: reopen it for reading. */
-static int proc_read_pinned(int pathfd, struct sp_build_id *b)
-{
-	char path[64];
-	int fd, err;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", pathfd);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	err = sp_buildid__from_fd(fd, b);
-	close(fd);
-	return err;
-}
-
 static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 			  const struct sp_map_entry *e, struct sp_build_id *b)
 {
@@ -650,7 +581,7 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 	int fd;
 
 	memset(b, 0, sizeof(*b));
-	fd = proc_pin_mapped(t, pid, e, &st);
+	fd = sp_pin__mapping(t->proc_root, pid, e, &st);
 	if (fd < 0)
 		return;
 	memset(&key, 0, sizeof(key));
@@ -660,15 +591,18 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 	if (sp_buildid_cache__lookup(t->bcache, &key, b)) {
 		t->stats.buildid_cache_hits++;
 	} else {
-		int err = proc_read_pinned(fd, b);
+		int rfd = sp_pin__reopen(fd, &st, NULL);
+		int err = rfd < 0 ? rfd : sp_buildid__from_fd(rfd, b);
 
 		t->stats.buildid_cache_misses++;
 		/* Cache what the file says (an id, or none: -ENOENT/-EINVAL),
-		 * not a transient failure to read it. */
-		if (err == 0 || err == -ENOENT || err == -EINVAL)
+		 * not a transient failure to read or reopen it. */
+		if (rfd >= 0 && (err == 0 || err == -ENOENT || err == -EINVAL))
 			sp_buildid_cache__insert(t->bcache, &key, err ? NULL : b);
 		if (err)
 			memset(b, 0, sizeof(*b));
+		if (rfd >= 0)
+			close(rfd);
 	}
 	close(fd);
 }
@@ -680,51 +614,42 @@ static int proc_map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* The OTEP 4719 process-context mapping, by the names a writer can give
- * it (" (deleted)" is already stripped by the parser). */
-static bool proc_is_otel_ctx(const struct sp_map_entry *e)
-{
-	static const char *const names[] = {
-		"[anon_shmem:OTEL_CTX]", "[anon:OTEL_CTX]", "/memfd:OTEL_CTX",
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (e->path_len == strlen(names[i]) && !memcmp(e->path, names[i], e->path_len))
-			return true;
-	return false;
-}
+/* What one maps read collects (sp_maps_reader__scan's ctx). */
+struct proc_scan {
+	struct sp_proc_table *t;
+	struct proc_slot *p;
+	uint32_t n;		/* scratch entries used */
+	bool full;		/* more executable mappings than max_maps_per_proc */
+};
 
 /* One maps line -> maybe one scratch entry. */
-static void proc_take_line(struct sp_proc_table *t, struct proc_slot *p,
-			   const char *line, size_t len, uint32_t *n, bool *full)
+static int proc_take_line(const struct sp_map_entry *e, void *ctx)
 {
-	struct sp_map_entry e;
+	struct proc_scan *sc = ctx;
+	struct sp_proc_table *t = sc->t;
 	struct sp_build_id b;
 	struct proc_map *m;
 
-	if (sp_maps__parse_line(line, len, &e)) {
-		t->stats.maps_malformed_lines++;
-		return;
+	if (sp_maps__is_otel_ctx(e))
+		sc->p->otel_ctx_seen = true;
+	if (!(e->perms & SP_MAP_X))
+		return 0;
+	if (sc->n >= t->cfg.max_maps_per_proc) {
+		sc->full = true;
+		return 0;
 	}
-	if (proc_is_otel_ctx(&e))
-		p->otel_ctx_seen = true;
-	if (!(e.perms & SP_MAP_X))
-		return;
-	if (*n >= t->cfg.max_maps_per_proc) {
-		*full = true;
-		return;
-	}
-	m = &t->scratch[(*n)++];
-	m->start = e.start;
-	m->end = e.end;
+	m = &t->scratch[sc->n++];
+	m->start = e->start;
+	m->end = e->end;
 	m->id = 0;
 	/* Named specials ([vdso], [vsyscall], [anon:x]) have no file. */
-	if (e.path_len == 0 || e.path[0] == '[')
-		return;
-	proc_build_id(t, p->pid, &e, &b);
+	if (e->path_len == 0 || e->path[0] == '[')
+		return 0;
+	proc_build_id(t, sc->p->pid, e, &b);
 	if (!b.len)
 		t->stats.no_build_id++;
-	m->id = proc_register(t, e.path, e.path_len, &b, e.start, e.end, e.offset, false);
+	m->id = proc_register(t, e->path, e->path_len, &b, e->start, e->end, e->offset, false);
+	return 0;
 }
 
 /* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns(): event timestamps can be
@@ -741,69 +666,27 @@ static uint64_t proc_mono_ns(void)
  * (unreadable); on failure p keeps its previous maps. */
 static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
 {
-	char path[PATH_MAX];
-	char *buf = t->linebuf;
-	size_t have = 0;
-	uint32_t n = 0, i;
-	bool full = false, skipping = false, sorted = true;
+	struct proc_scan sc = { .t = t, .p = p };
+	struct sp_maps_read_stats rs;
+	uint32_t n, i;
+	bool sorted = true;
 	struct proc_map *maps;
-	int fd, err = 0;
+	int err;
 
 	p->last_read_ns = now_ns;
 	p->read_at_ns = proc_mono_ns();
 	p->otel_ctx_seen = false;
 	p->exited = false;
 	t->stats.maps_reads++;
-	err = proc_path(t, path, sizeof(path), p->pid, "maps");
-	if (err)
-		goto fail;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		goto fail;
-	}
-	for (;;) {
-		ssize_t r = read(fd, buf + have, PROC_LINE_MAX - have);
-		size_t start = 0, j;
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		if (r == 0) {
-			/* A last line without '\n'. */
-			if (have && !skipping)
-				proc_take_line(t, p, buf, have, &n, &full);
-			break;
-		}
-		have += (size_t)r;
-		for (j = 0; j < have; j++) {
-			if (buf[j] != '\n')
-				continue;
-			if (!skipping)
-				proc_take_line(t, p, buf + start, j - start, &n, &full);
-			skipping = false;
-			start = j + 1;
-		}
-		memmove(buf, buf + start, have - start);
-		have -= start;
-		if (have == PROC_LINE_MAX) {
-			/* Longer than any valid line: count once, drop to '\n'. */
-			if (!skipping)
-				t->stats.maps_malformed_lines++;
-			skipping = true;
-			have = 0;
-		}
-	}
-	close(fd);
+	err = sp_maps_reader__scan(t->proc_root, p->pid, proc_take_line, &sc, &rs);
+	t->stats.maps_malformed_lines += rs.malformed;
+	n = sc.n;
 	if (err) {
 		proc_maps_put(t, t->scratch, n);
 		goto fail;
 	}
 
-	if (full)
+	if (sc.full || rs.truncated)
 		t->stats.maps_per_proc_full++;
 	for (i = 1; i < n; i++) {
 		if (t->scratch[i - 1].start > t->scratch[i].start) {
@@ -925,12 +808,11 @@ struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
 	t->map_index = calloc((size_t)t->map_mask + 1, sizeof(*t->map_index));
 	t->str_mask = t->map_mask;
 	t->str_index = calloc((size_t)t->str_mask + 1, sizeof(*t->str_index));
-	t->linebuf = malloc(PROC_LINE_MAX);
 	t->pathbuf = malloc(PATH_MAX);
 	t->scratch = calloc(t->cfg.max_maps_per_proc, sizeof(*t->scratch));
 	t->bcache = sp_buildid_cache__new(t->cfg.buildid_cache_entries);
 	if (!t->slots || !t->pid_heads || !t->mappings || !t->map_index ||
-	    !t->str_index || !t->linebuf || !t->pathbuf || !t->scratch || !t->bcache)
+	    !t->str_index || !t->pathbuf || !t->scratch || !t->bcache)
 		goto fail;
 	t->str_cap = (size_t)t->cfg.max_mappings * PROC_STR_PER_MAPPING;
 	if (t->str_cap < PROC_STR_MIN_CAP)
@@ -977,7 +859,6 @@ void sp_proc_table__free(struct sp_proc_table *t)
 	sp_buildid_cache__free(t->bcache);
 	free(t->scratch);
 	free(t->pathbuf);
-	free(t->linebuf);
 	free(t->str_index);
 	free(t->map_index);
 	free(t->mappings);

@@ -41,7 +41,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
 
 struct sp_proc_table_config {
 	uint32_t max_procs;		/* default 8192 */

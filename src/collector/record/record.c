@@ -441,7 +441,7 @@ static void capture_kallsyms(const char *output)
 	struct sp_build_id kid;
 	int rc;
 
-	if (snprintf(path, sizeof(path), "%s.kallsyms.gz", output) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s" SP_KALLSYMS_SUFFIX, output) >= (int)sizeof(path))
 		return;
 	rc = sp_buildid__kernel(&kid);
 	rc = rc ? rc : sp_kallsyms__capture(path, &kid, err, sizeof(err));

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/kallsyms_format.h"
 #include "collector/record/report_child.h"
 
 #define NOBODY 65534
@@ -60,7 +61,7 @@ int sp_report_child__run(const char *profile_path)
 		return -1;
 	}
 	snprintf(html, sizeof(html), "%s.html", profile_path);
-	have_ksyms = (size_t)snprintf(ksyms, sizeof(ksyms), "%s.kallsyms.gz", profile_path) <
+	have_ksyms = (size_t)snprintf(ksyms, sizeof(ksyms), "%s" SP_KALLSYMS_SUFFIX, profile_path) <
 			     sizeof(ksyms) &&
 		     access(ksyms, R_OK) == 0;
 	fd = open(html, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

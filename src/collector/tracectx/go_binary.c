@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "base/go_buildid.h"
+#include "base/buildid.h"
 #include "base/gopclntab.h"
 #include "collector/tracectx/go_binary.h"
 #include "collector/tracectx/go_offsets.h"
@@ -117,6 +117,7 @@ int sp_go_binary__buildinfo_version(const uint8_t *buf, size_t len, sp_go_read_a
 
 struct elf_view {
 	Elf *elf;
+	int fd;
 	const uint8_t *img;
 	size_t size;
 	size_t shstrndx;
@@ -205,12 +206,13 @@ static int read_version(struct elf_view *v, char out[SP_GO_VERSION_MAX + 1])
 	return err;
 }
 
-/* True when the file carries a Go build id note. */
+/* True when the file's build id is a Go one (a Go build id note and no
+ * GNU id: a cgo binary with both is found by its .go.buildinfo). */
 static bool has_go_note(struct elf_view *v)
 {
-	char id[SP_GO_BUILD_ID_MAX + 1];
+	struct sp_build_id b;
 
-	return sp_go_buildid__read_elf(v->elf, id) == 0;
+	return sp_buildid__from_fd(v->fd, &b) == 0 && b.kind == SP_BUILD_ID_GO;
 }
 
 /* A .symtab symbol's value and size (false when absent). */
@@ -429,10 +431,10 @@ static bool dw_map_layout_ok(const struct dw_want *w)
 
 /* ------------------------------------------------------------ the file */
 
-static int read_elf(Elf *elf, struct sp_go_binary *out, enum sp_go_fail *why)
+static int read_elf(int fd, Elf *elf, struct sp_go_binary *out, enum sp_go_fail *why)
 {
 	struct dw_want w = { .g_m = -1, .g_labels = -1, .m_curg = -1 };
-	struct elf_view v = { .elf = elf };
+	struct elf_view v = { .elf = elf, .fd = fd };
 	struct sp_go_desc table = { 0 };
 	GElf_Ehdr eh;
 	GElf_Shdr sh;
@@ -513,7 +515,7 @@ int sp_go_binary__read_fd(int fd, struct sp_go_binary *out, enum sp_go_fail *why
 		*why = SP_GO_FAIL_ELF;
 		return -EINVAL;
 	}
-	err = read_elf(elf, out, why);
+	err = read_elf(fd, elf, out, why);
 	elf_end(elf);
 	return err;
 }

@@ -51,7 +51,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector/procs/maps.h"
+#include "base/maps.h"
+#include "base/maps_reader.h"
 #include "collector/tracectx/process_ctx.h"
 #include "profile/pbdepth.h"
 #include "otel_process_context.pb-c.h"
@@ -256,48 +257,30 @@ void sp_process_ctx__clear(struct sp_process_ctx *c)
 
 /* ---------------------------------------------------------- live read */
 
-static int is_ctx_mapping(const struct sp_map_entry *e)
-{
-	static const char *const names[] = {
-		"[anon_shmem:OTEL_CTX]", "[anon:OTEL_CTX]", "/memfd:OTEL_CTX",
-	};
-	size_t i;
+struct ctx_scan {
+	uint64_t *starts;
+	int n;
+};
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (e->path_len == strlen(names[i]) && memcmp(e->path, names[i], e->path_len) == 0)
-			return 1;
-	return 0;
+static int take_ctx_line(const struct sp_map_entry *e, void *ctx)
+{
+	struct ctx_scan *sc = ctx;
+
+	if (!sp_maps__is_otel_ctx(e) || e->end - e->start < HDR_SIZE || !(e->perms & SP_MAP_R))
+		return 0;
+	sc->starts[sc->n++] = e->start;
+	return sc->n < MAX_CANDIDATES ? 0 : 1;	/* enough: stop reading */
 }
 
 /* Up to MAX_CANDIDATES start addresses of OTEL_CTX mappings. */
 static int find_mappings(const char *proc_root, uint32_t pid, uint64_t *starts, int *n)
 {
-	char path[PATH_MAX];
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	FILE *f;
-	int err = 0;
+	struct ctx_scan sc = { .starts = starts };
+	int err;
 
-	*n = 0;
-	snprintf(path, sizeof(path), "%s/%u/maps", proc_root, pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (*n < MAX_CANDIDATES && (len = getline(&line, &cap, f)) > 0) {
-		struct sp_map_entry e;
-
-		if (sp_maps__parse_line(line, (size_t)len, &e) != 0 || !is_ctx_mapping(&e))
-			continue;
-		if (e.end - e.start < HDR_SIZE || !(e.perms & SP_MAP_R))
-			continue;
-		starts[(*n)++] = e.start;
-	}
-	if (ferror(f))
-		err = -EIO;
-	free(line);
-	fclose(f);
-	return err;
+	err = sp_maps_reader__scan(proc_root, pid, take_ctx_line, &sc, NULL);
+	*n = sc.n;
+	return err == -ENOENT ? -ESRCH : err;
 }
 
 static int pread_full(int fd, void *buf, size_t len, uint64_t addr)

@@ -10,10 +10,9 @@
  *     the main program is the module that is /proc/PID/exe.
  *  2. The defining module: every module's .dynsym first (the standard
  *     requires the symbol there), then the .symtab of the modules that
- *     have one.  Files are pinned with O_PATH through
- *     /proc/PID/map_files/START-END, falling back to PATH resolved inside
- *     /proc/PID/root (RESOLVE_IN_ROOT), must be regular files with the
- *     maps line's inode, and only then are reopened for reading.  The main
+ *     have one.  Files are opened by base/pin.h's sp_pin__mapping (the
+ *     map_files entry, else PATH inside /proc/PID/root; a regular file
+ *     with the maps line's inode) and only then reopened for reading.  The main
  *     program is searched first in each pass (it interposes libraries).
  *  3. Where the variable lives:
  *     a) main program (or any ET_EXEC): static TLS, x86-64 variant II,
@@ -58,17 +57,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "collector/procs/maps.h"
+#include "base/maps.h"
+#include "base/maps_reader.h"
+#include "base/pin.h"
 #include "collector/tracectx/tls_elf.h"
 #include "collector/tracectx/tls_resolve.h"
 
-#define MAX_MAP_ENTS (1u << 17)
 #define MAX_MODULES 4096
 #define MAX_MODULE_ID (1u << 20)
 #define MAX_STATIC_TLS (1ll << 31)	/* |TP offset| bound for static TLS */
@@ -202,15 +200,54 @@ static int add_module(struct view *v, const struct sp_map_entry *e, const char *
 	return (int)v->n_mods++;
 }
 
+/* What read_maps collects per line (sp_maps_reader__scan's ctx). */
+struct maps_scan {
+	struct view *v;
+	const char *exe_path;
+	const struct stat *exe_st;
+};
+
+static int take_map_line(const struct sp_map_entry *e, void *ctx)
+{
+	struct maps_scan *sc = ctx;
+	struct view *v = sc->v;
+	struct map_ent *me;
+	int err;
+
+	err = grow((void **)&v->ents, &v->cap_ents, v->n_ents, sizeof(*v->ents),
+		   SP_MAPS_MAX_LINES);
+	if (err)
+		return err;
+	me = &v->ents[v->n_ents];
+	me->start = e->start;
+	me->end = e->end;
+	me->offset = e->offset;
+	me->perms = e->perms;
+	me->mod = -1;
+	me->anon = e->inode == 0 &&
+		   (e->path_len == 0 || (e->path_len == 6 && memcmp(e->path, "[heap]", 6) == 0) ||
+		    (e->path_len > 6 && memcmp(e->path, "[anon:", 6) == 0));
+	if (e->inode != 0 && e->path_len > 0 && e->path[0] == '/') {
+		int mi = add_module(v, e, sc->exe_path, sc->exe_st);
+
+		if (mi < 0)
+			return mi;
+		me->mod = mi;
+		if (is_musl_loader(e->path, e->path_len))
+			v->musl = 1;
+	}
+	v->n_ents++;
+	return 0;
+}
+
 static int read_maps(struct view *v)
 {
 	char path[PATH_MAX], exe_path[PATH_MAX];
-	struct stat exe_st, *exe_stp = NULL;
-	char *line = NULL;
-	size_t linecap = 0;
-	ssize_t len, n;
-	FILE *f;
-	int err = 0;
+	struct stat exe_st;
+	struct maps_scan sc = { .v = v };
+	struct sp_maps_read_stats rs;
+	ssize_t n;
+	int err;
 
 	snprintf(path, sizeof(path), "%s/%u/exe", v->proc_root, v->pid);
 	n = readlink(path, exe_path, sizeof(exe_path) - 1);
@@ -218,114 +255,49 @@ static int read_maps(struct view *v)
 		exe_path[n] = '\0';
 		if (n > 10 && strcmp(exe_path + n - 10, " (deleted)") == 0)
 			exe_path[n - 10] = '\0';
-	} else {
-		exe_path[0] = '\0';
+		sc.exe_path = exe_path;
 	}
 	if (stat(path, &exe_st) == 0)
-		exe_stp = &exe_st;
+		sc.exe_st = &exe_st;
 
-	snprintf(path, sizeof(path), "%s/%u/maps", v->proc_root, v->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while ((len = getline(&line, &linecap, f)) > 0) {
-		struct sp_map_entry e;
-		struct map_ent *me;
-
-		if (sp_maps__parse_line(line, (size_t)len, &e) != 0)
-			continue;
-		err = grow((void **)&v->ents, &v->cap_ents, v->n_ents, sizeof(*v->ents),
-			   MAX_MAP_ENTS);
-		if (err)
-			goto out;
-		me = &v->ents[v->n_ents];
-		me->start = e.start;
-		me->end = e.end;
-		me->offset = e.offset;
-		me->perms = e.perms;
-		me->mod = -1;
-		me->anon = e.inode == 0 &&
-			   (e.path_len == 0 || (e.path_len == 6 && memcmp(e.path, "[heap]", 6) == 0) ||
-			    (e.path_len > 6 && memcmp(e.path, "[anon:", 6) == 0));
-		if (e.inode != 0 && e.path_len > 0 && e.path[0] == '/') {
-			int mi = add_module(v, &e, exe_path[0] ? exe_path : NULL, exe_stp);
-
-			if (mi < 0) {
-				err = mi;
-				goto out;
-			}
-			me->mod = mi;
-			if (is_musl_loader(e.path, e.path_len))
-				v->musl = 1;
-		}
-		v->n_ents++;
-	}
-	if (ferror(f))
-		err = -EIO;
-	else if (v->n_ents == 0)
-		err = -ESRCH;	/* kernel threads and zombies have no maps */
-out:
-	free(line);
-	fclose(f);
-	return err;
+	err = sp_maps_reader__scan(v->proc_root, v->pid, take_map_line, &sc, &rs);
+	if (err == -ENOENT)
+		return -ESRCH;
+	if (err)
+		return err;
+	if (rs.truncated)
+		return -E2BIG;
+	if (v->n_ents == 0)
+		return -ESRCH;	/* kernel threads and zombies have no maps */
+	return 0;
 }
 
-/* Opens a module's file for reading without side effects.  The file is
- * pinned with O_PATH (no open side effects, cannot block) through
- * PID/map_files/START-END, else by its maps path resolved inside PID/root
- * with RESOLVE_IN_ROOT; it must be a regular file with the maps line's
- * inode; only then is it reopened for reading through /proc/self/fd.  The
- * maps path is the process's to choose: a FIFO there (e.g. bind-mounted
- * over the library in its own mount namespace, reached when the mapping
- * went away before map_files was opened) would block an O_RDONLY open for
- * ever, a device would run its driver's open. */
+/* Opens a module's file for reading without side effects (base/pin.h):
+ * pinned through the map_files entry of its first mapping, else by its
+ * maps path inside PID/root, with the maps line's inode, then reopened. */
 static int open_module(const struct view *v, int mi)
 {
 	const struct module *m = &v->mods[mi];
-	char path[PATH_MAX];
-	struct open_how how;
+	struct sp_map_entry e;
 	struct stat st;
-	int pfd = -1, rootfd, fd;
+	int pfd, fd;
 	size_t i;
 
+	memset(&e, 0, sizeof(e));
+	e.path = m->path;
+	e.path_len = strlen(m->path);
+	e.inode = m->inode;
 	for (i = 0; i < v->n_ents; i++) {
-		if (v->ents[i].mod != mi)
-			continue;
-		snprintf(path, sizeof(path), "%s/%u/map_files/%llx-%llx", v->proc_root, v->pid,
-			 (unsigned long long)v->ents[i].start, (unsigned long long)v->ents[i].end);
-		pfd = open(path, O_PATH | O_CLOEXEC);
-		break;
+		if (v->ents[i].mod == mi) {
+			e.start = v->ents[i].start;
+			e.end = v->ents[i].end;
+			break;
+		}
 	}
-	if (pfd < 0) {
-		if (m->path[0] != '/' || !m->path[1])
-			return -ENOENT;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%u/root", v->proc_root, v->pid) >=
-		    sizeof(path))
-			return -ENAMETOOLONG;
-		rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (rootfd < 0)
-			return -errno;
-		memset(&how, 0, sizeof(how));
-		how.flags = O_PATH | O_CLOEXEC;
-		how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-		pfd = (int)syscall(SYS_openat2, rootfd, m->path + 1, &how, sizeof(how));
-		if (pfd < 0 && errno == ENOSYS)	/* before Linux 5.6 */
-			pfd = openat(rootfd, m->path + 1, O_PATH | O_CLOEXEC);
-		if (pfd < 0)
-			pfd = -errno;
-		close(rootfd);
-		if (pfd < 0)
-			return pfd;
-	}
-	/* The path may name another file now: insist on the same inode. */
-	if (fstat(pfd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != m->inode) {
-		close(pfd);
-		return -ESTALE;
-	}
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		fd = -errno;
+	pfd = sp_pin__mapping(v->proc_root, v->pid, &e, &st);
+	if (pfd < 0)
+		return pfd;
+	fd = sp_pin__reopen(pfd, &st, NULL);
 	close(pfd);
 	return fd;
 }

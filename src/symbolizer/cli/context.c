@@ -43,7 +43,7 @@ int sp_sym_ctx__load_ksyms(struct sp_sym_ctx *x, const struct sp_common_opts *c,
 		}
 	}
 	if (c->no_kallsyms || !in || !strcmp(in, "-") ||
-	    (size_t)snprintf(def, sizeof(def), "%s.kallsyms.gz", in) >= sizeof(def) ||
+	    (size_t)snprintf(def, sizeof(def), "%s" SP_KALLSYMS_SUFFIX, in) >= sizeof(def) ||
 	    access(def, F_OK))
 		return 0;
 	for (size_t i = 0; i < c->n_ks_files; i++)

@@ -19,16 +19,28 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "collector/procs/buildid.h"
+#include "base/buildid.h"
+#include "base/pin.h"
 
 #define NT_GNU_BUILD_ID_TYPE 3
 #define NOTE_HDR_SIZE 12	/* namesz, descsz, type: Elf32_Nhdr == Elf64_Nhdr */
 #define KERNEL_NOTES_PATH "/sys/kernel/notes"
 #define KERNEL_NOTES_MAX 8192	/* a few hundred bytes in practice */
+
+/* elf_version() once per process: serve's workers read build ids at the
+ * same time, and libelf's version is a global. */
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+static bool elf_ok;
+
+static void elf_init_once(void)
+{
+	elf_ok = elf_version(EV_CURRENT) != EV_NONE;
+}
 
 static uint32_t rd32(const uint8_t *p, int swap)
 {
@@ -87,9 +99,14 @@ static int buildid_walk_notes(const uint8_t *buf, size_t len, uint64_t align,
 			memcpy(out->id, buf + desc_off, descsz);
 			return 0;
 		}
+		/* a Go id is kept while a GNU one may still follow */
 		if (namesz == 4 && type == SP_GO_NOTE_TYPE && !go.len &&
-		    !memcmp(buf + name_off, "Go\0\0", 4))
-			sp_buildid__go_from_desc(buf + desc_off, descsz, &go);
+		    !memcmp(buf + name_off, "Go\0\0", 4) &&
+		    !sp_buildid__validate_go_n(buf + desc_off, descsz)) {
+			go.len = (uint8_t)descsz;
+			go.kind = SP_BUILD_ID_GO;
+			memcpy(go.id, buf + desc_off, descsz);
+		}
 		next = align_up(desc_off + descsz, align);
 		if (next > len)
 			break;	/* unpadded last note */
@@ -107,16 +124,6 @@ int sp_buildid__from_notes(const uint8_t *buf, size_t len, struct sp_build_id *o
 	if (!out)
 		return -EINVAL;
 	return buildid_walk_notes(buf, len, 4, 0, out);
-}
-
-void sp_buildid__go_from_desc(const uint8_t *desc, size_t n, struct sp_build_id *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (!sp_go_buildid__valid_n(desc, n))
-		return;	/* not what go build writes: no id */
-	out->len = (uint8_t)n;
-	out->kind = SP_BUILD_ID_GO;
-	memcpy(out->id, desc, n);
 }
 
 static uint64_t note_align(uint64_t a)
@@ -149,7 +156,8 @@ int sp_buildid__from_fd(int fd, struct sp_build_id *out)
 	memset(out, 0, sizeof(*out));
 	if (fd < 0)
 		return -EBADF;
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	pthread_once(&elf_once, elf_init_once);
+	if (!elf_ok)
 		return -EINVAL;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
@@ -238,9 +246,9 @@ int sp_buildid__from_path(const char *path, struct sp_build_id *out)
 	memset(out, 0, sizeof(*out));
 	if (!path)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sp_pin__open(path, NULL);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = sp_buildid__from_fd(fd, out);
 	close(fd);
 	return err;
@@ -289,7 +297,9 @@ void sp_buildid__hex(const struct sp_build_id *b, char *out)
 		return;
 	n = b ? b->len : 0;
 	if (n && b->kind == SP_BUILD_ID_GO) {
-		memcpy(out, b->id, n);	/* n <= SP_GO_BUILD_ID_MAX */
+		if (n > SP_GO_BUILD_ID_MAX)
+			n = SP_GO_BUILD_ID_MAX;
+		memcpy(out, b->id, n);
 		out[n] = '\0';
 		return;
 	}
@@ -300,4 +310,62 @@ void sp_buildid__hex(const struct sp_build_id *b, char *out)
 		out[2 * i + 1] = digits[b->id[i] & 0xf];
 	}
 	out[2 * n] = '\0';
+}
+
+int sp_buildid__read_file(const char *path, char *out, size_t out_size)
+{
+	struct sp_build_id b;
+	int err;
+
+	if (!out || out_size < SP_BUILDID_MAX_HEX + 1)
+		return -EINVAL;
+	out[0] = '\0';
+	err = sp_buildid__from_path(path, &b);
+	if (!err)
+		sp_buildid__hex(&b, out);
+	return err;
+}
+
+int sp_buildid__validate(const char *hex)
+{
+	size_t n = 0;
+
+	if (!hex)
+		return -EINVAL;
+	for (; hex[n]; n++) {
+		char c = hex[n];
+
+		if (n >= SP_BUILDID_MAX_HEX)
+			return -EINVAL;
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return -EINVAL;
+	}
+	if (n < 2 || (n & 1))
+		return -EINVAL;
+	return 0;
+}
+
+int sp_buildid__validate_go_n(const uint8_t *s, size_t n)
+{
+	bool slash = false;
+
+	if (!s || n < 3 || n > SP_GO_BUILD_ID_MAX || s[0] == '/' || s[n - 1] == '/')
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = s[i];
+
+		if (c == '/')
+			slash = true;
+		else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			   (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '+' || c == '='))
+			return -EINVAL;
+	}
+	return slash ? 0 : -EINVAL;
+}
+
+int sp_buildid__validate_go(const char *s)
+{
+	if (!s)
+		return -EINVAL;
+	return sp_buildid__validate_go_n((const uint8_t *)s, strnlen(s, SP_GO_BUILD_ID_MAX + 1));
 }

@@ -25,8 +25,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "collector/procs/maps.h"
-#include "profile/hex.h"
+#include "base/hex.h"
+#include "base/maps.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -175,4 +175,18 @@ int sp_maps__parse_line(const char *line, size_t len, struct sp_map_entry *out)
 	err = 0;
 out:
 	return err;
+}
+
+bool sp_maps__is_otel_ctx(const struct sp_map_entry *e)
+{
+	static const char *const names[] = {
+		"[anon_shmem:OTEL_CTX]", "[anon:OTEL_CTX]", "/memfd:OTEL_CTX",
+	};
+
+	if (!e || !e->path)
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (e->path_len == strlen(names[i]) && !memcmp(e->path, names[i], e->path_len))
+			return true;
+	return false;
 }

@@ -10,6 +10,7 @@
 #ifndef SPANPROF_MAPS_H
 #define SPANPROF_MAPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,5 +38,10 @@ struct sp_map_entry {
  * -EINVAL when the line is malformed (bad hex, start >= end, missing field,
  * numbers overflowing 64 bits). */
 int sp_maps__parse_line(const char *line, size_t len, struct sp_map_entry *out);
+
+/* True when e is an OTEP 4719 process-context mapping, by any name a
+ * publisher can give it: "[anon_shmem:OTEL_CTX]", "[anon:OTEL_CTX]" or
+ * "/memfd:OTEL_CTX" (" (deleted)" already stripped by the parser). */
+bool sp_maps__is_otel_ctx(const struct sp_map_entry *e);
 
 #endif

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kallsyms_format.h - the kernel symbol snapshot file, the one definition
+ * shared by its writer (src/collector/host/kallsyms.c, `spanprof record`)
+ * and its reader (src/symbolizer/kallsyms.c).  docs/formats.md "Kernel
+ * symbol snapshot" describes it in prose; this is what the code uses.
+ *
+ *   FILE.kallsyms.gz (gzip'd text, '\n' line ends):
+ *
+ *   line 1   SP_KALLSYMS_MAGIC then space-separated key=value:
+ *            build-id=HEX      required; the kernel's GNU build id,
+ *                              lower-case hex
+ *            captured-at=NS    CLOCK_REALTIME nanoseconds
+ *            kernel=RELEASE    uname -r
+ *            boot-id=UUID      /proc/sys/kernel/random/boot_id
+ *            readers ignore keys they do not know; an incompatible layout
+ *            changes the "v1" in the magic
+ *   then     ADDR ' ' TYPE ' ' NAME ['\t' '[' MODULE ']']
+ *            as /proc/kallsyms prints it: ADDR 1..16 hex digits, TYPE one
+ *            of t T w W (sp_kallsyms_format__is_text), NAME and MODULE
+ *            1..SP_KALLSYMS_MAX_NAME printable bytes; address order;
+ *            lines starting with '#' after the header are comments
+ *
+ * Bounds both sides keep: a line is at most SP_KALLSYMS_MAX_LINE bytes, a
+ * snapshot (and the /proc/kallsyms it is made from) at most
+ * SP_KALLSYMS_MAX_BYTES uncompressed.
+ */
+#ifndef SPANPROF_BASE_KALLSYMS_FORMAT_H
+#define SPANPROF_BASE_KALLSYMS_FORMAT_H
+
+#include <stdbool.h>
+
+#define SP_KALLSYMS_MAGIC "# spanprof-kallsyms v1 "
+#define SP_KALLSYMS_KEY_BUILD_ID "build-id"
+#define SP_KALLSYMS_KEY_CAPTURED_AT "captured-at"
+#define SP_KALLSYMS_KEY_KERNEL "kernel"
+#define SP_KALLSYMS_KEY_BOOT_ID "boot-id"
+#define SP_KALLSYMS_SUFFIX ".kallsyms.gz"	/* PROFILE.kallsyms.gz, DIR/BUILD_ID.kallsyms.gz */
+
+#define SP_KALLSYMS_MAX_BYTES (64u << 20)
+#define SP_KALLSYMS_MAX_LINE 1024
+#define SP_KALLSYMS_MAX_NAME 512	/* the kernel's KSYM_NAME_LEN */
+
+/* The symbol types a snapshot keeps: text, global or local, strong or weak. */
+static inline bool sp_kallsyms_format__is_text(char type)
+{
+	return type == 't' || type == 'T' || type == 'w' || type == 'W';
+}
+
+#endif /* SPANPROF_BASE_KALLSYMS_FORMAT_H */

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * otlp_pb.h - short names for the protobuf-c types of the OTLP Profiles
+ * v1development messages (opentelemetry-proto v1.11.0), shared by
+ * otlp_encode.c and otlp_decode.c.  Private to src/profile.
+ */
+#ifndef SPANPROF_PROFILE_OTLP_PB_H
+#define SPANPROF_PROFILE_OTLP_PB_H
+
+#include "otlp_profiles_service.pb-c.h"
+
+#define OT(x) Opentelemetry__Proto__Profiles__V1development__##x
+#define ot_(x) opentelemetry__proto__profiles__v1development__##x
+typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest OtRequest;
+typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
+typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
+typedef Opentelemetry__Proto__Common__V1__InstrumentationScope Scope;
+typedef Opentelemetry__Proto__Resource__V1__Resource Resource;
+
+#define ANY_STR OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE
+#define ANY_INT OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE
+#define ANY_BOOL OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE
+#define ANY_STRIDX OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX
+
+#define otlp_request__init opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__init
+#define otlp_request__unpack opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack
+#define otlp_request__free_unpacked opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked
+
+#endif /* SPANPROF_PROFILE_OTLP_PB_H */

@@ -1,0 +1,12 @@
+"""tests/integration/lib - helpers shared by the integration tests (and by
+tests/unit/test_export_http.c through export_server.py).
+
+  pb          protobuf wire format: one varint encoder, one field reader
+  otlp        one reader of OTLP ExportProfilesServiceRequest files
+  otlp_stub   one OTLP/HTTP endpoint (in-process, or a child over stdin)
+
+Written from the field numbers of the .proto files, not with spanprof's C
+decoders, so an encoder bug cannot hide behind a decoder with the same bug.
+A test imports them as `from lib import otlp` (tests/integration is on
+sys.path when a test runs from there).
+"""
