@@ -312,3 +312,4 @@ int BPF_PROG(sp_offcpu_switch, bool preempt, struct task_struct *prev, struct ta
 	sp_offcpu__in(next);
 	return 0;
 }
+#include "goparks.bpf.h"	/* goroutine parks share the sampler above */

@@ -202,6 +202,17 @@ enum sp_counter {
 					 * long, attrs space full */
 	SP_CNT_GO_LABEL_ERR,		/* a label's key or value unreadable:
 					 * that label skipped */
+	/* Goroutine parks (--go-parks, bpf/goparks.bpf.h has the identity):
+	 * one outcome per runtime.gopark of a Go process, one per capture. */
+	SP_CNT_GO_PARKS,		/* parks seen */
+	SP_CNT_GO_PARK_SAMPLED_OUT,	/* skipped by the off-CPU sampler */
+	SP_CNT_GO_PARK_STATE_FULL,	/* pending-park map full */
+	SP_CNT_GO_PARK_CAPTURED,	/* stack and labels taken, pending */
+	SP_CNT_GO_PARK_BELOW_MIN,	/* resumed before --off-cpu-min-us */
+	SP_CNT_RB_SENT_GOPARK,		/* park records written to the ring */
+	SP_CNT_RB_DROP_GOPARK,		/* ... lost: ring full */
+	SP_CNT_GO_PARK_UNCLOSED,	/* parked again before its resume was
+					 * seen: the older one replaced */
 	SP_CNT__MAX,
 };
 

@@ -116,6 +116,8 @@ struct agent_opts {
 	bool off_cpu;
 	uint64_t off_cpu_min_us;
 	uint32_t off_cpu_rate;
+	bool off_cpu_goroutines;	/* goroutine parks (bpf/goparks.bpf.h) */
+	bool no_go_labels;
 	uint32_t ringbuf_bytes;
 	uint32_t poll_ms;
 	size_t agg_budget;
@@ -221,7 +223,9 @@ static void usage(FILE *f)
 "      --shutdown-timeout S  SIGTERM/SIGINT flush budget (default 5)\n"
 "      --no-kernel           user stacks only\n"
 "      --off-cpu             also off-CPU waits (--off-cpu-min-us N, default\n"
-"                            1000; --off-cpu-rate R captures/s/CPU, default 200)\n"
+"                            1000; --off-cpu-rate R captures/s/CPU, default 200;\n"
+"                            --off-cpu-goroutines: Go goroutines' parks too)\n"
+"      --no-go-labels        do not read Go goroutines' pprof labels\n"
 "      --ringbuf-size B      BPF ring buffer bytes (default 4 MiB)\n"
 "      --poll-ms MS          ring buffer drain period (default 100)\n"
 "      --agg-budget B        bytes per aggregator, two of them (default 16 MiB)\n"
@@ -252,7 +256,7 @@ enum {
 	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
 	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_NO_KERNEL, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
 	OPT_OFF_CPU_RATE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET, OPT_AGG_ENTRIES, OPT_MEM_HIGH,
-	OPT_MEM_LOW,
+	OPT_MEM_LOW, OPT_OFF_CPU_GOROUTINES, OPT_NO_GO_LABELS,
 };
 
 #define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
@@ -280,6 +284,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 		{ "off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN },
 		{ "off-cpu-rate", required_argument, NULL, OPT_OFF_CPU_RATE },
+		{ "off-cpu-goroutines", no_argument, NULL, OPT_OFF_CPU_GOROUTINES },
+		{ "no-go-labels", no_argument, NULL, OPT_NO_GO_LABELS },
 		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 		{ "poll-ms", required_argument, NULL, OPT_POLL },
 		{ "agg-budget", required_argument, NULL, OPT_AGG_BUDGET },
@@ -390,6 +396,12 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 				BAD("--off-cpu-rate %s: expected 1..1000000\n", optarg);
 			o->off_cpu_rate = v;
 			break;
+		case OPT_OFF_CPU_GOROUTINES:
+			o->off_cpu_goroutines = true;
+			break;
+		case OPT_NO_GO_LABELS:
+			o->no_go_labels = true;
+			break;
 		case OPT_RINGBUF:
 			if (sp_cli__parse_u64(optarg, 1u << 30, &v) || v < 4096 || (v & (v - 1)))
 				BAD("--ringbuf-size %s: expected a power of two from 4096 to 1 GiB\n",
@@ -430,6 +442,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		BAD("unexpected argument %s (the agent profiles the whole machine)\n", argv[optind]);
 	if (!(o->mem_low < o->mem_high))
 		BAD("--mem-low must be below --mem-high\n");
+	if (o->off_cpu_goroutines && !o->off_cpu)
+		BAD("--off-cpu-goroutines needs --off-cpu\n");
 	return 0;
 }
 
@@ -1166,6 +1180,7 @@ int sp_agent__main(int argc, char **argv)
 		.stream_idle = false, .kernel_stacks = a->o.kernel, .read_trace_ctx = true,
 		.off_cpu = a->o.off_cpu, .off_cpu_min_ns = a->o.off_cpu_min_us * 1000,
 		.off_cpu_sample_n = 0, .off_cpu_rate = a->o.off_cpu_rate,
+		.no_go_labels = a->o.no_go_labels, .go_parks = a->o.off_cpu_goroutines,
 	};
 	if (sp_sampler__open_load(&scfg, &a->sampler, err, sizeof(err))) {
 		fprintf(stderr, "spanprof agent: %s\n", err);

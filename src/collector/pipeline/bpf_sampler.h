@@ -38,6 +38,9 @@ struct sp_sampler_config {
 	bool off_cpu_kthreads;		/* kernel threads' waits too */
 	bool no_go_labels;		/* do not read Go processes' pprof
 					 * labels (read with read_trace_ctx) */
+	bool go_parks;			/* with off_cpu: goroutine parks too
+					 * (bpf/goparks.bpf.h; uprobes per Go
+					 * executable, attach_go_parks) */
 	/* Entries of the tls_descs map, and of go_descs: processes whose
 	 * trace context BPF reads (0: SP_TLS_DESCS_MAX).  A smaller bound makes a failed
 	 * update (counted by ctx discovery as bpf_map_full) easy to provoke. */
@@ -63,6 +66,19 @@ int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid);
 /* Go processes: the descriptor of the goroutine label reader (abi.h). */
 int sp_sampler__set_go_desc(struct sp_sampler *s, uint32_t pid, const struct sp_go_desc *d);
 int sp_sampler__del_go_desc(struct sp_sampler *s, uint32_t pid);
+/* Goroutine parks (go_parks): attaches the park and resume probes to the
+ * executable at path (for every process mapping it) at those file offsets.
+ * Returns a handle >= 0 for __detach_go_parks, or a negative errno
+ * (-ENOSPC: SP_SAMPLER_GO_PARK_FILES already attached; -EPERM: go_parks
+ * not asked or sampling stopped). */
+#define SP_SAMPLER_GO_PARK_FILES 64
+int sp_sampler__attach_go_parks(struct sp_sampler *s, const char *path, uint64_t park_off,
+				uint64_t resume_off);
+void sp_sampler__detach_go_parks(struct sp_sampler *s, int handle);
+bool sp_sampler__go_parks(const struct sp_sampler *s);
+/* Removes the pending parks of pid (it exited with goroutines parked);
+ * returns how many. */
+uint32_t sp_sampler__drop_go_parks(struct sp_sampler *s, uint32_t pid);
 int sp_sampler__ring_fd(const struct sp_sampler *s);
 uint32_t sp_sampler__n_cpus(const struct sp_sampler *s);
 /* True when OBI's pinned trace-context map (SP_OBI_MAP_PATH) is read as a

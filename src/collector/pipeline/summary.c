@@ -49,9 +49,17 @@ static const char *const counter_names[SP_CNT__MAX] = {
 	[SP_CNT_GO_READ_ERR] = "go_read_errors",
 	[SP_CNT_GO_LABELS_CUT] = "go_labels_cut",
 	[SP_CNT_GO_LABEL_ERR] = "go_label_errors",
+	[SP_CNT_GO_PARKS] = "go_parks",
+	[SP_CNT_GO_PARK_SAMPLED_OUT] = "go_park_sampled_out",
+	[SP_CNT_GO_PARK_STATE_FULL] = "go_park_state_full",
+	[SP_CNT_GO_PARK_CAPTURED] = "go_park_captured",
+	[SP_CNT_GO_PARK_BELOW_MIN] = "go_park_below_min",
+	[SP_CNT_RB_SENT_GOPARK] = "ringbuf_sent_gopark",
+	[SP_CNT_RB_DROP_GOPARK] = "ringbuf_dropped_gopark",
+	[SP_CNT_GO_PARK_UNCLOSED] = "go_park_unclosed",
 };
 
-_Static_assert(SP_CNT_GO_LABEL_ERR + 1 == SP_CNT__MAX, "a name for every counter");
+_Static_assert(SP_CNT_GO_PARK_UNCLOSED + 1 == SP_CNT__MAX, "a name for every counter");
 
 static const char *const reason_names[SP_OFF_OTHER + 1] = {
 	"none", "sleep", "io", "runq", "other",
@@ -144,6 +152,23 @@ static void print_go(FILE *f, const struct sp_summary *s)
 		b[SP_CNT_GO_NO_LABELS], b[SP_CNT_GO_NO_IDS], b[SP_CNT_GO_BAD_IDS],
 		b[SP_CNT_GO_READ_ERR], b[SP_CNT_GO_LABELS_CUT], b[SP_CNT_GO_LABEL_ERR],
 		c->go_labels_samples, c->go_labels_bad_utf8, g->keys_dropped);
+	if (g->parks_files || g->parks_unsupported || g->parks_failed || b[SP_CNT_GO_PARKS]) {
+		uint64_t closed = b[SP_CNT_GO_PARK_BELOW_MIN] + b[SP_CNT_RB_SENT_GOPARK] +
+				  b[SP_CNT_RB_DROP_GOPARK] + b[SP_CNT_GO_PARK_UNCLOSED] +
+				  g->parks_gone;
+		uint64_t cap = b[SP_CNT_GO_PARK_CAPTURED];
+
+		fprintf(f, "  go parks: executables probed %" PRIu64 " (no known gopark %" PRIu64
+			", attach failed %" PRIu64 "); parks %" PRIu64 ": sampled out %" PRIu64
+			", state full %" PRIu64 ", captured %" PRIu64 " -> written %" PRIu64
+			", below min %" PRIu64 ", ring full %" PRIu64 ", replaced %" PRIu64
+			", process exited %" PRIu64 ", still parked %" PRIu64 "\n",
+			g->parks_files, g->parks_unsupported, g->parks_failed, b[SP_CNT_GO_PARKS],
+			b[SP_CNT_GO_PARK_SAMPLED_OUT], b[SP_CNT_GO_PARK_STATE_FULL], cap,
+			b[SP_CNT_RB_SENT_GOPARK], b[SP_CNT_GO_PARK_BELOW_MIN],
+			b[SP_CNT_RB_DROP_GOPARK], b[SP_CNT_GO_PARK_UNCLOSED], g->parks_gone,
+			cap >= closed ? cap - closed : 0);
+	}
 }
 
 void sp_summary__print(FILE *f, const struct sp_summary *s)
@@ -254,9 +279,12 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 	fprintf(f, "  \"go\": {\"procs\": %" PRIu64 ", \"procs_dwarf\": %" PRIu64
 		", \"procs_table\": %" PRIu64 ", \"procs_failed\": %" PRIu64
 		", \"bpf_map_full\": %" PRIu64 ", \"files_read\": %" PRIu64
-		", \"cache_hits\": %" PRIu64 ", \"keys_dropped\": %" PRIu64, s->go.procs,
+		", \"cache_hits\": %" PRIu64 ", \"keys_dropped\": %" PRIu64
+		", \"parks_files\": %" PRIu64 ", \"parks_unsupported\": %" PRIu64
+		", \"parks_failed\": %" PRIu64 ", \"parks_gone\": %" PRIu64, s->go.procs,
 		s->go.procs_dwarf, s->go.procs_table, s->go.procs_failed, s->go.bpf_map_full,
-		s->go.files_read, s->go.cache_hits, s->go.keys_dropped);
+		s->go.files_read, s->go.cache_hits, s->go.keys_dropped, s->go.parks_files,
+		s->go.parks_unsupported, s->go.parks_failed, s->go.parks_gone);
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, sp_go_fail__name(i), s->go.fail[i]);
 	fprintf(f, "},\n");

@@ -79,6 +79,8 @@ struct record_opts {
 	uint32_t off_cpu_sample_n;	/* 0 = adaptive */
 	uint32_t off_cpu_rate;
 	bool off_cpu_kthreads;
+	bool off_cpu_goroutines;	/* goroutine parks (bpf/goparks.bpf.h) */
+	bool no_go_labels;		/* do not read Go processes' pprof labels */
 	uint32_t off_cpu_max_pending;	/* 0 = the sampler's default */
 	uint32_t ctx_max_procs;		/* 0 = SP_TLS_DESCS_MAX */
 	bool quiet;
@@ -118,6 +120,9 @@ static void usage(FILE *f)
 "      --off-cpu-rate R  adaptive sampling: about R captured waits per second\n"
 "                        per CPU, weighted by the sampling factor (default 1000)\n"
 "      --off-cpu-kernel-threads  kernel threads' waits too\n"
+"      --off-cpu-goroutines  Go programs: also the waits of goroutines that park\n"
+"                        (mutex, sleep, channels, network), with their pprof\n"
+"                        labels; two uprobes per park in Go executables\n"
 "      --off-cpu-max-pending N  captured waits open at once; more are counted as\n"
 "                        \"state full\" and not captured (default 8192)\n"
 "      --ctx-max-procs N processes whose trace context BPF can read (the\n"
@@ -126,6 +131,8 @@ static void usage(FILE *f)
 "      --idle            also write samples of idle CPUs\n"
 "      --no-report       do not run spanprof-symbolizer's report at the end\n"
 "      --no-trace-context  do not read the threads' trace context (OTEP 4947)\n"
+"                        nor Go goroutines' pprof labels\n"
+"      --no-go-labels    do not read Go goroutines' pprof labels\n"
 "      --ringbuf-size B  BPF ring buffer bytes, power of two (default 4 MiB)\n"
 "      --poll-ms MS      drain the ring buffer at least every MS ms (default 100;\n"
 "                        10 for 250 ms after a process execs)\n"
@@ -156,7 +163,7 @@ enum {
 	OPT_FORMAT = 256, OPT_NO_KERNEL, OPT_IDLE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET,
 	OPT_AGG_ENTRIES, OPT_SUMMARY_JSON, OPT_NO_REPORT, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
 	OPT_OFF_CPU_SAMPLE, OPT_OFF_CPU_RATE, OPT_OFF_CPU_KTHREADS, OPT_NO_TRACE_CTX,
-	OPT_OFF_CPU_MAX_PENDING, OPT_CTX_MAX_PROCS,
+	OPT_OFF_CPU_MAX_PENDING, OPT_CTX_MAX_PROCS, OPT_OFF_CPU_GOROUTINES, OPT_NO_GO_LABELS,
 };
 
 static int parse_opts(int argc, char **argv, struct record_opts *o)
@@ -186,6 +193,8 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "off-cpu-kernel-threads", no_argument, NULL, OPT_OFF_CPU_KTHREADS },
 		{ "off-cpu-max-pending", required_argument, NULL, OPT_OFF_CPU_MAX_PENDING },
 		{ "ctx-max-procs", required_argument, NULL, OPT_CTX_MAX_PROCS },
+		{ "off-cpu-goroutines", no_argument, NULL, OPT_OFF_CPU_GOROUTINES },
+		{ "no-go-labels", no_argument, NULL, OPT_NO_GO_LABELS },
 		{ 0 },
 	};
 	uint64_t v;
@@ -327,6 +336,13 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		case OPT_OFF_CPU_KTHREADS:
 			o->off_cpu_kthreads = true;
 			off_cpu_tuned = true;
+			break;
+		case OPT_OFF_CPU_GOROUTINES:
+			o->off_cpu_goroutines = true;
+			off_cpu_tuned = true;
+			break;
+		case OPT_NO_GO_LABELS:
+			o->no_go_labels = true;
 			break;
 		case OPT_OFF_CPU_MAX_PENDING:
 			if (sp_cli__parse_u64(optarg, 1u << 20, &v) || v == 0) {
@@ -590,6 +606,7 @@ int sp_record__main(int argc, char **argv)
 		.off_cpu_min_ns = o.off_cpu_min_us * 1000, .off_cpu_sample_n = o.off_cpu_sample_n,
 		.off_cpu_rate = o.off_cpu_rate, .off_cpu_kthreads = o.off_cpu_kthreads,
 		.off_cpu_max_pending = o.off_cpu_max_pending, .tls_descs_max = o.ctx_max_procs,
+		.no_go_labels = o.no_go_labels, .go_parks = o.off_cpu_goroutines,
 	};
 	err = sp_sampler__open_load(&scfg, &sampler, err_msg, sizeof(err_msg));
 	if (err) {

@@ -309,6 +309,7 @@ static void go_examine(struct sp_ctx_discovery *d, uint32_t pid)
 {
 	struct slot *sl = slot_for(d, pid, false);
 
+
 	if (sl && sl->go)
 		return;		/* examined since its last exec */
 	if (sp_go_discovery__examine(d->go, pid) != 1)
@@ -335,7 +336,7 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 			if (sl->state == SLOT_RESOLVED)
 				sp_sampler__del_tls_desc(d->sampler, pid);
 			if (sl->go)
-				sp_go_discovery__drop(d->go, pid);
+				sp_go_discovery__exited(d->go, pid);
 			sl->go = false;
 			sl->state = SLOT_GONE;
 			sl->publish_pending = false;	/* dropped from pending lazily */
@@ -350,9 +351,7 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 	if (why == SP_PROC_PUBLISH && !publish_due(d, pid))
 		return;
 	if (why == SP_PROC_EXEC && sl)
-		slot_drop_go(d, sl);
-	if (why != SP_PROC_PUBLISH)
-		go_examine(d, pid);
+		slot_drop_go(d, sl);	/* a new image: examined again below */
 	if (why != SP_PROC_PUBLISH && d->procs) {
 		/* The process table has just read this process's maps: no
 		 * OTEL_CTX there means nothing published yet (a later publish
@@ -362,11 +361,14 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 
 		if (pi && !pi->gone && !pi->has_otel_ctx) {
 			d->skipped++;
+			go_examine(d, pid);
 			return;
 		}
 	}
 	if (why == SP_PROC_EXEC && sl)
 		slot_reset(d, sl);
+	if (why != SP_PROC_PUBLISH)
+		go_examine(d, pid);
 	examine(d, pid);
 }
 

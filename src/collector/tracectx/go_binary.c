@@ -266,6 +266,95 @@ int sp_go_binary__decode_tls(const uint8_t *c, size_t n, int32_t *off)
 	return -ENOENT;
 }
 
+int sp_go_binary__park_points(const uint8_t *c, size_t n, uint64_t entry, uint64_t mcall,
+			      uint64_t *park, uint64_t *resume)
+{
+	size_t i, hits = 0;
+
+	*park = *resume = 0;
+	for (i = 0; i + 5 <= n && i < 32; i++) {
+		if (c[i] == 0x48 && c[i + 1] == 0x8d && c[i + 2] == 0x6c && c[i + 3] == 0x24) {
+			*park = entry + i + 5;	/* lea disp8(%rsp),%rbp */
+			break;
+		}
+		if (i + 8 <= n && c[i] == 0x48 && c[i + 1] == 0x8d && c[i + 2] == 0xac &&
+		    c[i + 3] == 0x24) {
+			*park = entry + i + 8;	/* lea disp32(%rsp),%rbp */
+			break;
+		}
+	}
+	for (i = 0; i + 5 <= n; i++) {
+		int32_t rel;
+
+		if (c[i] != 0xe8)
+			continue;
+		memcpy(&rel, c + i + 1, 4);
+		if (entry + i + 5 + (int64_t)rel == mcall) {
+			*resume = entry + i + 5;
+			hits++;
+		}
+	}
+	if (!*park || hits != 1) {
+		*park = *resume = 0;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Entry and end of a runtime function: .symtab, else .gopclntab (tab is
+ * opened on first need and left to the caller to free). */
+static bool func_range(struct elf_view *v, struct sp_gopcln **tab, const char *name,
+		       uint64_t *entry, uint64_t *end)
+{
+	GElf_Sym sym;
+
+	if (symtab_find(v, name, &sym) && sym.st_value && sym.st_size) {
+		*entry = sym.st_value;
+		*end = sym.st_value + sym.st_size;
+		return true;
+	}
+	if (!*tab && sp_gopcln__open(v->elf, tab))
+		return false;
+	return !sp_gopcln__find_func(*tab, name, entry, end);
+}
+
+/* File offset of a virtual address inside an executable PT_LOAD. */
+static uint64_t file_offset(struct elf_view *v, uint64_t vaddr)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(v->elf, &phnum))
+		return 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(v->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    (ph.p_flags & PF_X) && vaddr >= ph.p_vaddr &&
+		    vaddr - ph.p_vaddr < ph.p_filesz)
+			return vaddr - ph.p_vaddr + ph.p_offset;
+	}
+	return 0;
+}
+
+static void find_park_points(struct elf_view *v, struct sp_go_binary *out)
+{
+	struct sp_gopcln *tab = NULL;
+	uint64_t entry, end, mcall, mend, park, resume;
+	const uint8_t *code;
+
+	if (func_range(v, &tab, "runtime.gopark", &entry, &end) &&
+	    func_range(v, &tab, "runtime.mcall", &mcall, &mend) && end > entry &&
+	    end - entry <= 4096 && file_offset(v, entry) &&
+	    view_bytes(v, file_offset(v, entry), end - entry, &code) &&
+	    !sp_go_binary__park_points(code, end - entry, entry, mcall, &park, &resume)) {
+		out->park_off = file_offset(v, park);
+		out->resume_off = file_offset(v, resume);
+		if (!out->park_off || !out->resume_off)
+			out->park_off = out->resume_off = 0;
+	}
+	sp_gopcln__free(tab);
+}
+
 /* Bytes at a virtual address of a PT_LOAD's file part. */
 static bool view_code(struct elf_view *v, uint64_t vaddr, size_t n, uint8_t *dst)
 {
@@ -491,6 +580,7 @@ static int read_elf(int fd, Elf *elf, struct sp_go_binary *out, enum sp_go_fail 
 		return -ENOTSUP;
 	}
 	out->desc.tls_g = tls;
+	find_park_points(&v, out);
 	return 0;
 }
 

@@ -29,6 +29,14 @@
  * the binary has no PT_TLS (Go's own linker: "ELF wants -8(FS)"), else
  * runtime.tlsg's st_value - roundup(PT_TLS memsz, align) (cgo, variant II).
  *
+ * Park probes: runtime.gopark and runtime.mcall by .symtab or .gopclntab;
+ * the park point is the instruction after gopark's frame setup (`lea
+ * D(%rsp),%rbp`, 48 8d 6c 24 D8 or 48 8d ac 24 D32, within its first 32
+ * bytes: after it, %rbp is gopark's frame, so the stack walk starts
+ * right), the resume point the instruction after the one `call rel32`
+ * (e8) in gopark whose target is runtime.mcall (exactly one, or none is
+ * used): a parked goroutine continues there when it runs again.
+ *
  * Untrusted input: the file is the profiled program's; every read is
  * bounded (a version longer than SP_GO_VERSION_MAX, a varint past the
  * section, an offset past the file: not Go / unknown, never a crash).
@@ -66,6 +74,10 @@ struct sp_go_binary {
 	uint16_t minor;
 	uint8_t offsets_from;		/* enum sp_go_offsets_src */
 	struct sp_go_desc desc;		/* valid when read returns 0 */
+	/* Goroutine park probes (bpf/goparks.bpf.h), file offsets; 0 when
+	 * not found (then no goroutine parks for this binary). */
+	uint64_t park_off;		/* in runtime.gopark, after its prologue */
+	uint64_t resume_off;		/* after gopark's call to runtime.mcall */
 };
 
 /*
@@ -87,6 +99,11 @@ int sp_go_binary__read_fd(int fd, struct sp_go_binary *out, enum sp_go_fail *why
 typedef int (*sp_go_read_at_fn)(void *ctx, uint64_t vaddr, void *dst, size_t n);
 int sp_go_binary__buildinfo_version(const uint8_t *buf, size_t len, sp_go_read_at_fn read_at,
 				    void *ctx, char out[SP_GO_VERSION_MAX + 1]);
+
+/* The park and resume points in gopark's code[0..n) at vaddr entry, mcall
+ * at vaddr mcall: 0 and *park / *resume (vaddrs), or -ENOENT. */
+int sp_go_binary__park_points(const uint8_t *code, size_t n, uint64_t entry, uint64_t mcall,
+			      uint64_t *park, uint64_t *resume);
 
 /* The g TLS offset encoded by runtime.stackcheck's first bytes code[0..n):
  * 0 and *off, or -ENOENT when they are neither known form. */

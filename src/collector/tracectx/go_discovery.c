@@ -25,6 +25,8 @@ struct file_entry {
 	int rc;			/* sp_go_binary__read_fd's */
 	enum sp_go_fail why;
 	struct sp_go_binary bin;
+	bool parks_tried;	/* park probes attached (or failed) once */
+	int parks;		/* the sampler's handle, -1 none */
 };
 
 struct sp_go_discovery {
@@ -57,7 +59,7 @@ void sp_go_discovery__free(struct sp_go_discovery *g)
 }
 
 /* The cache entry of the file, read now if it is not cached. */
-static const struct file_entry *file_info(struct sp_go_discovery *g, int fd)
+static struct file_entry *file_info(struct sp_go_discovery *g, int fd)
 {
 	struct file_entry *victim = &g->files[0];
 	struct file_key k = { 0 };
@@ -80,7 +82,10 @@ static const struct file_entry *file_info(struct sp_go_discovery *g, int fd)
 		if (e->used < victim->used)
 			victim = e;
 	}
+	if (victim->used && victim->parks >= 0)
+		sp_sampler__detach_go_parks(g->sampler, victim->parks);
 	memset(victim, 0, sizeof(*victim));
+	victim->parks = -1;
 	victim->key = k;
 	victim->used = ++g->clock;
 	victim->rc = sp_go_binary__read_fd(fd, &victim->bin, &victim->why);
@@ -88,9 +93,28 @@ static const struct file_entry *file_info(struct sp_go_discovery *g, int fd)
 	return victim;
 }
 
+/* Goroutine park probes on the file, once, when asked (go_parks): through
+ * the process's exe link, which names the file even if it was replaced. */
+static void attach_parks(struct sp_go_discovery *g, struct file_entry *e, const char *exe)
+{
+	if (e->parks_tried || !sp_sampler__go_parks(g->sampler))
+		return;
+	e->parks_tried = true;
+	if (!e->bin.park_off) {
+		g->st.parks_unsupported++;
+		return;
+	}
+	e->parks = sp_sampler__attach_go_parks(g->sampler, exe, e->bin.park_off,
+					       e->bin.resume_off);
+	if (e->parks < 0)
+		g->st.parks_failed++;
+	else
+		g->st.parks_files++;
+}
+
 int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 {
-	const struct file_entry *e;
+	struct file_entry *e;
 	char path[PATH_MAX];
 	enum sp_go_fail why;
 	int fd, rc;
@@ -118,6 +142,7 @@ int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 		g->st.bpf_map_full++;
 		return rc;
 	}
+	attach_parks(g, e, path);
 	g->st.procs++;
 	if (e->bin.offsets_from == SP_GO_FROM_DWARF)
 		g->st.procs_dwarf++;
@@ -130,6 +155,15 @@ void sp_go_discovery__drop(struct sp_go_discovery *g, uint32_t pid)
 {
 	if (g && g->sampler)
 		sp_sampler__del_go_desc(g->sampler, pid);
+}
+
+void sp_go_discovery__exited(struct sp_go_discovery *g, uint32_t pid)
+{
+	if (!g || !g->sampler)
+		return;
+	sp_sampler__del_go_desc(g->sampler, pid);
+	if (sp_sampler__go_parks(g->sampler))
+		g->st.parks_gone += sp_sampler__drop_go_parks(g->sampler, pid);
 }
 
 const struct sp_go_stats *sp_go_discovery__stats(const struct sp_go_discovery *g)

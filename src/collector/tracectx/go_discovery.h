@@ -8,7 +8,9 @@
  * attribute key map).
  *
  * When: called by ctx_discovery on exec and first sight of a pid and by
- * its start-up scan; never per sample.  A file is read once (go_binary.c)
+ * its start-up scan; never per sample.  With goroutine parks asked
+ * (sp_sampler__go_parks), a Go file also gets the park probes, once,
+ * detached with its cache entry (and all by sp_sampler__stop).  A file is read once (go_binary.c)
  * and remembered by identity (device, inode, mtime, size) in a cache of
  * SP_GO_FILE_CACHE entries (least recently used replaced), so a thousand
  * replicas of one service cost one read, and non-Go executables one
@@ -39,6 +41,11 @@ struct sp_go_stats {
 	uint64_t bpf_map_full;		/*   or go_descs full */
 	uint64_t files_read;		/* executables parsed */
 	uint64_t cache_hits;
+	uint64_t parks_files;		/* executables with park probes */
+	uint64_t parks_unsupported;	/* ... without: gopark's code unknown */
+	uint64_t parks_failed;		/* ... attaching failed */
+	uint64_t parks_gone;		/* captured parks of processes that
+					 * exited before the goroutine ran */
 	uint64_t keys_dropped;		/* labels dropped: key table full, or a
 					 * key with a NUL */
 };
@@ -52,8 +59,11 @@ void sp_go_discovery__free(struct sp_go_discovery *g);	/* NULL-safe */
  * descriptor is now in BPF; 0: not Go (or gone); < 0: Go, but no
  * descriptor (counted by reason). */
 int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid);
-/* pid's descriptor leaves BPF (exit, exec, forget). */
+/* pid's descriptor leaves BPF (exec, forget). */
 void sp_go_discovery__drop(struct sp_go_discovery *g, uint32_t pid);
+/* pid exited: its descriptor leaves BPF, and so do its goroutines'
+ * pending parks (counted in parks_gone). */
+void sp_go_discovery__exited(struct sp_go_discovery *g, uint32_t pid);
 
 const struct sp_go_stats *sp_go_discovery__stats(const struct sp_go_discovery *g);
 
