@@ -55,6 +55,7 @@ struct sp_go_walk {
 	/* bucket walk (map layout) */
 	__u64 buckets, oldbuckets, cur;
 	__u32 nb, nold, table;	/* table: next table slot to start */
+	__u32 read_ok;		/* buckets read */
 	/* pairs collected, then processed */
 	__u32 n;
 	__u32 attrs_len;
@@ -127,6 +128,7 @@ static long sp_go_bucket_cb(__u32 i, void *ctx)
 		w->cur = 0;
 		return 0;
 	}
+	w->read_ok++;
 #pragma unroll
 	for (int k = 0; k < SP_GO_BUCKET_SLOTS; k++) {
 		__u8 th = gs->bucket[k];
@@ -258,6 +260,8 @@ static __always_inline int sp_go_map_pairs(struct sp_go_walk *w, __u64 lp)
 	if (w->nb + w->nold > SP_GO_MAX_BUCKETS)
 		w->cut = 1;
 	bpf_loop(SP_GO_MAX_BUCKETS, sp_go_bucket_cb, w, 0);
+	if (!w->read_ok)
+		return -1;	/* not one bucket readable: the map is */
 	if (w->cur || w->table < w->nb + w->nold)
 		w->cut = 1;	/* stopped by the read bound */
 	return 0;

@@ -24,7 +24,14 @@ $(O)/fixtures/%: tests/fixtures/%.c
 	@mkdir -p $(@D)
 	$(FIXTURE_CC) $(FIXTURE_CFLAGS) -o $@ $< -lpthread
 
-TEST_TARGETS += $(UNIT_BINS) $(FIXTURE_BINS)
+# go_fake.c also as the Go >= 1.24 layout (sorted-slice labels); both
+# non-PIE like Go's own executables (tests read nm addresses as is).
+$(O)/fixtures/go_fake: FIXTURE_CFLAGS += -no-pie
+$(O)/fixtures/go_fake_slice: tests/fixtures/go_fake.c
+	@mkdir -p $(@D)
+	$(FIXTURE_CC) $(FIXTURE_CFLAGS) -no-pie -DGO_FAKE_MINOR=24 -o $@ $< -lpthread
+
+TEST_TARGETS += $(UNIT_BINS) $(FIXTURE_BINS) $(O)/fixtures/go_fake_slice
 
 # Go fixtures: tests/fixtures/go/NAME/main.go -> $(O)/fixtures/go/NAME (with
 # DWARF) and $(O)/fixtures/go/NAME.stripped (-ldflags=-s -w, as release
