@@ -677,6 +677,12 @@ static const char *cu_file(struct module *m, struct cu *cu, size_t idx)
 	f = dwarf_filesrc(cu->files, idx, NULL, NULL);
 	if (!f || f[0] == '/' || !cu->comp_dir)
 		return f;
+	/* comp_dir "." (Go writes it) adds nothing but "./" */
+	if (!strcmp(cu->comp_dir, ".")) {
+		while (f[0] == '.' && f[1] == '/')
+			f += 2;
+		return f;
+	}
 	if (!cu->abs_files) {
 		cu->abs_files = calloc(cu->n_files, sizeof(*cu->abs_files));
 		if (!cu->abs_files)
