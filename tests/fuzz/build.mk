@@ -20,7 +20,8 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE \
 	-Iinclude -Isrc -I$(O)/gen
 FUZZ_LIB_SRCS := $(wildcard src/base/*.c src/profile/*.c) \
 	src/collector/tracectx/process_ctx.c src/collector/tracectx/tls_elf.c \
-	src/collector/tracectx/ctx_attrs.c \
+	src/collector/tracectx/ctx_attrs.c src/collector/tracectx/go_binary.c \
+	src/collector/tracectx/go_offsets.c \
 	src/export/http_parse.c src/export/otlp_response.c src/symbolizer/kallsyms.c \
 	src/symbolizer/resolve.c src/symbolizer/debuginfo.c
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_O)/obj/%.o,$(FUZZ_LIB_SRCS)) \
