@@ -38,6 +38,20 @@ def spin_variant(d, n, name=None):
                      defines=["VARIANT=%d" % n], extra=["-Wl,--build-id=sha1"])
 
 
+# 64 threads sleeping 1 ms in a loop for 2 s (python3 -c SLEEPERS): many
+# short waits open at once, for the off-CPU capture state's bound.
+SLEEPERS = r"""
+import threading, time
+end = time.monotonic() + 2.0
+def sleeper():
+    while time.monotonic() < end:
+        time.sleep(0.001)
+ts = [threading.Thread(target=sleeper) for _ in range(64)]
+for t in ts: t.start()
+for t in ts: t.join()
+"""
+
+
 # ------------------------------------------------------------ pprof writer
 class PprofWriter:
     """A minimal pprof Profile: mappings, locations, samples with labels."""

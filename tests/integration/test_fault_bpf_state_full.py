@@ -28,6 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import check, fail, load_json, read_pprof, record, require_root, tmpdir  # noqa: E402
+from fault_util import SLEEPERS  # noqa: E402
 
 require_root()
 d = tmpdir()
@@ -109,23 +110,13 @@ check(len(with_ids[2]) == SECOND, "1: all %d second-wave processes carry ids (%d
       "first wave's exits freed their entries" % (SECOND, len(with_ids[2])))
 
 # -------------------------------------------------------------- 2. off-CPU
-sleepers = r"""
-import threading, time
-end = time.monotonic() + 2.0
-def sleeper():
-    while time.monotonic() < end:
-        time.sleep(0.001)
-ts = [threading.Thread(target=sleeper) for _ in range(64)]
-for t in ts: t.start()
-for t in ts: t.join()
-"""
 
 
 def offcpu_run(tag, extra):
     js = os.path.join(d, tag + ".json")
     out = os.path.join(d, tag + ".pb.gz")
     record(["-F", "97", "--off-cpu", "--off-cpu-sample", "1", "--off-cpu-min-us", "0",
-            "-o", out, "--summary-json", js] + extra + ["--", sys.executable, "-c", sleepers],
+            "-o", out, "--summary-json", js] + extra + ["--", sys.executable, "-c", SLEEPERS],
            timeout=60)
     j = load_json(js)
     return j["bpf"], j["offcpu"], j["consumer"]

@@ -50,16 +50,22 @@
  *   recycles mapping ids no process maps any more and forgets processes
  *   gone for a whole interval, with their ctx-discovery state.
  *
- * Locking: procs_lock covers the process table, ctx discovery and the
- * container-id cache (consumer while draining, worker while snapshotting
- * and releasing); xfer_lock the aggregator hand-over; stats_lock the
- * counters the metrics thread reads (published by their owners).  Order:
- * procs_lock before xfer_lock (try_swap), never the other way.
+ * Sampling, the ring, the consumer, the process table and trace-context
+ * discovery are the pipeline's (collector/pipeline/pipeline.h), the same
+ * one `spanprof record` runs; what is the agent's own is here: the
+ * interval loop and swap, the export worker, the memory guard (a gate on
+ * the pipeline's samples), container ids, metrics and privileges.
+ *
+ * Locking: the pipeline's lock covers the process table, ctx discovery and
+ * the container-id cache (the pipeline takes it while draining,
+ * snapshotting and releasing; the container-id hooks run under it);
+ * xfer_lock the aggregator hand-over; stats_lock the counters the metrics
+ * thread reads (published by their owners).  Order: xfer_lock before the
+ * pipeline's lock (try_swap), never the other way.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -72,33 +78,38 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <bpf/libbpf.h>
-
 #include "collector/agent/agent.h"
-#include "collector/pipeline/aggregator.h"
-#include "collector/pipeline/bpf_sampler.h"
-#include "collector/pipeline/caps.h"
-#include "collector/pipeline/cli.h"
-#include "collector/pipeline/clock.h"
-#include "collector/pipeline/consumer.h"
-#include "collector/procs/container_id.h"
-#include "collector/tracectx/ctx_discovery.h"
-#include "export/exporter.h"
 #include "collector/agent/memguard.h"
 #include "collector/agent/metrics.h"
 #include "collector/agent/privs.h"
-#include "collector/procs/proc_table.h"
-#include "profile/profile.h"
+#include "collector/pipeline/aggregator.h"
+#include "collector/pipeline/caps.h"
+#include "collector/pipeline/cli.h"
+#include "collector/pipeline/clock.h"
+#include "collector/pipeline/counters.h"
+#include "collector/pipeline/pipeline.h"
+#include "collector/pipeline/sampling_opts.h"
 #include "collector/pipeline/snapshot.h"
 #include "collector/pipeline/summary.h"
+#include "collector/procs/container_id.h"
+#include "export/exporter.h"
+#include "profile/profile.h"
 
 #define AGENT_VERSION "0.1.0"
-#define DEFAULT_HZ 19
 /* snapshot + encoding transient, in multiples of an aggregator's bytes */
 #define SNAPSHOT_FACTOR 3
 
+/* What sampling_opts.c parses, with the agent's defaults: 19 Hz (always
+ * on, so cheap), two aggregators of 16 MiB and 16384 entries each,
+ * off-CPU waits from 1 ms at about 200 captures per second per CPU. */
+static const struct sp_sampling_opts agent_defaults = {
+	.hz = 19, .kernel = true, .trace_ctx = true, .ringbuf_bytes = 4u << 20, .poll_ms = 100,
+	.agg_budget = 16u << 20, .agg_entries = 16384, .off_cpu_min_us = 1000,
+	.off_cpu_rate = 200,
+};
+
 struct agent_opts {
-	uint32_t hz;
+	struct sp_sampling_opts s;
 	double interval_s;
 	double jitter;			/* fraction, 0.1 = +-10% */
 	double shutdown_timeout_s;
@@ -112,28 +123,15 @@ struct agent_opts {
 	int drop_policy;		/* -1 = default */
 	uint32_t max_files;
 	size_t max_file_bytes;
-	bool kernel;
-	bool off_cpu;
-	uint64_t off_cpu_min_us;
-	uint32_t off_cpu_rate;
-	bool off_cpu_goroutines;	/* goroutine parks (bpf/goparks.bpf.h) */
-	bool no_go_labels;
-	uint32_t ringbuf_bytes;
-	uint32_t poll_ms;
-	size_t agg_budget;
-	uint32_t agg_entries;
 	double mem_high, mem_low;
 	bool quiet;
 };
 
 struct published {		/* consumer -> metrics, under stats_lock */
-	struct sp_consumer_stats cons;
-	struct sp_agg_stats agg;
-	struct sp_proc_table_stats procs;
+	struct sp_summary sum;		/* sp_pipeline__fill_summary's fields */
 	uint64_t memguard_dropped[2];	/* on-CPU, off-CPU */
 	uint64_t intervals;
 	uint64_t intervals_stretched;
-	struct sp_summary ctx;		/* only the ctx_* fields are filled */
 };
 
 struct worker_stats {		/* worker -> metrics, under stats_lock */
@@ -149,19 +147,12 @@ struct worker_stats {		/* worker -> metrics, under stats_lock */
 
 struct agent {
 	struct agent_opts o;
-	struct sp_sampler *sampler;
-	struct ring_buffer *rb;
-	struct sp_proc_table *procs;
-	struct sp_ctx_discovery *disc;
-	struct sp_container_ids *cids;
+	struct sp_pipeline *pipe;	/* holds the current aggregator */
+	struct sp_container_ids *cids;	/* under the pipeline's lock */
 	struct sp_exporter *exp;
 	struct sp_metrics_server *metrics;
-	struct sp_agg_config acfg;
 	size_t agg_fixed;		/* bytes_used of an empty aggregator */
-	struct sp_consumer cons;	/* consumer thread */
-	struct sp_agg *cur;		/* consumer thread */
 	uint64_t interval_start;	/* consumer thread */
-	pthread_mutex_t procs_lock;
 
 	pthread_mutex_t xfer_lock;
 	pthread_cond_t xfer_cond;
@@ -206,7 +197,6 @@ static void usage(FILE *f)
 "OTLP Profiles over HTTP (POST {endpoint}/v1development/profiles) and/or as\n"
 "rotating files.  Unset options come from OTEL_EXPORTER_OTLP_* variables.\n"
 "\n"
-"  -F, --freq HZ             sampling frequency, prime (default 19)\n"
 "      --interval SEC        reporting interval (default 10; +-10%% jitter)\n"
 "      --jitter FRAC         interval jitter fraction (default 0.1)\n"
 "      --endpoint URL        OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT)\n"
@@ -221,19 +211,14 @@ static void usage(FILE *f)
 "      --metrics-addr A      Prometheus /metrics and /healthz (default\n"
 "                            127.0.0.1:9464; none to disable)\n"
 "      --shutdown-timeout S  SIGTERM/SIGINT flush budget (default 5)\n"
-"      --no-kernel           user stacks only\n"
-"      --off-cpu             also off-CPU waits (--off-cpu-min-us N, default\n"
-"                            1000; --off-cpu-rate R captures/s/CPU, default 200;\n"
-"                            --off-cpu-goroutines: Go goroutines' parks too)\n"
-"      --no-go-labels        do not read Go goroutines' pprof labels\n"
-"      --ringbuf-size B      BPF ring buffer bytes (default 4 MiB)\n"
-"      --poll-ms MS          ring buffer drain period (default 100)\n"
-"      --agg-budget B        bytes per aggregator, two of them (default 16 MiB)\n"
-"      --agg-entries N       entries per aggregator (default 16384)\n"
 "      --mem-high PCT        memory guard: stop ingesting at PCT%% of the cgroup\n"
 "                            limit (default 75)\n"
 "      --mem-low PCT         resume below PCT%% (default 60)\n"
-"  -q, --quiet               fewer log lines\n");
+"  -q, --quiet               fewer log lines\n"
+"\n"
+"Sampling (the same options as spanprof record, with the agent's defaults;\n"
+"the agent has two aggregators of --agg-budget and --agg-entries each):\n");
+	sp_sampling_opts__usage(f, &agent_defaults);
 }
 
 static int parse_double(const char *s, double lo, double hi, double *out)
@@ -254,19 +239,114 @@ static int parse_double(const char *s, double lo, double hi, double *out)
 enum {
 	OPT_INTERVAL = 256, OPT_JITTER, OPT_ENDPOINT, OPT_HEADERS, OPT_COMPRESSION, OPT_TIMEOUT,
 	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
-	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_NO_KERNEL, OPT_OFF_CPU, OPT_OFF_CPU_MIN,
-	OPT_OFF_CPU_RATE, OPT_RINGBUF, OPT_POLL, OPT_AGG_BUDGET, OPT_AGG_ENTRIES, OPT_MEM_HIGH,
-	OPT_MEM_LOW, OPT_OFF_CPU_GOROUTINES, OPT_NO_GO_LABELS,
+	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_MEM_HIGH, OPT_MEM_LOW,
 };
 
 #define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
 
+/* The agent's own options (sp_own_opt_fn). */
+static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
+{
+	struct agent_opts *o = ctx;
+	uint64_t v;
+	double d;
+
+	switch (c) {
+	case 'q':
+		o->quiet = true;
+		break;
+	case OPT_INTERVAL:
+		if (parse_double(arg, 0.2, 86400, &o->interval_s))
+			return sp_cli__refuse(msg, len,
+					      "--interval %s: expected seconds, 0.2..86400", arg);
+		break;
+	case OPT_JITTER:
+		if (parse_double(arg, 0, 0.5, &o->jitter))
+			return sp_cli__refuse(msg, len,
+					      "--jitter %s: expected a fraction, 0..0.5", arg);
+		break;
+	case OPT_ENDPOINT:
+		o->endpoint = arg;
+		break;
+	case OPT_HEADERS:
+		o->headers = arg;
+		break;
+	case OPT_COMPRESSION:
+		if (!strcmp(arg, "gzip"))
+			o->compression = 1;
+		else if (!strcmp(arg, "none"))
+			o->compression = 0;
+		else
+			return sp_cli__refuse(msg, len,
+					      "--compression %s: expected gzip or none", arg);
+		break;
+	case OPT_TIMEOUT:
+		if (sp_cli__parse_u64(arg, 600000, &v) || v == 0)
+			return sp_cli__refuse(msg, len,
+					      "--timeout-ms %s: expected 1..600000", arg);
+		o->timeout_ms = v;
+		break;
+	case OPT_OUTPUT_DIR:
+		o->output_dir = arg;
+		break;
+	case OPT_MAX_FILES:
+		if (sp_cli__parse_u64(arg, 1000000, &v) || v == 0)
+			return sp_cli__refuse(msg, len,
+					      "--max-files %s: expected 1..1000000", arg);
+		o->max_files = v;
+		break;
+	case OPT_MAX_FILE_BYTES:
+		if (sp_cli__parse_u64(arg, 1ull << 34, &v) || v < 4096)
+			return sp_cli__refuse(msg, len,
+					      "--max-file-bytes %s"
+					      ": expected bytes, at least 4096", arg);
+		o->max_file_bytes = v;
+		break;
+	case OPT_QUEUE_BYTES:
+		if (sp_cli__parse_u64(arg, 1ull << 34, &v) || v < 4096)
+			return sp_cli__refuse(msg, len,
+					      "--queue-bytes %s"
+					      ": expected bytes, at least 4096", arg);
+		o->queue_bytes = v;
+		break;
+	case OPT_DROP_POLICY:
+		if (!strcmp(arg, "oldest"))
+			o->drop_policy = SP_DROP_OLDEST;
+		else if (!strcmp(arg, "newest"))
+			o->drop_policy = SP_DROP_NEWEST;
+		else
+			return sp_cli__refuse(msg, len,
+					      "--drop-policy %s: expected oldest or newest", arg);
+		break;
+	case OPT_METRICS_ADDR:
+		o->metrics_addr = strcmp(arg, "none") ? arg : NULL;
+		break;
+	case OPT_SHUTDOWN:
+		if (parse_double(arg, 0.1, 600, &o->shutdown_timeout_s))
+			return sp_cli__refuse(msg, len,
+					      "--shutdown-timeout %s"
+					      ": expected seconds, 0.1..600", arg);
+		break;
+	case OPT_MEM_HIGH:
+		if (parse_double(arg, 1, 100, &d))
+			return sp_cli__refuse(msg, len,
+					      "--mem-high %s: expected a percentage, 1..100", arg);
+		o->mem_high = d / 100;
+		break;
+	case OPT_MEM_LOW:
+		if (parse_double(arg, 1, 100, &d))
+			return sp_cli__refuse(msg, len,
+					      "--mem-low %s: expected a percentage, 1..100", arg);
+		o->mem_low = d / 100;
+		break;
+	}
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct agent_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "freq", required_argument, NULL, 'F' },
+	static const struct option own[] = {
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "jitter", required_argument, NULL, OPT_JITTER },
 		{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
@@ -280,223 +360,62 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "drop-policy", required_argument, NULL, OPT_DROP_POLICY },
 		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
 		{ "shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN },
-		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
-		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
-		{ "off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN },
-		{ "off-cpu-rate", required_argument, NULL, OPT_OFF_CPU_RATE },
-		{ "off-cpu-goroutines", no_argument, NULL, OPT_OFF_CPU_GOROUTINES },
-		{ "no-go-labels", no_argument, NULL, OPT_NO_GO_LABELS },
-		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
-		{ "poll-ms", required_argument, NULL, OPT_POLL },
-		{ "agg-budget", required_argument, NULL, OPT_AGG_BUDGET },
-		{ "agg-entries", required_argument, NULL, OPT_AGG_ENTRIES },
 		{ "mem-high", required_argument, NULL, OPT_MEM_HIGH },
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
 		{ 0 },
 	};
-	uint64_t v;
+	static const struct sp_command_opts cmd = { "agent", "q", own, own_opt, usage };
 	char msg[256];
-	double d;
-	int c;
+	int first;
 
 	*o = (struct agent_opts){
-		.hz = DEFAULT_HZ, .interval_s = 10, .jitter = 0.1, .shutdown_timeout_s = 5,
+		.s = agent_defaults, .interval_s = 10, .jitter = 0.1, .shutdown_timeout_s = 5,
 		.metrics_addr = "127.0.0.1:9464", .compression = -1, .drop_policy = -1,
-		.kernel = true, .off_cpu_min_us = 1000, .off_cpu_rate = 200,
-		.ringbuf_bytes = 4u << 20, .poll_ms = 100, .agg_budget = 16u << 20,
-		.agg_entries = 16384, .mem_high = 0.75, .mem_low = 0.60,
+		.mem_high = 0.75, .mem_low = 0.60,
 	};
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+F:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'F':
-			if (sp_cli__parse_freq(optarg, &o->hz, msg, sizeof(msg)))
-				BAD("%s\n", msg);
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case OPT_INTERVAL:
-			if (parse_double(optarg, 0.2, 86400, &o->interval_s))
-				BAD("--interval %s: expected seconds, 0.2..86400\n", optarg);
-			break;
-		case OPT_JITTER:
-			if (parse_double(optarg, 0, 0.5, &o->jitter))
-				BAD("--jitter %s: expected a fraction, 0..0.5\n", optarg);
-			break;
-		case OPT_ENDPOINT:
-			o->endpoint = optarg;
-			break;
-		case OPT_HEADERS:
-			o->headers = optarg;
-			break;
-		case OPT_COMPRESSION:
-			if (!strcmp(optarg, "gzip"))
-				o->compression = 1;
-			else if (!strcmp(optarg, "none"))
-				o->compression = 0;
-			else
-				BAD("--compression %s: expected gzip or none\n", optarg);
-			break;
-		case OPT_TIMEOUT:
-			if (sp_cli__parse_u64(optarg, 600000, &v) || v == 0)
-				BAD("--timeout-ms %s: expected 1..600000\n", optarg);
-			o->timeout_ms = v;
-			break;
-		case OPT_OUTPUT_DIR:
-			o->output_dir = optarg;
-			break;
-		case OPT_MAX_FILES:
-			if (sp_cli__parse_u64(optarg, 1000000, &v) || v == 0)
-				BAD("--max-files %s: expected 1..1000000\n", optarg);
-			o->max_files = v;
-			break;
-		case OPT_MAX_FILE_BYTES:
-			if (sp_cli__parse_u64(optarg, 1ull << 34, &v) || v < 4096)
-				BAD("--max-file-bytes %s: expected bytes, at least 4096\n", optarg);
-			o->max_file_bytes = v;
-			break;
-		case OPT_QUEUE_BYTES:
-			if (sp_cli__parse_u64(optarg, 1ull << 34, &v) || v < 4096)
-				BAD("--queue-bytes %s: expected bytes, at least 4096\n", optarg);
-			o->queue_bytes = v;
-			break;
-		case OPT_DROP_POLICY:
-			if (!strcmp(optarg, "oldest"))
-				o->drop_policy = SP_DROP_OLDEST;
-			else if (!strcmp(optarg, "newest"))
-				o->drop_policy = SP_DROP_NEWEST;
-			else
-				BAD("--drop-policy %s: expected oldest or newest\n", optarg);
-			break;
-		case OPT_METRICS_ADDR:
-			o->metrics_addr = strcmp(optarg, "none") ? optarg : NULL;
-			break;
-		case OPT_SHUTDOWN:
-			if (parse_double(optarg, 0.1, 600, &o->shutdown_timeout_s))
-				BAD("--shutdown-timeout %s: expected seconds, 0.1..600\n", optarg);
-			break;
-		case OPT_NO_KERNEL:
-			o->kernel = false;
-			break;
-		case OPT_OFF_CPU:
-			o->off_cpu = true;
-			break;
-		case OPT_OFF_CPU_MIN:
-			if (sp_cli__parse_u64(optarg, 3600000000ull, &v))
-				BAD("--off-cpu-min-us %s: expected microseconds\n", optarg);
-			o->off_cpu_min_us = v;
-			break;
-		case OPT_OFF_CPU_RATE:
-			if (sp_cli__parse_u64(optarg, 1000000, &v) || v == 0)
-				BAD("--off-cpu-rate %s: expected 1..1000000\n", optarg);
-			o->off_cpu_rate = v;
-			break;
-		case OPT_OFF_CPU_GOROUTINES:
-			o->off_cpu_goroutines = true;
-			break;
-		case OPT_NO_GO_LABELS:
-			o->no_go_labels = true;
-			break;
-		case OPT_RINGBUF:
-			if (sp_cli__parse_u64(optarg, 1u << 30, &v) || v < 4096 || (v & (v - 1)))
-				BAD("--ringbuf-size %s: expected a power of two from 4096 to 1 GiB\n",
-				    optarg);
-			o->ringbuf_bytes = v;
-			break;
-		case OPT_POLL:
-			if (sp_cli__parse_u64(optarg, 10000, &v) || v == 0)
-				BAD("--poll-ms %s: expected 1..10000\n", optarg);
-			o->poll_ms = v;
-			break;
-		case OPT_AGG_BUDGET:
-			if (sp_cli__parse_u64(optarg, 1ull << 40, &v) || v < (64u << 10))
-				BAD("--agg-budget %s: expected bytes, at least 65536\n", optarg);
-			o->agg_budget = v;
-			break;
-		case OPT_AGG_ENTRIES:
-			if (sp_cli__parse_u64(optarg, 1u << 26, &v) || v == 0)
-				BAD("--agg-entries %s: expected 1..%u\n", optarg, 1u << 26);
-			o->agg_entries = v;
-			break;
-		case OPT_MEM_HIGH:
-			if (parse_double(optarg, 1, 100, &d))
-				BAD("--mem-high %s: expected a percentage, 1..100\n", optarg);
-			o->mem_high = d / 100;
-			break;
-		case OPT_MEM_LOW:
-			if (parse_double(optarg, 1, 100, &d))
-				BAD("--mem-low %s: expected a percentage, 1..100\n", optarg);
-			o->mem_low = d / 100;
-			break;
-		default:
-			BAD("unknown option or missing value: %s; see spanprof agent --help\n",
-			    argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		BAD("unexpected argument %s (the agent profiles the whole machine)\n", argv[optind]);
+	first = sp_sampling_opts__parse_argv(&cmd, o, argc, argv, &o->s, msg, sizeof(msg));
+	if (first < 0)
+		BAD("%s\n", msg);
+	if (first < argc)
+		BAD("unexpected argument %s (the agent profiles the whole machine)\n", argv[first]);
 	if (!(o->mem_low < o->mem_high))
 		BAD("--mem-low must be below --mem-high\n");
-	if (o->off_cpu_goroutines && !o->off_cpu)
-		BAD("--off-cpu-goroutines needs --off-cpu\n");
 	return 0;
 }
 
 /* ----------------------------------------------------------- consumer */
 
+/* Pipeline hook (pipeline's lock held): a new image may be a new container. */
 static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 {
 	struct agent *a = ctx;
 
 	if (why == SP_PROC_FIRST_SIGHT || why == SP_PROC_EXEC)
 		sp_container_ids__note(a->cids, pid);
-	sp_ctx_discovery__on_proc(pid, why, a->disc);
 }
 
-/* The process table forgot a gone pid (worker, under procs_lock). */
-static void on_release(uint32_t pid, void *ctx)
+/* Pipeline gate: while the memory guard is engaged, samples are drained
+ * and dropped (process events still pass: they keep the process table
+ * right and cost no aggregator space). */
+static bool admit(const struct sp_event *e, void *ctx)
 {
 	struct agent *a = ctx;
 
-	sp_ctx_discovery__forget(a->disc, pid);
-}
-
-/* Ring callback: the consumer's, except while the memory guard is engaged,
- * when samples are drained and dropped (process events still pass: they
- * keep the process table right and cost no aggregator space). */
-static int on_event(void *ctx, void *data, size_t size)
-{
-	struct agent *a = ctx;
-	const struct sp_event *e = data;
-
-	if (atomic_load_explicit(&a->guard_engaged, memory_order_relaxed) &&
-	    size >= SP_EVENT_HDR_SIZE && (e->type == SP_EV_ONCPU || e->type == SP_EV_OFFCPU)) {
-		a->memguard_dropped[e->type == SP_EV_OFFCPU]++;
-		return 0;
-	}
-	return sp_consumer__handle(&a->cons, data, size);
+	if (!atomic_load_explicit(&a->guard_engaged, memory_order_relaxed))
+		return true;
+	a->memguard_dropped[e->type == SP_EV_OFFCPU]++;
+	return false;
 }
 
 static void publish(struct agent *a)
 {
-	struct sp_proc_table_stats ps;
+	struct sp_summary sum = { 0 };
 
-	/* The worker's __release updates these too. */
-	pthread_mutex_lock(&a->procs_lock);
-	ps = *sp_proc_table__stats(a->procs);
-	pthread_mutex_unlock(&a->procs_lock);
+	sp_pipeline__fill_summary(a->pipe, &sum);
 	pthread_mutex_lock(&a->stats_lock);
-	a->pub.cons = a->cons.stats;
-	a->pub.agg = *sp_agg__stats(a->cur);
-	a->pub.procs = ps;
+	a->pub.sum = sum;
 	a->pub.memguard_dropped[0] = a->memguard_dropped[0];
 	a->pub.memguard_dropped[1] = a->memguard_dropped[1];
-	sp_ctx_discovery__fill_summary(a->disc, &a->pub.ctx);
 	pthread_mutex_unlock(&a->stats_lock);
 }
 
@@ -509,68 +428,59 @@ static uint64_t next_interval_ns(struct agent *a)
 
 /* Hands the current aggregator to the worker if it has returned the spare;
  * never waits.  Returns true when swapped.  The process-table epoch is
- * closed in the same critical section, so the worker, which may start at
- * once, releases exactly the epoch of what it exported. */
+ * closed by the swap while xfer_lock is held, so the worker, which may
+ * start at once, releases exactly the epoch of what it exported. */
 static bool try_swap(struct agent *a, uint64_t now, bool last)
 {
 	bool swapped = false;
 
-	pthread_mutex_lock(&a->procs_lock);
 	pthread_mutex_lock(&a->xfer_lock);
 	if (a->spare && !a->full) {
-		a->full = a->cur;
+		a->full = sp_pipeline__swap(a->pipe, a->spare, &a->full_epoch);
 		a->full_start = a->interval_start;
 		a->full_end = now;
-		a->full_epoch = sp_proc_table__next_epoch(a->procs);
 		a->full_is_last = last;
-		a->cur = a->spare;
 		a->spare = NULL;
-		a->cons.agg = a->cur;
 		a->interval_start = now;
 		swapped = true;
 		pthread_cond_broadcast(&a->xfer_cond);
 	}
 	pthread_mutex_unlock(&a->xfer_lock);
-	pthread_mutex_unlock(&a->procs_lock);
 	return swapped;
 }
 
-static void drain(struct agent *a)
+static void count_interval(struct agent *a, bool swapped)
 {
-	pthread_mutex_lock(&a->procs_lock);
-	ring_buffer__consume(a->rb);
-	sp_ctx_discovery__tick(a->disc);
-	pthread_mutex_unlock(&a->procs_lock);
+	pthread_mutex_lock(&a->stats_lock);
+	if (swapped)
+		a->pub.intervals++;
+	else
+		a->pub.intervals_stretched++;
+	pthread_mutex_unlock(&a->stats_lock);
 }
 
 static void *consumer_main(void *arg)
 {
 	struct agent *a = arg;
-	struct pollfd pfd = { .fd = ring_buffer__epoll_fd(a->rb), .events = POLLIN };
 	uint64_t now = sp_clock__mono_ns(), next_swap = now + next_interval_ns(a);
 	bool stretched = false;
+	char err[256];
 
 	a->interval_start = now;
 	while (!atomic_load(&a->stopping)) {
-		if (poll(&pfd, 1, a->o.poll_ms) < 0 && errno != EINTR) {
-			fprintf(stderr, "spanprof agent: polling the ring buffer failed: %s\n",
-				strerror(errno));
+		if (sp_pipeline__pump(a->pipe, err, sizeof(err))) {
+			fprintf(stderr, "spanprof agent: %s\n", err);
 			break;
 		}
-		drain(a);
 		now = sp_clock__mono_ns();
 		if (now >= next_swap) {
 			if (try_swap(a, now, false)) {
 				next_swap = now + next_interval_ns(a);
 				stretched = false;
-				pthread_mutex_lock(&a->stats_lock);
-				a->pub.intervals++;
-				pthread_mutex_unlock(&a->stats_lock);
+				count_interval(a, true);
 			} else if (!stretched) {
 				stretched = true;	/* counted once per interval */
-				pthread_mutex_lock(&a->stats_lock);
-				a->pub.intervals_stretched++;
-				pthread_mutex_unlock(&a->stats_lock);
+				count_interval(a, false);
 			}
 		}
 		publish(a);
@@ -581,9 +491,7 @@ static void *consumer_main(void *arg)
 		 * shutdown deadline). */
 		struct timespec dl;
 
-		sp_sampler__stop(a->sampler);
-		drain(a);
-		drain(a);
+		sp_pipeline__stop(a->pipe, NULL);
 		publish(a);
 		abs_deadline(&dl, a->deadline_ns);
 		pthread_mutex_lock(&a->xfer_lock);
@@ -594,11 +502,8 @@ static void *consumer_main(void *arg)
 		if (!try_swap(a, sp_clock__mono_ns(), true))
 			fprintf(stderr, "spanprof agent: shutdown: the export worker is still "
 				"busy; the last interval is not exported\n");
-		else {
-			pthread_mutex_lock(&a->stats_lock);
-			a->pub.intervals++;
-			pthread_mutex_unlock(&a->stats_lock);
-		}
+		else
+			count_interval(a, true);
 		publish(a);
 	}
 	atomic_store(&a->consumer_alive, false);
@@ -639,7 +544,7 @@ static struct sp_agg *recreate(struct agent *a, struct sp_agg *g)
 	struct sp_agg *n;
 
 	sp_agg__free(g);
-	n = sp_agg__new(&a->acfg);
+	n = sp_pipeline__new_agg(a->pipe);
 	malloc_trim(0);
 	pthread_mutex_lock(&a->stats_lock);
 	a->ws.agg_recreated++;
@@ -653,13 +558,8 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 	struct sp_profile *prof = NULL;
 	struct sp_snapshot_opts so = {
 		.mono_to_unix_ns = sp_clock__mono_to_unix_ns(),
-		.period_ns = 1000000000ull / a->o.hz,
 		.start_mono_ns = start,
 		.end_mono_ns = end,
-		.service_name = sp_ctx_discovery__service_name,
-		.service_name_ctx = a->disc,
-		.attr_key = sp_ctx_discovery__attr_key,
-		.attr_key_ctx = a->disc,
 		.container_id = container_id_of,
 		.container_id_ctx = a->cids,
 	};
@@ -686,9 +586,7 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 		return true;
 	}
 	t0 = sp_clock__mono_ns();
-	pthread_mutex_lock(&a->procs_lock);
-	err = sp_snapshot__build(g, a->procs, &so, &prof);
-	pthread_mutex_unlock(&a->procs_lock);
+	err = sp_pipeline__snapshot(a->pipe, g, &so, &prof);
 	if (err) {
 		n = agg_samples(g);
 		fprintf(stderr, "spanprof agent: snapshot failed (%s): %llu samples dropped\n",
@@ -744,13 +642,11 @@ static void *worker_main(void *arg)
 		pressure = atomic_load(&a->guard_engaged);
 		pressure |= export_one(a, g, start, end);
 		/* Exported or discarded: nothing refers to the epoch any more. */
-		pthread_mutex_lock(&a->procs_lock);
-		sp_proc_table__release(a->procs, epoch, on_release, a);
-		pthread_mutex_unlock(&a->procs_lock);
+		sp_pipeline__release(a->pipe, epoch);
 		if (pressure || atomic_load(&a->guard_engaged)) {
 			struct sp_agg *n = recreate(a, g);
 
-			g = n ? n : sp_agg__new(&a->acfg);
+			g = n ? n : sp_pipeline__new_agg(a->pipe);
 		} else {
 			sp_agg__reset(g);
 		}
@@ -818,7 +714,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	w = a->ws;
 	pthread_mutex_unlock(&a->stats_lock);
 	sp_exporter__stats(a->exp, &x);
-	sp_sampler__read_counters(a->sampler, bpf);
+	sp_pipeline__read_counters(a->pipe, bpf);
 	own_usage(&rss, &hwm, &cpu);
 
 	sp_metrics__family(b, "spanprof_agent_info", SP_METRIC_GAUGE,
@@ -826,10 +722,10 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	{
 		char hz[16];
 
-		snprintf(hz, sizeof(hz), "%u", a->o.hz);
+		snprintf(hz, sizeof(hz), "%u", a->o.s.hz);
 		sp_metrics__u64(b, "spanprof_agent_info",
 				L("version", AGENT_VERSION, "hz", hz, "off_cpu",
-				  a->o.off_cpu ? "true" : "false", "cgroup",
+				  a->o.s.off_cpu ? "true" : "false", "cgroup",
 				  sp_memguard__version_name(a->guard.version)), 1);
 	}
 	sp_metrics__family(b, "spanprof_bpf_samples_total", SP_METRIC_COUNTER,
@@ -851,11 +747,11 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	sp_metrics__family(b, "spanprof_samples_received_total", SP_METRIC_COUNTER,
 			   "Samples read from the ring buffer by type");
 	sp_metrics__u64(b, "spanprof_samples_received_total", L("type", "oncpu"),
-			p.cons.received_oncpu + p.memguard_dropped[0]);
+			p.sum.consumer.received_oncpu + p.memguard_dropped[0]);
 	sp_metrics__u64(b, "spanprof_samples_received_total", L("type", "offcpu"),
-			p.cons.received_offcpu + p.memguard_dropped[1]);
+			p.sum.consumer.received_offcpu + p.memguard_dropped[1]);
 	m_counter(b, "spanprof_samples_aggregated_total",
-		  "Samples accepted by the aggregator", p.cons.aggregated);
+		  "Samples accepted by the aggregator", p.sum.consumer.aggregated);
 	m_counter(b, "spanprof_samples_submitted_total",
 		  "Samples handed to the exporter (encoded and queued, or dropped by the "
 		  "queue policy and counted there)", w.samples_submitted);
@@ -864,9 +760,9 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "ringbuf_full"),
 			bpf[SP_CNT_RB_DROP_ONCPU] + bpf[SP_CNT_RB_DROP_OFFCPU]);
 	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "malformed"),
-			p.cons.malformed);
+			p.sum.consumer.malformed);
 	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "aggregator_full"),
-			p.cons.agg_dropped);
+			p.sum.consumer.agg_dropped);
 	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "memguard"),
 			p.memguard_dropped[0] + p.memguard_dropped[1] + w.samples_memguard);
 	sp_metrics__u64(b, "spanprof_dropped_samples_total", L("reason", "snapshot_failed"),
@@ -888,23 +784,25 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_counter(b, "spanprof_memguard_dropped_samples_total",
 		  "Samples drained and dropped, or discarded buffers, while the memory guard "
 		  "was engaged", p.memguard_dropped[0] + p.memguard_dropped[1] + w.samples_memguard);
+	/* Every BPF counter, from the table the record summary uses. */
+	sp_counters__write_metrics(b, bpf);
 	sp_metrics__family(b, "spanprof_stack_events_total", SP_METRIC_COUNTER,
 			   "Stack quality: truncated and empty stacks, frames in no known mapping");
 	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "kernel_truncated"),
-			p.cons.kstack_truncated);
+			p.sum.consumer.kstack_truncated);
 	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "user_truncated"),
-			p.cons.ustack_truncated);
+			p.sum.consumer.ustack_truncated);
 	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "user_empty"),
-			p.cons.ustack_empty);
+			p.sum.consumer.ustack_empty);
 	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "frame_unresolved"),
-			p.cons.frames_unresolved);
+			p.sum.consumer.frames_unresolved);
 	m_counter(b, "spanprof_trace_context_samples_total",
-		  "Samples carrying a trace id and span id", p.cons.ctx_samples);
+		  "Samples carrying a trace id and span id", p.sum.consumer.ctx_samples);
 	m_counter(b, "spanprof_trace_attributes_samples_total",
-		  "Samples carrying thread-record attributes", p.cons.attrs_samples);
+		  "Samples carrying thread-record attributes", p.sum.consumer.attrs_samples);
 	m_counter(b, "spanprof_trace_attributes_dropped_total",
 		  "Thread-record attribute entries not kept (partial, or over the per-sample "
-		  "key limit)", p.cons.attrs_dropped);
+		  "key limit)", p.sum.consumer.attrs_dropped);
 
 	m_counter(b, "spanprof_intervals_total", "Reporting intervals handed to export",
 		  p.intervals);
@@ -912,63 +810,71 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 		  "Intervals extended because the export worker still held the previous "
 		  "buffer", p.intervals_stretched);
 	m_gauge(b, "spanprof_aggregator_bytes", "Bytes used in the current aggregator",
-		(double)p.agg.bytes_used);
+		(double)p.sum.agg.bytes_used);
 	m_gauge(b, "spanprof_aggregator_reserved_bytes",
-		"Bytes reserved by one aggregator (there are two)", (double)p.agg.bytes_reserved);
+		"Bytes reserved by one aggregator (there are two)", (double)p.sum.agg.bytes_reserved);
 	m_gauge(b, "spanprof_aggregator_entries", "Entries in the current aggregator",
-		(double)p.agg.entries);
+		(double)p.sum.agg.entries);
 	m_counter(b, "spanprof_aggregator_recreated_total",
 		  "Aggregators re-created to return memory under memory pressure",
 		  w.agg_recreated);
 	m_counter(b, "spanprof_processes_seen_total", "Processes seen by the process table",
-		  p.procs.procs_seen);
+		  p.sum.procs.procs_seen);
 	m_gauge(b, "spanprof_processes_tracked",
 		"Processes held by the process table (live, and gone ones until the "
 		"interval that may hold their samples is exported)",
-		(double)p.procs.procs_tracked);
+		(double)p.sum.procs.procs_tracked);
 	m_gauge(b, "spanprof_mappings_tracked",
 		"Mapping ids held by the process table's registry (kernel included)",
-		(double)p.procs.mappings_tracked);
+		(double)p.sum.procs.mappings_tracked);
 	m_counter(b, "spanprof_processes_released_total",
 		  "Gone processes forgotten after their last interval was exported",
-		  p.procs.procs_released);
+		  p.sum.procs.procs_released);
 	m_counter(b, "spanprof_mappings_released_total",
 		  "Mapping ids recycled after their last interval was exported",
-		  p.procs.mappings_released);
+		  p.sum.procs.mappings_released);
 	m_gauge(b, "spanprof_last_profile_resources",
 		"Processes (resources) in the last exported profile", (double)w.last_resources);
 	sp_metrics__family(b, "spanprof_process_events_total", SP_METRIC_COUNTER,
 			   "Process table events and bounds hit");
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_read"),
-			p.procs.maps_reads);
+			p.sum.procs.maps_reads);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "gone_before_read"),
-			p.procs.maps_gone);
+			p.sum.procs.maps_gone);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_unreadable"),
-			p.procs.maps_unreadable);
+			p.sum.procs.maps_unreadable);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "table_full"),
-			p.procs.procs_table_full);
+			p.sum.procs.procs_table_full);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "mappings_full"),
-			p.procs.mappings_full);
+			p.sum.procs.mappings_full);
 
 	m_counter(b, "spanprof_ctx_processes_resolved_total",
 		  "Processes whose trace context BPF reads (descriptor in the tls_descs map)",
-		  p.ctx.ctx_procs_resolved);
+		  p.sum.ctx_procs_resolved);
 	sp_metrics__family(b, "spanprof_ctx_failures_total", SP_METRIC_COUNTER,
 			   "Processes publishing a context that could not be read, by reason "
 			   "(bpf_map_full: the tls_descs map is full)");
-	for (uint32_t i = 0; i < p.ctx.n_ctx_fail; i++)
+	for (uint32_t i = 0; i < p.sum.n_ctx_fail; i++)
 		sp_metrics__u64(b, "spanprof_ctx_failures_total",
-				L("reason", p.ctx.ctx_fail_names[i]), p.ctx.ctx_fail[i]);
+				L("reason", p.sum.ctx_fail_names[i]), p.sum.ctx_fail[i]);
 	sp_metrics__family(b, "spanprof_ctx_publications_total", SP_METRIC_COUNTER,
 			   "Late context publications (prctl PR_SET_VMA): re-read, or coalesced "
 			   "into a later re-read (at most one per process per 100 ms)");
 	sp_metrics__u64(b, "spanprof_ctx_publications_total", L("outcome", "reread"),
-			p.ctx.ctx_publish_rereads);
+			p.sum.ctx_publish_rereads);
 	sp_metrics__u64(b, "spanprof_ctx_publications_total", L("outcome", "coalesced"),
-			p.ctx.ctx_publish_coalesced);
+			p.sum.ctx_publish_coalesced);
 	m_counter(b, "spanprof_ctx_deferred_rereads_total",
 		  "Re-reads done when a burst of coalesced publications went quiet",
-		  p.ctx.ctx_publish_deferred);
+		  p.sum.ctx_publish_deferred);
+	sp_metrics__family(b, "spanprof_ctx_process_checks_total", SP_METRIC_COUNTER,
+			   "Processes checked for a published context: examined (the process "
+			   "context read, one /proc/PID/maps read), or skipped because the maps the "
+			   "process table had just read show no OTEL_CTX mapping");
+	sp_metrics__u64(b, "spanprof_ctx_process_checks_total", L("outcome", "examined"),
+			p.sum.ctx_examined);
+	sp_metrics__u64(b, "spanprof_ctx_process_checks_total", L("outcome", "skipped"),
+			p.sum.ctx_skipped);
 
 	sp_metrics__family(b, "spanprof_export_batches_total", SP_METRIC_COUNTER,
 			   "Export batches by outcome");
@@ -1118,7 +1024,7 @@ int sp_agent__main(int argc, char **argv)
 	char err[512] = "", names[256];
 	pthread_t consumer_th, worker_th;
 	bool consumer_started = false, worker_started = false;
-	struct sp_sampler_config scfg;
+	struct sp_pipeline_config pcfg;
 	struct sp_memguard_config gcfg;
 	sigset_t sigs;
 	uint64_t eff = 0, perm = 0;
@@ -1133,7 +1039,6 @@ int sp_agent__main(int argc, char **argv)
 		free(a);
 		return 2;
 	}
-	pthread_mutex_init(&a->procs_lock, NULL);
 	pthread_mutex_init(&a->xfer_lock, NULL);
 	pthread_mutex_init(&a->stats_lock, NULL);
 	{
@@ -1162,51 +1067,28 @@ int sp_agent__main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	a->acfg = (struct sp_agg_config){ .byte_budget = a->o.agg_budget,
-					  .max_entries = a->o.agg_entries, .keep_timestamps = true };
-	a->procs = sp_proc_table__new(NULL);
-	a->cur = sp_agg__new(&a->acfg);
-	a->spare = sp_agg__new(&a->acfg);
 	a->cids = sp_container_ids__new(0, NULL);
-	if (a->cur)
-		a->agg_fixed = sp_agg__stats(a->cur)->bytes_used;
-	if (!a->procs || !a->cur || !a->spare || !a->cids) {
-		fprintf(stderr, "spanprof agent: cannot allocate the process table or the two "
-			"aggregators (%s): lower --agg-budget or --agg-entries\n", strerror(errno));
-		goto out;
-	}
-	scfg = (struct sp_sampler_config){
-		.freq_hz = a->o.hz, .ringbuf_bytes = a->o.ringbuf_bytes, .filter_pids = false,
-		.stream_idle = false, .kernel_stacks = a->o.kernel, .read_trace_ctx = true,
-		.off_cpu = a->o.off_cpu, .off_cpu_min_ns = a->o.off_cpu_min_us * 1000,
-		.off_cpu_sample_n = 0, .off_cpu_rate = a->o.off_cpu_rate,
-		.no_go_labels = a->o.no_go_labels, .go_parks = a->o.off_cpu_goroutines,
-	};
-	if (sp_sampler__open_load(&scfg, &a->sampler, err, sizeof(err))) {
-		fprintf(stderr, "spanprof agent: %s\n", err);
-		goto out;
-	}
-	a->disc = sp_ctx_discovery__new(a->sampler, NULL);
-	if (!a->disc) {
+	if (!a->cids) {
 		fprintf(stderr, "spanprof agent: out of memory\n");
 		goto out;
 	}
-	sp_consumer__init(&a->cons, a->procs, a->cur);
-	a->cons.on_proc = on_proc;
-	a->cons.on_proc_ctx = a;
-	a->cons.go_key = sp_ctx_discovery__go_key;
-	a->cons.go_key_ctx = a->disc;
-	a->rb = ring_buffer__new(sp_sampler__ring_fd(a->sampler), on_event, a, NULL);
-	if (!a->rb) {
-		fprintf(stderr, "spanprof agent: cannot map the BPF ring buffer: %s\n",
-			strerror(errno));
-		goto out;
-	}
-	if (sp_sampler__attach(a->sampler, err, sizeof(err))) {
+	pcfg = (struct sp_pipeline_config){ .opts = &a->o.s, .on_proc = on_proc, .on_proc_ctx = a,
+					    .gate = admit, .gate_ctx = a };
+	if (sp_pipeline__new(&pcfg, &a->pipe, err, sizeof(err))) {
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;
 	}
-	sp_ctx_discovery__scan(a->disc, true, NULL, 0);
+	a->spare = sp_pipeline__new_agg(a->pipe);
+	if (!a->spare) {
+		fprintf(stderr, "spanprof agent: cannot allocate the second aggregator (%s): lower "
+			"--agg-budget or --agg-entries\n", strerror(errno));
+		goto out;
+	}
+	a->agg_fixed = sp_agg__stats(a->spare)->bytes_used;
+	if (sp_pipeline__start(a->pipe, NULL, 0, err, sizeof(err))) {
+		fprintf(stderr, "spanprof agent: %s\n", err);
+		goto out;
+	}
 
 	/* Attached: from here on only /proc reads and BPF map updates need
 	 * privileges.  No other thread exists yet, so all inherit this. */
@@ -1223,6 +1105,9 @@ int sp_agent__main(int argc, char **argv)
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;
 	}
+	/* /metrics has every series from its first scrape (/healthz says ok
+	 * as soon as the consumer runs, before its first publish). */
+	publish(a);
 	atomic_store(&a->consumer_alive, true);
 	if (pthread_create(&worker_th, NULL, worker_main, a)) {
 		fprintf(stderr, "spanprof agent: cannot start the export worker\n");
@@ -1244,7 +1129,7 @@ int sp_agent__main(int argc, char **argv)
 	guard_poll(a, a->o.quiet);
 	fprintf(stderr, "spanprof agent: sampling %u CPUs at %u Hz%s, interval %.1f s, "
 		"metrics %s (port %u), memory guard %s%s, capabilities kept: %s\n",
-		sp_sampler__n_cpus(a->sampler), a->o.hz, a->o.off_cpu ? " + off-CPU" : "",
+		sp_pipeline__n_cpus(a->pipe), a->o.s.hz, a->o.s.off_cpu ? " + off-CPU" : "",
 		a->o.interval_s, a->o.metrics_addr ? a->o.metrics_addr : "off",
 		sp_metrics_server__port(a->metrics), sp_memguard__version_name(a->guard.version),
 		a->guard.limit ? "" : " (no limit: off)", names);
@@ -1318,28 +1203,24 @@ out:
 		fprintf(stderr, "spanprof agent: received %llu samples, aggregated %llu, "
 			"submitted %llu; exported %llu of %llu batches; dropped: aggregator full "
 			"%llu, memory guard %llu, export %llu\n",
-			(unsigned long long)(p.cons.received_oncpu + p.cons.received_offcpu +
+			(unsigned long long)(p.sum.consumer.received_oncpu +
+					     p.sum.consumer.received_offcpu +
 					     p.memguard_dropped[0] + p.memguard_dropped[1]),
-			(unsigned long long)p.cons.aggregated,
+			(unsigned long long)p.sum.consumer.aggregated,
 			(unsigned long long)w.samples_submitted,
 			(unsigned long long)x.batches_exported,
 			(unsigned long long)x.batches_submitted,
-			(unsigned long long)p.cons.agg_dropped,
+			(unsigned long long)p.sum.consumer.agg_dropped,
 			(unsigned long long)(p.memguard_dropped[0] + p.memguard_dropped[1] +
 					     w.samples_memguard),
 			(unsigned long long)x.samples_dropped);
 	}
 	sp_exporter__free(a->exp);
-	ring_buffer__free(a->rb);
-	sp_sampler__destroy(a->sampler);
-	sp_ctx_discovery__free(a->disc);
-	sp_agg__free(a->cur);
+	sp_pipeline__free(a->pipe);
 	sp_agg__free(a->spare);
 	sp_agg__free(a->full);
 	sp_container_ids__free(a->cids);
-	sp_proc_table__free(a->procs);
 	pthread_cond_destroy(&a->xfer_cond);
-	pthread_mutex_destroy(&a->procs_lock);
 	pthread_mutex_destroy(&a->xfer_lock);
 	pthread_mutex_destroy(&a->stats_lock);
 	free(a);

@@ -3,6 +3,7 @@
  * cli.c - see cli.h.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -48,4 +49,14 @@ int sp_cli__parse_freq(const char *s, uint32_t *hz, char *msg, size_t msg_len)
 	}
 	*hz = (uint32_t)v;
 	return 0;
+}
+
+int sp_cli__refuse(char *msg, size_t msg_len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, msg_len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
 }

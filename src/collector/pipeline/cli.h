@@ -18,4 +18,8 @@ int sp_cli__parse_u64(const char *s, uint64_t max, uint64_t *out);
  * with a message for `-F VALUE` in msg, naming the nearest primes. */
 int sp_cli__parse_freq(const char *s, uint32_t *hz, char *msg, size_t msg_len);
 
+/* Writes a refusal into msg and returns -EINVAL (option handlers). */
+int sp_cli__refuse(char *msg, size_t msg_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #endif

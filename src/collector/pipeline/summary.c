@@ -6,60 +6,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "collector/pipeline/counters.h"
 #include "collector/pipeline/summary.h"
-
-static const char *const counter_names[SP_CNT__MAX] = {
-	[SP_CNT_ONCPU_EVENTS] = "oncpu_events",
-	[SP_CNT_IDLE_SKIPPED] = "idle_skipped",
-	[SP_CNT_FILTERED] = "filtered",
-	[SP_CNT_RB_SENT_ONCPU] = "ringbuf_sent_oncpu",
-	[SP_CNT_RB_DROP_ONCPU] = "ringbuf_dropped_oncpu",
-	[SP_CNT_KSTACK_ERR] = "kstack_errors",
-	[SP_CNT_USTACK_ERR] = "ustack_errors",
-	[SP_CNT_KSTACK_TRUNC] = "kstack_truncated",
-	[SP_CNT_USTACK_TRUNC] = "ustack_truncated",
-	[SP_CNT_RB_SENT_PROC] = "ringbuf_sent_proc",
-	[SP_CNT_RB_DROP_PROC] = "ringbuf_dropped_proc",
-	[SP_CNT_SCRATCH_ERR] = "scratch_errors",
-	[SP_CNT_CTX_OK] = "ctx_ok",
-	[SP_CNT_CTX_NULL] = "ctx_null",
-	[SP_CNT_CTX_INVALID] = "ctx_invalid",
-	[SP_CNT_CTX_READ_ERR] = "ctx_read_errors",
-	[SP_CNT_OFFCPU_SWITCHES] = "offcpu_switches",
-	[SP_CNT_OFFCPU_BELOW_MIN] = "offcpu_below_min",
-	[SP_CNT_OFFCPU_SAMPLED_OUT] = "offcpu_sampled_out",
-	[SP_CNT_RB_SENT_OFFCPU] = "ringbuf_sent_offcpu",
-	[SP_CNT_RB_DROP_OFFCPU] = "ringbuf_dropped_offcpu",
-	[SP_CNT_OFFCPU_STATE_FULL] = "offcpu_state_full",
-	[SP_CNT_OFFCPU_IDLE] = "offcpu_idle",
-	[SP_CNT_OFFCPU_KTHREAD] = "offcpu_kthread",
-	[SP_CNT_OFFCPU_FILTERED] = "offcpu_filtered",
-	[SP_CNT_OFFCPU_EXITING] = "offcpu_exiting",
-	[SP_CNT_OFFCPU_CAPTURED] = "offcpu_captured",
-	[SP_CNT_OFFCPU_DELETE_ERR] = "offcpu_delete_errors",
-	[SP_CNT_OFFCPU_UNCLOSED] = "offcpu_unclosed",
-	[SP_CNT_CTX_OBI] = "ctx_obi",
-	[SP_CNT_CTX_ATTRS_TRUNC] = "ctx_attrs_truncated",
-	[SP_CNT_CTX_ATTRS_ERR] = "ctx_attrs_errors",
-	[SP_CNT_GO_IDS] = "go_ids",
-	[SP_CNT_GO_NO_GOROUTINE] = "go_no_goroutine",
-	[SP_CNT_GO_NO_LABELS] = "go_no_labels",
-	[SP_CNT_GO_NO_IDS] = "go_no_ids",
-	[SP_CNT_GO_BAD_IDS] = "go_bad_ids",
-	[SP_CNT_GO_READ_ERR] = "go_read_errors",
-	[SP_CNT_GO_LABELS_CUT] = "go_labels_cut",
-	[SP_CNT_GO_LABEL_ERR] = "go_label_errors",
-	[SP_CNT_GO_PARKS] = "go_parks",
-	[SP_CNT_GO_PARK_SAMPLED_OUT] = "go_park_sampled_out",
-	[SP_CNT_GO_PARK_STATE_FULL] = "go_park_state_full",
-	[SP_CNT_GO_PARK_CAPTURED] = "go_park_captured",
-	[SP_CNT_GO_PARK_BELOW_MIN] = "go_park_below_min",
-	[SP_CNT_RB_SENT_GOPARK] = "ringbuf_sent_gopark",
-	[SP_CNT_RB_DROP_GOPARK] = "ringbuf_dropped_gopark",
-	[SP_CNT_GO_PARK_UNCLOSED] = "go_park_unclosed",
-};
-
-_Static_assert(SP_CNT_GO_PARK_UNCLOSED + 1 == SP_CNT__MAX, "a name for every counter");
 
 static const char *const reason_names[SP_OFF_OTHER + 1] = {
 	"none", "sleep", "io", "runq", "other",
@@ -237,7 +185,7 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"mono_to_unix_ns\": %" PRId64 ",\n  \"bpf\": {", s->hz, s->n_cpus,
 		s->duration_ns, s->mono_to_unix_ns);
 	for (int i = 0; i < SP_CNT__MAX; i++)
-		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", counter_names[i], s->bpf[i]);
+		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", sp_counters[i].name, s->bpf[i]);
 	fprintf(f, "},\n  \"consumer\": {\"received_oncpu\": %" PRIu64
 		", \"received_offcpu\": %" PRIu64 ", \"received_exec\": %" PRIu64
 		", \"received_exit\": %" PRIu64 ", \"received_publish\": %" PRIu64
@@ -269,10 +217,12 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->procs.addr_unmapped, s->procs.mappings_full);
 	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
 		PRIu64 ", \"procs_failed\": %" PRIu64 ", \"publish_rereads\": %" PRIu64
-		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64,
+		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64
+		", \"examined\": %" PRIu64 ", \"skipped\": %" PRIu64,
 		s->obi_map ? "true" : "false",
 		s->publish_watch ? "true" : "false", s->ctx_procs_resolved, s->ctx_procs_failed,
-		s->ctx_publish_rereads, s->ctx_publish_coalesced, s->ctx_publish_deferred);
+		s->ctx_publish_rereads, s->ctx_publish_coalesced, s->ctx_publish_deferred,
+		s->ctx_examined, s->ctx_skipped);
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
 	fprintf(f, "},\n");

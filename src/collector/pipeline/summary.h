@@ -51,6 +51,8 @@ struct sp_summary {
 	uint64_t ctx_publish_rereads;	/* late publications re-read at once */
 	uint64_t ctx_publish_coalesced;	/* ... or folded into a later re-read */
 	uint64_t ctx_publish_deferred;	/* re-reads at the end of a coalesced burst */
+	uint64_t ctx_examined;		/* process contexts read (a maps read each) */
+	uint64_t ctx_skipped;		/* not read: the table's maps show no OTEL_CTX */
 	bool obi_map;			/* OBI's pinned map read as a fallback */
 	bool publish_watch;		/* prctl tracepoint attached */
 	uint64_t ctx_fail[16];

@@ -55,6 +55,7 @@ struct sp_ctx_discovery {
 	uint32_t used;
 	uint64_t resolved;
 	uint64_t failed;
+	uint64_t examined;	/* process contexts read: one maps read each */
 	uint64_t skipped;	/* no OTEL_CTX in maps the table just read */
 	uint64_t table_full;
 	uint64_t tls_fail[SP_TLS_FAIL__MAX];
@@ -215,6 +216,7 @@ static void examine(struct sp_ctx_discovery *d, uint32_t pid)
 	sl = slot_for(d, pid, true);
 	if (!sl)
 		return;
+	d->examined++;
 	err = sp_process_ctx__read(d->proc_root, pid, &pctx, &why);
 	if (err) {
 		/* Nothing published is the common case, not a failure; nor is
@@ -471,6 +473,8 @@ void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_
 	s->ctx_publish_rereads = d->publish_rereads;
 	s->ctx_publish_coalesced = d->publish_coalesced;
 	s->ctx_publish_deferred = d->publish_deferred;
+	s->ctx_examined = d->examined;
+	s->ctx_skipped = d->skipped;
 	s->n_ctx_fail = 0;
 	for (int i = 1; i < SP_TLS_FAIL__MAX && s->n_ctx_fail < 16; i++) {
 		s->ctx_fail_names[s->n_ctx_fail] = sp_tls_fail__name(i);

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * counters.c - see counters.h.  One row per enum sp_counter, in its order,
+ * and the metrics generated from the rows.
+ */
+#include <stddef.h>
+
+#include "collector/pipeline/counters.h"
+
+const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
+	[SP_CF_ONCPU_EVENTS] = { "spanprof_bpf_oncpu_events_total", NULL,
+		"On-CPU perf events seen by BPF (= the sum of "
+		"spanprof_bpf_oncpu_outcomes_total)" },
+	[SP_CF_ONCPU_OUTCOMES] = { "spanprof_bpf_oncpu_outcomes_total", "outcome",
+		"On-CPU perf events by outcome in BPF: idle (counted, not streamed), filtered "
+		"(not a target), written to the ring buffer, or lost because it was full" },
+	[SP_CF_STACK_ERRORS] = { "spanprof_bpf_stack_errors_total", "stack",
+		"Stacks BPF could not read (kernel: bpf_get_stack failed; user: the first "
+		"frame-pointer read faulted)" },
+	[SP_CF_STACKS_TRUNCATED] = { "spanprof_bpf_stacks_truncated_total", "stack",
+		"Stacks deeper than the frame limit, cut at the limit" },
+	[SP_CF_SCRATCH_ERRORS] = { "spanprof_bpf_scratch_errors_total", NULL,
+		"On-CPU samples lost because the per-CPU scratch buffer was not found "
+		"(also counted as ringbuf_dropped)" },
+	[SP_CF_PROC_RECORDS] = { "spanprof_bpf_proc_records_total", "outcome",
+		"Process records (exec, exit, context publication) written to the ring "
+		"buffer or lost because it was full" },
+	[SP_CF_CTX_READS] = { "spanprof_bpf_trace_context_reads_total", "outcome",
+		"Thread trace-context reads in BPF for processes with a descriptor: valid, "
+		"NULL pointer, record not valid, or memory unreadable" },
+	[SP_CF_CTX_OBI] = { "spanprof_bpf_trace_context_obi_total", NULL,
+		"Samples whose trace context came from OBI's shared map (the fallback)" },
+	[SP_CF_CTX_ATTRS] = { "spanprof_bpf_trace_attributes_total", "outcome",
+		"Thread-record attributes cut at the size limit, or unreadable (the sample "
+		"is kept without them)" },
+	[SP_CF_OFFCPU_SWITCHES] = { "spanprof_bpf_offcpu_switches_total", NULL,
+		"Context switches seen by the off-CPU program (= the sum of "
+		"spanprof_bpf_offcpu_switch_outcomes_total)" },
+	[SP_CF_OFFCPU_SWITCH_OUTCOMES] = { "spanprof_bpf_offcpu_switch_outcomes_total", "outcome",
+		"Context switches by outcome: not a wait of interest (idle, kernel thread, "
+		"not a target, exiting), sampled out, capture state full, or captured" },
+	[SP_CF_OFFCPU_CAPTURED_OUTCOMES] = { "spanprof_bpf_offcpu_captured_outcomes_total",
+		"outcome",
+		"Captured waits by outcome at switch-in: shorter than the minimum, written to "
+		"the ring buffer, lost because it was full, or never closed (the rest are "
+		"still blocked)" },
+	[SP_CF_OFFCPU_DELETE_ERRORS] = { "spanprof_bpf_offcpu_delete_errors_total", NULL,
+		"Pending off-CPU records BPF failed to delete (reused by the next capture)" },
+	[SP_CF_GO_LABEL_READS] = { "spanprof_bpf_go_label_reads_total", "outcome",
+		"Goroutine pprof-label reads in BPF for Go processes: trace and span ids "
+		"found, no goroutine on the thread, no labels, labels without ids, ids not "
+		"valid (dropped), or memory unreadable" },
+	[SP_CF_GO_LABELS] = { "spanprof_bpf_go_labels_total", "outcome",
+		"Label reads that left labels out: cut at the count, size or space bounds, "
+		"or a label whose strings were unreadable" },
+	[SP_CF_GO_PARKS] = { "spanprof_bpf_go_parks_total", NULL,
+		"Goroutine parks seen by the park probes (--off-cpu-goroutines; = the sum "
+		"of spanprof_bpf_go_park_outcomes_total)" },
+	[SP_CF_GO_PARK_OUTCOMES] = { "spanprof_bpf_go_park_outcomes_total", "outcome",
+		"Goroutine parks by outcome: sampled out, pending state full, or captured" },
+	[SP_CF_GO_PARK_CAPTURED_OUTCOMES] = { "spanprof_bpf_go_park_captured_outcomes_total",
+		"outcome",
+		"Captured goroutine parks by outcome at resume: shorter than the minimum, "
+		"written to the ring buffer, lost because it was full, or replaced by the "
+		"goroutine's next park (the rest are still parked, or their process exited)" },
+};
+
+const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
+	[SP_CNT_ONCPU_EVENTS] = { "oncpu_events", SP_CF_ONCPU_EVENTS, NULL },
+	[SP_CNT_IDLE_SKIPPED] = { "idle_skipped", SP_CF_ONCPU_OUTCOMES, "idle" },
+	[SP_CNT_FILTERED] = { "filtered", SP_CF_ONCPU_OUTCOMES, "filtered" },
+	[SP_CNT_RB_SENT_ONCPU] = { "ringbuf_sent_oncpu", SP_CF_ONCPU_OUTCOMES, "ringbuf_sent" },
+	[SP_CNT_RB_DROP_ONCPU] = { "ringbuf_dropped_oncpu", SP_CF_ONCPU_OUTCOMES,
+				   "ringbuf_dropped" },
+	[SP_CNT_KSTACK_ERR] = { "kstack_errors", SP_CF_STACK_ERRORS, "kernel" },
+	[SP_CNT_USTACK_ERR] = { "ustack_errors", SP_CF_STACK_ERRORS, "user" },
+	[SP_CNT_KSTACK_TRUNC] = { "kstack_truncated", SP_CF_STACKS_TRUNCATED, "kernel" },
+	[SP_CNT_USTACK_TRUNC] = { "ustack_truncated", SP_CF_STACKS_TRUNCATED, "user" },
+	[SP_CNT_RB_SENT_PROC] = { "ringbuf_sent_proc", SP_CF_PROC_RECORDS, "ringbuf_sent" },
+	[SP_CNT_RB_DROP_PROC] = { "ringbuf_dropped_proc", SP_CF_PROC_RECORDS, "ringbuf_dropped" },
+	[SP_CNT_SCRATCH_ERR] = { "scratch_errors", SP_CF_SCRATCH_ERRORS, NULL },
+	[SP_CNT_CTX_OK] = { "ctx_ok", SP_CF_CTX_READS, "ok" },
+	[SP_CNT_CTX_NULL] = { "ctx_null", SP_CF_CTX_READS, "null" },
+	[SP_CNT_CTX_INVALID] = { "ctx_invalid", SP_CF_CTX_READS, "invalid" },
+	[SP_CNT_CTX_READ_ERR] = { "ctx_read_errors", SP_CF_CTX_READS, "read_error" },
+	[SP_CNT_OFFCPU_SWITCHES] = { "offcpu_switches", SP_CF_OFFCPU_SWITCHES, NULL },
+	[SP_CNT_OFFCPU_BELOW_MIN] = { "offcpu_below_min", SP_CF_OFFCPU_CAPTURED_OUTCOMES,
+				      "below_min" },
+	[SP_CNT_OFFCPU_SAMPLED_OUT] = { "offcpu_sampled_out", SP_CF_OFFCPU_SWITCH_OUTCOMES,
+					"sampled_out" },
+	[SP_CNT_RB_SENT_OFFCPU] = { "ringbuf_sent_offcpu", SP_CF_OFFCPU_CAPTURED_OUTCOMES,
+				    "ringbuf_sent" },
+	[SP_CNT_RB_DROP_OFFCPU] = { "ringbuf_dropped_offcpu", SP_CF_OFFCPU_CAPTURED_OUTCOMES,
+				    "ringbuf_dropped" },
+	[SP_CNT_OFFCPU_STATE_FULL] = { "offcpu_state_full", SP_CF_OFFCPU_SWITCH_OUTCOMES,
+				       "state_full" },
+	[SP_CNT_OFFCPU_IDLE] = { "offcpu_idle", SP_CF_OFFCPU_SWITCH_OUTCOMES, "idle" },
+	[SP_CNT_OFFCPU_KTHREAD] = { "offcpu_kthread", SP_CF_OFFCPU_SWITCH_OUTCOMES,
+				    "kernel_thread" },
+	[SP_CNT_OFFCPU_FILTERED] = { "offcpu_filtered", SP_CF_OFFCPU_SWITCH_OUTCOMES,
+				     "filtered" },
+	[SP_CNT_OFFCPU_EXITING] = { "offcpu_exiting", SP_CF_OFFCPU_SWITCH_OUTCOMES, "exiting" },
+	[SP_CNT_OFFCPU_CAPTURED] = { "offcpu_captured", SP_CF_OFFCPU_SWITCH_OUTCOMES,
+				     "captured" },
+	[SP_CNT_OFFCPU_DELETE_ERR] = { "offcpu_delete_errors", SP_CF_OFFCPU_DELETE_ERRORS, NULL },
+	[SP_CNT_OFFCPU_UNCLOSED] = { "offcpu_unclosed", SP_CF_OFFCPU_CAPTURED_OUTCOMES,
+				     "unclosed" },
+	[SP_CNT_CTX_OBI] = { "ctx_obi", SP_CF_CTX_OBI, NULL },
+	[SP_CNT_CTX_ATTRS_TRUNC] = { "ctx_attrs_truncated", SP_CF_CTX_ATTRS, "truncated" },
+	[SP_CNT_CTX_ATTRS_ERR] = { "ctx_attrs_errors", SP_CF_CTX_ATTRS, "read_error" },
+	[SP_CNT_GO_IDS] = { "go_ids", SP_CF_GO_LABEL_READS, "ids" },
+	[SP_CNT_GO_NO_GOROUTINE] = { "go_no_goroutine", SP_CF_GO_LABEL_READS, "no_goroutine" },
+	[SP_CNT_GO_NO_LABELS] = { "go_no_labels", SP_CF_GO_LABEL_READS, "no_labels" },
+	[SP_CNT_GO_NO_IDS] = { "go_no_ids", SP_CF_GO_LABEL_READS, "no_ids" },
+	[SP_CNT_GO_BAD_IDS] = { "go_bad_ids", SP_CF_GO_LABEL_READS, "bad_ids" },
+	[SP_CNT_GO_READ_ERR] = { "go_read_errors", SP_CF_GO_LABEL_READS, "read_error" },
+	[SP_CNT_GO_LABELS_CUT] = { "go_labels_cut", SP_CF_GO_LABELS, "cut" },
+	[SP_CNT_GO_LABEL_ERR] = { "go_label_errors", SP_CF_GO_LABELS, "read_error" },
+	[SP_CNT_GO_PARKS] = { "go_parks", SP_CF_GO_PARKS, NULL },
+	[SP_CNT_GO_PARK_SAMPLED_OUT] = { "go_park_sampled_out", SP_CF_GO_PARK_OUTCOMES,
+					 "sampled_out" },
+	[SP_CNT_GO_PARK_STATE_FULL] = { "go_park_state_full", SP_CF_GO_PARK_OUTCOMES,
+					"state_full" },
+	[SP_CNT_GO_PARK_CAPTURED] = { "go_park_captured", SP_CF_GO_PARK_OUTCOMES, "captured" },
+	[SP_CNT_GO_PARK_BELOW_MIN] = { "go_park_below_min", SP_CF_GO_PARK_CAPTURED_OUTCOMES,
+				       "below_min" },
+	[SP_CNT_RB_SENT_GOPARK] = { "ringbuf_sent_gopark", SP_CF_GO_PARK_CAPTURED_OUTCOMES,
+				    "ringbuf_sent" },
+	[SP_CNT_RB_DROP_GOPARK] = { "ringbuf_dropped_gopark", SP_CF_GO_PARK_CAPTURED_OUTCOMES,
+				    "ringbuf_dropped" },
+	[SP_CNT_GO_PARK_UNCLOSED] = { "go_park_unclosed", SP_CF_GO_PARK_CAPTURED_OUTCOMES,
+				      "unclosed" },
+};
+
+/* A counter added to abi.h moves SP_CNT__MAX: give it a row above (and,
+ * if it starts a new family, a family), then move this line. */
+_Static_assert(SP_CNT_GO_PARK_UNCLOSED + 1 == SP_CNT__MAX, "a row for every BPF counter");
+
+void sp_counters__write_metrics(struct sp_metrics_buf *b, const uint64_t bpf[SP_CNT__MAX])
+{
+	for (int f = 0; f < SP_CF__MAX; f++) {
+		const struct sp_counter_family_info *fam = &sp_counter_families[f];
+
+		sp_metrics__family(b, fam->metric, SP_METRIC_COUNTER, fam->help);
+		for (int i = 0; i < SP_CNT__MAX; i++) {
+			const struct sp_counter_info *c = &sp_counters[i];
+			const char *labels[] = { fam->label, c->value, NULL };
+
+			if (c->family != (enum sp_counter_family)f)
+				continue;
+			sp_metrics__u64(b, fam->metric, fam->label ? labels : NULL, bpf[i]);
+		}
+	}
+}

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pipeline.c - see pipeline.h.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include "collector/pipeline/aggregator.h"
+#include "collector/pipeline/bpf_sampler.h"
+#include "collector/pipeline/clock.h"
+#include "collector/pipeline/pipeline.h"
+#include "collector/pipeline/snapshot.h"
+#include "collector/pipeline/summary.h"
+#include "collector/procs/proc_table.h"
+#include "collector/tracectx/ctx_discovery.h"
+
+struct sp_pipeline {
+	struct sp_pipeline_config cfg;
+	struct sp_sampling_opts opts;
+	struct sp_agg_config acfg;
+	struct sp_sampler *sampler;
+	struct sp_proc_table *procs;
+	struct sp_ctx_discovery *disc;
+	struct ring_buffer *rb;
+	struct sp_consumer cons;	/* cons.agg is the current aggregator */
+	pthread_mutex_t lock;		/* procs, disc (and what the hooks touch) */
+	uint64_t execs_seen;		/* consumer's thread */
+	uint64_t fast_until_ns;
+};
+
+/* The consumer's process callback: discovery, then the command's hook. */
+static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
+{
+	struct sp_pipeline *p = ctx;
+
+	sp_ctx_discovery__on_proc(pid, why, p->disc);
+	if (p->cfg.on_proc)
+		p->cfg.on_proc(pid, why, p->cfg.on_proc_ctx);
+}
+
+/* Ring callback: the gate sees samples first. */
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct sp_pipeline *p = ctx;
+	const struct sp_event *e = data;
+
+	if (p->cfg.gate && size >= SP_EVENT_HDR_SIZE &&
+	    (e->type == SP_EV_ONCPU || e->type == SP_EV_OFFCPU) &&
+	    !p->cfg.gate(e, p->cfg.gate_ctx))
+		return 0;
+	return sp_consumer__handle(&p->cons, data, size);
+}
+
+static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config *c)
+{
+	const struct sp_sampling_opts *o = &p->opts;
+
+	*c = (struct sp_sampler_config){
+		.freq_hz = o->hz, .ringbuf_bytes = o->ringbuf_bytes,
+		.filter_pids = p->cfg.filter_pids, .stream_idle = o->idle,
+		.kernel_stacks = o->kernel, .read_trace_ctx = o->trace_ctx,
+		.off_cpu = o->off_cpu, .off_cpu_min_ns = o->off_cpu_min_us * 1000,
+		.off_cpu_sample_n = o->off_cpu_sample_n, .off_cpu_rate = o->off_cpu_rate,
+		.off_cpu_max_pending = o->off_cpu_max_pending,
+		.off_cpu_kthreads = o->off_cpu_kthreads, .tls_descs_max = o->ctx_max_procs,
+		.no_go_labels = o->no_go_labels, .go_parks = o->off_cpu_goroutines,
+	};
+}
+
+int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **out, char *err,
+		     size_t err_len)
+{
+	struct sp_sampler_config scfg;
+	struct sp_pipeline *p;
+	struct sp_agg *agg = NULL;
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
+	p->cfg = *cfg;
+	p->opts = *cfg->opts;
+	p->cfg.opts = &p->opts;
+	pthread_mutex_init(&p->lock, NULL);
+	p->acfg = (struct sp_agg_config){ .byte_budget = p->opts.agg_budget,
+					  .max_entries = p->opts.agg_entries,
+					  .keep_timestamps = true };
+	p->procs = sp_proc_table__new(NULL);
+	agg = sp_agg__new(&p->acfg);
+	if (!p->procs || !agg) {
+		snprintf(err, err_len, "cannot allocate the process table or the aggregator (%s): "
+			 "lower --agg-budget or --agg-entries", strerror(errno ? errno : ENOMEM));
+		goto fail;
+	}
+	sp_consumer__init(&p->cons, p->procs, agg);
+	agg = NULL;
+	p->cons.on_proc = on_proc;
+	p->cons.on_proc_ctx = p;
+	sampler_config(p, &scfg);
+	rc = sp_sampler__open_load(&scfg, &p->sampler, err, err_len);
+	if (rc)
+		goto fail;
+	rc = -ENOMEM;
+	p->disc = sp_ctx_discovery__new(p->sampler, NULL);
+	if (!p->disc) {
+		snprintf(err, err_len, "out of memory");
+		goto fail;
+	}
+	/* First sight and exec reuse the maps the table has just read. */
+	sp_ctx_discovery__set_procs(p->disc, p->procs);
+	p->cons.go_key = sp_ctx_discovery__go_key;	/* Go label keys, by process */
+	p->cons.go_key_ctx = p->disc;
+	p->rb = ring_buffer__new(sp_sampler__ring_fd(p->sampler), on_event, p, NULL);
+	if (!p->rb) {
+		rc = -errno;
+		snprintf(err, err_len, "cannot map the BPF ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	sp_agg__free(agg);
+	sp_pipeline__free(p);
+	return rc < 0 ? rc : -EINVAL;
+}
+
+void sp_pipeline__free(struct sp_pipeline *p)
+{
+	if (!p)
+		return;
+	ring_buffer__free(p->rb);
+	sp_sampler__destroy(p->sampler);
+	sp_ctx_discovery__free(p->disc);
+	sp_agg__free(p->cons.agg);
+	sp_proc_table__free(p->procs);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid)
+{
+	return sp_sampler__add_target(p->sampler, pid);
+}
+
+int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, char *err,
+		       size_t err_len)
+{
+	int rc = sp_sampler__attach(p->sampler, err, err_len);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&p->lock);
+	sp_ctx_discovery__scan(p->disc, !p->cfg.filter_pids, pids, n);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+static void drain(struct sp_pipeline *p)
+{
+	pthread_mutex_lock(&p->lock);
+	ring_buffer__consume(p->rb);
+	sp_ctx_discovery__tick(p->disc);
+	pthread_mutex_unlock(&p->lock);
+}
+
+int sp_pipeline__pump(struct sp_pipeline *p, char *err, size_t err_len)
+{
+	struct pollfd pfd = { .fd = ring_buffer__epoll_fd(p->rb), .events = POLLIN };
+	int timeout = (int)p->opts.poll_ms;
+
+	/* Samples do not wake us (see bpf/stack.bpf.h): poll returns on
+	 * process events, a filling ring, or the timeout.  Right after an
+	 * exec the timeout is short, so a process that lives tens of
+	 * milliseconds has its samples (and the maps re-reads they trigger)
+	 * handled while it is alive; otherwise every wakeup would cost more
+	 * than the samples it drains. */
+	if (p->cons.stats.received_exec != p->execs_seen) {
+		p->execs_seen = p->cons.stats.received_exec;
+		p->fast_until_ns = sp_clock__mono_ns() + SP_PIPELINE_FAST_DRAIN_NS;
+	}
+	if (p->fast_until_ns && sp_clock__mono_ns() < p->fast_until_ns)
+		timeout = SP_PIPELINE_FAST_DRAIN_MS;
+	else
+		p->fast_until_ns = 0;
+	if (poll(&pfd, 1, timeout) < 0 && errno != EINTR) {
+		int e = errno;
+
+		snprintf(err, err_len, "polling the BPF ring buffer failed: %s", strerror(e));
+		return -e;
+	}
+	drain(p);
+	return 0;
+}
+
+void sp_pipeline__stop(struct sp_pipeline *p, uint64_t bpf[SP_CNT__MAX])
+{
+	sp_sampler__stop(p->sampler);
+	drain(p);
+	if (bpf)
+		sp_sampler__read_counters(p->sampler, bpf);
+	drain(p);
+}
+
+struct sp_agg *sp_pipeline__swap(struct sp_pipeline *p, struct sp_agg *next, uint64_t *epoch)
+{
+	struct sp_agg *prev;
+
+	/* One critical section: a worker that starts on prev at once
+	 * releases exactly the epoch prev's samples belong to. */
+	pthread_mutex_lock(&p->lock);
+	prev = p->cons.agg;
+	p->cons.agg = next;
+	if (epoch)
+		*epoch = sp_proc_table__next_epoch(p->procs);
+	pthread_mutex_unlock(&p->lock);
+	return prev;
+}
+
+struct sp_agg *sp_pipeline__new_agg(const struct sp_pipeline *p)
+{
+	return sp_agg__new(&p->acfg);
+}
+
+struct sp_agg *sp_pipeline__agg(const struct sp_pipeline *p)
+{
+	return p->cons.agg;
+}
+
+int sp_pipeline__snapshot(struct sp_pipeline *p, struct sp_agg *g, struct sp_snapshot_opts *so,
+			  struct sp_profile **out)
+{
+	int rc;
+
+	so->period_ns = 1000000000ull / p->opts.hz;
+	so->service_name = sp_ctx_discovery__service_name;
+	so->service_name_ctx = p->disc;
+	so->attr_key = sp_ctx_discovery__attr_key;
+	so->attr_key_ctx = p->disc;
+	pthread_mutex_lock(&p->lock);
+	rc = sp_snapshot__build(g, p->procs, so, out);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+static void on_release(uint32_t pid, void *ctx)
+{
+	sp_ctx_discovery__forget(ctx, pid);
+}
+
+void sp_pipeline__release(struct sp_pipeline *p, uint64_t epoch)
+{
+	pthread_mutex_lock(&p->lock);
+	sp_proc_table__release(p->procs, epoch, on_release, p->disc);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s)
+{
+	const struct sp_sampling_opts *o = &p->opts;
+
+	s->hz = o->hz;
+	s->n_cpus = sp_sampler__n_cpus(p->sampler);
+	s->off_cpu = o->off_cpu;
+	s->off_cpu_min_ns = o->off_cpu_min_us * 1000;
+	s->off_cpu_sample_n = o->off_cpu_sample_n;
+	s->off_cpu_rate = o->off_cpu_rate;
+	s->obi_map = sp_sampler__uses_obi(p->sampler);
+	s->publish_watch = sp_sampler__watches_publish(p->sampler);
+	s->consumer = p->cons.stats;
+	if (p->cons.agg)
+		s->agg = *sp_agg__stats(p->cons.agg);
+	/* The release path changes these on another thread. */
+	pthread_mutex_lock(&p->lock);
+	s->procs = *sp_proc_table__stats(p->procs);
+	sp_ctx_discovery__fill_summary(p->disc, s);
+	pthread_mutex_unlock(&p->lock);
+}
+
+int sp_pipeline__read_counters(const struct sp_pipeline *p, uint64_t out[SP_CNT__MAX])
+{
+	return sp_sampler__read_counters(p->sampler, out);
+}
+
+const struct sp_consumer_stats *sp_pipeline__consumer_stats(const struct sp_pipeline *p)
+{
+	return &p->cons.stats;
+}
+
+uint32_t sp_pipeline__n_cpus(const struct sp_pipeline *p)
+{
+	return sp_sampler__n_cpus(p->sampler);
+}

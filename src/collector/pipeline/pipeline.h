@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pipeline.h - what every spanprof command runs between the kernel and a
+ * profile: the BPF sampler (open -> configure -> load -> attach), its ring
+ * buffer, the consumer, the process table, trace-context discovery, the
+ * current aggregator (swappable), and drain and stop.  `spanprof record`
+ * and `spanprof agent` both run exactly this, so what one gets the other
+ * gets: discovery reuses the maps the process table just read (one maps
+ * read per new process), the ring is drained every 10 ms for 250 ms after
+ * an exec (so a process living tens of milliseconds has its samples and
+ * the maps re-reads they trigger handled while it is alive), and the same
+ * sampling options (sampling_opts.h) configure it.
+ *
+ * Life:  __new (loads BPF, nothing sampled yet) -> __add_target (filtered
+ *        runs) -> __start (attach, then one /proc scan for trace contexts)
+ *        -> __pump in a loop -> __stop (sampling off, ring drained to its
+ *        last record) -> __snapshot / __fill_summary -> __free.
+ *
+ * Threads: __pump, __swap and __stop belong to one thread (the consumer's).
+ * The process table and discovery are shared with whoever snapshots and
+ * releases (the agent's export worker): __pump, __snapshot, __release and
+ * __fill_summary take the pipeline's lock for that.  __swap takes it too;
+ * a caller holding a lock of its own while calling them must always take
+ * that one first (the agent: xfer_lock, then the pipeline's).
+ *
+ * Errors carry one line naming cause and fix in err (no command prefix).
+ */
+#ifndef SPANPROF_PIPELINE_H
+#define SPANPROF_PIPELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/pipeline/consumer.h"
+#include "collector/pipeline/sampling_opts.h"
+#include "spanprof/abi.h"
+
+struct sp_agg;
+struct sp_profile;
+struct sp_snapshot_opts;
+struct sp_summary;
+struct sp_pipeline;
+
+#define SP_PIPELINE_FAST_DRAIN_MS 10			/* drain period after an exec */
+#define SP_PIPELINE_FAST_DRAIN_NS (250ull * 1000 * 1000)	/* ... for this long */
+
+/* Called for every on-CPU and off-CPU sample record before the consumer,
+ * on the consumer's thread: false drops it (the gate counts what it drops;
+ * the agent's memory guard).  Process events are never gated. */
+typedef bool (*sp_pipeline_gate_fn)(const struct sp_event *e, void *ctx);
+
+struct sp_pipeline_config {
+	const struct sp_sampling_opts *opts;	/* copied */
+	bool filter_pids;		/* only targets and their children */
+	/* Optional, after trace-context discovery's own, lock held. */
+	sp_consumer_proc_fn on_proc;
+	void *on_proc_ctx;
+	sp_pipeline_gate_fn gate;	/* optional */
+	void *gate_ctx;
+};
+
+/* Allocates the process table and one aggregator, opens and loads BPF,
+ * maps the ring buffer.  0 and *out, or a negative errno and err. */
+int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **out, char *err,
+		     size_t err_len);
+void sp_pipeline__free(struct sp_pipeline *p);	/* NULL-safe; frees the current aggregator */
+
+int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid);
+/* Attaches (sampling starts), then examines the processes already running
+ * for a trace context: all of them, or pids[n] when filtering. */
+int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, char *err,
+		       size_t err_len);
+/* Waits for the ring (at most poll_ms, SP_PIPELINE_FAST_DRAIN_MS for
+ * SP_PIPELINE_FAST_DRAIN_NS after an exec record) and drains it into the
+ * current aggregator, then runs discovery's deferred re-reads.  0, or a
+ * negative errno with err when waiting failed (EINTR is not a failure). */
+int sp_pipeline__pump(struct sp_pipeline *p, char *err, size_t err_len);
+/* Stops sampling and drains the ring to its last record; bpf (may be NULL)
+ * gets the counters read between two drains, so every record they count as
+ * sent has been consumed or is counted as lost in transit. */
+void sp_pipeline__stop(struct sp_pipeline *p, uint64_t bpf[SP_CNT__MAX]);
+
+/* Makes next the current aggregator (NULL: none; __pump must not run
+ * then) and returns the previous one; *epoch (may be NULL) gets the
+ * process-table epoch it closed, for __release once that aggregator is
+ * exported. */
+struct sp_agg *sp_pipeline__swap(struct sp_pipeline *p, struct sp_agg *next, uint64_t *epoch);
+/* A new empty aggregator with the configured bounds, or NULL (ENOMEM). */
+struct sp_agg *sp_pipeline__new_agg(const struct sp_pipeline *p);
+struct sp_agg *sp_pipeline__agg(const struct sp_pipeline *p);	/* the current one */
+
+/* Profile of aggregator g (not changed): so's times and clock are the
+ * caller's; the period, service names and attribute keys are filled
+ * here. */
+int sp_pipeline__snapshot(struct sp_pipeline *p, struct sp_agg *g, struct sp_snapshot_opts *so,
+			  struct sp_profile **out);
+/* Everything referring to epoch is exported: recycle what only it used and
+ * forget processes gone since (their discovery state too). */
+void sp_pipeline__release(struct sp_pipeline *p, uint64_t epoch);
+
+/* Fills s's frequency, CPUs, off-CPU settings, consumer, current
+ * aggregator, process-table and discovery fields (not s->bpf). */
+void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s);
+int sp_pipeline__read_counters(const struct sp_pipeline *p, uint64_t out[SP_CNT__MAX]);
+/* The consumer's counters, for its own thread (status lines). */
+const struct sp_consumer_stats *sp_pipeline__consumer_stats(const struct sp_pipeline *p);
+uint32_t sp_pipeline__n_cpus(const struct sp_pipeline *p);
+
+#endif

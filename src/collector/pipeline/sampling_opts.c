@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sampling_opts.c - see sampling_opts.h.  The table below is the one place
+ * a shared option is defined: its name, how its value is checked, the
+ * error text, and its help line.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/pipeline/cli.h"
+#include "collector/pipeline/sampling_opts.h"
+#include "spanprof/abi.h"
+
+enum kind {
+	K_FREQ,		/* uint32_t, prime (sp_cli__parse_freq) */
+	K_SET,		/* bool, no argument: true */
+	K_CLEAR,	/* bool, no argument: false */
+	K_U32,		/* uint32_t in [min, max] */
+	K_U64,		/* uint64_t in [min, max] */
+	K_SIZE,		/* size_t bytes in [min, max] */
+	K_POW2,		/* uint32_t bytes, a power of two in [min, max] */
+};
+
+enum {
+	F_OFF_CPU = 1,		/* an --off-cpu-* option: needs --off-cpu */
+	F_ADAPTIVE = 2,		/* chooses adaptive off-CPU sampling (sample_n = 0) */
+};
+
+struct opt_def {
+	const char *name;
+	char short_name;	/* 0: long only */
+	const char *arg;	/* argument name in --help; NULL: a flag */
+	enum kind kind;
+	size_t off;		/* of the field in struct sp_sampling_opts */
+	unsigned long long min, max;
+	/* After "--NAME VALUE: expected ": a printf format given (min, max),
+	 * both unsigned long long, which it may use or not. */
+	const char *expect;
+	const char *help;	/* "\n" continues on the next help line */
+	const char *zero;	/* text in the parentheses when the default is 0 */
+	unsigned flags;
+};
+
+#define F(field) offsetof(struct sp_sampling_opts, field)
+
+static const struct opt_def defs[] = {
+	{ "freq", 'F', "HZ", K_FREQ, F(hz), 0, 0, NULL,
+	  "sampling frequency, must be prime", NULL, 0 },
+	{ "no-kernel", 0, NULL, K_CLEAR, F(kernel), 0, 0, NULL,
+	  "user stacks only", NULL, 0 },
+	{ "idle", 0, NULL, K_SET, F(idle), 0, 0, NULL,
+	  "also write samples of idle CPUs (counted either way)", NULL, 0 },
+	{ "no-trace-context", 0, NULL, K_CLEAR, F(trace_ctx), 0, 0, NULL,
+	  "do not read the threads' trace context (OTEP 4947)\n"
+	  "nor Go goroutines' pprof labels", NULL, 0 },
+	{ "no-go-labels", 0, NULL, K_SET, F(no_go_labels), 0, 0, NULL,
+	  "do not read Go goroutines' pprof labels", NULL, 0 },
+	{ "off-cpu", 0, NULL, K_SET, F(off_cpu), 0, 0, NULL,
+	  "also record off-CPU waits (sleep, locks, I/O, run\n"
+	  "queue) with stacks, trace context and blocked time", NULL, 0 },
+	{ "off-cpu-min-us", 0, "N", K_U64, F(off_cpu_min_us), 0, 3600000000ull,
+	  "microseconds, %llu..%llu",
+	  "waits shorter than N us are counted, not written", NULL, F_OFF_CPU },
+	{ "off-cpu-sample", 0, "N", K_U32, F(off_cpu_sample_n), 1, SP_OFFCPU_MAX_N,
+	  "N in %llu..%llu (capture 1 wait in N)",
+	  "capture 1 wait in N at random (1 = every wait),\nweighted by N",
+	  "default: adaptive, see --off-cpu-rate", F_OFF_CPU },
+	{ "off-cpu-rate", 0, "R", K_U32, F(off_cpu_rate), 1, 1000000,
+	  "captures per second per CPU, %llu..%llu",
+	  "adaptive sampling: about R captured waits per second\n"
+	  "per CPU, weighted by the sampling factor", NULL, F_OFF_CPU | F_ADAPTIVE },
+	{ "off-cpu-kernel-threads", 0, NULL, K_SET, F(off_cpu_kthreads), 0, 0, NULL,
+	  "kernel threads' waits too", NULL, F_OFF_CPU },
+	{ "off-cpu-goroutines", 0, NULL, K_SET, F(off_cpu_goroutines), 0, 0, NULL,
+	  "Go programs: also the waits of goroutines that park\n"
+	  "(mutex, sleep, channels, network), with their pprof\n"
+	  "labels; two uprobes per park in Go executables", NULL, F_OFF_CPU },
+	{ "off-cpu-max-pending", 0, "N", K_U32, F(off_cpu_max_pending), 1, 1u << 20,
+	  "%llu..%llu captured waits",
+	  "captured waits open at once; more are counted as\n"
+	  "\"state full\" and not captured", "default 8192", F_OFF_CPU },
+	{ "ctx-max-procs", 0, "N", K_U32, F(ctx_max_procs), 1, SP_TLS_DESCS_MAX,
+	  "%llu..%llu processes",
+	  "processes whose trace context BPF can read (the\n"
+	  "tls_descs map); more are counted as \"bpf_map_full\"",
+	  "default and maximum 16384", 0 },
+	{ "ringbuf-size", 0, "B", K_POW2, F(ringbuf_bytes), 4096, 1u << 30,
+	  "a power of two from 4096 to 1 GiB",
+	  "BPF ring buffer bytes, a power of two", NULL, 0 },
+	{ "poll-ms", 0, "MS", K_U32, F(poll_ms), 1, 10000, "%llu..%llu",
+	  "drain the ring buffer at least every MS ms (every\n"
+	  "10 ms for 250 ms after a process execs)", NULL, 0 },
+	{ "agg-budget", 0, "B", K_SIZE, F(agg_budget), 64u << 10, 1ull << 40,
+	  "bytes, at least %llu", "aggregator memory budget in bytes", NULL, 0 },
+	{ "agg-entries", 0, "N", K_U32, F(agg_entries), 1, 1u << 26, "%llu..%llu",
+	  "aggregator entry cap", "default: budget / 512, 1024..65536", 0 },
+};
+
+#define N_DEFS (sizeof(defs) / sizeof(defs[0]))
+/* getopt_long values of the shared long options: base + table index,
+ * above any command's own (which are below 256 or just above). */
+#define OPT_BASE 0x1000
+
+_Static_assert(SP_TLS_DESCS_MAX == 16384, "ctx-max-procs help names the maximum");
+
+static const struct opt_def *def_of(int c)
+{
+	if (c >= OPT_BASE && c < OPT_BASE + (int)N_DEFS)
+		return &defs[c - OPT_BASE];
+	for (size_t i = 0; i < N_DEFS; i++)
+		if (defs[i].short_name && defs[i].short_name == c)
+			return &defs[i];
+	return NULL;
+}
+
+/* One getopt_long result: 1 when c is not a shared option, 0 when parsed
+ * into o, -EINVAL with msg. */
+static int parse_one(struct sp_sampling_opts *o, int c, const char *arg, char *msg,
+		     size_t msg_len)
+{
+	const struct opt_def *d = def_of(c);
+	char *field;
+	uint64_t v = 0;
+	bool bad;
+
+	if (!d)
+		return 1;
+	field = (char *)o + d->off;
+	switch (d->kind) {
+	case K_FREQ:
+		if (sp_cli__parse_freq(arg, (uint32_t *)field, msg, msg_len))
+			return -EINVAL;
+		break;
+	case K_SET:
+	case K_CLEAR:
+		*(bool *)field = d->kind == K_SET;
+		break;
+	default:
+		bad = sp_cli__parse_u64(arg, d->max, &v) || v < d->min ||
+		      (d->kind == K_POW2 && (v & (v - 1)));
+		if (bad) {
+			int n = snprintf(msg, msg_len, "--%s %s: expected ", d->name,
+					 arg ? arg : "");
+
+			if (n >= 0 && (size_t)n < msg_len)
+				snprintf(msg + n, msg_len - n, d->expect, d->min, d->max);
+			return -EINVAL;
+		}
+		if (d->kind == K_U64)
+			*(uint64_t *)field = v;
+		else if (d->kind == K_SIZE)
+			*(size_t *)field = v;
+		else
+			*(uint32_t *)field = (uint32_t)v;
+	}
+	if (d->flags & F_ADAPTIVE)
+		o->off_cpu_sample_n = 0;
+	if (d->flags & F_OFF_CPU)
+		o->off_cpu_tuned = true;
+	return 0;
+}
+
+uint32_t sp_sampling_opts__default_entries(size_t agg_budget)
+{
+	/* Entry headers and hash slots cost ~112 B per entry, so 1 per 512 B
+	 * of budget keeps them near a fifth of it (65536 at 64 MiB). */
+	size_t n = agg_budget / 512;
+
+	return n < 1024 ? 1024 : n > 65536 ? 65536 : (uint32_t)n;
+}
+
+static int finish(struct sp_sampling_opts *o, char *msg, size_t msg_len)
+{
+	if (o->off_cpu_tuned && !o->off_cpu) {
+		snprintf(msg, msg_len, "--off-cpu-* options need --off-cpu");
+		return -EINVAL;
+	}
+	if (!o->agg_entries)
+		o->agg_entries = sp_sampling_opts__default_entries(o->agg_budget);
+	return 0;
+}
+
+/* getopt's tables: the command's own options, then the shared ones. */
+struct tables {
+	struct option longopts[64];
+	char shortopts[64];
+};
+
+static int merge(const struct sp_command_opts *cmd, struct tables *t)
+{
+	const size_t cap = sizeof(t->longopts) / sizeof(t->longopts[0]);
+	size_t n = 0, len = 1, own;
+	int w;
+
+	/* "+": stop at the first operand (record's "-- COMMAND"); h: help. */
+	t->shortopts[0] = '+';
+	t->shortopts[len++] = 'h';
+	for (size_t i = 0; i < N_DEFS; i++)
+		if (defs[i].short_name) {
+			t->shortopts[len++] = defs[i].short_name;
+			if (defs[i].arg)
+				t->shortopts[len++] = ':';
+		}
+	w = snprintf(t->shortopts + len, sizeof(t->shortopts) - len, "%s",
+		     cmd->short_opts ? cmd->short_opts : "");
+	if (w < 0 || (size_t)w >= sizeof(t->shortopts) - len)
+		return -ENOSPC;
+	for (own = 0; cmd->long_opts && cmd->long_opts[own].name; own++) {
+		if (n >= cap)
+			return -ENOSPC;
+		t->longopts[n++] = cmd->long_opts[own];
+	}
+	if (n + N_DEFS + 2 > cap)
+		return -ENOSPC;
+	t->longopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	for (size_t i = 0; i < N_DEFS; i++)
+		t->longopts[n++] = (struct option){ defs[i].name,
+						    defs[i].arg ? required_argument : no_argument,
+						    NULL, OPT_BASE + (int)i };
+	t->longopts[n] = (struct option){ 0 };
+	return 0;
+}
+
+int sp_sampling_opts__parse_argv(const struct sp_command_opts *cmd, void *ctx, int argc,
+				 char **argv, struct sp_sampling_opts *o, char *msg,
+				 size_t msg_len)
+{
+	struct tables t;
+	int c, rc;
+
+	if (merge(cmd, &t)) {
+		snprintf(msg, msg_len, "internal error: %s's option tables are too large",
+			 cmd->name);
+		return -EINVAL;
+	}
+	optind = 1;
+	opterr = 0;	/* one message of our own, naming the option */
+	while ((c = getopt_long(argc, argv, t.shortopts, t.longopts, NULL)) != -1) {
+		if (c == '?') {
+			snprintf(msg, msg_len, "unknown option or missing value: %s; see spanprof "
+				 "%s --help", argv[optind - 1], cmd->name);
+			return -EINVAL;
+		}
+		if (c == 'h') {
+			cmd->usage(stdout);
+			exit(0);
+		}
+		rc = parse_one(o, c, optarg, msg, msg_len);
+		if (rc > 0)
+			rc = cmd->own(c, optarg, ctx, msg, msg_len);
+		if (rc)
+			return -EINVAL;
+	}
+	if (finish(o, msg, msg_len))
+		return -EINVAL;
+	return optind;
+}
+
+static void show_bytes(char *buf, size_t len, unsigned long long v)
+{
+	if (v && v % (1u << 20) == 0)
+		snprintf(buf, len, "%llu MiB", v >> 20);
+	else if (v && v % 1024 == 0)
+		snprintf(buf, len, "%llu KiB", v >> 10);
+	else
+		snprintf(buf, len, "%llu", v);
+}
+
+/* "default X" for d's field in defaults, or "" for flags. */
+static void show_default(const struct opt_def *d, const struct sp_sampling_opts *defaults,
+			 char *buf, size_t len)
+{
+	const char *field = (const char *)defaults + d->off;
+	unsigned long long v;
+
+	buf[0] = 0;
+	switch (d->kind) {
+	case K_SET:
+	case K_CLEAR:
+		return;
+	case K_U64:
+		v = *(const uint64_t *)field;
+		break;
+	case K_SIZE:
+		v = *(const size_t *)field;
+		break;
+	default:
+		v = *(const uint32_t *)field;
+	}
+	if (!v && d->zero) {
+		snprintf(buf, len, "%s", d->zero);
+	} else if (d->kind == K_SIZE || d->kind == K_POW2) {
+		char b[32];
+
+		show_bytes(b, sizeof(b), v);
+		snprintf(buf, len, "default %s", b);
+	} else {
+		snprintf(buf, len, "default %llu", v);
+	}
+}
+
+#define HELP_COL 28
+
+void sp_sampling_opts__usage(FILE *f, const struct sp_sampling_opts *defaults)
+{
+	for (size_t i = 0; i < N_DEFS; i++) {
+		const struct opt_def *d = &defs[i];
+		char left[64], dflt[64];
+		const char *h = d->help, *nl;
+		int n;
+
+		if (d->short_name)
+			n = snprintf(left, sizeof(left), "  -%c, --%s%s%s", d->short_name, d->name,
+				     d->arg ? " " : "", d->arg ? d->arg : "");
+		else
+			n = snprintf(left, sizeof(left), "      --%s%s%s", d->name,
+				     d->arg ? " " : "", d->arg ? d->arg : "");
+		show_default(d, defaults, dflt, sizeof(dflt));
+		if (n >= HELP_COL - 1)
+			fprintf(f, "%s\n%*s", left, HELP_COL, "");
+		else
+			fprintf(f, "%-*s", HELP_COL, left);
+		while ((nl = strchr(h, '\n'))) {
+			fprintf(f, "%.*s\n%*s", (int)(nl - h), h, HELP_COL, "");
+			h = nl + 1;
+		}
+		if (!dflt[0])
+			fprintf(f, "%s\n", h);
+		else if (HELP_COL + strlen(h) + strlen(dflt) + 3 > 80)
+			fprintf(f, "%s\n%*s(%s)\n", h, HELP_COL, "", dflt);
+		else
+			fprintf(f, "%s (%s)\n", h, dflt);
+	}
+}
