@@ -35,12 +35,7 @@ TEST_TARGETS += $(UNIT_BINS) $(FIXTURE_BINS) $(O)/fixtures/go_fake_slice
 
 # Go fixtures: tests/fixtures/go/NAME/main.go -> $(O)/fixtures/go/NAME (with
 # DWARF) and $(O)/fixtures/go/NAME.stripped (-ldflags=-s -w, as release
-# builds are).  Standard library only, built offline (GOPROXY=off) with
-# Debian's Go (golang-go, scripts/deps.sh); the build cache and GOPATH live
-# under the build directory, so a fresh clone built as root needs no home.
-GO ?= go
-GO_ENV = GOCACHE=$(abspath $(O))/go/cache GOPATH=$(abspath $(O))/go/path GOPROXY=off \
-	GOFLAGS= GOTOOLCHAIN=local
+# builds are); GO_ENV (Makefile) builds them offline.
 GO_FIXTURES := $(patsubst tests/fixtures/go/%/main.go,%,$(wildcard tests/fixtures/go/*/main.go))
 GO_FIXTURE_BINS := $(foreach f,$(GO_FIXTURES),$(O)/fixtures/go/$(f) $(O)/fixtures/go/$(f).stripped)
 
