@@ -126,18 +126,10 @@ int sp_go_unpark(struct pt_regs *ctx)
 {
 	struct sp_gopark_key key = { .tgid = bpf_get_current_pid_tgid() >> 32, .g = ctx->r14 };
 	struct sp_scratch *s = bpf_map_lookup_elem(&go_park_pending, &key);
-	__u64 blocked, now;
 
 	if (!s)
 		return 0;	/* not captured (the common case) */
-	now = bpf_ktime_get_ns();
-	blocked = now > s->hdr.ts_ns ? now - s->hdr.ts_ns : 0;
-	if (blocked < cfg_offcpu_min_ns) {
-		sp_count(SP_CNT_GO_PARK_BELOW_MIN);
-	} else {
-		s->hdr.weight_ns = blocked * s->hdr.weight_ns;
-		sp_emit(s, SP_CNT_RB_SENT_GOPARK, SP_CNT_RB_DROP_GOPARK);
-	}
+	sp_offcpu__close(s, SP_CNT_GO_PARK_BELOW_MIN, SP_CNT_RB_SENT_GOPARK, SP_CNT_RB_DROP_GOPARK);
 	if (bpf_map_delete_elem(&go_park_pending, &key) == 0)
 		__sync_fetch_and_add(&sp_gopark_live, -1);
 	return 0;
