@@ -537,6 +537,46 @@ static void test_go_keys(void **state)
 	sp_go_discovery__free(g);
 }
 
+/* A process is counted once however often it is described from the same
+ * file (an exec event read after the start-up scan saw the new image);
+ * another pid, or the same pid after it exited, is another process.  A
+ * private proc root whose <pid>/exe links point at the golabels fixture. */
+static void test_examine_counts_once(void **state)
+{
+	char root[PATH_MAX], exe[PATH_MAX], p[PATH_MAX + 64];
+	struct sp_go_discovery *g;
+	const struct sp_go_stats *st;
+
+	(void)state;
+	fixture(exe, sizeof(exe), "go/golabels");
+	assert_non_null(tu_mkdtemp(root, sizeof(root), "test_go-proc"));
+	for (int pid = 100; pid <= 101; pid++) {
+		snprintf(p, sizeof(p), "%s/%d", root, pid);
+		assert_int_equal(mkdir(p, 0755), 0);
+		snprintf(p, sizeof(p), "%s/%d/exe", root, pid);
+		assert_int_equal(symlink(exe, p), 0);
+	}
+	g = sp_go_discovery__new(NULL, root);
+	assert_non_null(g);
+	st = sp_go_discovery__stats(g);
+	assert_int_equal(sp_go_discovery__examine(g, 100), 1);
+	sp_go_discovery__drop(g, 100);		/* its exec event, read late */
+	assert_int_equal(sp_go_discovery__examine(g, 100), 1);
+	assert_int_equal(st->procs, 1);
+	assert_int_equal(st->procs_dwarf, 1);
+	assert_int_equal(st->files_read, 1);
+	assert_int_equal(sp_go_discovery__examine(g, 101), 1);
+	assert_int_equal(st->procs, 2);
+	sp_go_discovery__exited(g, 100);
+	assert_int_equal(sp_go_discovery__examine(g, 100), 1);	/* a reused pid */
+	assert_int_equal(st->procs, 3);
+	assert_int_equal(st->procs_dwarf, 3);
+	assert_int_equal(sp_go_discovery__examine(g, 102), 0);	/* no such process */
+	assert_int_equal(st->procs, 3);
+	sp_go_discovery__free(g);
+	assert_int_equal(tu_rm_rf(root), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -552,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_go_build_id_file),
 		cmocka_unit_test(test_canon_go),
 		cmocka_unit_test(test_go_keys),
+		cmocka_unit_test(test_examine_counts_once),
 	};
 
 	return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);

@@ -27,6 +27,11 @@ struct file_entry {
 	struct sp_go_binary bin;
 	bool parks_tried;	/* park probes attached (or failed) once */
 	int parks;		/* the sampler's handle, -1 none */
+	/* The last pid described from this file, 0 after it exited: the
+	 * same pid again is the same process (an exec event read after the
+	 * start-up scan already saw the new image, or a re-exec of the same
+	 * binary), described again but not counted again. */
+	uint32_t last_pid;
 };
 
 struct sp_go_discovery {
@@ -143,11 +148,14 @@ int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 		return rc;
 	}
 	attach_parks(g, e, path);
-	g->st.procs++;
-	if (e->bin.offsets_from == SP_GO_FROM_DWARF)
-		g->st.procs_dwarf++;
-	else
-		g->st.procs_table++;
+	if (e->last_pid != pid) {
+		g->st.procs++;
+		if (e->bin.offsets_from == SP_GO_FROM_DWARF)
+			g->st.procs_dwarf++;
+		else
+			g->st.procs_table++;
+	}
+	e->last_pid = pid;
 	return 1;
 }
 
@@ -159,7 +167,12 @@ void sp_go_discovery__drop(struct sp_go_discovery *g, uint32_t pid)
 
 void sp_go_discovery__exited(struct sp_go_discovery *g, uint32_t pid)
 {
-	if (!g || !g->sampler)
+	if (!g)
+		return;
+	for (int i = 0; i < SP_GO_FILE_CACHE; i++)
+		if (g->files[i].last_pid == pid)
+			g->files[i].last_pid = 0;	/* a reused pid is a new process */
+	if (!g->sampler)
 		return;
 	sp_sampler__del_go_desc(g->sampler, pid);
 	if (sp_sampler__go_parks(g->sampler))

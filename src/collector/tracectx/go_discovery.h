@@ -33,7 +33,8 @@
 struct sp_sampler;
 
 struct sp_go_stats {
-	uint64_t procs;			/* Go processes given a descriptor */
+	uint64_t procs;			/* Go processes given a descriptor (the
+					 * same pid and file again: once) */
 	uint64_t procs_dwarf;		/* ... offsets from their DWARF */
 	uint64_t procs_table;		/* ... offsets from the version table */
 	uint64_t procs_failed;		/* Go processes without one: */
