@@ -56,7 +56,7 @@ def instance(tag, pid, dur, extra, env=None):
     js = os.path.join(B.WORK, "ctx_%s.json" % tag)
     p = B.spawn([B.SPANPROF, "record", "-F", str(FREQ), "-p", str(pid), "-d", str(dur), "--no-report",
                  "-q", "-o", os.path.join(B.WORK, "ctx_%s.pb.gz" % tag), "--summary-json", js] + extra,
-                env=env)
+                env=env, err=open(os.path.join(B.WORK, "ctx_%s.err" % tag), "w"))
     return p, js
 
 
@@ -109,7 +109,9 @@ def one(dur, a_first):
     t1 = ctx_timing(ids["timed"])
     res = {"timed": [y - x for x, y in zip(t0, t1)]}
     for tag, (p, js) in procs.items():
-        p.wait(dur + 60)
+        if p.wait(dur + 60) != 0:
+            B.die("spanprof record (%s) exited %d: %s" % (tag, p.returncode, open(os.path.join(
+                B.WORK, "ctx_%s.err" % tag)).read()[-400:]))
         ns0, c0 = B.sum_stats(a, ids[tag])
         ns1, c1 = B.sum_stats(b, ids[tag])
         j = json.load(open(js))
@@ -147,14 +149,19 @@ def main():
             (a, na, ctx, recv, attrs), (b, nb, _, _, _) = res["on"], res["off"]
             n, read_ns, clock_ns = res["timed"]
             t = (read_ns - clock_ns) / n if n else float("nan")
+            f = lambda v: "n/a" if v is None else "%.0f" % v  # noqa: E731
+            ab = a - b if a is not None and b is not None else None
             print("  rep %d  timed read %.0f ns (n=%d, clock %.0f ns taken out)  "
-                  "A/B: with ctx %.0f ns/sample (n=%d, %d of %d samples carried ids, %d attributes)  "
-                  "without %.0f ns/sample (n=%d)  difference %.0f ns"
-                  % (r + 1, t, n, clock_ns / n if n else 0, a, na, ctx, recv, attrs, b, nb, a - b),
+                  "A/B: with ctx %s ns/sample (n=%d, %d of %d samples carried ids, %d attributes)  "
+                  "without %s ns/sample (n=%d)  difference %s ns%s"
+                  % (r + 1, t, n, clock_ns / n if n else 0, f(a), na, ctx, recv, attrs, f(b), nb,
+                     f(ab), "" if ab is not None else
+                     "  (an instance ran no sample in the window: A/B left out)"),
                   flush=True)
-            diffs.append(a - b)
-            on.append(a)
-            off.append(b)
+            if ab is not None:
+                diffs.append(ab)
+                on.append(a)
+                off.append(b)
             timed.append(t)
             clock.append(clock_ns / n if n else 0)
     rows = [["context read, timed inside sp_oncpu", B.fmt(B.median(timed), 0)],
@@ -167,8 +174,9 @@ def main():
     B.table(["sp_oncpu (--no-kernel)", "ns per sample"], rows)
     d = B.median(timed)
     print("\ntarget: the %s read adds < %d ns per sample: timed %.0f ns -> %s "
-          "(A/B difference %.0f ns)" % ("Go label" if GO else "context", target, d,
-                                        "met" if d < target else "NOT met", B.median(diffs)))
+          "(A/B difference %s ns)" % ("Go label" if GO else "context", target, d,
+                                       "met" if d < target else "NOT met",
+                                       B.fmt(B.median(diffs), 0)))
 
 
 if __name__ == "__main__":
