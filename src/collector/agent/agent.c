@@ -1133,9 +1133,10 @@ int sp_agent__main(int argc, char **argv)
 		goto out;
 	}
 
-	/* Attached: from here on only /proc reads and BPF map updates need
-	 * privileges.  No other thread exists yet, so all inherit this. */
-	if (sp_privs__drop(sp_privs__needed(), err, sizeof(err)) < 0) {
+	/* Attached: from here on only /proc reads, BPF map updates and the
+	 * goroutine park probes of new Go executables need privileges.  No
+	 * other thread exists yet, so all inherit this. */
+	if (sp_privs__drop(sp_privs__needed(a->o.s.off_cpu_goroutines), err, sizeof(err)) < 0) {
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;
 	}

@@ -111,9 +111,14 @@ static void attach_parks(struct sp_go_discovery *g, struct file_entry *e, const 
 	}
 	e->parks = sp_sampler__attach_go_parks(g->sampler, exe, e->bin.park_off,
 					       e->bin.resume_off);
-	if (e->parks < 0)
-		g->st.parks_failed++;
-	else
+	if (e->parks < 0) {
+		/* the first failure only; all are counted (summary, /metrics) */
+		if (!g->st.parks_failed++)
+			fprintf(stderr, "spanprof: cannot attach the goroutine park probes to the Go "
+				"executable of %s (%s): parked goroutines' waits are not recorded; "
+				"uprobes need CAP_SYS_ADMIN\n", exe,
+				strerror(-e->parks));
+	} else
 		g->st.parks_files++;
 }
 
