@@ -30,9 +30,6 @@ import agent_util as au  # noqa: E402
 require_root()
 d = tmpdir()
 root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-promtool = shutil.which("promtool")
-if not promtool:
-    fail("promtool is not installed (Debian package prometheus): run scripts/deps.sh")
 fake = os.path.join(BUILD, "fixtures", "go_fake")
 golabels = os.path.join(BUILD, "fixtures", "go", "golabels")
 unknown = os.path.join(d, "go_fake_unknown")
@@ -69,15 +66,12 @@ finally:
         if p.poll() is None:
             p.kill()
 
-p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
-                   timeout=30)
-check(p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(),
-      "promtool check metrics: clean (rc=%d %s%s)" % (p.returncode, p.stdout, p.stderr))
+au.check_promtool(text)
 au.check_monotonic(m0, m1)
 
 
 def delta(name, **lab):
-    return m1.get1(name, **lab) - m0.get1(name, **lab)
+    return au.delta(m0, m1, name, **lab)
 
 
 procs_by = {o: delta("spanprof_go_processes_total", offsets=o) for o in ("table", "dwarf")}

@@ -311,7 +311,6 @@ static void go_examine(struct sp_ctx_discovery *d, uint32_t pid)
 {
 	struct slot *sl = slot_for(d, pid, false);
 
-
 	if (sl && sl->go)
 		return;		/* examined since its last exec */
 	if (sp_go_discovery__examine(d->go, pid) != 1)
