@@ -84,9 +84,9 @@ def ctx_timing(prog_ids):
 def one(dur, a_first):
     if GO:
         demo = B.spawn([os.path.join(B.FIXTURES, "go", "golabels"), "-mode", "spans",
-                        "-workers", "8", "-duration", str(dur + 15)], env={"GOMAXPROCS": "2"})
+                        "-workers", "8", "-duration", str(dur + 150)], env={"GOMAXPROCS": "2"})
     else:
-        demo = B.spawn([os.path.join(B.BUILD, "spanprof-demo"), "--duration", str(dur + 15),
+        demo = B.spawn([os.path.join(B.BUILD, "spanprof-demo"), "--duration", str(dur + 150),
                         "--threads", "2", "--requests-per-sec", "0", "--sleep-ms", "0",
                         "--io-ms", "0", "--lock-hold-ms", "0"])
     time.sleep(1.0)
@@ -97,10 +97,13 @@ def one(dur, a_first):
              ("off", ["--no-kernel", "--no-go-labels" if GO else "--no-trace-context"])]
     if not a_first:
         order.reverse()
-    procs = {tag: instance(tag, demo.pid, dur, extra) for tag, extra in order}
-    procs["timed"] = instance("timed", demo.pid, dur, ["--no-kernel"],
+    # -d with room: on a busy machine loading (verifying) the three programs
+    # can take longer than the window; each is stopped by SIGINT after it
+    procs = {tag: instance(tag, demo.pid, dur + 60, extra) for tag, extra in order}
+    procs["timed"] = instance("timed", demo.pid, dur + 60, ["--no-kernel"],
                               env={"SPANPROF_BENCH_CTX_TIMING": "1"})
-    ids = {tag: B.wait_progs(p.pid, lambda g: g["name"] == "sp_oncpu") for tag, (p, _) in procs.items()}
+    ids = {tag: B.wait_progs(p.pid, lambda g: g["name"] == "sp_oncpu", timeout=120)
+           for tag, (p, _) in procs.items()}
     time.sleep(1.5)
     a = B.bpftool_progs()
     t0 = ctx_timing(ids["timed"])
@@ -109,7 +112,8 @@ def one(dur, a_first):
     t1 = ctx_timing(ids["timed"])
     res = {"timed": [y - x for x, y in zip(t0, t1)]}
     for tag, (p, js) in procs.items():
-        if p.wait(dur + 60) != 0:
+        B.stop(p)
+        if p.returncode != 0:
             B.die("spanprof record (%s) exited %d: %s" % (tag, p.returncode, open(os.path.join(
                 B.WORK, "ctx_%s.err" % tag)).read()[-400:]))
         ns0, c0 = B.sum_stats(a, ids[tag])
