@@ -50,20 +50,6 @@
 
 #include "maps.bpf.h"
 
-/* State the loop callbacks share (on the caller's stack). */
-struct sp_go_walk {
-	/* bucket walk (map layout) */
-	__u64 buckets, oldbuckets, cur;
-	__u32 nb, nold, table;	/* table: next table slot to start */
-	__u32 read_ok;		/* buckets read */
-	/* pairs collected, then processed */
-	__u32 n;
-	__u32 attrs_len;
-	__u8 trace_id[SP_TRACE_ID_LEN];
-	__u8 span_id[SP_SPAN_ID_LEN];
-	__u8 have_trace, have_span, bad, cut, label_err;
-};
-
 static __always_inline struct sp_go_scratch *sp_go_scratch(void)
 {
 	__u32 zero = 0;
@@ -107,12 +93,13 @@ static __always_inline int sp_go_parse_hex(const __u8 *hex, __u8 *id, int n)
  * stop the walk. */
 static long sp_go_bucket_cb(__u32 i, void *ctx)
 {
-	struct sp_go_walk *w = ctx;
 	struct sp_go_scratch *gs = sp_go_scratch();
+	struct sp_go_walk *w;
 	bool stop_chain = false;
 
 	if (!gs)
 		return 1;
+	w = &gs->walk;
 	if (!w->cur) {
 		/* next table slot: new buckets first, then old ones */
 		if (w->table < w->nb)
@@ -173,13 +160,16 @@ static __always_inline void sp_go_id(struct sp_go_walk *w, struct sp_go_scratch 
 /* One collected pair: an id, or an attribute entry. */
 static long sp_go_pair_cb(__u32 i, void *ctx)
 {
-	struct sp_go_walk *w = ctx;
 	struct sp_go_scratch *gs = sp_go_scratch();
+	struct sp_go_walk *w;
 	struct sp_go_pair p;
 	__u64 kw = 0, klen, vlen;
 	__u32 o, need;
 
-	if (!gs || i >= w->n)
+	if (!gs)
+		return 1;
+	w = &gs->walk;
+	if (i >= w->n)
 		return 1;
 	p = gs->pairs[i & (SP_GO_MAX_LABELS - 1)];
 	klen = p.key.len;
@@ -259,7 +249,7 @@ static __always_inline int sp_go_map_pairs(struct sp_go_walk *w, __u64 lp)
 		w->nold = (flags & SP_GO_HMAP_SAME_SIZE_GROW) || !b ? w->nb : w->nb / 2;
 	if (w->nb + w->nold > SP_GO_MAX_BUCKETS)
 		w->cut = 1;
-	bpf_loop(SP_GO_MAX_BUCKETS, sp_go_bucket_cb, w, 0);
+	bpf_loop(SP_GO_MAX_BUCKETS, sp_go_bucket_cb, NULL, 0);
 	if (!w->read_ok)
 		return -1;	/* not one bucket readable: the map is */
 	if (w->cur || w->table < w->nb + w->nold)
@@ -300,7 +290,7 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 	struct sp_go_scratch *gs;
 	struct sp_go_desc *d;
 	struct task_struct *task;
-	struct sp_go_walk w = {};
+	struct sp_go_walk *w;
 	__u64 g, m, curg, lp;
 	__u32 outcome, nf;
 	int err;
@@ -325,42 +315,46 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 		goto no_goroutine;
 	if (bpf_probe_read_user(&lp, sizeof(lp), (void *)(curg + d->g_labels)))
 		goto read_err;
+	gs = sp_go_scratch();
+	if (!gs)
+		goto read_err;
+	w = &gs->walk;
+	__builtin_memset(w, 0, sizeof(*w));
 	if (!lp) {
 		outcome = SP_CNT_GO_NO_LABELS;
 		s->hdr.ctx_status = SP_CTX_NULL;
 		goto count;
 	}
 	if (d->layout == SP_GO_LABELS_MAP)
-		err = sp_go_map_pairs(&w, lp);
+		err = sp_go_map_pairs(w, lp);
 	else if (d->layout == SP_GO_LABELS_SLICE)
-		err = sp_go_slice_pairs(&w, lp);
+		err = sp_go_slice_pairs(w, lp);
 	else
 		err = -1;
 	if (err)
 		goto read_err;
-	if (w.n)
-		bpf_loop(SP_GO_MAX_LABELS, sp_go_pair_cb, &w, 0);
+	if (w->n)
+		bpf_loop(SP_GO_MAX_LABELS, sp_go_pair_cb, NULL, 0);
 
-	if (w.cut)
+	if (w->cut)
 		sp_count(SP_CNT_GO_LABELS_CUT);
-	if (w.label_err)
+	if (w->label_err)
 		sp_count(SP_CNT_GO_LABEL_ERR);
-	gs = sp_go_scratch();
-	if (gs && w.attrs_len) {
+	if (w->attrs_len) {
 		/* constant-size copy, as for OTEP attrs; attrs_len bytes count */
 		nf = (s->hdr.kstack_n + s->hdr.ustack_n) & 255;
 		__builtin_memcpy(&s->frames[nf], gs->attrs, SP_CTX_ATTRS_MAX);
-		s->hdr.ctx.attrs_len = w.attrs_len;
+		s->hdr.ctx.attrs_len = w->attrs_len;
 	}
-	if (w.have_trace && w.have_span && !w.bad) {
-		__builtin_memcpy(s->hdr.ctx.trace_id, w.trace_id, SP_TRACE_ID_LEN);
-		__builtin_memcpy(s->hdr.ctx.span_id, w.span_id, SP_SPAN_ID_LEN);
+	if (w->have_trace && w->have_span && !w->bad) {
+		__builtin_memcpy(s->hdr.ctx.trace_id, w->trace_id, SP_TRACE_ID_LEN);
+		__builtin_memcpy(s->hdr.ctx.span_id, w->span_id, SP_SPAN_ID_LEN);
 		s->hdr.ctx_status = SP_CTX_GO;
 		outcome = SP_CNT_GO_IDS;
 	} else {
-		if (w.bad || w.have_trace || w.have_span)
+		if (w->bad || w->have_trace || w->have_span)
 			outcome = SP_CNT_GO_BAD_IDS;
-		else if (!w.n)
+		else if (!w->n)
 			outcome = SP_CNT_GO_NO_LABELS;
 		else
 			outcome = SP_CNT_GO_NO_IDS;

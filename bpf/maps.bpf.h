@@ -130,7 +130,24 @@ _Static_assert(sizeof(struct sp_go_pair) == SP_GO_LABEL_SIZE, "a label is two Go
  * entry stays inside: the verifier sees every write bounded. */
 #define SP_GO_ATTRS_ROOM (SP_CTX_ATTRS_MAX + 2 + SP_GO_KEY_MAX + SP_GO_VALUE_MAX)
 
+/* golabels.bpf.h: state the loop callbacks share: in the per-CPU go_scratch, not on the
+ * stack (the caller's frame plus a bpf_loop callback's frame must stay
+ * under 512 bytes also in the uprobe program and with the unwinder). */
+struct sp_go_walk {
+	/* bucket walk (map layout) */
+	__u64 buckets, oldbuckets, cur;
+	__u32 nb, nold, table;	/* table: next table slot to start */
+	__u32 read_ok;		/* buckets read */
+	/* pairs collected, then processed */
+	__u32 n;
+	__u32 attrs_len;
+	__u8 trace_id[SP_TRACE_ID_LEN];
+	__u8 span_id[SP_SPAN_ID_LEN];
+	__u8 have_trace, have_span, bad, cut, label_err;
+};
+
 struct sp_go_scratch {
+	struct sp_go_walk walk;
 	struct sp_go_pair pairs[SP_GO_MAX_LABELS];
 	__u8 bucket[SP_GO_BUCKET_SIZE];
 	__u8 hex[32];
