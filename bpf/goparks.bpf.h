@@ -109,7 +109,11 @@ int sp_go_park(struct pt_regs *ctx)
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
 	s->hdr.kstack_n = 0;
 	s->hdr.ustack_n = sp_user_stack(s, 0, PT_REGS_IP(ctx), PT_REGS_FP(ctx));
-	sp_read_trace_ctx(s, tgid);
+	/* The goroutine's labels only: a thread's OTEP record or OBI entry
+	 * is not the parked goroutine's (and skipping them keeps the frame
+	 * plus the unwinder's loop callback under the verifier's 512 bytes). */
+	if (cfg_read_ctx)
+		sp_read_go_ctx(s, tgid);
 	s->hdr.ts_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&go_park_pending, &key, s, BPF_ANY))
 		goto full;
