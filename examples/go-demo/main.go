@@ -207,7 +207,10 @@ func main() {
 	until := time.Now().Add(time.Duration(*dur * float64(time.Second)))
 	load(ln.Addr().String(), *clients, until)
 	time.Sleep(time.Until(until))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// let requests in flight finish, so each is logged whole (a busy
+	// machine can take seconds: a request cut short here has samples but
+	// no line in the truth log)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	srv.Shutdown(ctx) // let requests in flight finish, so each is logged whole
+	srv.Shutdown(ctx)
 }
