@@ -12,6 +12,7 @@ pkgs=(
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libcurl4-openssl-dev libmicrohttpd-dev
   libcmocka-dev libclang-rt-14-dev prometheus
+  fuse3 libfuse3-dev
   golang-go binutils iproute2 procps util-linux strace python3
   chromium
 )

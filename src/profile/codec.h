@@ -30,12 +30,29 @@
 #include "profile.h"
 
 #define SP_DECODE_MAX_BYTES (64u << 20)	/* decompressed input limit */
+#define SP_DECODE_MAX_ENTRIES (1u << 20)	/* per decoded table, and samples */
 
 int sp_pprof__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len);
 int sp_pprof__decode(const uint8_t *buf, size_t len, struct sp_profile **out);
 
 int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len);
 int sp_otlp__decode(const uint8_t *buf, size_t len, struct sp_profile **out);
+
+/* Memory a decode takes, predicted before it (profile/pbcost.h): walk the
+ * request with sp_pbcost rooted at sp_otlp__request_descriptor(), then
+ * sp_otlp__cost() is the walk's unpack bytes plus the profile model
+ * sp_otlp__decode builds from such a request (tables at their doubling
+ * capacity, dedup indexes, strings, timestamps, the decoder's maps, one
+ * table's growth transient): an upper bound for valid input, checked
+ * against the real footprint by test_pbcost.  sp_otlp__decode_capped is
+ * sp_otlp__decode with protobuf-c's allocations stopped at unpack_budget
+ * bytes (-E2BIG past it; 0: the default 48 x len + 1 MiB). */
+struct ProtobufCMessageDescriptor;
+struct sp_pbcost;
+const struct ProtobufCMessageDescriptor *sp_otlp__request_descriptor(void);
+uint64_t sp_otlp__cost(const struct sp_pbcost *w);
+int sp_otlp__decode_capped(const uint8_t *buf, size_t len, size_t unpack_budget,
+			   struct sp_profile **out);
 
 /* gzip helpers (zlib).  gunzip stops with -E2BIG past max_out bytes. */
 int sp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len);

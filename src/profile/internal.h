@@ -6,10 +6,12 @@
  *    table index.  It stores no keys: callers pass an equality callback that
  *    compares the candidate table entry with their key.  Owned by whoever
  *    embeds it; sp_hidx__free() is NULL-safe and idempotent.
- *  - sp_strtab: the string table an encoder writes.  It starts as the
- *    profile's own table (borrowed, same indices) and appends the extra
- *    strings the wire format needs ("samples", attribute keys, hex ids),
- *    deduplicated.  Extras are owned by the strtab.
+ *  - sp_strtab: the string table an encoder writes: only the strings the
+ *    encoding references, "" at [0], the others in the order of their first
+ *    reference, each once.  Model strings are referenced by their index
+ *    (sp_strtab__ref), other strings by content (sp_strtab__get; a model
+ *    string of equal content is the same entry).  Extras are owned by the
+ *    strtab, model strings stay the profile's.
  *  - sp_pballoc: a protobuf-c allocator with a byte budget, so unpacking
  *    untrusted input cannot allocate without bound (NULL past the budget,
  *    protobuf-c then fails the unpack).
@@ -28,9 +30,9 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "profile/arena.h"
+#include "profile/codec.h"
 #include "profile/profile.h"
 
-#define SP_DECODE_MAX_ENTRIES (1u << 20)	/* per table, and samples */
 #define SP_TABLE_MAX (INT32_MAX / 2)		/* any model table */
 
 /* Well-known names (labels in pprof, attribute keys in OTLP). */
@@ -75,20 +77,26 @@ int32_t sp_profile__find_str(const struct sp_profile *p, const char *s, size_t l
 
 /* ------------------------------------------------------------ strtab */
 struct sp_strtab {
-	const struct sp_profile *base;	/* borrowed: indices [0, base->n_strings) */
+	const struct sp_profile *base;	/* borrowed */
 	uint32_t n_base;
-	char **extra;			/* owned: indices n_base + i */
-	uint32_t n_extra;
-	uint32_t cap_extra;
+	int32_t *wire_of;		/* model index -> wire index, 0 = not yet */
+	const char **wire;		/* wire index -> string */
+	uint32_t n_wire, cap_wire;
+	char **extra;			/* owned */
+	int32_t *extra_wire;		/* extra i -> wire index */
+	uint32_t n_extra, cap_extra;
 	struct sp_hidx idx;		/* over extras */
 };
 
 void sp_strtab__init(struct sp_strtab *t, const struct sp_profile *base);
-/* Index of s (found in the base or the extras, or appended).  >= 0 or
+/* Wire index of model string i (0 for 0).  >= 0, or -EINVAL for an index
+ * outside the model's table, -ENOMEM, -E2BIG. */
+int32_t sp_strtab__ref(struct sp_strtab *t, int32_t i);
+/* Wire index of string s, the model's entry when it has s.  >= 0 or
  * -ENOMEM / -E2BIG. */
 int32_t sp_strtab__get(struct sp_strtab *t, const char *s);
+/* Entries so far (at least 1: ""). */
 uint32_t sp_strtab__count(const struct sp_strtab *t);
-const char *sp_strtab__at(const struct sp_strtab *t, uint32_t i);
 /* The whole table as the char *[count] protobuf-c wants, allocated in a
  * (the strings stay t's and the profile's).  NULL on -ENOMEM. */
 char **sp_strtab__array(const struct sp_strtab *t, struct sp_arena *a);
@@ -97,8 +105,9 @@ void sp_strtab__free(struct sp_strtab *t);
 /* ------------------------------------------------------------ allocator */
 struct sp_pballoc {
 	ProtobufCAllocator a;	/* pass &x.a to protobuf-c */
-	size_t used;
-	size_t budget;
+	size_t used;		/* live bytes (malloc_usable_size) */
+	size_t peak;
+	size_t budget;		/* on live bytes */
 	bool exhausted;		/* an allocation was refused */
 };
 

@@ -11,15 +11,21 @@
  * stack, link) is range-checked before use, negative ones included
  * (-EINVAL); link ids must be 0/16 and 0/8 bytes; a non-empty
  * string_table must start with "".  Profile kind: sample_type "off_cpu" ->
- * OFFCPU, anything else ONCPU.  Values back to the model:
+ * OFFCPU, "off_cpu_waits" -> the wait counts of OFFCPU samples (below),
+ * anything else ONCPU.  Values back to the model:
  *   ONCPU:  count = sum(values), or the number of timestamps when there are
  *           no values; value_ns = count * period;
- *   OFFCPU: value_ns = sum(values); count = number of timestamps, else 1
- *           (a sample without timestamps does not say how many waits).
+ *   OFFCPU: value_ns = sum(values); count = number of timestamps, else the
+ *           sum of the values of the off_cpu_waits Samples of the same
+ *           resource with the same stack, attributes and link, else 1 (a
+ *           sample without timestamps or waits does not say how many); a
+ *           waits Sample matching no off_cpu Sample becomes an OFFCPU sample
+ *           of 0 ns with that count.  Wait counts below 0 -> -EINVAL.
  * Timestamps are kept when their number equals count, dropped otherwise.
  * Unknown sample attributes become sp_labels (more than SP_MAX_LABELS ->
  * -E2BIG); time/duration come from the first Profile.  Equal samples are not
- * merged.  Lost on the way: mapping has_* flags (OTLP has none).
+ * merged (the encoder merges them).  Lost on the way: mapping has_* flags
+ * (OTLP has none).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +33,7 @@
 
 #include "profile/codec.h"
 #include "profile/internal.h"
+#include "profile/pbcost.h"
 #include "profile/pbdepth.h"
 #include "profile/otlp_pb.h"
 
@@ -35,12 +42,20 @@
  * attribute values and bounds protobuf-c's recursion. */
 #define SP_OTLP_MAX_DEPTH 32
 
+/* An off_cpu_waits Profile, applied once every off_cpu Sample is known. */
+struct waits_prof {
+	const OT(Profile) *pr;
+	int32_t resource;
+};
+
 struct dec {
 	const OT(ProfilesDictionary) *d;	/* never NULL (empty if absent) */
 	struct sp_profile *p;
 	int32_t *smap, *fmap, *mmap, *lmap, *kmap, *stmap;
 	uint64_t n_samples;
 	bool have_time;
+	struct waits_prof *waits;
+	size_t n_waits, cap_waits;
 };
 
 /* Table index check: 0 is always allowed ("unset") even in an empty table. */
@@ -316,23 +331,23 @@ static int dec_resource(struct dec *d, const Resource *res, int32_t *out)
 	return *out < 0 ? *out : 0;
 }
 
-static int dec_sample(struct dec *d, const OT(Sample) *os, int32_t resource,
-		      enum sp_sample_kind kind, uint64_t period)
+/* The identity of os (resource, kind, stack, link, thread, labels) into
+ * *s, values and timestamps left zero. */
+static int dec_sample_ident(const struct dec *d, const OT(Sample) *os, int32_t resource,
+			    enum sp_sample_kind kind, struct sp_sample *s)
 {
-	struct sp_profile *p = d->p;
-	struct sp_sample s;
-	int64_t sum = 0;
+	const struct sp_profile *p = d->p;
 	size_t j;
 	int r;
 
-	memset(&s, 0, sizeof(s));
-	s.resource = resource;
-	s.kind = kind;
+	memset(s, 0, sizeof(*s));
+	s->resource = resource;
+	s->kind = kind;
 	if (!idx_ok(os->stack_index, d->d->n_stack_table) ||
 	    !idx_ok(os->link_index, d->d->n_link_table))
 		return -EINVAL;
-	s.stack = os->stack_index ? d->stmap[os->stack_index] : 0;
-	s.link = os->link_index ? d->kmap[os->link_index] : 0;
+	s->stack = os->stack_index ? d->stmap[os->stack_index] : 0;
+	s->link = os->link_index ? d->kmap[os->link_index] : 0;
 	for (j = 0; j < os->n_attribute_indices; j++) {
 		int32_t key, str;
 		bool is_int;
@@ -346,26 +361,49 @@ static int dec_sample(struct dec *d, const OT(Sample) *os, int32_t resource,
 			continue;
 		ks = p->strings[key];
 		if (is_int && !strcmp(ks, SP_A_THREAD_ID)) {
-			s.tid = num;
+			s->tid = num;
 		} else if (!is_int && !strcmp(ks, SP_A_THREAD_NAME)) {
-			s.thread_name = str;
+			s->thread_name = str;
 		} else {
-			if (s.n_labels >= SP_MAX_LABELS)
+			if (s->n_labels >= SP_MAX_LABELS)
 				return -E2BIG;
-			s.labels[s.n_labels].key = key;
-			s.labels[s.n_labels].str = str;
-			s.labels[s.n_labels].num = num;
-			s.n_labels++;
+			s->labels[s->n_labels].key = key;
+			s->labels[s->n_labels].str = str;
+			s->labels[s->n_labels].num = num;
+			s->n_labels++;
 		}
 	}
+	return 0;
+}
+
+/* Sum of os's values into *sum; -EINVAL on overflow. */
+static int dec_sum(const OT(Sample) *os, int64_t *sum)
+{
+	*sum = 0;
+	for (size_t j = 0; j < os->n_values; j++)
+		if (__builtin_add_overflow(*sum, os->values[j], sum))
+			return -EINVAL;
+	return 0;
+}
+
+static int dec_sample(struct dec *d, const OT(Sample) *os, int32_t resource,
+		      enum sp_sample_kind kind, uint64_t period)
+{
+	struct sp_profile *p = d->p;
+	struct sp_sample s;
+	int64_t sum;
+	int r;
+
+	r = dec_sample_ident(d, os, resource, kind, &s);
+	if (r)
+		return r;
 	if (os->n_values && os->n_timestamps_unix_nano &&
 	    os->n_values != os->n_timestamps_unix_nano)
 		return -EINVAL;
 	if (os->n_timestamps_unix_nano > UINT32_MAX)
 		return -E2BIG;
-	for (j = 0; j < os->n_values; j++)
-		if (__builtin_add_overflow(sum, os->values[j], &sum))
-			return -EINVAL;
+	if (dec_sum(os, &sum))
+		return -EINVAL;
 	if (kind == SP_KIND_ONCPU) {
 		s.count = os->n_values ? sum : (int64_t)os->n_timestamps_unix_nano;
 		if (__builtin_mul_overflow(s.count, (int64_t)period, &s.value_ns))
@@ -382,6 +420,121 @@ static int dec_sample(struct dec *d, const OT(Sample) *os, int32_t resource,
 	}
 	r = sp_profile__add_sample(p, &s);
 	return r < 0 ? r : 0;
+}
+
+/* ------------------------------------------------------------ wait counts */
+
+static uint64_t ident_hash(const struct sp_sample *s)
+{
+	int64_t img[6 + 3 * SP_MAX_LABELS];
+	uint32_t n = 6;
+
+	img[0] = s->resource;
+	img[1] = s->stack;
+	img[2] = s->link;
+	img[3] = s->tid;
+	img[4] = s->thread_name;
+	img[5] = s->n_labels;
+	for (uint32_t j = 0; j < s->n_labels; j++) {
+		img[n++] = s->labels[j].key;
+		img[n++] = s->labels[j].str;
+		img[n++] = s->labels[j].num;
+	}
+	return sp_hash_bytes(img, n * sizeof(*img));
+}
+
+struct ident_key {
+	const struct sp_profile *p;
+	const struct sp_sample *s;
+};
+
+static bool same_ident(const void *ctx, int32_t v)
+{
+	const struct ident_key *k = ctx;
+	const struct sp_sample *a = &k->p->samples[v], *b = k->s;
+
+	if (a->resource != b->resource || a->stack != b->stack || a->link != b->link ||
+	    a->tid != b->tid || a->thread_name != b->thread_name ||
+	    a->n_labels != b->n_labels)
+		return false;
+	for (uint32_t j = 0; j < a->n_labels; j++)
+		if (a->labels[j].key != b->labels[j].key || a->labels[j].str != b->labels[j].str ||
+		    a->labels[j].num != b->labels[j].num)
+			return false;
+	return true;
+}
+
+/* The off_cpu_waits Profiles: each Sample's count onto the OFFCPU sample
+ * without timestamps of the same identity (the first count replaces the
+ * default of 1, further ones add), or a new sample of 0 ns. */
+static int dec_waits(struct dec *d)
+{
+	struct sp_profile *p = d->p;
+	struct sp_hidx idx = { 0 };
+	uint8_t *counted = NULL;
+	uint32_t n_before = p->n_samples;
+	int err = 0;
+
+	if (!d->n_waits)
+		return 0;
+	counted = calloc(n_before ? n_before : 1, 1);
+	if (!counted)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n_before && !err; i++) {
+		const struct sp_sample *s = &p->samples[i];
+
+		if (s->kind == SP_KIND_OFFCPU && !s->n_timestamps)
+			err = sp_hidx__insert(&idx, ident_hash(s), (int32_t)i);
+	}
+	for (size_t w = 0; w < d->n_waits && !err; w++) {
+		const OT(Profile) *pr = d->waits[w].pr;
+
+		for (size_t m = 0; m < pr->n_samples && !err; m++) {
+			struct sp_sample s;
+			struct ident_key k = { p, &s };
+			int64_t n;
+			int32_t i;
+
+			err = dec_sample_ident(d, pr->samples[m], d->waits[w].resource,
+					       SP_KIND_OFFCPU, &s);
+			if (!err && (dec_sum(pr->samples[m], &n) || n < 0))
+				err = -EINVAL;
+			if (err)
+				break;
+			i = sp_hidx__find(&idx, ident_hash(&s), same_ident, &k);
+			if (i >= 0 && (uint32_t)i < n_before) {
+				struct sp_sample *t = &p->samples[i];
+
+				if (!counted[i])
+					t->count = 0;
+				counted[i] = 1;
+				if (__builtin_add_overflow(t->count, n, &t->count))
+					err = -EINVAL;
+			} else if (n) {
+				s.count = n;
+				i = sp_profile__add_sample(p, &s);
+				err = i < 0 ? i : 0;
+			}
+		}
+	}
+	sp_hidx__free(&idx);
+	free(counted);
+	return err;
+}
+
+static int defer_waits(struct dec *d, const OT(Profile) *pr, int32_t resource)
+{
+	if (d->n_waits == d->cap_waits) {
+		size_t nc = d->cap_waits ? d->cap_waits * 2 : 16;
+		struct waits_prof *n = reallocarray(d->waits, nc, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		d->waits = n;
+		d->cap_waits = nc;
+	}
+	d->waits[d->n_waits++] = (struct waits_prof){ pr, resource };
+	return 0;
 }
 
 static int dec_profiles(struct dec *d, const OtRequest *req)
@@ -404,6 +557,7 @@ static int dec_profiles(struct dec *d, const OtRequest *req)
 				const OT(Profile) *pr = sp->profiles[k];
 				enum sp_sample_kind kind = SP_KIND_ONCPU;
 				uint64_t period = pr->period > 0 ? (uint64_t)pr->period : 0;
+				bool waits = false;
 
 				if (pr->sample_type) {
 					int32_t t = dstr(d, pr->sample_type->type_strindex);
@@ -412,11 +566,21 @@ static int dec_profiles(struct dec *d, const OtRequest *req)
 						return -EINVAL;
 					if (!strcmp(p->strings[t], "off_cpu"))
 						kind = SP_KIND_OFFCPU;
+					waits = !strcmp(p->strings[t], "off_cpu_waits");
 				}
 				if (pr->period_type &&
 				    (dstr(d, pr->period_type->type_strindex) < 0 ||
 				     dstr(d, pr->period_type->unit_strindex) < 0))
 					return -EINVAL;
+				if (waits) {
+					d->n_samples += pr->n_samples;
+					if (d->n_samples > SP_DECODE_MAX_ENTRIES)
+						return -E2BIG;
+					err = defer_waits(d, pr, resource);
+					if (err)
+						return err;
+					continue;
+				}
 				if (period)
 					p->period_ns[kind] = period;
 				if (!d->have_time) {
@@ -439,7 +603,112 @@ static int dec_profiles(struct dec *d, const OtRequest *req)
 	return 0;
 }
 
+/* The sample and location tables at their final size at once (the two
+ * largest: no doubling, so sp_otlp__cost can count them once). */
+static int reserve(struct dec *d, const OtRequest *req)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < req->n_resource_profiles; i++)
+		for (size_t j = 0; j < req->resource_profiles[i]->n_scope_profiles; j++) {
+			const OT(ScopeProfiles) *sp = req->resource_profiles[i]->scope_profiles[j];
+
+			for (size_t k = 0; k < sp->n_profiles; k++)
+				n += sp->profiles[k]->n_samples;
+		}
+	if (n > SP_DECODE_MAX_ENTRIES || d->d->n_location_table > SP_DECODE_MAX_ENTRIES)
+		return -E2BIG;
+	return sp_profile__reserve(d->p, (uint32_t)n, (uint32_t)d->d->n_location_table);
+}
+
+/* ------------------------------------------------------------ cost */
+
+const ProtobufCMessageDescriptor *sp_otlp__request_descriptor(void)
+{
+	return &opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__descriptor;
+}
+
+#define D_DICT ot_(profiles_dictionary__descriptor)
+
+/* Elements of the repeated field name of d counted by the walk. */
+static uint64_t elems_of(const struct sp_pbcost *w, const ProtobufCMessageDescriptor *d,
+			 const char *name)
+{
+	const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(d, name);
+
+	return f ? sp_pbcost__elems(w, d, f->id) : 0;
+}
+
+/* One model table of n entries of elem bytes: at most 2n at its
+ * capacity; while it doubles, old and new exist together (one table at a
+ * time: the largest such extra is added once).  Its dedup index holds at
+ * most 4n slots of 12 bytes, 6n while it is rehashed. */
+struct model_cost {
+	uint64_t bytes, extra;
+};
+
+static void table(struct model_cost *m, uint64_t n, uint64_t elem, bool dedup)
+{
+	uint64_t grow = n * elem + (dedup ? 2 * n * 12 : 0);
+
+	m->bytes += 2 * n * elem + (dedup ? 4 * n * 12 : 0) + 64;
+	if (grow > m->extra)
+		m->extra = grow;
+}
+
+/* A table reserved at its final size (reserve() above). */
+static void table_exact(struct model_cost *m, uint64_t n, uint64_t elem, bool dedup)
+{
+	uint64_t grow = dedup ? 2 * n * 12 : 0;
+
+	m->bytes += n * elem + (dedup ? 4 * n * 12 : 0) + 64;
+	if (grow > m->extra)
+		m->extra = grow;
+}
+
+uint64_t sp_otlp__cost(const struct sp_pbcost *w)
+{
+	struct model_cost m = { 0 };
+	uint64_t n_str, n_ts;
+
+	n_str = elems_of(w, &D_DICT, "string_table") +
+		sp_pbcost__msgs(w, &opentelemetry__proto__common__v1__any_value__descriptor) +
+		sp_pbcost__msgs(w, &opentelemetry__proto__common__v1__key_value__descriptor);
+	n_ts = elems_of(w, &ot_(sample__descriptor), "timestamps_unix_nano");
+	/* strings: a pointer each, a copy each, deduplicated */
+	table(&m, n_str, sizeof(char *), true);
+	m.bytes += w->str_bytes + n_str * 32;
+	table(&m, sp_pbcost__msgs(w, &ot_(mapping__descriptor)), sizeof(struct sp_mapping), true);
+	table_exact(&m, sp_pbcost__msgs(w, &ot_(location__descriptor)) + 1,
+		    sizeof(struct sp_location), true);
+	table(&m, sp_pbcost__msgs(w, &ot_(function__descriptor)), sizeof(struct sp_function),
+	      true);
+	table(&m, sp_pbcost__msgs(w, &ot_(link__descriptor)), sizeof(struct sp_link), true);
+	table(&m, sp_pbcost__msgs(w, &ot_(stack__descriptor)), 2 * sizeof(uint32_t), true);
+	table(&m, elems_of(w, &ot_(stack__descriptor), "location_indices"), sizeof(int32_t),
+	      false);
+	table(&m, sp_pbcost__msgs(w, &ot_(resource_profiles__descriptor)),
+	      sizeof(struct sp_resource), true);
+	table_exact(&m, sp_pbcost__msgs(w, &ot_(sample__descriptor)), sizeof(struct sp_sample),
+		    false);
+	/* each sample's timestamps in one allocation of its own */
+	m.bytes += n_ts * 8 + sp_pbcost__msgs(w, &ot_(sample__descriptor)) * 32;
+	/* the decoder's index maps, one int32 per dictionary entry */
+	m.bytes += 4 * (n_str + sp_pbcost__msgs(w, &ot_(mapping__descriptor)) +
+			sp_pbcost__msgs(w, &ot_(location__descriptor)) +
+			sp_pbcost__msgs(w, &ot_(function__descriptor)) +
+			sp_pbcost__msgs(w, &ot_(link__descriptor)) +
+			sp_pbcost__msgs(w, &ot_(stack__descriptor))) + 4096;
+	return w->bytes + m.bytes + m.extra;
+}
+
 int sp_otlp__decode(const uint8_t *buf, size_t len, struct sp_profile **out)
+{
+	return sp_otlp__decode_capped(buf, len, 0, out);
+}
+
+int sp_otlp__decode_capped(const uint8_t *buf, size_t len, size_t unpack_budget,
+			   struct sp_profile **out)
 {
 	static const OT(ProfilesDictionary) empty =
 		OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILES_DICTIONARY__INIT;
@@ -460,6 +729,8 @@ int sp_otlp__decode(const uint8_t *buf, size_t len, struct sp_profile **out)
 			       sp_pb_otlp_request_n_edges, SP_OTLP_MAX_DEPTH))
 		return -EINVAL;
 	sp_pballoc__init(&alloc, len);
+	if (unpack_budget && unpack_budget < alloc.budget)
+		alloc.budget = unpack_budget;
 	req = otlp_request__unpack(&alloc.a, len, buf);
 	if (!req)
 		return alloc.exhausted ? -E2BIG : -EINVAL;
@@ -472,10 +743,15 @@ int sp_otlp__decode(const uint8_t *buf, size_t len, struct sp_profile **out)
 	err = -E2BIG;
 	if (req->n_resource_profiles > SP_DECODE_MAX_ENTRIES)
 		goto out;
+	err = reserve(&d, req);
+	if (err)
+		goto out;
 	err = dec_dict(&d);
 	if (err)
 		goto out;
 	err = dec_profiles(&d, req);
+	if (!err)
+		err = dec_waits(&d);
 	if (err)
 		goto out;
 	err = sp_profile__validate(d.p);
@@ -491,6 +767,7 @@ out:
 	free(d.lmap);
 	free(d.kmap);
 	free(d.stmap);
+	free(d.waits);
 	otlp_request__free_unpacked(req, &alloc.a);
 	return err;
 }

@@ -5,13 +5,15 @@
  *
  * sp_otlp__encode validates the profile and writes one request; *out is a
  * malloc'd buffer the caller frees.
- *   - dictionary: one for the request.  Tables keep the model's indices
- *     (mapping/location/function/link/stack i -> table entry i), so every
- *     zero entry sits at [0]: string_table[0] = "", link_table[0] = 16 + 8
- *     zero bytes, attribute_table[0] = empty KeyValueAndUnit, empty stack,
- *     mapping, location and function.  The string table is the model's
- *     followed by the extra strings OTLP needs (attribute keys, sample type
- *     names), deduplicated; the attribute table is deduplicated.
+ *   - dictionary: one for the request.  Mapping/location/function/link/
+ *     stack tables keep the model's indices (entry i is model entry i; the
+ *     model deduplicates them on add), so every zero entry sits at [0]:
+ *     link_table[0] = 16 + 8 zero bytes, attribute_table[0] = empty
+ *     KeyValueAndUnit, empty stack, mapping, location and function.  The
+ *     string table holds only the strings the request references, "" first,
+ *     each once, in the order of first reference (sp_strtab): values the
+ *     request carries inline (resource attributes, attribute values) are not
+ *     repeated in it.  The attribute table is deduplicated.
  *   - attributes: keys are always key_strindex (never the plain key:
  *     collectors >= v0.148 blank those out); values are plain AnyValue
  *     string_value / int_value.  Mapping: process.executable.build_id.gnu
@@ -20,30 +22,41 @@
  *     profile.frame.type = "native" | "kernel".  Sample: thread.id (int, when
  *     tid != 0), thread.name (when set), then each sp_label (string when str
  *     != 0, else int).  Resource (KeyValue with key_strindex): the entries of
- *     res_attrs[] below, each only when set.
+ *     res_attrs[] below, each only when set.  What is the same for every
+ *     sample of a process is on the Resource, of a file on the Mapping, of a
+ *     frame on the Location; a Sample carries only the thread and the span.
  *   - one ResourceProfiles per resource (also for a resource without
  *     samples, so indices survive a round trip), one ScopeProfiles (scope
- *     name "spanprof"), one Profile per sample kind present in it, in kind
- *     order: ONCPU sample_type samples/count, period_type cpu/nanoseconds,
- *     period = period_ns[ONCPU]; OFFCPU sample_type off_cpu/nanoseconds
- *     (period_type/period only when period_ns[OFFCPU] != 0).  Every Profile
- *     carries the profile's time_unix_nano and duration_nano.
- *   - sample values, following the reference eBPF profiler (one timestamp
- *     and one value per event):
+ *     name "spanprof"), and per sample kind present, in kind order:
+ *       ONCPU  sample_type samples/count, period_type cpu/nanoseconds,
+ *              period = period_ns[ONCPU];
+ *       OFFCPU sample_type off_cpu/nanoseconds (period_type/period only when
+ *              period_ns[OFFCPU] != 0), then, when any of its samples has no
+ *              timestamps, a Profile off_cpu_waits/count with one Sample of
+ *              the same stack, attributes and link per such sample, its value
+ *              the number of waits (which nanoseconds alone do not say).
+ *     Every Profile carries the profile's time_unix_nano and duration_nano.
+ *   - samples: model samples with the same identity (resource, kind, stack,
+ *     attribute set, link, and whether they carry timestamps) become one
+ *     Sample (OTLP: "SHOULD be merged").  Values:
+ *       compact (no timestamps): one value, the sum over the merged samples
+ *         (ONCPU count, OFFCPU value_ns);
  *       with timestamps (n_timestamps == count): timestamps_unix_nano as
- *         given; values one per timestamp: ONCPU 1 each, OFFCPU value_ns
- *         split evenly (the remainder on the last) so the sum is exact;
- *       without: a single value, ONCPU count, OFFCPU value_ns.
+ *         given, merged samples' concatenated, and one value per timestamp
+ *         (ONCPU 1 each; OFFCPU a sample's value_ns split evenly over its
+ *         timestamps, the remainder on the last, so the sum is exact), as the
+ *         reference eBPF profiler writes them.
  *
  * How: the encoder is a list of steps (steps[] at the end), one per table,
  * each filling its part of the protobuf-c message tree from the model.
  * Every message, pointer array and index array comes from one arena that is
  * freed once; the string table and the attribute table are deduplicating
- * builders (sp_strtab, struct attr_table).  The order of the steps is part
- * of the wire format: the extra strings and the attribute entries are
+ * builders (sp_strtab, struct attr_table), and samples are merged through a
+ * hash index over their identity (struct sample_merge).  The order of the
+ * steps is part of the wire format: strings and attribute entries are
  * numbered in the order the steps first ask for them, and
  * tests/unit/test_codec_golden.c pins the resulting bytes.  To change a
- * table (issue 17: compact samples), change its step.
+ * table, change its step.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -57,13 +70,14 @@
 #include "profile/otlp_pb.h"
 
 #define SAMPLE_ATTRS (2 + SP_MAX_LABELS)
+#define N_PROFILES (SP_KIND__MAX + 1)	/* per resource: + off_cpu_waits */
 
-/* One attribute-table entry: key and value are string-table indices (the
- * value only for strings), so equal strings compare equal as indices. */
+/* One attribute-table entry: the key a wire string index, a string value
+ * by content (model strings and literals alike). */
 struct attr {
 	int32_t key;
 	bool is_int;
-	int32_t str;
+	const char *str;	/* NULL for ints */
 	int64_t num;
 };
 
@@ -74,11 +88,25 @@ struct attr_table {
 	struct sp_hidx idx;
 };
 
-/* Samples grouped by (resource, kind), index g = resource * SP_KIND__MAX +
- * kind: group g is grouped[off[g] .. off[g] + count[g]). */
+/* Samples after merging.  Merged sample g stands for the model samples
+ * whose identity equals that of model sample rep[g]; its attributes are
+ * attrs[g * SAMPLE_ATTRS ..][0 .. n_attrs[g]). */
+struct sample_merge {
+	uint32_t n;
+	uint32_t *rep;
+	int32_t *attrs;
+	uint8_t *n_attrs;
+	uint32_t *of_sample;	/* model sample -> merged sample */
+	struct sp_hidx idx;
+};
+
+/* Merged samples grouped by (resource, kind), index g = resource *
+ * SP_KIND__MAX + kind: group g is grouped[off[g] .. off[g] + count[g]);
+ * waits[off[g] .. off[g] + n_waits[g]) are the off_cpu_waits companions of
+ * an OFFCPU group's samples without timestamps. */
 struct sample_groups {
-	OT(Sample) **grouped;
-	uint32_t *count, *off;
+	OT(Sample) **grouped, **waits;
+	uint32_t *count, *off, *n_waits;
 };
 
 struct otlp_enc {
@@ -86,9 +114,10 @@ struct otlp_enc {
 	struct sp_arena arena;		/* every wire struct below points here */
 	struct sp_strtab st;
 	struct attr_table at;
+	struct sample_merge sm;
 	OtRequest req;
 	OT(ProfilesDictionary) dict;
-	OT(ValueType) vt_samples, vt_offcpu, vt_period;
+	OT(ValueType) vt_samples, vt_offcpu, vt_waits, vt_period;
 	Scope scope;
 	struct sample_groups groups;	/* from enc_samples, for enc_resources */
 };
@@ -107,19 +136,19 @@ static bool attr_eq(const void *ctx, int32_t v)
 	const struct attr_key *k = ctx;
 	const struct attr *a = &k->t->v[v], *b = k->a;
 
-	return a->key == b->key && a->is_int == b->is_int && a->str == b->str &&
-	       a->num == b->num;
+	return a->key == b->key && a->is_int == b->is_int && a->num == b->num &&
+	       (a->str == b->str || (a->str && b->str && !strcmp(a->str, b->str)));
 }
 
-/* Attribute-table index of {key, value}; key is a C string.  >= 0 or a
- * negative errno. */
+/* Attribute-table index of {key, value}; key is a C string, str the
+ * value when !is_int.  >= 0 or a negative errno. */
 static int32_t enc_attr(struct otlp_enc *e, const char *key, bool is_int,
-			int32_t str, int64_t num)
+			const char *str, int64_t num)
 {
 	struct attr_table *t = &e->at;
 	struct attr a = { 0 };
 	struct attr_key k = { t, &a };
-	uint8_t img[17];
+	uint8_t img[21];
 	uint64_t h;
 	int32_t i;
 	int err;
@@ -129,12 +158,13 @@ static int32_t enc_attr(struct otlp_enc *e, const char *key, bool is_int,
 		return i;
 	a.key = i;
 	a.is_int = is_int;
-	a.str = is_int ? 0 : str;
+	a.str = is_int ? NULL : str;
 	a.num = is_int ? num : 0;
 	memcpy(img, &a.key, 4);
 	img[4] = a.is_int;
-	memcpy(img + 5, &a.str, 4);
-	memcpy(img + 9, &a.num, 8);
+	memcpy(img + 5, &a.num, 8);
+	h = a.str ? sp_hash_bytes(a.str, strlen(a.str)) : 0;
+	memcpy(img + 13, &h, 8);
 	h = sp_hash_bytes(img, sizeof(img));
 	i = sp_hidx__find(&t->idx, h, attr_eq, &k);
 	if (i >= 0)
@@ -181,13 +211,17 @@ static int enc_mappings(struct otlp_enc *e)
 		om->memory_start = m->memory_start;
 		om->memory_limit = m->memory_limit;
 		om->file_offset = m->file_offset;
-		om->filename_strindex = m->filename;
+		om->filename_strindex = sp_strtab__ref(&e->st, m->filename);
+		if (om->filename_strindex < 0)
+			return om->filename_strindex;
 		if (m->build_id) {
 			/* a Go build id (a Go binary without a GNU one) has its
 			 * own semantic-conventions attribute */
-			attrs[i] = enc_attr(e, sp_buildid__validate_go(p->strings[m->build_id])
+			const char *bid = p->strings[m->build_id];
+
+			attrs[i] = enc_attr(e, sp_buildid__validate_go(bid)
 						       ? SP_A_BUILD_ID_GNU : SP_A_BUILD_ID_GO,
-					    false, m->build_id, 0);
+					    false, bid, 0);
 			if (attrs[i] < 0)
 				return attrs[i];
 			om->n_attribute_indices = 1;
@@ -214,9 +248,12 @@ static int enc_functions(struct otlp_enc *e)
 		OT(Function) *of = &funcs[i];
 
 		ot_(function__init)(of);
-		of->name_strindex = f->name;
-		of->system_name_strindex = f->system_name;
-		of->filename_strindex = f->filename;
+		if ((of->name_strindex = sp_strtab__ref(&e->st, f->name)) < 0)
+			return of->name_strindex;
+		if ((of->system_name_strindex = sp_strtab__ref(&e->st, f->system_name)) < 0)
+			return of->system_name_strindex;
+		if ((of->filename_strindex = sp_strtab__ref(&e->st, f->filename)) < 0)
+			return of->filename_strindex;
 		of->start_line = f->start_line;
 		funcp[i] = of;
 	}
@@ -232,7 +269,7 @@ static int enc_locations(struct otlp_enc *e)
 	OT(Location) *locs = NEW(e, p->n_locations, OT(Location));
 	OT(Location) **locp = NEW(e, p->n_locations, OT(Location) *);
 	int32_t *attrs = NEW(e, p->n_locations, int32_t);
-	int32_t frame_type[2] = { 0, 0 };	/* string of "native", "kernel" */
+	int32_t frame_type[2] = { 0, 0 };	/* attribute of "native", "kernel" */
 	OT(Line) *lines, **linep;
 	size_t n_lines = 0, li = 0;
 	uint32_t i, j;
@@ -264,12 +301,11 @@ static int enc_locations(struct otlp_enc *e)
 			int32_t *v = &frame_type[kernel];
 
 			if (!*v)
-				*v = sp_strtab__get(&e->st, kernel ? "kernel" : "native");
+				*v = enc_attr(e, SP_A_FRAME_TYPE, false,
+					      kernel ? "kernel" : "native", 0);
 			if (*v < 0)
 				return *v;
-			attrs[i] = enc_attr(e, SP_A_FRAME_TYPE, false, *v, 0);
-			if (attrs[i] < 0)
-				return attrs[i];
+			attrs[i] = *v;
 			ol->n_attribute_indices = 1;
 			ol->attribute_indices = &attrs[i];
 		}
@@ -325,8 +361,8 @@ static int enc_stacks(struct otlp_enc *e)
 	return 0;
 }
 
-/* samples/count and cpu/nanoseconds; off_cpu is added by enc_resources when
- * the first off-CPU Profile is written. */
+/* samples/count and cpu/nanoseconds; off_cpu and off_cpu_waits are added
+ * by enc_resources when the first off-CPU Profile is written. */
 static int enc_value_types(struct otlp_enc *e)
 {
 	const struct { OT(ValueType) *vt; const char *type, *unit; } vts[] = {
@@ -350,36 +386,22 @@ static int enc_value_types(struct otlp_enc *e)
 
 /* ------------------------------------------------------------ samples */
 
-/* Values of one sample (see the header comment), into v. */
-static void sample_values(const struct sp_sample *s, int64_t *v)
-{
-	uint32_t j;
-
-	if (!s->n_timestamps) {
-		v[0] = s->kind == SP_KIND_ONCPU ? s->count : s->value_ns;
-		return;
-	}
-	for (j = 0; j < s->n_timestamps; j++)
-		v[j] = s->kind == SP_KIND_ONCPU ? 1 : s->value_ns / (int64_t)s->n_timestamps;
-	if (s->kind != SP_KIND_ONCPU)
-		v[j - 1] += s->value_ns % (int64_t)s->n_timestamps;
-}
-
 /* Sample attributes into ai (SAMPLE_ATTRS slots); returns how many, or a
  * negative errno. */
 static int sample_attrs(struct otlp_enc *e, const struct sp_sample *s, int32_t *ai)
 {
+	const struct sp_profile *p = e->p;
 	int32_t n = 0, r;
 	uint32_t j;
 
 	if (s->tid) {
-		r = enc_attr(e, SP_A_THREAD_ID, true, 0, s->tid);
+		r = enc_attr(e, SP_A_THREAD_ID, true, NULL, s->tid);
 		if (r < 0)
 			return r;
 		ai[n++] = r;
 	}
 	if (s->thread_name) {
-		r = enc_attr(e, SP_A_THREAD_NAME, false, s->thread_name, 0);
+		r = enc_attr(e, SP_A_THREAD_NAME, false, p->strings[s->thread_name], 0);
 		if (r < 0)
 			return r;
 		ai[n++] = r;
@@ -387,7 +409,7 @@ static int sample_attrs(struct otlp_enc *e, const struct sp_sample *s, int32_t *
 	for (j = 0; j < s->n_labels; j++) {
 		const struct sp_label *l = &s->labels[j];
 
-		r = enc_attr(e, e->p->strings[l->key], l->str == 0, l->str, l->num);
+		r = enc_attr(e, p->strings[l->key], l->str == 0, p->strings[l->str], l->num);
 		if (r < 0)
 			return r;
 		ai[n++] = r;
@@ -395,57 +417,202 @@ static int sample_attrs(struct otlp_enc *e, const struct sp_sample *s, int32_t *
 	return n;
 }
 
-/* Samples, grouped by (resource, kind) with a counting sort that keeps the
- * model's order inside a group. */
+/* What makes two model samples one Sample. */
+struct ident_key {
+	const struct otlp_enc *e;
+	const struct sp_sample *s;
+	const int32_t *attrs;
+	uint32_t n_attrs;
+};
+
+static bool same_ident(const void *ctx, int32_t g)
+{
+	const struct ident_key *k = ctx;
+	const struct sample_merge *sm = &k->e->sm;
+	const struct sp_sample *a = &k->e->p->samples[sm->rep[g]], *b = k->s;
+
+	return a->resource == b->resource && a->kind == b->kind && a->stack == b->stack &&
+	       a->link == b->link && !a->n_timestamps == !b->n_timestamps &&
+	       sm->n_attrs[g] == k->n_attrs &&
+	       !memcmp(&sm->attrs[(size_t)g * SAMPLE_ATTRS], k->attrs,
+		       k->n_attrs * sizeof(*k->attrs));
+}
+
+static uint64_t ident_hash(const struct sp_sample *s, const int32_t *attrs, uint32_t n)
+{
+	int32_t img[5 + SAMPLE_ATTRS];
+
+	img[0] = s->resource;
+	img[1] = (int32_t)s->kind | (s->n_timestamps ? 0x100 : 0);
+	img[2] = s->stack;
+	img[3] = s->link;
+	img[4] = (int32_t)n;
+	memcpy(&img[5], attrs, n * sizeof(*attrs));
+	return sp_hash_bytes(img, (5 + n) * sizeof(*img));
+}
+
+/* Assigns every model sample its merged sample (sm->of_sample), first
+ * appearance first. */
+static int merge_samples(struct otlp_enc *e)
+{
+	const struct sp_profile *p = e->p;
+	struct sample_merge *sm = &e->sm;
+	int32_t ai[SAMPLE_ATTRS];
+	uint32_t i;
+
+	sm->rep = NEW(e, p->n_samples, uint32_t);
+	sm->attrs = NEW(e, (size_t)p->n_samples * SAMPLE_ATTRS, int32_t);
+	sm->n_attrs = NEW(e, p->n_samples, uint8_t);
+	sm->of_sample = NEW(e, p->n_samples, uint32_t);
+	if (!sm->rep || !sm->attrs || !sm->n_attrs || !sm->of_sample)
+		return -ENOMEM;
+	for (i = 0; i < p->n_samples; i++) {
+		const struct sp_sample *s = &p->samples[i];
+		int n = sample_attrs(e, s, ai);
+		struct ident_key k = { e, s, ai, 0 };
+		uint64_t h;
+		int32_t g;
+		int err;
+
+		if (n < 0)
+			return n;
+		k.n_attrs = (uint32_t)n;
+		h = ident_hash(s, ai, k.n_attrs);
+		g = sp_hidx__find(&sm->idx, h, same_ident, &k);
+		if (g < 0) {
+			g = (int32_t)sm->n;
+			err = sp_hidx__insert(&sm->idx, h, g);
+			if (err)
+				return err;
+			sm->rep[g] = i;
+			sm->n_attrs[g] = (uint8_t)n;
+			memcpy(&sm->attrs[(size_t)g * SAMPLE_ATTRS], ai, (size_t)n * sizeof(*ai));
+			sm->n++;
+		}
+		sm->of_sample[i] = (uint32_t)g;
+	}
+	return 0;
+}
+
+/* Appends the values of one model sample with timestamps to v (see the
+ * header comment). */
+static void ts_values(const struct sp_sample *s, int64_t *v)
+{
+	uint32_t j;
+
+	for (j = 0; j < s->n_timestamps; j++)
+		v[j] = s->kind == SP_KIND_ONCPU ? 1 : s->value_ns / (int64_t)s->n_timestamps;
+	if (s->kind != SP_KIND_ONCPU)
+		v[j - 1] += s->value_ns % (int64_t)s->n_timestamps;
+}
+
+/* Merged samples and their values; the off_cpu_waits companions; the
+ * grouping by (resource, kind) with a counting sort that keeps the order
+ * of first appearance inside a group. */
 static int enc_samples(struct otlp_enc *e)
 {
 	const struct sp_profile *p = e->p;
-	size_t n_groups = (size_t)p->n_resources * SP_KIND__MAX, n_values = 0, vi = 0;
+	size_t n_groups = (size_t)p->n_resources * SP_KIND__MAX, n_ts = 0;
+	struct sample_merge *sm = &e->sm;
 	struct sample_groups *g = &e->groups;
-	OT(Sample) *samples = NEW(e, p->n_samples, OT(Sample));
-	int32_t *attrs = NEW(e, (size_t)p->n_samples * SAMPLE_ATTRS, int32_t);
-	uint32_t *fill = NEW(e, n_groups, uint32_t);
-	int64_t *values;
+	OT(Sample) *samples, *waits;
+	uint32_t *fill, *wfill, *n_vals, *vfill;
+	int64_t *values, *wvalues;
+	uint64_t *ts;
+	size_t vi = 0, ti = 0;
 	uint32_t i, j;
-	int n;
+	int err;
 
-	g->grouped = NEW(e, p->n_samples, OT(Sample) *);
+	err = merge_samples(e);
+	if (err)
+		return err;
+	samples = NEW(e, sm->n, OT(Sample));
+	waits = NEW(e, sm->n, OT(Sample));
+	wvalues = NEW(e, sm->n, int64_t);
+	n_vals = NEW(e, sm->n, uint32_t);
+	vfill = NEW(e, sm->n, uint32_t);
+	fill = NEW(e, n_groups, uint32_t);
+	wfill = NEW(e, n_groups, uint32_t);
+	g->grouped = NEW(e, sm->n, OT(Sample) *);
+	g->waits = NEW(e, sm->n, OT(Sample) *);
 	g->count = NEW(e, n_groups, uint32_t);
 	g->off = NEW(e, n_groups, uint32_t);
-	for (i = 0; i < p->n_samples; i++)
-		n_values += p->samples[i].n_timestamps ? p->samples[i].n_timestamps : 1;
-	values = NEW(e, n_values, int64_t);
-	if (!samples || !attrs || !fill || !g->grouped || !g->count || !g->off || !values)
+	g->n_waits = NEW(e, n_groups, uint32_t);
+	if (!samples || !waits || !wvalues || !n_vals || !vfill || !fill || !wfill ||
+	    !g->grouped || !g->waits || !g->count || !g->off || !g->n_waits)
+		return -ENOMEM;
+	for (i = 0; i < p->n_samples; i++) {
+		const struct sp_sample *s = &p->samples[i];
+
+		if (s->n_timestamps) {
+			n_vals[sm->of_sample[i]] += s->n_timestamps;
+			n_ts += s->n_timestamps;
+		} else {
+			n_vals[sm->of_sample[i]] = 1;
+		}
+	}
+	values = NEW(e, sm->n + n_ts, int64_t);
+	ts = NEW(e, n_ts, uint64_t);
+	if (!values || !ts)
 		return -ENOMEM;
 
-	for (i = 0; i < p->n_samples; i++)
-		g->count[(size_t)p->samples[i].resource * SP_KIND__MAX + p->samples[i].kind]++;
+	/* the Samples, their arrays carved from values/ts */
+	for (i = 0; i < sm->n; i++) {
+		const struct sp_sample *r = &p->samples[sm->rep[i]];
+		size_t gi = (size_t)r->resource * SP_KIND__MAX + r->kind;
+		OT(Sample) *os = &samples[i];
+
+		ot_(sample__init)(os);
+		os->stack_index = r->stack;
+		os->link_index = r->link;
+		os->n_attribute_indices = sm->n_attrs[i];
+		os->attribute_indices = &sm->attrs[(size_t)i * SAMPLE_ATTRS];
+		os->n_values = n_vals[i];
+		os->values = &values[vi];
+		vi += n_vals[i];
+		if (r->n_timestamps) {
+			os->n_timestamps_unix_nano = n_vals[i];
+			os->timestamps_unix_nano = &ts[ti];
+			ti += n_vals[i];
+		}
+		g->count[gi]++;
+		if (r->kind == SP_KIND_OFFCPU && !r->n_timestamps)
+			g->n_waits[gi]++;
+	}
+	/* the values, in model order */
+	for (i = 0; i < p->n_samples; i++) {
+		const struct sp_sample *s = &p->samples[i];
+		uint32_t m = sm->of_sample[i];
+		OT(Sample) *os = &samples[m];
+		int64_t v = s->kind == SP_KIND_ONCPU ? s->count : s->value_ns;
+
+		if (s->n_timestamps) {
+			memcpy(&os->timestamps_unix_nano[vfill[m]], s->timestamps,
+			       s->n_timestamps * sizeof(*s->timestamps));
+			ts_values(s, &os->values[vfill[m]]);
+			vfill[m] += s->n_timestamps;
+		} else if (__builtin_add_overflow(os->values[0], v, &os->values[0]) ||
+			   __builtin_add_overflow(wvalues[m], s->count, &wvalues[m])) {
+			return -EOVERFLOW;
+		}
+	}
 	for (i = 0, j = 0; i < n_groups; i++) {
 		g->off[i] = j;
 		j += g->count[i];
 	}
-	for (i = 0; i < p->n_samples; i++) {
-		const struct sp_sample *s = &p->samples[i];
-		size_t gi = (size_t)s->resource * SP_KIND__MAX + s->kind;
-		OT(Sample) *os = &samples[i];
+	for (i = 0; i < sm->n; i++) {
+		const struct sp_sample *r = &p->samples[sm->rep[i]];
+		size_t gi = (size_t)r->resource * SP_KIND__MAX + r->kind;
 
-		ot_(sample__init)(os);
-		os->stack_index = s->stack;
-		os->link_index = s->link;
-		os->attribute_indices = &attrs[(size_t)i * SAMPLE_ATTRS];
-		n = sample_attrs(e, s, os->attribute_indices);
-		if (n < 0)
-			return n;
-		os->n_attribute_indices = (size_t)n;
-		if (s->n_timestamps) {
-			os->n_timestamps_unix_nano = s->n_timestamps;
-			os->timestamps_unix_nano = s->timestamps;
+		g->grouped[g->off[gi] + fill[gi]++] = &samples[i];
+		if (r->kind == SP_KIND_OFFCPU && !r->n_timestamps) {
+			OT(Sample) *w = &waits[i];
+
+			*w = samples[i];	/* same stack, attributes, link */
+			w->n_values = 1;
+			w->values = &wvalues[i];
+			g->waits[g->off[gi] + wfill[gi]++] = w;
 		}
-		os->values = &values[vi];
-		os->n_values = s->n_timestamps ? s->n_timestamps : 1;
-		sample_values(s, os->values);
-		vi += os->n_values;
-		g->grouped[g->off[gi] + fill[gi]++] = os;
 	}
 	return 0;
 }
@@ -475,7 +642,7 @@ struct res_msgs {
 	Resource res;
 	KeyValue kv[RES_ATTRS], *kvp[RES_ATTRS];
 	AnyValue val[RES_ATTRS];
-	OT(Profile) prof[SP_KIND__MAX], *profp[SP_KIND__MAX];
+	OT(Profile) prof[N_PROFILES], *profp[N_PROFILES];
 };
 
 static int resource_attrs(struct otlp_enc *e, const struct sp_resource *r,
@@ -512,48 +679,76 @@ static int resource_attrs(struct otlp_enc *e, const struct sp_resource *r,
 	return 0;
 }
 
-/* One Profile per kind with samples in resource ri. */
+/* The value type of vt, its strings asked for on first use. */
+static int lazy_value_type(struct otlp_enc *e, OT(ValueType) *vt, const char *type)
+{
+	int32_t t;
+
+	if (vt->type_strindex)
+		return 0;
+	t = sp_strtab__get(&e->st, type);
+	if (t < 0)
+		return t;
+	vt->type_strindex = t;
+	vt->unit_strindex = vt == &e->vt_waits ? e->vt_samples.unit_strindex
+					       : e->vt_period.unit_strindex;
+	return 0;
+}
+
+/* A Profile of the resource's samples in m->prof, appended to its scope. */
+static OT(Profile) *add_profile(const struct otlp_enc *e, struct res_msgs *m,
+				OT(ValueType) *type, OT(Sample) **samples, uint32_t n)
+{
+	OT(Profile) *pr = &m->prof[m->sp.n_profiles];
+
+	ot_(profile__init)(pr);
+	pr->time_unix_nano = e->p->time_unix_ns;
+	pr->duration_nano = e->p->duration_ns;
+	pr->sample_type = type;
+	pr->n_samples = n;
+	pr->samples = samples;
+	m->profp[m->sp.n_profiles++] = pr;
+	return pr;
+}
+
+/* The Profiles of resource ri, in the order of the header comment. */
 static int resource_profiles(struct otlp_enc *e, uint32_t ri, struct res_msgs *m)
 {
 	const struct sp_profile *p = e->p;
+	const struct sample_groups *gr = &e->groups;
 	uint32_t kind;
+	int err;
 
 	for (kind = 0; kind < SP_KIND__MAX; kind++) {
 		size_t g = (size_t)ri * SP_KIND__MAX + kind;
-		OT(Profile) *pr = &m->prof[m->sp.n_profiles];
+		OT(Profile) *pr;
 
-		if (!e->groups.count[g])
+		if (!gr->count[g])
 			continue;
-		ot_(profile__init)(pr);
-		pr->time_unix_nano = p->time_unix_ns;
-		pr->duration_nano = p->duration_ns;
-		if (kind == SP_KIND_ONCPU) {
-			pr->sample_type = &e->vt_samples;
-		} else {
-			if (!e->vt_offcpu.type_strindex) {
-				int32_t t = sp_strtab__get(&e->st, "off_cpu");
-
-				if (t < 0)
-					return t;
-				e->vt_offcpu.type_strindex = t;
-				e->vt_offcpu.unit_strindex = e->vt_period.unit_strindex;
-			}
-			pr->sample_type = &e->vt_offcpu;
+		if (kind == SP_KIND_OFFCPU) {
+			err = lazy_value_type(e, &e->vt_offcpu, "off_cpu");
+			if (err)
+				return err;
 		}
+		pr = add_profile(e, m, kind == SP_KIND_ONCPU ? &e->vt_samples : &e->vt_offcpu,
+				 &gr->grouped[gr->off[g]], gr->count[g]);
 		if (kind == SP_KIND_ONCPU || p->period_ns[kind]) {
 			pr->period_type = &e->vt_period;
 			pr->period = (int64_t)p->period_ns[kind];
 		}
-		pr->n_samples = e->groups.count[g];
-		pr->samples = &e->groups.grouped[e->groups.off[g]];
-		m->profp[m->sp.n_profiles++] = pr;
+		if (!gr->n_waits[g])
+			continue;
+		err = lazy_value_type(e, &e->vt_waits, "off_cpu_waits");
+		if (err)
+			return err;
+		add_profile(e, m, &e->vt_waits, &gr->waits[gr->off[g]], gr->n_waits[g]);
 	}
 	return 0;
 }
 
 /* One ResourceProfiles per resource, each with one ScopeProfiles.  The
  * extra strings are asked for resource by resource (its attribute keys,
- * then "off_cpu" at the first off-CPU Profile). */
+ * then "off_cpu" and "off_cpu_waits" at the first off-CPU Profiles). */
 static int enc_resources(struct otlp_enc *e)
 {
 	const struct sp_profile *p = e->p;
@@ -615,7 +810,7 @@ static int enc_attribute_table(struct otlp_enc *e)
 			vals[i].int_value = a->num;
 		} else {
 			vals[i].value_case = ANY_STR;
-			vals[i].string_value = (char *)sp_strtab__at(&e->st, (uint32_t)a->str);
+			vals[i].string_value = (char *)a->str;
 		}
 	}
 	e->dict.n_attribute_table = n;
@@ -623,7 +818,7 @@ static int enc_attribute_table(struct otlp_enc *e)
 	return 0;
 }
 
-/* Every extra string is known once every other table is written. */
+/* Every string is known once every other table is written. */
 static int enc_string_table(struct otlp_enc *e)
 {
 	e->dict.string_table = sp_strtab__array(&e->st, &e->arena);
@@ -654,6 +849,7 @@ int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 	ot_(profiles_dictionary__init)(&e.dict);
 	ot_(value_type__init)(&e.vt_samples);
 	ot_(value_type__init)(&e.vt_offcpu);
+	ot_(value_type__init)(&e.vt_waits);
 	ot_(value_type__init)(&e.vt_period);
 	opentelemetry__proto__common__v1__instrumentation_scope__init(&e.scope);
 	e.req.dictionary = &e.dict;
@@ -665,6 +861,7 @@ int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 	sp_arena__free(&e.arena);
 	free(e.at.v);
 	sp_hidx__free(&e.at.idx);
+	sp_hidx__free(&e.sm.idx);
 	sp_strtab__free(&e.st);
 	return err;
 }

@@ -4,9 +4,11 @@
  *
  * sp_pprof__encode validates the profile, then writes one
  * perftools.profiles.Profile.  *out is a malloc'd buffer the caller frees.
- *   - string_table: the profile's strings with their indices unchanged,
- *     followed by the extra strings pprof needs (column names, label keys,
- *     hex trace/span ids), deduplicated.
+ *   - string_table: only the strings the file references (the profile's
+ *     and the extra ones pprof needs: column names, label keys, hex
+ *     trace/span ids), each once, in the order of first reference
+ *     (sp_strtab): a resource's exe path or host name, which pprof does not
+ *     carry, is not written.
  *   - ids: mapping/location/function id = model index.  Index 0 (the zero
  *     entry) is never written, so ids are non-zero and unique; a reference
  *     to index 0 becomes id 0 ("none").  Location index 0 inside a stack is
@@ -120,14 +122,18 @@ static int enc_mappings(struct pprof_enc *e)
 	for (i = 1; i < p->n_mappings; i++) {
 		const struct sp_mapping *m = &p->mappings[i];
 		PbMapping *pm = &maps[i - 1];
+		int32_t fn = sp_strtab__ref(&e->st, m->filename);
+		int32_t bid = fn < 0 ? fn : sp_strtab__ref(&e->st, m->build_id);
 
+		if (bid < 0)
+			return bid;
 		perftools__profiles__mapping__init(pm);
 		pm->id = i;
 		pm->memory_start = m->memory_start;
 		pm->memory_limit = m->memory_limit;
 		pm->file_offset = m->file_offset;
-		pm->filename = m->filename;
-		pm->build_id = m->build_id;
+		pm->filename = fn;
+		pm->build_id = bid;
 		pm->has_functions = m->has_functions;
 		pm->has_filenames = m->has_filenames;
 		pm->has_line_numbers = m->has_line_numbers;
@@ -151,12 +157,17 @@ static int enc_functions(struct pprof_enc *e)
 	for (i = 1; i < p->n_functions; i++) {
 		const struct sp_function *f = &p->functions[i];
 		PbFunction *pf = &funcs[i - 1];
+		int32_t nm = sp_strtab__ref(&e->st, f->name);
+		int32_t sys = nm < 0 ? nm : sp_strtab__ref(&e->st, f->system_name);
+		int32_t fn = sys < 0 ? sys : sp_strtab__ref(&e->st, f->filename);
 
+		if (fn < 0)
+			return fn;
 		perftools__profiles__function__init(pf);
 		pf->id = i;
-		pf->name = f->name;
-		pf->system_name = f->system_name;
-		pf->filename = f->filename;
+		pf->name = nm;
+		pf->system_name = sys;
+		pf->filename = fn;
 		pf->start_line = f->start_line;
 		funcp[i - 1] = pf;
 	}
@@ -226,22 +237,32 @@ static int add_label(PbSample *ps, PbLabel *slots, int32_t k, int32_t str, int64
 	return 0;
 }
 
+/* A string label: key (a wire index or a negative errno) first, then the
+ * value's wire index, in this order (the order numbers the strings). */
+static int str_label(struct pprof_enc *e, PbSample *ps, PbLabel *slots, int32_t k,
+		     int32_t model_str, const char *str)
+{
+	int32_t v;
+
+	if (k < 0)
+		return k;
+	v = str ? sp_strtab__get(&e->st, str) : sp_strtab__ref(&e->st, model_str);
+	return add_label(ps, slots, k, v, 0);
+}
+
 /* A link as two labels of lower-case hex. */
 static int link_labels(struct pprof_enc *e, PbSample *ps, PbLabel *slots,
 		       const struct sp_link *l)
 {
 	char hex[33];
-	int32_t k;
 	int err;
 
 	sp_hex_encode(l->trace_id, 16, hex);
-	k = key(e, &e->k_trace_id, SP_K_TRACE_ID);
-	err = add_label(ps, slots, k, k < 0 ? 0 : sp_strtab__get(&e->st, hex), 0);
+	err = str_label(e, ps, slots, key(e, &e->k_trace_id, SP_K_TRACE_ID), 0, hex);
 	if (err)
 		return err;
 	sp_hex_encode(l->span_id, 8, hex);
-	k = key(e, &e->k_span_id, SP_K_SPAN_ID);
-	return add_label(ps, slots, k, k < 0 ? 0 : sp_strtab__get(&e->st, hex), 0);
+	return str_label(e, ps, slots, key(e, &e->k_span_id, SP_K_SPAN_ID), 0, hex);
 }
 
 /* The labels of one sample, in the order of the header comment. */
@@ -257,17 +278,21 @@ static int sample_labels(struct pprof_enc *e, const struct sp_sample *s, PbSampl
 	if (!err && s->tid)
 		err = add_label(ps, slots, key(e, &e->k_tid, SP_K_TID), 0, s->tid);
 	if (!err && s->thread_name)
-		err = add_label(ps, slots, key(e, &e->k_thread_name, SP_K_THREAD_NAME),
-				s->thread_name, 0);
+		err = str_label(e, ps, slots, key(e, &e->k_thread_name, SP_K_THREAD_NAME),
+				s->thread_name, NULL);
 	if (!err && s->link)
 		err = link_labels(e, ps, slots, &p->links[s->link]);
 	if (!err && r->service_name)
-		err = add_label(ps, slots, key(e, &e->k_service, SP_K_SERVICE_NAME),
-				r->service_name, 0);
+		err = str_label(e, ps, slots, key(e, &e->k_service, SP_K_SERVICE_NAME),
+				r->service_name, NULL);
 	for (j = 0; !err && j < s->n_labels; j++) {
 		const struct sp_label *l = &s->labels[j];
+		int32_t k = sp_strtab__ref(&e->st, l->key);
 
-		err = add_label(ps, slots, l->key, l->str, l->str ? 0 : l->num);
+		if (l->str)
+			err = str_label(e, ps, slots, k, l->str, NULL);
+		else
+			err = add_label(ps, slots, k, 0, l->num);
 	}
 	return err;
 }

@@ -55,6 +55,21 @@ static int grow_(void **arr, uint32_t *cap, uint64_t need, size_t elem)
 	return 0;
 }
 
+/* Capacity exactly need (never shrinks). */
+static int grow_exact(void **arr, uint32_t *cap, uint64_t need, size_t elem)
+{
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	n = reallocarray(*arr, need, elem);
+	if (!n)
+		return -ENOMEM;
+	*arr = n;
+	*cap = (uint32_t)need;
+	return 0;
+}
+
 #define GROW(arr, cap, need) grow_((void **)&(arr), &(cap), (need), sizeof(*(arr)))
 
 /* Canonical byte image for hashing. */
@@ -539,6 +554,15 @@ int32_t sp_profile__add_sample(struct sp_profile *p, const struct sp_sample *s)
 	return (int32_t)p->n_samples++;
 }
 
+void sp_profile__drop_timestamps(struct sp_profile *p)
+{
+	for (uint32_t i = 0; p && i < p->n_samples; i++) {
+		free(p->samples[i].timestamps);
+		p->samples[i].timestamps = NULL;
+		p->samples[i].n_timestamps = 0;
+	}
+}
+
 /* ------------------------------------------------------------ lifecycle */
 struct sp_profile *sp_profile__new(void)
 {
@@ -678,4 +702,66 @@ int sp_profile__validate(const struct sp_profile *p)
 		if (!sample_ok(p, &p->samples[i]))
 			return -EINVAL;
 	return 0;
+}
+
+int sp_profile__reserve(struct sp_profile *p, uint32_t samples, uint32_t locations)
+{
+	struct sp_priv *pv = p->priv;
+	int err;
+
+	if ((uint64_t)p->n_samples + samples > SP_TABLE_MAX ||
+	    (uint64_t)p->n_locations + locations > SP_TABLE_MAX)
+		return -E2BIG;
+	err = grow_exact((void **)&p->samples, &pv->cap_samples,
+			 (uint64_t)p->n_samples + samples, sizeof(*p->samples));
+	if (!err)
+		err = grow_exact((void **)&p->locations, &pv->cap_locations,
+				 (uint64_t)p->n_locations + locations, sizeof(*p->locations));
+	return err;
+}
+
+/* glibc's footprint of one malloc of n bytes (see profile/pbcost.h). */
+static uint64_t footprint_alloc(uint64_t n)
+{
+	uint64_t c = (n + 8 + 15) & ~(uint64_t)15;
+
+	return n ? (c < 32 ? 32 : c) : 0;
+}
+
+static uint64_t footprint_hidx(const struct sp_hidx *h)
+{
+	return h->cap ? footprint_alloc((uint64_t)h->cap * sizeof(*h->hash)) +
+				footprint_alloc((uint64_t)h->cap * sizeof(*h->val))
+		      : 0;
+}
+
+uint64_t sp_profile__footprint(const struct sp_profile *p)
+{
+	const struct sp_priv *pv;
+	uint64_t b;
+
+	if (!p)
+		return 0;
+	pv = p->priv;
+	b = footprint_alloc(sizeof(*p)) + footprint_alloc(sizeof(*pv));
+	for (uint32_t i = 0; i < p->n_strings; i++)
+		b += footprint_alloc(strlen(p->strings[i]) + 1);
+	for (uint32_t i = 0; i < p->n_samples; i++)
+		b += footprint_alloc((uint64_t)p->samples[i].n_timestamps * 8);
+	if (!pv)
+		return b;
+	b += footprint_alloc((uint64_t)pv->cap_strings * sizeof(*p->strings));
+	b += footprint_alloc((uint64_t)pv->cap_mappings * sizeof(*p->mappings));
+	b += footprint_alloc((uint64_t)pv->cap_locations * sizeof(*p->locations));
+	b += footprint_alloc((uint64_t)pv->cap_functions * sizeof(*p->functions));
+	b += footprint_alloc((uint64_t)pv->cap_links * sizeof(*p->links));
+	b += 2 * footprint_alloc((uint64_t)pv->cap_stacks * sizeof(*p->stack_off));
+	b += footprint_alloc((uint64_t)pv->cap_stack_locs * sizeof(*p->stack_locs));
+	b += footprint_alloc((uint64_t)pv->cap_resources * sizeof(*p->resources));
+	b += footprint_alloc((uint64_t)pv->cap_samples * sizeof(*p->samples));
+	b += footprint_hidx(&pv->strings) + footprint_hidx(&pv->mappings) +
+	     footprint_hidx(&pv->locations) + footprint_hidx(&pv->functions) +
+	     footprint_hidx(&pv->links) + footprint_hidx(&pv->stacks) +
+	     footprint_hidx(&pv->resources);
+	return b;
 }

@@ -172,10 +172,25 @@ int32_t sp_profile__add_resource(struct sp_profile *p, const struct sp_resource 
 /* Copies *s; s->timestamps is copied too (the caller keeps its buffer). */
 int32_t sp_profile__add_sample(struct sp_profile *p, const struct sp_sample *s);
 
+/* Frees every sample's timestamps: what remains is the compact form, one
+ * count and value per sample (the OTLP encoder then merges samples that
+ * differed only in having timestamps).  NULL-safe. */
+void sp_profile__drop_timestamps(struct sp_profile *p);
+
 static inline const char *sp_profile__str(const struct sp_profile *p, int32_t i)
 {
 	return (i >= 0 && (uint32_t)i < p->n_strings) ? p->strings[i] : "";
 }
+
+/* Room for that many more samples and locations at once (a decoder that
+ * knows the counts: no doubling, no growth transient).  0, -ENOMEM,
+ * -E2BIG. */
+int sp_profile__reserve(struct sp_profile *p, uint32_t samples, uint32_t locations);
+
+/* Bytes the profile holds on the heap now (tables at their capacity,
+ * strings, timestamps, dedup indexes; glibc's per-allocation overhead
+ * included): what a memory budget charges for it. */
+uint64_t sp_profile__footprint(const struct sp_profile *p);
 
 /* Checks every index is in range and every table's zero entry; returns 0 or
  * -EINVAL.  Decoders call it before handing a profile out. */

@@ -7,6 +7,7 @@
  * profile layer needs no extra library at link time.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +102,48 @@ void sp_strtab__init(struct sp_strtab *t, const struct sp_profile *base)
 	t->n_base = base->n_strings;
 }
 
+/* Appends s as the next wire entry ("" first, on the first call). */
+static int32_t wire_push(struct sp_strtab *t, const char *s)
+{
+	if (t->n_wire + 2 > t->cap_wire) {
+		uint32_t ncap = t->cap_wire ? t->cap_wire * 2 : 64;
+		const char **n;
+
+		if (t->n_wire + 2 >= SP_TABLE_MAX)
+			return -E2BIG;
+		n = reallocarray(t->wire, ncap, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		t->wire = n;
+		t->cap_wire = ncap;
+	}
+	if (!t->n_wire)
+		t->wire[t->n_wire++] = "";
+	t->wire[t->n_wire] = s;
+	return (int32_t)t->n_wire++;
+}
+
+int32_t sp_strtab__ref(struct sp_strtab *t, int32_t i)
+{
+	int32_t w;
+
+	if (i < 0 || (uint32_t)i >= (t->n_base ? t->n_base : 1))
+		return -EINVAL;
+	if (i == 0)
+		return 0;
+	if (!t->wire_of) {
+		t->wire_of = calloc(t->n_base, sizeof(*t->wire_of));
+		if (!t->wire_of)
+			return -ENOMEM;
+	}
+	if (t->wire_of[i])
+		return t->wire_of[i];
+	w = wire_push(t, t->base->strings[i]);
+	if (w > 0)
+		t->wire_of[i] = w;
+	return w;
+}
+
 struct extra_key {
 	const struct sp_strtab *t;
 	const char *s;
@@ -116,51 +159,54 @@ static bool extra_eq(const void *ctx, int32_t v)
 int32_t sp_strtab__get(struct sp_strtab *t, const char *s)
 {
 	size_t len = strlen(s);
-	uint64_t h = sp_hash_bytes(s, len);
+	uint64_t h;
 	struct extra_key k = { t, s };
-	int32_t i;
+	int32_t i, w;
 	char *dup;
 	int err;
 
+	if (!len)
+		return 0;
 	i = sp_profile__find_str(t->base, s, len);
 	if (i >= 0)
-		return i;
+		return sp_strtab__ref(t, i);
+	h = sp_hash_bytes(s, len);
 	i = sp_hidx__find(&t->idx, h, extra_eq, &k);
 	if (i >= 0)
-		return (int32_t)t->n_base + i;
-	if ((uint64_t)t->n_base + t->n_extra >= SP_TABLE_MAX)
-		return -E2BIG;
+		return t->extra_wire[i];
 	if (t->n_extra == t->cap_extra) {
 		uint32_t ncap = t->cap_extra ? t->cap_extra * 2 : 32;
 		char **n = reallocarray(t->extra, ncap, sizeof(*n));
+		int32_t *nw;
 
 		if (!n)
 			return -ENOMEM;
 		t->extra = n;
+		nw = reallocarray(t->extra_wire, ncap, sizeof(*nw));
+		if (!nw)
+			return -ENOMEM;
+		t->extra_wire = nw;
 		t->cap_extra = ncap;
 	}
 	dup = strdup(s);
 	if (!dup)
 		return -ENOMEM;
-	err = sp_hidx__insert(&t->idx, h, (int32_t)t->n_extra);
+	w = wire_push(t, dup);
+	err = w < 0 ? w : sp_hidx__insert(&t->idx, h, (int32_t)t->n_extra);
 	if (err) {
+		if (w > 0)
+			t->n_wire--;
 		free(dup);
 		return err;
 	}
 	t->extra[t->n_extra] = dup;
-	return (int32_t)(t->n_base + t->n_extra++);
+	t->extra_wire[t->n_extra++] = w;
+	return w;
 }
 
 uint32_t sp_strtab__count(const struct sp_strtab *t)
 {
-	return t->n_base + t->n_extra;
-}
-
-const char *sp_strtab__at(const struct sp_strtab *t, uint32_t i)
-{
-	if (i < t->n_base)
-		return t->base->strings[i];
-	return t->extra[i - t->n_base];
+	return t->n_wire ? t->n_wire : 1;
 }
 
 char **sp_strtab__array(const struct sp_strtab *t, struct sp_arena *a)
@@ -168,8 +214,10 @@ char **sp_strtab__array(const struct sp_strtab *t, struct sp_arena *a)
 	uint32_t i, n = sp_strtab__count(t);
 	char **v = sp_arena__array(a, n, sizeof(*v));
 
-	for (i = 0; v && i < n; i++)
-		v[i] = (char *)sp_strtab__at(t, i);
+	if (v)
+		v[0] = "";
+	for (i = 1; v && i < n; i++)
+		v[i] = (char *)t->wire[i];
 	return v;
 }
 
@@ -182,26 +230,46 @@ void sp_strtab__free(struct sp_strtab *t)
 	for (i = 0; i < t->n_extra; i++)
 		free(t->extra[i]);
 	free(t->extra);
+	free(t->extra_wire);
+	free(t->wire);
+	free(t->wire_of);
 	sp_hidx__free(&t->idx);
 	memset(t, 0, sizeof(*t));
 }
 
 /* ------------------------------------------------------------ allocator */
+/* Live bytes, counted at malloc's usable size (what free gives back). */
 static void *pb_alloc(void *data, size_t size)
 {
 	struct sp_pballoc *b = data;
+	void *p;
+	size_t n;
 
 	if (size > b->budget - b->used) {
 		b->exhausted = true;
 		return NULL;
 	}
-	b->used += size;
-	return malloc(size);
+	p = malloc(size);
+	if (!p)
+		return NULL;
+	n = malloc_usable_size(p);
+	if (n > b->budget - b->used) {
+		free(p);
+		b->exhausted = true;
+		return NULL;
+	}
+	b->used += n;
+	if (b->used > b->peak)
+		b->peak = b->used;
+	return p;
 }
 
 static void pb_free(void *data, void *ptr)
 {
-	(void)data;
+	struct sp_pballoc *b = data;
+
+	if (ptr)
+		b->used -= malloc_usable_size(ptr);
 	free(ptr);
 }
 
@@ -213,6 +281,7 @@ void sp_pballoc__init(struct sp_pballoc *b, size_t input_len)
 	b->a.free = pb_free;
 	b->a.allocator_data = b;
 	b->used = 0;
+	b->peak = 0;
 	b->exhausted = false;
 	b->budget = input_len > (cap - (1u << 20)) / 48 ? cap :
 		    48 * input_len + (1u << 20);

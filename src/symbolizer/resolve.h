@@ -22,25 +22,30 @@
  *   - Modules (one per build id) are opened once through the debug-info
  *     finder and kept for the resolver's life; at most max_modules of them
  *     (further build ids resolve to -ENOSPC, counted); stats.modules
- *     counts those loaded.  Every string in a
- *     result is owned by its module and stays valid until
- *     sp_resolver__free().
+ *     counts those loaded.  Every string in a result is owned by its
+ *     module and stays valid until sp_resolver__free().
+ *   - Nothing is decoded up front but the table of compilation units and
+ *     their ranges (.debug_aranges, unit headers): an address decodes its
+ *     unit's line table and function list, then its function's inline
+ *     tree, once (dwarf_src.h).  Decoded units are kept under a byte
+ *     budget (unit_budget, all modules together), least recently used
+ *     first out; stats.unit_bytes is what they hold now.
  *   - Results, including failures, are cached per (build id, address) in a
  *     fixed-size 4-way set-associative cache with LRU replacement inside a
- *     set; hits, misses and evictions are counted.
- *   - Each compilation unit's subprogram/inlined-subroutine tree is indexed
- *     once, on first use (sorted top-level ranges plus each function's
- *     inlined ranges), so a lookup is a binary search and a short scan.
+ *     set (res_cache.h); hits, misses and evictions are counted.  A hit is
+ *     one hash lookup under one of 64 shard locks.
  *   - C++ linkage names are demangled by the function the binary installs
  *     with sp_resolver__set_demangler() (main.c installs __cxa_demangle
  *     from libstdc++, so this library itself needs no C++ runtime); with
  *     none installed names stay mangled.
- *   - Thread safe.  A module is loaded (finder lookup, which may download
- *     from debuginfod, and ELF/DWARF setup) outside the resolver's mutex,
- *     once per build id: a request for a build id being loaded waits for
- *     that load only; requests for other build ids, loaded or not, go on.
- *     A load that fails with -ENOMEM is tried again by the next request.
- *     Lookups in loaded modules and the cache run under the mutex.
+ *   - Thread safe, without a lock shared by all requests: a module is
+ *     loaded (finder lookup, which may download from debuginfod, and
+ *     ELF/DWARF setup) outside the module table's lock, once per build id;
+ *     a request for a build id being loaded waits for that load only.
+ *     Lookups in a loaded module run under that module's lock, so requests
+ *     for different modules run in parallel; cache hits take only a cache
+ *     shard's lock.  A load that fails with -ENOMEM is tried again by the
+ *     next request.
  *   - Returns 0, or a negative errno: -EINVAL
  *     bad build id, -ENOENT nothing found (no debug info, no symbol,
  *     offset outside every PT_LOAD), -ENOSPC too many modules, -ENOMEM.
@@ -84,6 +89,7 @@ struct sp_resolver_opts {
 	struct sp_debuginfo *di;	/* required, not owned */
 	uint32_t cache_entries;		/* 0 = default (65536) */
 	uint32_t max_modules;		/* 0 = default (1024) */
+	size_t unit_budget;		/* decoded-unit bytes; 0 = default (64 MiB) */
 	bool no_demangle;
 };
 
@@ -105,6 +111,15 @@ struct sp_resolver_stats {
 	uint64_t modules_refused;	/* -ENOSPC */
 	uint64_t bad_dwarf_units;	/* CUs whose index could not be built */
 	uint32_t modules_no_segments;	/* no usable program headers found */
+	uint64_t units_decoded;		/* units decoded (again after an eviction) */
+	uint64_t units_evicted;		/* given back under the unit budget */
+	uint64_t unit_bytes;		/* held by decoded units now */
+	uint64_t unit_budget;
+	uint64_t lines_libdw;		/* line tables read through libdw */
+	uint64_t lines_clamped;		/* line rows with a clamped column */
+	uint64_t functions_indexed;	/* inline trees built */
+	uint64_t inline_walks_libdw;	/* of them, walked through libdw */
+	uint64_t nested_scans;		/* whole-unit walks for nested functions */
 };
 
 struct sp_resolver;

@@ -1,17 +1,29 @@
 // SPDX-License-Identifier: MIT
 /*
- * serve.c - libmicrohttpd receiver, bounded work queue, symbolizing
- * workers that write files and/or forward.
+ * serve.c - the OTLP/HTTP receiver of spanprof-symbolizer: libmicrohttpd
+ * with a thread per connection, one memory budget, a bounded work queue,
+ * symbolizing workers that write files and forward; an answer says what
+ * became of the profile (contract: serve.h).
  *
- * Contract: see serve.h.  Threads: libmicrohttpd's pool (http_threads)
- * runs the request handler: header checks, body buffering, gunzip and
- * decode; a decoded profile goes into a fixed ring (queue_len) under one
- * mutex.  Workers pop, symbolize, encode, write and forward (each with
- * its own sender, so forwards run in parallel on their own connections).
- * The main thread waits for *stop, stops the daemon, then lets the workers
- * drain the ring and joins them, aborting forwards past the shutdown
- * deadline.  The forward counters live in the senders and are summed into
- * ctr[] when /metrics or the final summary reads them.
+ * Threads.  libmicrohttpd gives each connection a thread (at most
+ * max_connections, per_ip from one address): it reads the body into the
+ * intake (serve_intake.h: budget, walk, inflate, decode), queues the
+ * decoded profile as a job and waits on the job until a worker says what
+ * became of it, then answers.  A connection busy decoding a hostile body
+ * so only costs its own thread's time: the other connections' threads
+ * are scheduled beside it (a pool of two threads served every connection
+ * behind whichever was decoding).  Workers pop jobs, symbolize, encode,
+ * write and forward (each with its own sender), and complete the job.
+ * The connection guard (base/http_guard.h) cuts connections that trickle
+ * their headers or body.  An optional admin daemon (one thread, its own
+ * connection slots) answers /healthz and /metrics, which data
+ * connections cannot reach.
+ *
+ * Shutdown (*stop): new requests are answered 503; jobs still queued are
+ * answered 503 at once (refused: the sender keeps them); jobs being worked
+ * on have shutdown_timeout_ms, then their forwards are aborted (503); the
+ * daemons stop.  So serve exits within the grace period plus the time to
+ * cut the connections, never waiting on a stuck next hop.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,18 +41,23 @@
 
 #include <microhttpd.h>
 
+#include "base/http_guard.h"
 #include "base/metrics_text.h"
 #include "base/rpc_status.h"
 #include "export/sender.h"
 #include "profile/codec.h"
-#include "serve.h"
-#include "symbolize.h"
+#include "profile/profile.h"
+#include "symbolizer/membudget.h"
+#include "symbolizer/serve.h"
+#include "symbolizer/serve_intake.h"
+#include "symbolizer/symbolize.h"
 
 #define PATH_PROFILES "/v1development/profiles"
 
 enum ctr {
 	C_REQUESTS, C_ACCEPTED, C_R400, C_R404, C_R405, C_R413, C_R415,
-	C_R503_QUEUE, C_R503_BUDGET, C_SYMBOLIZED, C_FRAMES_RESOLVED,
+	C_R503_QUEUE, C_R503_BUDGET, C_R503_FORWARD_DOWN, C_R503_NOT_KEPT, C_R503_SHUTDOWN,
+	C_SYMBOLIZED, C_FRAMES_RESOLVED,
 	C_FRAMES_UNRESOLVED, C_FILES, C_FILE_ERRORS,
 	/* C_FORWARDED..C_FORWARD_BYTES: summed from the senders */
 	C_FORWARDED,
@@ -61,7 +78,10 @@ static const char *const ctr_names[C__MAX] = {
 	[C_R413] = "rejected_too_large_total",
 	[C_R415] = "rejected_content_type_total",
 	[C_R503_QUEUE] = "rejected_queue_full_total",
-	[C_R503_BUDGET] = "rejected_buffer_budget_total",
+	[C_R503_BUDGET] = "rejected_memory_budget_total",
+	[C_R503_FORWARD_DOWN] = "rejected_forward_down_total",
+	[C_R503_NOT_KEPT] = "rejected_not_kept_total",
+	[C_R503_SHUTDOWN] = "rejected_shutdown_total",
 	[C_SYMBOLIZED] = "profiles_symbolized_total",
 	[C_FRAMES_RESOLVED] = "frames_resolved_total",
 	[C_FRAMES_UNRESOLVED] = "frames_unresolved_total",
@@ -86,15 +106,20 @@ static const char *const ctr_names[C__MAX] = {
 /* HELP text of each counter on /metrics (promtool wants one per family). */
 static const char *const ctr_help[C__MAX] = {
 	[C_REQUESTS] = "HTTP requests received, on any path",
-	[C_ACCEPTED] = "Profiles accepted into the work queue (200)",
+	[C_ACCEPTED] = "Profiles answered 200: written and/or forwarded",
 	[C_R400] = "Requests refused as malformed gzip or protobuf (400)",
 	[C_R404] = "Requests for an unknown path (404)",
 	[C_R405] = "Requests with a method the path does not take (405)",
-	[C_R413] = "Requests over --max-body or the decompressed limit (413)",
+	[C_R413] = "Requests that can never fit: over --max-body, the decompressed "
+		   "limit, the decoder's limits or the whole memory budget (413)",
 	[C_R415] = "Requests with an unsupported content type or encoding (415)",
 	[C_R503_QUEUE] = "Requests refused because the work queue was full (503)",
-	[C_R503_BUDGET] =
-		"Requests refused because the body buffer budget was spent (503)",
+	[C_R503_BUDGET] = "Requests refused because the memory budget was in use (503)",
+	[C_R503_FORWARD_DOWN] =
+		"Requests refused at once after a failed forward (--forward-down-hold-ms, 503)",
+	[C_R503_NOT_KEPT] =
+		"Profiles answered 503 because a file or the forward did not take them",
+	[C_R503_SHUTDOWN] = "Requests and queued profiles refused during shutdown (503)",
 	[C_SYMBOLIZED] = "Profiles symbolized by the workers",
 	[C_FRAMES_RESOLVED] = "User-space frames given a function name",
 	[C_FRAMES_UNRESOLVED] = "User-space frames left without a name",
@@ -120,16 +145,33 @@ static const char *const ctr_help[C__MAX] = {
 	[C_ENCODE_ERRORS] = "Symbolized profiles that could not be encoded",
 };
 
+/* A decoded profile waiting for, or in the hands of, a worker; its
+ * connection's thread waits on done. */
+struct job {
+	struct sp_profile *p;
+	uint64_t charge;		/* budget bytes p holds */
+	bool done;
+	unsigned int http;		/* the answer, once done */
+	int rpc;
+	const char *why;
+};
+
 struct server {
 	const struct sp_serve_opts *o;
 	_Atomic uint64_t ctr[C__MAX];
-	_Atomic uint64_t buffered;	/* bytes held by all connections */
 	_Atomic uint64_t seq;
+	struct sp_membudget budget;
+	struct sp_http_guard *guard, *admin_guard;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct sp_profile **ring;
+	pthread_cond_t cond;		/* workers: a job or closing */
+	pthread_cond_t done_cond;	/* connections: a job done */
+	struct job **ring;
 	uint32_t head, len;
+	uint32_t working;		/* jobs in workers' hands */
 	bool closing;
+	atomic_bool stopping;		/* *stop seen: refuse new work */
+	_Atomic uint32_t inflight;	/* profiles POSTs not completed yet */
+	_Atomic uint64_t forward_down_until_ms;
 	struct worker *workers;		/* o->workers of them */
 	/* set once every worker's sender exists: /metrics, answered from
 	 * the daemon's threads, reads them only after */
@@ -143,14 +185,24 @@ struct worker {
 	pthread_t th;
 };
 
+/* One request on one connection. */
 struct req {
-	uint8_t *buf;
-	size_t len, cap;
-	bool started;
-	bool too_big;
-	bool over_budget;
-	bool gzip;
+	bool counted;			/* in s->inflight */
+	bool started;			/* a profiles POST whose body is read */
+	bool answered;			/* refused before its body: body discarded */
+	unsigned int early_http;	/* the refusal to send at the end */
+	int early_rpc;
+	const char *early_why;
+	struct sp_intake in;
 };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /* The forward counters are the senders' own; ctr[] gets their sum. */
 static void forward_totals(struct server *s)
@@ -195,6 +247,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code,
 		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 	ret = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
+	sp_http_guard__answered(c);
 	return ret;
 }
 
@@ -210,7 +263,7 @@ static enum MHD_Result reply_status(struct MHD_Connection *c,
 		     http == MHD_HTTP_SERVICE_UNAVAILABLE);
 }
 
-#define METRICS_BUF (32u << 10)	/* the text is about 8 KiB */
+#define METRICS_BUF (32u << 10)	/* the text is about 10 KiB */
 #define METRIC_PREFIX "spanprof_symbolizer_"
 
 static void metric(struct sp_metrics_buf *b, const char *name, enum sp_metric_type t,
@@ -223,13 +276,27 @@ static void metric(struct sp_metrics_buf *b, const char *name, enum sp_metric_ty
 	sp_metrics__u64(b, full, NULL, v);
 }
 
+static void metric_cuts(struct sp_metrics_buf *b, const char *name, const char *help,
+			const struct sp_http_guard *g)
+{
+	char full[128];
+
+	snprintf(full, sizeof(full), METRIC_PREFIX "%s", name);
+	sp_metrics__family(b, full, SP_METRIC_COUNTER, help);
+	for (int p = 0; p < SP_HTTP__PHASES; p++) {
+		const char *labels[] = { "phase", sp_http_guard__phase_name(p), NULL };
+
+		sp_metrics__u64(b, full, labels, sp_http_guard__cut(g, p));
+	}
+}
+
 static enum MHD_Result reply_metrics(struct server *s,
 				     struct MHD_Connection *c)
 {
 	struct sp_resolver_stats rs;
 	struct sp_metrics_buf b;
 	enum MHD_Result ret;
-	uint32_t qlen;
+	uint32_t qlen, working;
 	char *mem = malloc(METRICS_BUF);
 
 	if (!mem)
@@ -241,11 +308,32 @@ static enum MHD_Result reply_metrics(struct server *s,
 		       (uint64_t)s->ctr[i]);
 	pthread_mutex_lock(&s->lock);
 	qlen = s->len;
+	working = s->working;
 	pthread_mutex_unlock(&s->lock);
 	metric(&b, "queue_length", SP_METRIC_GAUGE,
 	       "Decoded profiles waiting for a worker", qlen);
-	metric(&b, "buffered_bytes", SP_METRIC_GAUGE,
-	       "Request body bytes held by all connections", (uint64_t)s->buffered);
+	metric(&b, "profiles_in_work", SP_METRIC_GAUGE,
+	       "Profiles a worker is symbolizing, writing or forwarding", working);
+	metric(&b, "memory_budget_bytes", SP_METRIC_GAUGE,
+	       "The memory budget requests draw from (--memory-budget)", s->budget.limit);
+	metric(&b, "memory_used_bytes", SP_METRIC_GAUGE,
+	       "Budget bytes held by requests now: bodies, decoded profiles, work",
+	       sp_membudget__used(&s->budget));
+	metric(&b, "memory_peak_bytes", SP_METRIC_GAUGE,
+	       "Highest budget use since start", sp_membudget__peak(&s->budget));
+	metric(&b, "memory_refused_total", SP_METRIC_COUNTER,
+	       "Budget takes refused (each ends in a 503 or a 413)",
+	       atomic_load(&s->budget.refused));
+	metric(&b, "memory_overrun_bytes_total", SP_METRIC_COUNTER,
+	       "Bytes a symbolization grew a profile past the budget (measured after it)",
+	       atomic_load(&s->budget.forced_bytes));
+	metric(&b, "connections_open", SP_METRIC_GAUGE,
+	       "Connections to the receiver now", sp_http_guard__open(s->guard));
+	metric_cuts(&b, "connections_cut_total",
+		    "Receiver connections cut at a deadline, by the phase they were in",
+		    s->guard);
+	metric_cuts(&b, "admin_connections_cut_total",
+		    "Admin-port connections cut at a deadline, by phase", s->admin_guard);
 	sp_resolver__stats(s->o->resolver, &rs);
 	metric(&b, "cache_hits_total", SP_METRIC_COUNTER,
 	       "Address lookups answered by the resolver cache", rs.cache_hits);
@@ -259,17 +347,39 @@ static enum MHD_Result reply_metrics(struct server *s,
 	return ret;
 }
 
-/* ------------------------------------------------------------ queue */
+static enum MHD_Result reply_health(struct server *s, struct MHD_Connection *c)
+{
+	if (atomic_load(&s->stopping))
+		return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "stopping\n", 9, "text/plain",
+			     false);
+	return reply(c, MHD_HTTP_OK, "ok\n", 3, "text/plain", false);
+}
 
-static int enqueue(struct server *s, struct sp_profile *p)
+/* ------------------------------------------------------------ jobs */
+
+static void complete(struct server *s, struct job *j, unsigned int http, int rpc,
+		     const char *why)
+{
+	pthread_mutex_lock(&s->lock);
+	j->http = http;
+	j->rpc = rpc;
+	j->why = why;
+	j->done = true;
+	pthread_cond_broadcast(&s->done_cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static int enqueue(struct server *s, struct job *j)
 {
 	int err = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->closing || s->len == s->o->queue_len) {
+	if (s->closing || atomic_load(&s->stopping))
+		err = -ESHUTDOWN;
+	else if (s->len == s->o->queue_len)
 		err = -EBUSY;
-	} else {
-		s->ring[(s->head + s->len) % s->o->queue_len] = p;
+	else {
+		s->ring[(s->head + s->len) % s->o->queue_len] = j;
 		s->len++;
 		pthread_cond_signal(&s->cond);
 	}
@@ -277,20 +387,30 @@ static int enqueue(struct server *s, struct sp_profile *p)
 	return err;
 }
 
-static struct sp_profile *dequeue(struct server *s)
+/* The connection's thread waits for a worker's verdict. */
+static void wait_done(struct server *s, struct job *j)
 {
-	struct sp_profile *p = NULL;
+	pthread_mutex_lock(&s->lock);
+	while (!j->done)
+		pthread_cond_wait(&s->done_cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static struct job *dequeue(struct server *s)
+{
+	struct job *j = NULL;
 
 	pthread_mutex_lock(&s->lock);
 	while (!s->len && !s->closing)
 		pthread_cond_wait(&s->cond, &s->lock);
 	if (s->len) {
-		p = s->ring[s->head];
+		j = s->ring[s->head];
 		s->head = (s->head + 1) % s->o->queue_len;
 		s->len--;
+		s->working++;
 	}
 	pthread_mutex_unlock(&s->lock);
-	return p;
+	return j;
 }
 
 /* ------------------------------------------------------------ handler */
@@ -305,15 +425,38 @@ static bool header_is(struct MHD_Connection *c, const char *name,
 	       (v[n] == '\0' || v[n] == ';' || v[n] == ' ');
 }
 
+/* Refuses before the body: a client waiting for "100 Continue" is told at
+ * once; any other is already sending, and closing on it would lose the
+ * answer: its body is read and dropped, then the refusal is sent. */
+static enum MHD_Result refuse_early(struct server *s, struct MHD_Connection *c,
+				    struct req *r, enum ctr ctr, unsigned int http,
+				    int rpc, const char *why)
+{
+	s->ctr[ctr]++;
+	if (header_is(c, MHD_HTTP_HEADER_EXPECT, "100-continue")) {
+		r->started = false;
+		return reply_status(c, http, rpc, why);
+	}
+	r->answered = true;
+	r->early_http = http;
+	r->early_rpc = rpc;
+	r->early_why = why;
+	return MHD_YES;
+}
+
 static enum MHD_Result first_call(struct server *s, struct MHD_Connection *c,
 				  const char *url, const char *method,
 				  struct req *r)
 {
 	const char *cl, *ce;
+	bool gzip = false;
 
 	s->ctr[C_REQUESTS]++;
+	sp_http_guard__body(c);
 	if (!strcmp(method, "GET") && !strcmp(url, "/metrics"))
 		return reply_metrics(s, c);
+	if (!strcmp(method, "GET") && !strcmp(url, "/healthz"))
+		return reply_health(s, c);
 	if (strcmp(url, PATH_PROFILES)) {
 		s->ctr[C_R404]++;
 		return reply(c, MHD_HTTP_NOT_FOUND, "not found\n", 10,
@@ -339,123 +482,65 @@ static enum MHD_Result first_call(struct server *s, struct MHD_Connection *c,
 					    3, "Content-Encoding must be gzip "
 					    "or identity");
 		}
-		r->gzip = true;
+		gzip = true;
 	}
+	r->started = true;
+	r->counted = true;
+	atomic_fetch_add(&s->inflight, 1);
+	sp_intake__init(&r->in, &s->budget, s->o->max_body, s->o->max_decompressed, gzip);
+	if (atomic_load(&s->stopping))
+		return refuse_early(s, c, r, C_R503_SHUTDOWN, MHD_HTTP_SERVICE_UNAVAILABLE, 14,
+				    "receiver shutting down; retry");
+	if (mono_ms() < atomic_load(&s->forward_down_until_ms))
+		return refuse_early(s, c, r, C_R503_FORWARD_DOWN, MHD_HTTP_SERVICE_UNAVAILABLE,
+				    14, "the next hop is not taking profiles; retry");
 	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 					 MHD_HTTP_HEADER_CONTENT_LENGTH);
-	r->started = true;
-	if (cl && strtoull(cl, NULL, 10) > s->o->max_body) {
-		/* A client waiting for "100 Continue" is told at once; any
-		 * other is already sending, and closing on it would lose our
-		 * answer: its body is read and discarded, then 413. */
-		if (header_is(c, MHD_HTTP_HEADER_EXPECT, "100-continue")) {
-			r->started = false;
-			s->ctr[C_R413]++;
-			return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8,
-					    "body too large");
-		}
-		r->too_big = true;
-	}
+	if (cl && strtoull(cl, NULL, 10) > s->o->max_body)
+		return refuse_early(s, c, r, C_R413, MHD_HTTP_CONTENT_TOO_LARGE, 8,
+				    "body too large");
 	return MHD_YES;
-}
-
-static void absorb(struct server *s, struct req *r, const char *data,
-		   size_t n)
-{
-	size_t need = r->len + n;
-
-	if (r->too_big || r->over_budget)
-		return;
-	if (need > s->o->max_body) {
-		r->too_big = true;
-		goto drop;
-	}
-	if (need > r->cap) {
-		size_t nc = r->cap ? r->cap : 64 * 1024, add;
-		void *q;
-
-		while (nc < need)
-			nc *= 2;
-		if (nc > s->o->max_body)
-			nc = s->o->max_body;
-		add = nc - r->cap;
-		if (s->buffered + add > s->o->buffer_budget) {
-			r->over_budget = true;
-			goto drop;
-		}
-		q = realloc(r->buf, nc);
-		if (!q) {
-			r->over_budget = true;
-			goto drop;
-		}
-		s->buffered += add;
-		r->buf = q;
-		r->cap = nc;
-	}
-	memcpy(r->buf + r->len, data, n);
-	r->len += n;
-	return;
-drop:
-	/* keep reading and discarding; give the memory back now */
-	s->buffered -= r->cap;
-	free(r->buf);
-	r->buf = NULL;
-	r->cap = r->len = 0;
 }
 
 static enum MHD_Result finish(struct server *s, struct MHD_Connection *c,
 			      struct req *r)
 {
-	struct sp_profile *p = NULL;
-	uint8_t *plain = NULL;
-	size_t plain_len = 0;
+	struct job j = { 0 };
+	enum sp_intake_verdict v;
 	int err;
 
-	if (r->too_big) {
+	if (r->answered)
+		return reply_status(c, r->early_http, r->early_rpc, r->early_why);
+	v = sp_intake__finish(&r->in, &j.p, &j.charge);
+	switch (v) {
+	case SP_INTAKE_OK:
+		break;
+	case SP_INTAKE_TOO_LARGE:
 		s->ctr[C_R413]++;
-		return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8,
-				    "body too large");
-	}
-	if (r->over_budget) {
+		return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8, r->in.why);
+	case SP_INTAKE_BUSY:
 		s->ctr[C_R503_BUDGET]++;
-		return reply_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, 14,
-				    "receiver busy");
-	}
-	if (r->gzip) {
-		err = sp_gunzip(r->buf, r->len, s->o->max_decompressed, &plain,
-				&plain_len);
-		if (err == -E2BIG) {
-			s->ctr[C_R413]++;
-			return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8,
-					    "decompressed body too large");
-		}
-		if (err) {
-			s->ctr[C_R400]++;
-			return reply_status(c, MHD_HTTP_BAD_REQUEST, 3,
-					    "malformed gzip body");
-		}
-	}
-	err = sp_otlp__decode(plain ? plain : r->buf, plain ? plain_len : r->len,
-			      &p);
-	free(plain);
-	if (err == -E2BIG) {
-		s->ctr[C_R413]++;
-		return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8,
-				    "request over the decoder's limits");
-	}
-	if (err) {
+		return reply_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, 14, r->in.why);
+	default:
 		s->ctr[C_R400]++;
-		return reply_status(c, MHD_HTTP_BAD_REQUEST, 3,
-				    "malformed ExportProfilesServiceRequest");
+		return reply_status(c, MHD_HTTP_BAD_REQUEST, 3, r->in.why);
 	}
-	if (enqueue(s, p)) {
-		sp_profile__free(p);
-		s->ctr[C_R503_QUEUE]++;
+	err = enqueue(s, &j);
+	if (err) {
+		sp_profile__free(j.p);
+		sp_membudget__give(&s->budget, j.charge);
+		s->ctr[err == -EBUSY ? C_R503_QUEUE : C_R503_SHUTDOWN]++;
 		return reply_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, 14,
-				    "symbolization queue full");
+				    err == -EBUSY ? "symbolization queue full; retry"
+						  : "receiver shutting down; retry");
 	}
-	s->ctr[C_ACCEPTED]++;
-	return reply(c, MHD_HTTP_OK, "", 0, "application/x-protobuf", false);
+	sp_http_guard__working(c);
+	wait_done(s, &j);	/* the worker freed the profile and its charge */
+	if (j.http == MHD_HTTP_OK) {
+		s->ctr[C_ACCEPTED]++;
+		return reply(c, MHD_HTTP_OK, "", 0, "application/x-protobuf", false);
+	}
+	return reply_status(c, j.http, j.rpc, j.why);
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
@@ -477,7 +562,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 	if (!r->started)
 		return MHD_YES;	/* answered already */
 	if (*upload_data_size) {
-		absorb(s, r, upload_data, *upload_data_size);
+		if (!r->answered)
+			sp_intake__feed(&r->in, (const uint8_t *)upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
@@ -495,91 +581,234 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void)toe;
 	if (!r)
 		return;
-	s->buffered -= r->cap;
-	free(r->buf);
+	if (r->counted)
+		atomic_fetch_sub(&s->inflight, 1);
+	sp_intake__release(&r->in);
 	free(r);
 	*con_cls = NULL;
 }
 
+/* The admin port: /healthz and /metrics only. */
+static enum MHD_Result admin_handler(void *cls, struct MHD_Connection *c, const char *url,
+				     const char *method, const char *version,
+				     const char *upload_data, size_t *upload_data_size,
+				     void **con_cls)
+{
+	static int marker;
+	struct server *s = cls;
+
+	(void)version;
+	(void)upload_data;
+	if (!*con_cls) {
+		*con_cls = &marker;
+		sp_http_guard__body(c);
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (strcmp(method, "GET"))
+		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only\n", 9, "text/plain",
+			     false);
+	if (!strcmp(url, "/healthz"))
+		return reply_health(s, c);
+	if (!strcmp(url, "/metrics"))
+		return reply_metrics(s, c);
+	return reply(c, MHD_HTTP_NOT_FOUND, "not found\n", 10, "text/plain", false);
+}
+
 /* ------------------------------------------------------------ workers */
 
-static void write_file(struct server *s, const uint8_t *gz, size_t len)
+static int write_file(struct server *s, const uint8_t *gz, size_t len)
 {
 	char tmp[4096], dst[4096];
 	uint64_t seq = ++s->seq;
-	FILE *f;
+	int fd, err = 0;
 
 	snprintf(dst, sizeof(dst), "%s/profile-%06" PRIu64 ".otlp.pb.gz",
 		 s->o->output_dir, seq);
 	snprintf(tmp, sizeof(tmp), "%s/.profile-%06" PRIu64 ".tmp",
 		 s->o->output_dir, seq);
-	f = fopen(tmp, "wx");
-	if (!f) {
-		s->ctr[C_FILE_ERRORS]++;
-		return;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		goto fail;
 	}
-	if (fwrite(gz, 1, len, f) != len || fclose(f)) {
-		unlink(tmp);
-		s->ctr[C_FILE_ERRORS]++;
-		return;
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(fd, gz + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)n;
 	}
-	if (rename(tmp, dst)) {
+	/* kept means on disk: the answer is 200 only after this */
+	if (!err && fdatasync(fd) && errno != EINVAL)
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, dst))
+		err = -errno;
+	if (err) {
 		unlink(tmp);
-		s->ctr[C_FILE_ERRORS]++;
-		return;
+		goto fail;
 	}
 	s->ctr[C_FILES]++;
+	return 0;
+fail:
+	s->ctr[C_FILE_ERRORS]++;
+	{
+		static _Atomic uint64_t last_log_ms;
+		uint64_t now = mono_ms(), last = atomic_load(&last_log_ms);
+
+		/* one line per 10 s at most: a full disk fails every profile */
+		if (now - last >= 10000 && atomic_compare_exchange_strong(&last_log_ms, &last, now))
+			fprintf(stderr, "spanprof-symbolizer: serve: cannot write %s: %s "
+				"(answering 503 until it works)\n", dst, strerror(-err));
+	}
+	return err;
 }
 
-static void forward(struct worker *w, const uint8_t *body, size_t len)
+static void count_symbolized(struct server *s, const struct sp_symbolize_stats *st)
 {
-	char what[64];
+	s->ctr[C_SYMBOLIZED]++;
+	s->ctr[C_FRAMES_RESOLVED] += st->resolved;
+	s->ctr[C_FRAMES_UNRESOLVED] += st->unresolved;
+	s->ctr[C_KERNEL_RESOLVED] += st->resolved_kernel;
+	s->ctr[C_KERNEL_NO_BUILD_ID] += st->unresolved_kernel_no_build_id;
+	s->ctr[C_KERNEL_NO_SNAPSHOT] += st->unresolved_kernel_no_snapshot;
+	s->ctr[C_KERNEL_MISMATCH] += st->unresolved_kernel_mismatch;
+	s->ctr[C_KERNEL_NOT_FOUND] += st->unresolved_kernel_not_found;
+}
 
-	snprintf(what, sizeof(what), "profile of %zu bytes", len);
-	sp_sender__send(w->fw, body, len, what);	/* counted by the sender */
+/* Symbolize, encode, write, forward; the verdict goes to the job.  Every
+ * stage's memory is taken from the budget before it (the symbolizer's
+ * growth is measured after: it adds functions and names as it finds
+ * them; beyond its estimate it is forced and counted). */
+static void work(struct worker *w, struct job *j)
+{
+	struct server *s = w->s;
+	bool fw_gzip = w->fw && s->o->forward->gzip;
+	struct sp_symbolize_stats st;
+	uint8_t *enc = NULL, *gz = NULL;
+	size_t enc_len = 0, gz_len = 0;
+	uint64_t est, fp, enc_res = 0;
+	unsigned int http = MHD_HTTP_OK;
+	const char *why = NULL;
+
+	est = (uint64_t)j->p->n_locations * 160 + (1u << 20);
+	if (!sp_membudget__take(&s->budget, est)) {
+		s->ctr[C_R503_BUDGET]++;
+		http = MHD_HTTP_SERVICE_UNAVAILABLE;
+		why = "receiver memory budget in use; retry";
+		goto out;
+	}
+	if (sp_symbolize__profile_ks(s->o->resolver, s->o->ksyms, j->p, &st) == 0)
+		count_symbolized(s, &st);
+	fp = sp_profile__footprint(j->p);
+	if (fp > j->charge + est)
+		sp_membudget__force(&s->budget, fp - j->charge - est);
+	else
+		sp_membudget__give(&s->budget, j->charge + est - fp);
+	j->charge = fp;
+	/* the encoder's tree, its output and the gzip copy: each at most
+	 * about the model's size */
+	enc_res = 3 * fp + (1u << 20);
+	if (!sp_membudget__take(&s->budget, enc_res)) {
+		enc_res = 0;
+		s->ctr[C_R503_BUDGET]++;
+		http = MHD_HTTP_SERVICE_UNAVAILABLE;
+		why = "receiver memory budget in use; retry";
+		goto out;
+	}
+	if (sp_otlp__encode(j->p, &enc, &enc_len) ||
+	    ((s->o->output_dir || fw_gzip) && sp_gzip(enc, enc_len, &gz, &gz_len))) {
+		s->ctr[C_ENCODE_ERRORS]++;
+		http = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		why = "could not encode the symbolized profile";
+		goto out;
+	}
+	/* the model is not needed any more: its memory goes back before
+	 * the slow part (writing, forwarding) */
+	sp_profile__free(j->p);
+	j->p = NULL;
+	sp_membudget__give(&s->budget, j->charge);
+	j->charge = 0;
+	if (s->o->output_dir && write_file(s, gz, gz_len)) {
+		http = MHD_HTTP_SERVICE_UNAVAILABLE;
+		why = "could not write the profile to the output directory; retry";
+		s->ctr[C_R503_NOT_KEPT]++;
+		goto out;
+	}
+	if (w->fw) {
+		char what[64];
+		enum sp_send_result sr;
+
+		snprintf(what, sizeof(what), "profile of %zu bytes", fw_gzip ? gz_len : enc_len);
+		sr = sp_sender__send(w->fw, fw_gzip ? gz : enc, fw_gzip ? gz_len : enc_len, what);
+		if (sr != SP_SEND_DELIVERED) {
+			if (sr == SP_SEND_FAILED && s->o->forward_down_hold_ms)
+				atomic_store(&s->forward_down_until_ms,
+					     mono_ms() + s->o->forward_down_hold_ms);
+			s->ctr[sr == SP_SEND_ABORTED ? C_R503_SHUTDOWN : C_R503_NOT_KEPT]++;
+			http = MHD_HTTP_SERVICE_UNAVAILABLE;
+			why = sr == SP_SEND_ABORTED ? "receiver shutting down; retry"
+						    : "the next hop did not take the profile; retry";
+			goto out;
+		}
+		atomic_store(&s->forward_down_until_ms, 0);
+	}
+out:
+	free(enc);
+	free(gz);
+	sp_membudget__give(&s->budget, enc_res);
+	sp_profile__free(j->p);
+	j->p = NULL;
+	sp_membudget__give(&s->budget, j->charge);
+	j->charge = 0;
+	pthread_mutex_lock(&s->lock);
+	s->working--;
+	pthread_mutex_unlock(&s->lock);
+	complete(s, j, http, http == MHD_HTTP_OK ? 0 : 14, why);
 }
 
 static void *worker(void *arg)
 {
 	struct worker *w = arg;
-	struct server *s = w->s;
-	bool fw_gzip = w->fw && s->o->forward->gzip;
-	struct sp_profile *p;
+	struct job *j;
 
-	while ((p = dequeue(s))) {
-		struct sp_symbolize_stats st;
-		uint8_t *enc = NULL, *gz = NULL;
-		size_t enc_len = 0, gz_len = 0;
-
-		if (sp_symbolize__profile_ks(s->o->resolver, s->o->ksyms, p,
-					     &st) == 0) {
-			s->ctr[C_SYMBOLIZED]++;
-			s->ctr[C_FRAMES_RESOLVED] += st.resolved;
-			s->ctr[C_FRAMES_UNRESOLVED] += st.unresolved;
-			s->ctr[C_KERNEL_RESOLVED] += st.resolved_kernel;
-			s->ctr[C_KERNEL_NO_BUILD_ID] +=
-				st.unresolved_kernel_no_build_id;
-			s->ctr[C_KERNEL_NO_SNAPSHOT] +=
-				st.unresolved_kernel_no_snapshot;
-			s->ctr[C_KERNEL_MISMATCH] += st.unresolved_kernel_mismatch;
-			s->ctr[C_KERNEL_NOT_FOUND] += st.unresolved_kernel_not_found;
-		}
-		if (sp_otlp__encode(p, &enc, &enc_len) ||
-		    ((s->o->output_dir || fw_gzip) &&
-		     sp_gzip(enc, enc_len, &gz, &gz_len))) {
-			s->ctr[C_ENCODE_ERRORS]++;
-			goto next;
-		}
-		if (s->o->output_dir)
-			write_file(s, gz, gz_len);
-		if (w->fw)
-			forward(w, fw_gzip ? gz : enc, fw_gzip ? gz_len : enc_len);
-next:
-		free(enc);
-		free(gz);
-		sp_profile__free(p);
-	}
+	while ((j = dequeue(w->s)))
+		work(w, j);
 	return NULL;
+}
+
+/* Queued jobs no worker has taken: refused (503), so their senders keep
+ * them. */
+static void refuse_queued(struct server *s)
+{
+	for (;;) {
+		struct job *j = NULL;
+
+		pthread_mutex_lock(&s->lock);
+		if (s->len) {
+			j = s->ring[s->head];
+			s->head = (s->head + 1) % s->o->queue_len;
+			s->len--;
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (!j)
+			return;
+		sp_profile__free(j->p);
+		j->p = NULL;
+		sp_membudget__give(&s->budget, j->charge);
+		j->charge = 0;
+		s->ctr[C_R503_SHUTDOWN]++;
+		complete(s, j, MHD_HTTP_SERVICE_UNAVAILABLE, 14, "receiver shutting down; retry");
+	}
 }
 
 /* One sender per worker, made after the privilege drop (CA, certificate
@@ -620,8 +849,8 @@ static void join_workers(struct server *s, uint32_t started)
 			break;
 	if (i == started)
 		return;
-	fprintf(stderr, "spanprof-symbolizer: shutdown: queue not drained after %u ms; "
-		"aborting forwards in progress (counted in forward_aborted_total)\n",
+	fprintf(stderr, "spanprof-symbolizer: shutdown: work not done after %u ms; "
+		"aborting forwards in progress (their senders are answered 503)\n",
 		s->o->shutdown_timeout_ms);
 	atomic_store(&s->abort_forward, true);
 	for (uint32_t k = 0; k < s->o->workers; k++)
@@ -632,19 +861,26 @@ static void join_workers(struct server *s, uint32_t started)
 
 /* ------------------------------------------------------------ run */
 
-static int parse_listen(const char *spec, struct sockaddr_storage *ss,
-			socklen_t *len)
+int sp_serve__parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
 {
 	char host[256];
-	const char *colon = strrchr(spec, ':');
+	const char *colon = spec ? strrchr(spec, ':') : NULL;
 	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV |
 					      AI_PASSIVE,
 				  .ai_socktype = SOCK_STREAM };
 	struct addrinfo *ai = NULL;
+	unsigned long port;
+	char *end;
 	size_t hl;
 
 	if (!colon || colon == spec)
 		return -EINVAL;
+	/* getaddrinfo takes any number and keeps its low 16 bits */
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || colon[1] < '0' || colon[1] > '9' ||
+	    port > 65535)
+		return -ERANGE;
 	hl = (size_t)(colon - spec);
 	if (spec[0] == '[' && hl >= 2 && spec[hl - 1] == ']') {
 		spec++;
@@ -662,73 +898,144 @@ static int parse_listen(const char *spec, struct sockaddr_storage *ss,
 	return 0;
 }
 
+static uint16_t bound_port(struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+
+	return info ? info->port : 0;
+}
+
+/* The output directory, as the user serve runs as: a file can be made,
+ * written, synced and removed there. */
+static int check_output_dir(const char *dir)
+{
+	char path[4096];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/.spanprof-write-check.%d", dir, (int)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		err = -errno;
+	else if (write(fd, "x", 1) != 1 || fdatasync(fd))
+		err = errno ? -errno : -EIO;
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	if (err)
+		fprintf(stderr, "spanprof-symbolizer: serve: --output-dir %s is not writable by "
+			"uid %u: %s; give that user write access (or choose another directory "
+			"or --user)\n", dir, (unsigned)geteuid(), strerror(-err));
+	return err;
+}
+
+static struct MHD_Daemon *start_daemon(const struct sockaddr_storage *ss, unsigned int flags,
+				       MHD_AccessHandlerCallback h, struct server *s,
+				       struct sp_http_guard *g, unsigned int conns,
+				       unsigned int per_ip, bool data)
+{
+	if (ss->ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	return MHD_start_daemon(flags, 0, NULL, NULL, h, s,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
+				MHD_OPTION_CONNECTION_LIMIT, conns,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+				MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512u << 10),
+				MHD_OPTION_NOTIFY_CONNECTION, sp_http_guard__notify, g,
+				MHD_OPTION_NOTIFY_COMPLETED, data ? completed : NULL, s,
+				MHD_OPTION_END);
+}
+
 int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 {
 	struct sp_serve_opts o = *in;
-	struct sockaddr_storage ss;
-	struct MHD_Daemon *d = NULL;
+	struct sockaddr_storage ss, as;
+	struct MHD_Daemon *d = NULL, *admin = NULL;
 	struct server *s;
 	uint32_t started = 0;
-	socklen_t sl;
+	socklen_t sl, al;
 	unsigned int flags;
 	int err;
 
-	if (!o.resolver || !o.listen || parse_listen(o.listen, &ss, &sl)) {
+	if (!o.resolver || !o.listen || sp_serve__parse_listen(o.listen, &ss, &sl)) {
 		fprintf(stderr, "spanprof-symbolizer: serve: bad --listen %s: want "
-			"HOST:PORT or [V6]:PORT with a numeric address\n",
+			"HOST:PORT (port 0..65535) or [V6]:PORT with a numeric address\n",
 			o.listen ? o.listen : "(none)");
+		return -EINVAL;
+	}
+	if (o.admin_listen && sp_serve__parse_listen(o.admin_listen, &as, &al)) {
+		fprintf(stderr, "spanprof-symbolizer: serve: bad --admin-listen %s: want "
+			"HOST:PORT (port 0..65535) or [V6]:PORT with a numeric address\n",
+			o.admin_listen);
 		return -EINVAL;
 	}
 	if (!o.queue_len)
 		o.queue_len = 16;
 	if (!o.workers)
 		o.workers = 1;
-	if (!o.http_threads)
-		o.http_threads = 2;
 	if (!o.max_connections)
-		o.max_connections = 64;
+		o.max_connections = 256;
+	if (!o.per_ip)
+		o.per_ip = 32;
 	if (!o.max_body)
 		o.max_body = 16u << 20;
 	if (!o.max_decompressed)
 		o.max_decompressed = SP_DECODE_MAX_BYTES;
-	if (!o.buffer_budget)
-		o.buffer_budget = 64u << 20;
+	if (!o.memory_budget)
+		o.memory_budget = SP_SERVE_DEFAULT_BUDGET;
 	if (!o.shutdown_timeout_ms)
 		o.shutdown_timeout_ms = 10000;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->o = &o;
+	sp_membudget__init(&s->budget, o.memory_budget);
 	atomic_init(&s->abort_forward, false);
 	atomic_init(&s->senders_ready, false);
+	atomic_init(&s->stopping, false);
+	atomic_init(&s->forward_down_until_ms, 0);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
+	pthread_cond_init(&s->done_cond, NULL);
 	s->ring = calloc(o.queue_len, sizeof(*s->ring));
 	s->workers = calloc(o.workers, sizeof(*s->workers));
-	if (!s->ring || !s->workers) {
+	s->guard = sp_http_guard__new(&(struct sp_http_guard_config){
+		.header_ms = o.header_timeout_ms, .body_ms = o.body_timeout_ms,
+		.idle_ms = o.header_timeout_ms, .max_conns = o.max_connections });
+	s->admin_guard = sp_http_guard__new(&(struct sp_http_guard_config){
+		.header_ms = 5000, .body_ms = 5000, .idle_ms = 10000, .max_conns = 16 });
+	if (!s->ring || !s->workers || !s->guard || !s->admin_guard) {
 		err = -ENOMEM;
 		goto out;
 	}
-	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+	flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 		MHD_USE_ERROR_LOG;
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s,
-			     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)o.http_threads,
-			     MHD_OPTION_CONNECTION_LIMIT,
-			     (unsigned int)o.max_connections,
-			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
-			     MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-			     MHD_OPTION_END);
+	d = start_daemon(&ss, flags, handler, s, s->guard, o.max_connections, o.per_ip, true);
 	if (!d) {
-		fprintf(stderr, "spanprof-symbolizer: cannot listen on %s\n",
-			o.listen);
+		fprintf(stderr, "spanprof-symbolizer: serve: cannot listen on %s (address in "
+			"use or not local?)\n", o.listen);
 		err = -EADDRINUSE;
 		goto out;
 	}
+	if (o.admin_listen) {
+		admin = start_daemon(&as, MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+				     MHD_USE_ERROR_LOG, admin_handler, s, s->admin_guard, 16, 4,
+				     false);
+		if (!admin) {
+			fprintf(stderr, "spanprof-symbolizer: serve: cannot listen on "
+				"--admin-listen %s (address in use or not local?)\n",
+				o.admin_listen);
+			err = -EADDRINUSE;
+			goto out;
+		}
+	}
 	if (o.after_bind && o.after_bind(o.after_bind_arg)) {
 		err = -EPERM;
+		goto out;
+	}
+	if (o.output_dir && check_output_dir(o.output_dir)) {
+		err = -EACCES;
 		goto out;
 	}
 	err = make_senders(s);
@@ -745,9 +1052,15 @@ int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 			goto out;
 		}
 	}
-	if (!o.quiet)
-		fprintf(stderr, "spanprof-symbolizer: listening on %s\n",
-			o.listen);
+	if (!o.quiet) {
+		fprintf(stderr, "spanprof-symbolizer: listening on %s (port %u), memory budget "
+			"%zu MiB", o.listen, bound_port(d), o.memory_budget >> 20);
+		if (admin)
+			fprintf(stderr, ", admin %s (port %u)", o.admin_listen, bound_port(admin));
+		fputc('\n', stderr);
+	}
+	if (o.on_listening)
+		o.on_listening(bound_port(d), admin ? bound_port(admin) : 0, o.on_listening_arg);
 	while (!*stop) {
 		struct timespec ts = { 0, 100 * 1000000L };
 
@@ -755,27 +1068,38 @@ int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 	}
 	err = 0;
 out:
-	if (d)
-		MHD_stop_daemon(d);	/* no new requests from here on */
+	atomic_store(&s->stopping, true);	/* new requests: 503 */
+	refuse_queued(s);
 	pthread_mutex_lock(&s->lock);
-	s->closing = true;		/* workers drain the ring, then exit */
+	s->closing = true;		/* workers finish what they hold, then exit */
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	join_workers(s, started);
-	while (s->len) {
-		sp_profile__free(s->ring[s->head]);
-		s->head = (s->head + 1) % o.queue_len;
-		s->len--;
+	refuse_queued(s);		/* what came in meanwhile */
+	/* every job has its verdict: let the connections send their answers
+	 * (a second at most: a client that does not read is cut) */
+	for (int i = 0; i < 100 && atomic_load(&s->inflight); i++) {
+		struct timespec ts = { 0, 10 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		refuse_queued(s);
 	}
+	if (d)
+		MHD_stop_daemon(d);
+	if (admin)
+		MHD_stop_daemon(admin);
 	forward_totals(s);
-	if (!o.quiet)
+	if (!o.quiet && !err)	/* a start-up failure is its one line */
 		for (int i = 0; i < C__MAX; i++)
 			fprintf(stderr, "spanprof-symbolizer: %s %" PRIu64 "\n",
 				ctr_names[i], (uint64_t)s->ctr[i]);
 	for (uint32_t i = 0; s->workers && i < o.workers; i++)
 		sp_sender__free(s->workers[i].fw);
+	sp_http_guard__free(s->guard);
+	sp_http_guard__free(s->admin_guard);
 	free(s->workers);
 	free(s->ring);
+	pthread_cond_destroy(&s->done_cond);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

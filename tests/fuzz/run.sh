@@ -33,6 +33,27 @@ for f in "$O/fixtures/go/golabels" "$O/fixtures/go/golabels.stripped" "$O/fixtur
 	[ -f "$f" ] && cp -n "$f" "$work/fuzz_buildid/$(basename "$f")"
 done
 [ -r /sys/kernel/notes ] && cp /sys/kernel/notes "$work/fuzz_buildid/kernel-notes"
+# fuzz_dwarf_line: a real .debug_line behind its address-size byte
+mkdir -p "$work/fuzz_dwarf_line"
+for f in "$O/fixtures/sym_inline_O2" "$O/fixtures/callchain"; do
+	if [ -f "$f" ] && objcopy --dump-section .debug_line="$work/line.tmp" "$f" "$work/elf.tmp" 2>/dev/null; then
+		{ printf '\001'; cat "$work/line.tmp"; } > "$work/fuzz_dwarf_line/$(basename "$f")"
+	fi
+	rm -f "$work/line.tmp" "$work/elf.tmp"
+done
+# fuzz_die_reader: a real .debug_info and .debug_abbrev behind the former's
+# length (4 bytes, little-endian)
+mkdir -p "$work/fuzz_die_reader"
+for f in "$O/fixtures/sym_inline_O2" "$O/fixtures/callchain"; do
+	if [ -f "$f" ] && objcopy --dump-section .debug_info="$work/info.tmp" \
+		--dump-section .debug_abbrev="$work/abbrev.tmp" "$f" "$work/elf.tmp" 2>/dev/null; then
+		n=$(stat -c %s "$work/info.tmp")
+		{ printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $((n & 255)) $((n >> 8 & 255)) \
+			$((n >> 16 & 255)) $((n >> 24 & 255)))"
+		  cat "$work/info.tmp" "$work/abbrev.tmp"; } > "$work/fuzz_die_reader/$(basename "$f")"
+	fi
+	rm -f "$work/info.tmp" "$work/abbrev.tmp" "$work/elf.tmp"
+done
 njobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 names=()
 for bin in "$FUZZ_O"/fuzz_*; do

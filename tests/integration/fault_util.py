@@ -32,6 +32,22 @@ def compile_c(src, out, defines=(), extra=()):
     return out
 
 
+def in_private_mounts(script, timeout, what):
+    """Runs sh script in a private mount namespace (its tmpfs mounts vanish
+    with it).  The script exits 90 when it cannot mount; that, a missing
+    unshare and the timeout fail the test, naming what."""
+    if not shutil.which("unshare"):
+        fail("unshare (util-linux) is needed")
+    try:
+        p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        fail("%s did not finish within %d s" % (what, timeout))
+    if p.returncode == 90:
+        fail("cannot mount a tmpfs: %s" % p.stderr)
+    return p
+
+
 def spin_variant(d, n, name=None):
     """A fault_spin binary of variant n (its own build id) at d/name."""
     return compile_c("fault_spin.c", os.path.join(d, name or "spin_%d" % n),

@@ -2,13 +2,15 @@
 
 A tiny tmpfs in a private mount namespace (unshare --mount) is the -o
 target:
-1. full, new output file: record exits non-zero with "writing FILE failed:
-   No space left on device" and leaves no file behind (the file it created
-   is removed: nothing claims success).
+1. full, new output file: record refuses at once, before recording
+   anything (its first space reservation fails), exits non-zero with
+   "cannot write FILE: No space left on device" and leaves no file behind
+   (the temporary file it created is removed: nothing claims success).
 2. full, an existing output file with content: record exits non-zero with
    the same message, and the file keeps its previous content (the profile
    is written to FILE.tmp.PID and renamed over FILE only when complete; the
    temporary file is removed on failure).
+(A disk that fills up mid-recording: test_record_lifecycle.py.)
 3. room for the profile but not for the kernel symbol snapshot
    (FILE.kallsyms.gz, about 1 MB): record succeeds (the profile is
    complete without it), prints a note naming the snapshot, and leaves no
@@ -16,17 +18,13 @@ target:
 The agent's rotating files on a full tmpfs: tests/unit/test_export_files.c.
 """
 import os
-import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import spin_variant  # noqa: E402
+from fault_util import in_private_mounts, spin_variant  # noqa: E402
 
 require_root()
-if not shutil.which("unshare"):
-    fail("unshare (util-linux) is needed")
 d = tmpdir()
 spin = spin_variant(d, 8, "filler")
 full = os.path.join(d, "full")
@@ -52,13 +50,7 @@ cp {full}/old.pb.gz {keep}/b.old
 ls -1 {half} > {keep}/c.ls
 cp {half}/p.pb.gz {keep}/c.pb.gz
 """.format(full=full, half=half, keep=keep, rec=rec, spin=spin)
-try:
-    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                       capture_output=True, text=True, timeout=90)
-except subprocess.TimeoutExpired:
-    fail("the disk-full runs did not finish within 90 s")
-if p.returncode == 90:
-    fail("cannot mount a tmpfs: %s" % p.stderr)
+in_private_mounts(script, 90, "the disk-full runs")
 
 
 def res(tag):
@@ -70,15 +62,15 @@ rc, err, ls = res("a")
 print("1:", rc, err, ls, flush=True)
 target = os.path.join(full, "new.pb.gz")
 check(rc != 0, "1: full filesystem, new file: record exits non-zero (rc=%d)" % rc)
-check("writing %s failed: No space left on device" % target in err,
-      "1: the message says writing the file failed: No space left on device")
+check("cannot write %s: No space left on device" % target in err,
+      "1: the message says the file cannot be written: No space left on device")
 check("new.pb.gz" not in ls, "1: no file is left behind (%s)" % ls)
 
 rc, err, ls = res("b")
 print("2:", rc, err, ls, flush=True)
 check(rc != 0, "2: full filesystem, existing file: record exits non-zero (rc=%d)" % rc)
-check("writing %s failed: No space left on device" % os.path.join(full, "old.pb.gz") in err,
-      "2: the message says writing the file failed: No space left on device")
+check("cannot write %s: No space left on device" % os.path.join(full, "old.pb.gz") in err,
+      "2: the message says the file cannot be written: No space left on device")
 check("old.pb.gz" in ls, "2: the existing file is not removed (%s)" % ls)
 check(open(os.path.join(keep, "b.old")).read() == "previous profile",
       "2: and keeps its previous content (written to a temporary file, renamed only when complete)")

@@ -10,7 +10,9 @@
 2. Counts and links on a request built here with lib.pb, as spanprof's
    decoder (src/profile/otlp_decode.c) reads them: an off-CPU sample
    without timestamps is one wait whatever its nanoseconds (the old
-   agent_util reader took values[0], nanoseconds, as the count), an on-CPU
+   agent_util reader took values[0], nanoseconds, as the count) unless an
+   off_cpu_waits Profile gives the count of its stack, attributes and link
+   (one without a match is a sample of its own), an on-CPU
    sample without timestamps counts the sum of its values (not values[0]),
    an all-zero link is no link (both old readers returned zero hex ids).
 3. The stub over real HTTP: scripted and queued answers (status,
@@ -57,7 +59,7 @@ check((c["pid"], c["service"], c["count"], c["trace_id"], c["ts"]) == (200, None
       c["attrs"].get("cpu.logical_number") == 3, "golden: pid 200 without link or timestamps")
 
 # ------------------------------------------------ 2. counts and links
-S = ["", "samples", "count", "off_cpu", "nanoseconds", "thread.id"]
+S = ["", "samples", "count", "off_cpu", "nanoseconds", "thread.id", "off_cpu_waits"]
 
 
 def vt(t, u):
@@ -83,12 +85,21 @@ on += pb.field_bytes(2, sample(values=(1,), ts=(T0,), link=1))  # the zero link
 off = pb.field_bytes(1, vt("off_cpu", "nanoseconds"))
 off += pb.field_bytes(2, sample(values=(5000000,)))             # one wait of 5 ms
 off += pb.field_bytes(2, sample(values=(1000, 2000), ts=(T0, T0 + 9), link=2))
+waits = pb.field_bytes(1, vt("off_cpu_waits", "count"))
+waits += pb.field_bytes(2, sample(values=(4,)))                 # the 5 ms are 4 waits
+waits += pb.field_bytes(2, sample(values=(3,), link=2))         # matches no compact sample
 scope = pb.field_bytes(2, on) + pb.field_bytes(2, off)
 req = pb.field_bytes(1, pb.field_bytes(2, scope)) + pb.field_bytes(2, dic)
 got = [(x["kind"], x["count"], x["trace_id"]) for x in read_otlp(req)]
 check(got == [("samples", 5, None), ("samples", 2, None), ("samples", 1, None),
               ("off_cpu", 1, None), ("off_cpu", 2, "01" * 16)],
       "counts and links as the decoder reads them: %s" % got)
+scope += pb.field_bytes(2, waits)
+req = pb.field_bytes(1, pb.field_bytes(2, scope)) + pb.field_bytes(2, dic)
+got = [(x["kind"], x["count"], x["trace_id"], x["values"]) for x in read_otlp(req)][3:]
+check(got == [("off_cpu", 4, None, [5000000]), ("off_cpu", 2, "01" * 16, [1000, 2000]),
+              ("off_cpu", 3, "01" * 16, [])],
+      "off_cpu_waits: counts of compact off-CPU samples, an unmatched one on its own: %s" % got)
 check(pb.s64(pb.read_varint(pb.varint(-5), 0)[0]) == -5 and len(pb.varint(-1)) == 10,
       "varint: negative int64 as ten bytes, read back")
 

@@ -297,9 +297,13 @@ def slow_serve(td, real_port, env, common, check):
         check(st == 200 and wait_for('B', 1, 30),
               'serve: B symbolized once (its module is now loaded)')
         t_a = time.monotonic()
-        st, _, _ = serve_t.post(port, body['A'])
-        st2, _, _ = serve_t.post(port, body['A'])
-        check(st == 200 and st2 == 200, 'serve: two profiles of A queued')
+        # serve answers once a profile is written: A's two posts wait for
+        # the download, on their own connections
+        res_a = []
+        posts_a = [threading.Thread(target=lambda: res_a.append(serve_t.post(port, body['A'])))
+                   for _ in range(2)]
+        for t in posts_a:
+            t.start()
         # A is downloading once the slow server sleeps on its request
         end = time.monotonic() + 10
         while not slow_requests(False) and time.monotonic() < end:
@@ -323,8 +327,14 @@ def slow_serve(td, real_port, env, common, check):
         check(ok_c and t_c < SLOW_S / 3 and a_done_early == 0,
               'serve: a profile of another, not yet loaded build id is answered '
               'too (downloaded from the real debuginfod, %.3f s)' % t_c)
+        check(not res_a, 'serve: A not answered before it is written')
         ok_a = wait_for('A', 2, SLOW_S + 20)
         t_a = time.monotonic() - t_a
+        for t in posts_a:
+            t.join(30)
+        check([r[0] for r in res_a] == [200, 200],
+              'serve: both profiles of A answered 200 once written (%s)' %
+              [r[0] for r in res_a])
         reqs = slow_requests(True)
         check(ok_a and t_a >= SLOW_S - 0.5,
               'serve: both profiles of A written once the download ends (%.1f s)'

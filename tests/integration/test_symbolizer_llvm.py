@@ -3,15 +3,21 @@
 # spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
 """Resolver correctness against llvm-symbolizer and eu-addr2line.
 
-Binaries: the -O2 -g inlining fixture ($O/fixtures/sym_inline_O2) and, as a
-larger real program, spanprof-symbolizer itself (-O2 -g, many units,
+Binaries: the -O2 -g inlining fixture ($O/fixtures/sym_inline_O2), the
+same source built here with -gdwarf-4 (the resolver's own DIE reader reads
+DWARF 2-4 unit headers and .debug_ranges differently from DWARF 5) and, as
+a larger real program, spanprof-symbolizer itself (-O2 -g, many units,
 protobuf-c generated code, inlining).  Addresses: every 7th byte of every
 function symbol in .text.  spanprof-symbolizer addr (virtual addresses on
 stdin) is compared frame by frame, inlined callees first, on function
 name, file base name and line:
   - llvm-symbolizer --inlining --functions=linkage --obj=BIN (batched on
-    stdin): >= 99% of addresses agree on the whole chain, and >= 99% of
-    the addresses llvm sees as inlined have an identical chain;
+    stdin): on the fixtures every address agrees on the whole chain
+    (100%), inlined chains included; on spanprof-symbolizer >= 99.9% of
+    addresses and every inlined chain (a known difference: an address at
+    the end_sequence of a .cold part, past every line row, llvm answers
+    with the unit's file and line 0, we with ??:0; the ASan build has such
+    addresses, the plain one none);
   - eu-addr2line -i -f --pretty-print -a on a subset (it is slow): >= 99%
     agree (function names compared without GCC clone suffixes, which
     eu-addr2line takes from DWARF and llvm/we from the symbol table).
@@ -23,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_symbolizer_cli as cli  # noqa: E402
@@ -143,16 +150,23 @@ def main():
         if not cond:
             failures.append(what)
 
-    for path in (cli.FIXTURE, cli.SYM):
+    tmp = tempfile.mkdtemp(prefix='sym-llvm-')
+    dwarf4 = os.path.join(tmp, 'sym_inline_O2_dwarf4')
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures',
+                       'sym_inline.c')
+    subprocess.run(['cc', '-O2', '-gdwarf-4', '-Wl,--build-id', '-o', dwarf4, src],
+                   check=True)
+    for path in (cli.FIXTURE, dwarf4, cli.SYM):
         base = os.path.basename(path)
         addrs = func_addrs(path)
         mine = ours(path, addrs)
         check(len(mine) == len(addrs), '%s: one answer per address' % base)
         ref = llvm(path, addrs)
         pct, ipct, inl = compare('llvm-symbolizer/' + base, addrs, ref, mine)
-        check(pct >= 99.0, '%s: >= 99%% agree with llvm-symbolizer (%.2f%%)'
-              % (base, pct))
-        check(inl > 0 and ipct >= 99.0, '%s: inlined chains match llvm-symbolizer '
+        want = 99.9 if path == cli.SYM else 100.0
+        check(pct >= want, '%s: >= %g%% agree with llvm-symbolizer (%.2f%%)'
+              % (base, want, pct))
+        check(inl > 0 and ipct == 100.0, '%s: inlined chains match llvm-symbolizer '
               '(%d chains, %.2f%%)' % (base, inl, ipct))
 
         step = max(1, len(addrs) // EU_SUBSET)
@@ -184,6 +198,7 @@ def main():
           'file offsets resolve like the matching virtual addresses (%d)'
           % len(offs))
 
+    shutil.rmtree(tmp, ignore_errors=True)
     if failures:
         print('%d failure(s)' % len(failures))
         return 1

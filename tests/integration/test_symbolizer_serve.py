@@ -10,7 +10,9 @@ OTLP endpoint (export_server.py) answering the first POST with 503
     written as files and forwarded (after one retry), and the files
     symbolize back to the expected stacks;
   - malformed protobuf and truncated gzip -> 400 with a google.rpc.Status
-    (code 3); a gzip bomb -> 413 (decompressed limit); an oversized body
+    (code 3); a gzip bomb of zeros -> 400 at its first bytes, one of valid
+    padding -> 413 (the decoder's table cap, met while inflating); an
+    oversized body
     -> 413 with Content-Length and when chunked; wrong content type or
     encoding -> 415; GET on the path -> 405; other paths -> 404;
   - 16 concurrent clients: every answer is 200 or 503 with Retry-After,
@@ -166,7 +168,13 @@ def main():
             check(len(bomb) < 1000000, 'bomb fits under max-body (%d bytes)'
                   % len(bomb))
             st, _, body = post(port, bomb, enc='gzip')
-            check(st == 413, 'gzip bomb -> 413 (%s)' % st)
+            check(st == 400, 'gzip bomb of zeros -> 400 at its first bytes (%s)' % st)
+            # valid protobuf all the way: 50M empty ResourceProfiles
+            bomb = gzip.compress(b'\x0a\x00' * (50 << 20), 9)
+            t0 = time.monotonic()
+            st, _, body = post(port, bomb, enc='gzip')
+            check(st == 413, 'gzip bomb of valid padding -> 413 (%s, %.2f s)' %
+                  (st, time.monotonic() - t0))
             big = os.urandom(1500000)
             st, _, _ = post(port, big)
             check(st == 413, 'oversized body with Content-Length -> 413 (%s)' % st)
@@ -183,6 +191,8 @@ def main():
                 check(r.stdout == '413', 'oversized body with Expect: '
                       '100-continue -> 413 before the upload (%s)' % r.stdout)
             st, _, _ = post(port, big, chunked=True)
+            check(st == 400, 'random chunked body -> 400 (%s)' % st)
+            st, _, _ = post(port, b'\x0a\x00' * 600000, chunked=True)
             check(st == 413, 'oversized chunked body -> 413 (%s)' % st)
             st, _, _ = post(port, otlp, ctype='application/json')
             check(st == 415, 'wrong content type -> 415 (%s)' % st)
@@ -218,9 +228,9 @@ def main():
             after = metrics(port)
             check(after['accepted_total'] - before['accepted_total'] == ok and
                   (after['rejected_queue_full_total'] +
-                   after['rejected_buffer_budget_total'] -
+                   after['rejected_memory_budget_total'] -
                    before['rejected_queue_full_total'] -
-                   before['rejected_buffer_budget_total']) == len(busy),
+                   before['rejected_memory_budget_total']) == len(busy),
                   'counters add up')
             check(proc.poll() is None, 'receiver still running')
             hwm = 0

@@ -3,7 +3,7 @@
 spanprof-demo (libspanctx, OTEP 4947 TLSDESC in a shared library, context
 published after exec, so found through the prctl tracepoint) writes one
 JSON line per span with its thread and CLOCK_MONOTONIC interval.  Every
-on-CPU sample (OTLP, per-event timestamps) whose (tid, time) falls inside a
+on-CPU sample (OTLP with --timestamps: one timestamp per event) whose (tid, time) falls inside a
 span must carry exactly the innermost such span's ids (precision 100%),
 >= 99% of those samples carry ids at all, and samples outside every span
 carry none.  The process's service.name comes from its OTEL_CTX.
@@ -36,7 +36,7 @@ demo = os.path.join(BUILD, "spanprof-demo")
 truth_path = os.path.join(d, "truth.jsonl")
 out = os.path.join(d, "demo.otlp.pb")
 js = os.path.join(d, "demo.json")
-record(["-F", "97", "--format", "otlp", "-o", out, "--summary-json", js, "--", demo,
+record(["-F", "97", "--format", "otlp", "--timestamps", "-o", out, "--summary-json", js, "--", demo,
         "--duration", "6", "--threads", "4", "--service-name", "checkout", "--truth", truth_path])
 summ = load_json(js)
 spans = [json.loads(l) for l in open(truth_path)]

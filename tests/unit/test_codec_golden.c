@@ -17,6 +17,12 @@
  * SP_GOLDEN_WRITE=1 rewrites the files instead of comparing (then review
  * the diff: it is a wire-format change).  Files are found by
  * tu_source_path (testutil.h).
+ *
+ * The same cases check the compact form (issue 17): with every timestamp
+ * dropped, the OTLP request decodes to the same totals (events and ns)
+ * per stack and per span, of each kind, as the timestamped request and as
+ * the pprof file; off-CPU wait counts included (they travel in the
+ * off_cpu_waits Profile).  And samples of one identity become one Sample.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -302,13 +308,194 @@ static void test_golden(void **state)
 	free(pp);
 }
 
+/* ------------------------------------------------------------ totals */
+
+/* Events and ns of one key: a stack (by its addresses) or a span (by its
+ * ids), of one kind. */
+struct total {
+	uint64_t key;
+	int64_t count, ns;
+};
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static int total_cmp(const void *a, const void *b)
+{
+	const struct total *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* Totals of p by stack (by_span false) or by span, sorted and summed per
+ * key; *n gets how many keys. */
+static struct total *totals(const struct sp_profile *p, bool by_span, uint32_t *n)
+{
+	struct total *t = calloc(p->n_samples + 1, sizeof(*t));
+	uint32_t i, j, w = 0;
+
+	assert_non_null(t);
+	for (i = 0; i < p->n_samples; i++) {
+		const struct sp_sample *s = &p->samples[i];
+		uint64_t h = fnv(1469598103934665603ull, &s->kind, 1);
+
+		if (by_span) {
+			h = fnv(h, &p->links[s->link], sizeof(p->links[0]));
+		} else {
+			for (j = 0; j < p->stack_len[s->stack]; j++) {
+				int32_t l = p->stack_locs[p->stack_off[s->stack] + j];
+
+				if (l > 0)	/* pprof has no unknown location */
+					h = fnv(h, &p->locations[l].address, 8);
+			}
+		}
+		t[i] = (struct total){ h, s->count, s->value_ns };
+	}
+	qsort(t, p->n_samples, sizeof(*t), total_cmp);
+	for (i = 0; i < p->n_samples; i++) {
+		if (w && t[w - 1].key == t[i].key) {
+			t[w - 1].count += t[i].count;
+			t[w - 1].ns += t[i].ns;
+		} else {
+			t[w++] = t[i];
+		}
+	}
+	*n = w;
+	return t;
+}
+
+static void assert_same_totals(const struct sp_profile *a, const struct sp_profile *b)
+{
+	for (int by_span = 0; by_span < 2; by_span++) {
+		uint32_t na, nb;
+		struct total *ta = totals(a, by_span, &na), *tb = totals(b, by_span, &nb);
+
+		assert_int_equal(na, nb);
+		for (uint32_t i = 0; i < na; i++) {
+			assert_int_equal(ta[i].key, tb[i].key);
+			assert_int_equal(ta[i].count, tb[i].count);
+			assert_int_equal(ta[i].ns, tb[i].ns);
+		}
+		free(ta);
+		free(tb);
+	}
+}
+
+static bool any_timestamps(const struct sp_profile *p)
+{
+	for (uint32_t i = 0; i < p->n_samples; i++)
+		if (p->samples[i].n_timestamps)
+			return true;
+	return false;
+}
+
+/* What the timestamped request says, the compact one says too. */
+static void test_compact_totals(void **state)
+{
+	const struct golden_case *c = *state;
+	struct sp_profile *p = c->build(), *ts = NULL, *compact = NULL, *pp = NULL;
+	uint8_t *o = NULL, *oc = NULL, *ppb = NULL;
+	size_t olen, oclen, pplen;
+
+	assert_int_equal(sp_otlp__encode(p, &o, &olen), 0);
+	assert_int_equal(sp_otlp__decode(o, olen, &ts), 0);
+	sp_profile__drop_timestamps(p);
+	assert_false(any_timestamps(p));
+	assert_int_equal(sp_otlp__encode(p, &oc, &oclen), 0);
+	assert_int_equal(sp_otlp__decode(oc, oclen, &compact), 0);
+	assert_int_equal(sp_pprof__encode(p, &ppb, &pplen), 0);
+	assert_int_equal(sp_pprof__decode(ppb, pplen, &pp), 0);
+	assert_false(any_timestamps(compact));
+	assert_true(compact->n_samples <= ts->n_samples);
+	assert_same_totals(ts, compact);
+	assert_same_totals(p, compact);
+	assert_same_totals(pp, compact);
+
+	sp_profile__free(p);
+	sp_profile__free(ts);
+	sp_profile__free(compact);
+	sp_profile__free(pp);
+	free(o);
+	free(oc);
+	free(ppb);
+}
+
+/* Three model samples of one identity (and one of another link) are two
+ * Samples: the first with the summed count, off-CPU likewise with its
+ * waits; with timestamps the merged Sample has them all. */
+static void test_merge_identity(void **state)
+{
+	struct sp_profile *p = fx_tiny(), *q = NULL;
+	struct sp_sample s = p->samples[0];
+	uint8_t trace[16] = { 1 }, span[8] = { 2 };
+	uint64_t ts[2] = { 11, 12 };
+	uint8_t *o = NULL;
+	size_t len;
+
+	(void)state;
+	s.n_timestamps = 0;
+	s.timestamps = NULL;
+	s.count = 4;
+	assert_true(sp_profile__add_sample(p, &s) >= 0);
+	s.count = 5;
+	assert_true(sp_profile__add_sample(p, &s) >= 0);
+	s.link = OK(sp_profile__add_link(p, trace, span));
+	assert_true(sp_profile__add_sample(p, &s) >= 0);
+	s.link = 0;
+	s.kind = SP_KIND_OFFCPU;
+	s.count = 2;
+	s.value_ns = 700;
+	assert_true(sp_profile__add_sample(p, &s) >= 0);
+	s.count = 3;
+	s.value_ns = 300;
+	assert_true(sp_profile__add_sample(p, &s) >= 0);
+	s.kind = SP_KIND_ONCPU;
+	s.count = 2;
+	s.n_timestamps = 2;
+	s.timestamps = ts;
+	assert_true(sp_profile__add_sample(p, &s) >= 0);
+	assert_int_equal(sp_otlp__encode(p, &o, &len), 0);
+	assert_int_equal(sp_otlp__decode(o, len, &q), 0);
+	/* fx_tiny's timestamped sample + this one; 4 + 5; the link's; the
+	 * off-CPU pair */
+	assert_int_equal(q->n_samples, 4);
+	assert_int_equal(q->samples[0].n_timestamps, 3);
+	assert_int_equal(q->samples[0].count, 3);
+	assert_int_equal(q->samples[0].timestamps[1], 11);
+	assert_int_equal(q->samples[1].count, 9);
+	assert_int_equal(q->samples[1].n_timestamps, 0);
+	assert_int_equal(q->samples[2].count, 5);
+	assert_true(q->samples[2].link > 0);
+	assert_int_equal(q->samples[3].kind, SP_KIND_OFFCPU);
+	assert_int_equal(q->samples[3].count, 5);
+	assert_int_equal(q->samples[3].value_ns, 1000);
+	sp_profile__free(p);
+	sp_profile__free(q);
+	free(o);
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[sizeof(cases) / sizeof(cases[0])];
+	enum { N = sizeof(cases) / sizeof(cases[0]) };
+	struct CMUnitTest tests[2 * N + 1];
+	char names[N][64];
 	size_t i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	for (i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "compact_totals_%s", cases[i].name);
 		tests[i] = (struct CMUnitTest){ .name = cases[i].name, .test_func = test_golden,
 						.initial_state = (void *)&cases[i] };
-	return _cmocka_run_group_tests("golden", tests, i, NULL, NULL);
+		tests[N + i] = (struct CMUnitTest){ .name = names[i],
+						    .test_func = test_compact_totals,
+						    .initial_state = (void *)&cases[i] };
+	}
+	tests[2 * N] = (struct CMUnitTest){ .name = "merge_identity",
+					    .test_func = test_merge_identity };
+	return _cmocka_run_group_tests("golden", tests, 2 * N + 1, NULL, NULL);
 }

@@ -121,8 +121,9 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	sp_metrics__u64(b, "t_requests_total", NULL, 42);
 }
 
-static bool health(void *ctx)
+static bool health(void *ctx, char *why, size_t why_len)
 {
+	snprintf(why, why_len, "unhealthy: test says so");
 	(void)ctx;
 	return healthy;
 }
@@ -169,6 +170,7 @@ static void test_server(void **state)
 	assert_non_null(strstr(resp, "\r\n\r\nok\n"));
 	healthy = false;
 	assert_int_equal(http(port, "GET", "/healthz", resp, sizeof(resp)), 503);
+	assert_non_null(strstr(resp, "unhealthy: test says so"));
 	healthy = true;
 	assert_int_equal(http(port, "GET", "/nope", resp, sizeof(resp)), 404);
 	assert_int_equal(http(port, "POST", "/metrics", resp, sizeof(resp)), 405);

@@ -151,28 +151,29 @@ static void test_otlp_structure_and_zero_entries(void **state)
 /*
  * Golden bytes for fx_tiny().  Derived by hand from the spec's field numbers;
  * tag = field << 3 | wire type (0 varint, 1 I64, 2 LEN).  String table:
- * model "", "a.out", then extras in order of first use: native(2)
- * profile.frame.type(3) samples(4) count(5) cpu(6) nanoseconds(7)
- * process.pid(8).  Attribute 1 = {key 3, "native"}.
+ * only referenced strings, in order of first use: "", a.out(1) (mapping
+ * filename), profile.frame.type(2) (the location's attribute key; its value
+ * "native" is inline in the attribute), samples(3) count(4) cpu(5)
+ * nanoseconds(6), process.pid(7).  Attribute 1 = {key 2, "native"}.
  */
 static const char otlp_golden[] =
 	"# ExportProfilesServiceRequest\n"
 	"0a 44\n"				/* 1 resource_profiles, 68 bytes */
 	"  0a 08\n"				/*   1 resource, 8 */
-	"    0a 06 12 02 18 07 18 08\n"		/*     1 attributes KeyValue{2 value{3 int 7}, 3 key_strindex 8} */
+	"    0a 06 12 02 18 07 18 07\n"		/*     1 attributes KeyValue{2 value{3 int 7}, 3 key_strindex 7} */
 	"  12 38\n"				/*   2 scope_profiles, 56 */
 	"    0a 0a 0a 08 73 70 61 6e 70 72 6f 66\n" /* 1 scope {1 name "spanprof"} */
 	"    12 2a\n"				/*     2 profiles, 42 */
-	"      0a 04 08 04 10 05\n"		/*       1 sample_type {samples, count} */
+	"      0a 04 08 03 10 04\n"		/*       1 sample_type {samples, count} */
 	"      12 0f\n"				/*       2 samples, 15 */
 	"        08 01\n"			/*         1 stack_index 1 */
 	"        22 01 01\n"			/*         4 values packed [1] */
 	"        2a 08 09 00 00 00 00 00 00 00\n" /*       5 timestamps packed fixed64 [9] */
 	"      19 05 00 00 00 00 00 00 00\n"	/*       3 time_unix_nano fixed64 5 */
 	"      20 06\n"				/*       4 duration_nano 6 */
-	"      2a 04 08 06 10 07\n"		/*       5 period_type {cpu, nanoseconds} */
+	"      2a 04 08 05 10 06\n"		/*       5 period_type {cpu, nanoseconds} */
 	"      30 03\n"				/*       6 period 3 */
-	"12 a0 01\n"				/* 2 dictionary, 160 bytes */
+	"12 98 01\n"				/* 2 dictionary, 152 bytes */
 	"  0a 00\n"				/*   1 mapping_table[0] empty */
 	"  0a 06 08 10 10 20 20 01\n"		/*   [1] {1 start 0x10, 2 limit 0x20, 4 filename 1} */
 	"  12 00\n"				/*   2 location_table[0] empty */
@@ -182,7 +183,6 @@ static const char otlp_golden[] =
 	"        12 08 00 00 00 00 00 00 00 00\n" /* 4 link_table[0]: 16 + 8 zero bytes */
 	"  2a 00\n"				/*   5 string_table "" */
 	"  2a 05 61 2e 6f 75 74\n"		/*   "a.out" */
-	"  2a 06 6e 61 74 69 76 65\n"		/*   "native" */
 	"  2a 12 70 72 6f 66 69 6c 65 2e 66 72 61 6d 65 2e 74 79 70 65\n" /* "profile.frame.type" */
 	"  2a 07 73 61 6d 70 6c 65 73\n"	/*   "samples" */
 	"  2a 05 63 6f 75 6e 74\n"		/*   "count" */
@@ -190,7 +190,7 @@ static const char otlp_golden[] =
 	"  2a 0b 6e 61 6e 6f 73 65 63 6f 6e 64 73\n" /* "nanoseconds" */
 	"  2a 0b 70 72 6f 63 65 73 73 2e 70 69 64\n" /* "process.pid" */
 	"  32 00\n"				/*   6 attribute_table[0] empty */
-	"  32 0c 08 03 12 08 0a 06 6e 61 74 69 76 65\n" /* [1] {1 key 3, 2 {1 "native"}} */
+	"  32 0c 08 02 12 08 0a 06 6e 61 74 69 76 65\n" /* [1] {1 key 2, 2 {1 "native"}} */
 	"  3a 00\n"				/*   7 stack_table[0] empty */
 	"  3a 03 0a 01 01\n";			/*   [1] {1 location_indices [1]} */
 

@@ -55,30 +55,31 @@ static void test_pprof_oncpu_only_two_columns(void **state)
  * (Profile: 1 sample_type, 2 sample, 3 mapping, 4 location, 6 string_table,
  * 9 time_nanos, 10 duration_nanos, 11 period_type, 12 period,
  * 14 default_sample_type).  tag = field << 3 | wire type (0 varint, 2 LEN).
- * String table: model strings "", "a.out", then the encoder's extras in
- * order of first use: samples(2) count(3) cpu(4) nanoseconds(5) pid(6).
+ * String table: only the strings the file references, in order of first
+ * use: "", samples(1) count(2) cpu(3) nanoseconds(4) (sample types come
+ * first), a.out(5) (the mapping), pid(6) (the label).
  */
 static const char pprof_golden[] =
-	"0a 04 08 02 10 03\n"		/* 1 sample_type {type 2 samples, unit 3 count} */
-	"0a 04 08 04 10 05\n"		/* 1 sample_type {4 cpu, 5 nanoseconds} */
+	"0a 04 08 01 10 02\n"		/* 1 sample_type {type 1 samples, unit 2 count} */
+	"0a 04 08 03 10 04\n"		/* 1 sample_type {3 cpu, 4 nanoseconds} */
 	"12 0d\n"			/* 2 sample, 13 bytes */
 	"   0a 01 01\n"			/*   1 location_id packed [1] */
 	"   12 02 01 03\n"		/*   2 value packed [1, 3] */
 	"   1a 04 08 06 18 07\n"	/*   3 label {1 key 6 pid, 3 num 7} */
-	"1a 08 08 01 10 10 18 20 28 01\n" /* 3 mapping {1 id 1, 2 start 0x10, 3 limit 0x20, 5 filename 1} */
+	"1a 08 08 01 10 10 18 20 28 05\n" /* 3 mapping {1 id 1, 2 start 0x10, 3 limit 0x20, 5 filename 5} */
 	"22 06 08 01 10 01 18 15\n"	/* 4 location {1 id 1, 2 mapping_id 1, 3 address 0x15} */
 	"32 00\n"			/* 6 string_table "" */
-	"32 05 61 2e 6f 75 74\n"	/* "a.out" */
 	"32 07 73 61 6d 70 6c 65 73\n"	/* "samples" */
 	"32 05 63 6f 75 6e 74\n"	/* "count" */
 	"32 03 63 70 75\n"		/* "cpu" */
 	"32 0b 6e 61 6e 6f 73 65 63 6f 6e 64 73\n" /* "nanoseconds" */
+	"32 05 61 2e 6f 75 74\n"	/* "a.out" */
 	"32 03 70 69 64\n"		/* "pid" */
 	"48 05\n"			/* 9 time_nanos 5 */
 	"50 06\n"			/* 10 duration_nanos 6 */
-	"5a 04 08 04 10 05\n"		/* 11 period_type {cpu, nanoseconds} */
+	"5a 04 08 03 10 04\n"		/* 11 period_type {cpu, nanoseconds} */
 	"60 03\n"			/* 12 period 3 */
-	"70 04\n";			/* 14 default_sample_type 4 "cpu" */
+	"70 03\n";			/* 14 default_sample_type 3 "cpu" */
 
 static void test_pprof_golden_bytes(void **state)
 {

@@ -15,6 +15,8 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -319,6 +323,7 @@ static const char *base(const char *p)
 
 static void test_resolver_functions_and_inlines(void **state)
 {
+	struct sp_resolver_stats st;
 	struct sp_frames fr, fo;
 	struct rctx x;
 	uint64_t va, size;
@@ -358,6 +363,11 @@ static void test_resolver_functions_and_inlines(void **state)
 		assert_int_equal(fo.f[0].line, fr.f[0].line);
 	}
 	assert_true(inlined > 0);
+	/* the inline trees above came from die_reader, not the libdw walk it
+	 * falls back to */
+	sp_resolver__stats(x.r, &st);
+	assert_true(st.functions_indexed > 0);
+	assert_int_equal(st.inline_walks_libdw, 0);
 	/* an address past every segment is unresolved */
 	assert_int_equal(sp_resolver__resolve(x.r, x.id, fixture, 1ull << 40,
 					      &fr), -ENOENT);
@@ -394,6 +404,202 @@ static void test_resolver_cache_bound(void **state)
 	assert_int_equal(st.cache_hits, 1);
 	assert_int_equal(st.modules, 1);
 	rctx_fini(&x);
+}
+
+/* Up to max function starts (+ 1 byte) of path's symbol table, spread
+ * over it (every step-th FUNC symbol with a size). */
+static uint32_t elf_func_addrs(const char *path, uint64_t *out, uint32_t max, uint32_t step)
+{
+	Elf_Scn *scn = NULL;
+	uint32_t n = 0, seen = 0;
+	Elf *elf;
+	int fd;
+
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && n < max && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+
+			if (gelf_getsym(d, (int)i, &s) && GELF_ST_TYPE(s.st_info) == STT_FUNC &&
+			    s.st_size > 1 && s.st_value && seen++ % step == 0)
+				out[n++] = s.st_value + 1;
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return n;
+}
+
+/* Nothing decoded up front, one unit for one address; under a small unit
+ * budget units are given back (and decoded again) with the same answers
+ * as under the default budget.  On spanprof-symbolizer itself: a -O2 -g
+ * binary of many units. */
+static void test_resolver_lazy_units_budget(void **state)
+{
+	enum { MAXA = 400, BUDGET = 128 << 10 };
+	struct sp_debuginfo_opts d = { .no_debuginfod = true };
+	struct sp_resolver_opts o = { .cache_entries = 16 };
+	struct sp_resolver *big = NULL, *small = NULL;
+	struct sp_resolver_stats st;
+	struct sp_debuginfo *di = NULL;
+	char bin[PATH_MAX], id[SP_BUILDID_MAX_HEX + 1];
+	static uint64_t addrs[MAXA];
+	struct sp_frames a, b;
+	const char *dir = getenv("SPANPROF_BUILD");
+	uint32_t n, dwarf = 0;
+
+	(void)state;
+	snprintf(bin, sizeof(bin), "%s/spanprof-symbolizer", dir ? dir : "build");
+	if (access(bin, R_OK))
+		skip();
+	n = elf_func_addrs(bin, addrs, MAXA, 3);
+	assert_true(n > 100);
+	assert_int_equal(sp_buildid__read_file(bin, id, sizeof(id)), 0);
+	assert_int_equal(sp_debuginfo__new(&d, &di), 0);
+	o.di = di;
+	/* one address answered from DWARF: its unit only (a fresh resolver
+	 * per try: a function without DWARF, e.g. from a static library, is
+	 * skipped) */
+	for (uint32_t i = n / 2, tries = 0;; i++, tries++) {
+		assert_true(i < n && tries < 32);
+		assert_int_equal(sp_resolver__new(&o, &big), 0);
+		if (!sp_resolver__resolve_vaddr(big, id, bin, addrs[i], &a) &&
+		    a.source == SP_RES_DWARF)
+			break;
+		sp_resolver__free(big);
+	}
+	sp_resolver__stats(big, &st);
+	assert_int_equal(st.units_decoded, 1);
+	assert_true(st.unit_bytes > 0);
+	o.unit_budget = BUDGET;
+	assert_int_equal(sp_resolver__new(&o, &small), 0);
+
+	for (uint32_t i = 0; i < n; i++) {
+		int ra = sp_resolver__resolve_vaddr(big, id, bin, addrs[i], &a);
+		int rb = sp_resolver__resolve_vaddr(small, id, bin, addrs[i], &b);
+
+		assert_int_equal(ra, rb);
+		if (ra)
+			continue;
+		dwarf += a.source == SP_RES_DWARF;
+		assert_int_equal(a.n, b.n);
+		for (uint8_t k = 0; k < a.n; k++) {
+			assert_string_equal(a.f[k].function, b.f[k].function);
+			assert_int_equal(a.f[k].line, b.f[k].line);
+		}
+		/* the bound holds after every request (a unit larger than the
+		 * whole budget is held alone) */
+		sp_resolver__stats(small, &st);
+		assert_true(st.unit_bytes <= BUDGET || st.units_decoded - st.units_evicted == 1);
+	}
+	assert_true(dwarf > n / 2);
+	sp_resolver__stats(small, &st);
+	assert_int_equal(st.unit_budget, BUDGET);
+	assert_true(st.units_evicted > 0);
+	sp_resolver__stats(big, &st);
+	assert_true(st.units_decoded > 20);	/* the addresses span many units */
+	assert_int_equal(st.units_evicted, 0);
+	sp_resolver__free(small);
+	sp_resolver__free(big);
+	sp_debuginfo__free(di);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct slow_load {
+	struct sp_resolver *r;
+	double took;
+	int rc;
+	int done;	/* atomic */
+};
+
+static void *slow_load_thread(void *arg)
+{
+	struct slow_load *l = arg;
+	struct sp_frames fr;
+	double t0 = now_s();
+
+	/* a build id on no disk: the finder asks debuginfod, which hangs */
+	l->rc = sp_resolver__resolve(l->r, "ab00000000000000000000000000000000000017", NULL, 0x1000,
+				     &fr);
+	l->took = now_s() - t0;
+	__atomic_store_n(&l->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A module being loaded does not hold up another module (the load runs
+ * outside the module table's lock; this was true before the per-module
+ * locks too, which this test does not isolate): while one thread
+ * waits on a debuginfod that accepts and never answers (a listening socket
+ * nobody accepts on: the kernel completes the handshake), another resolves
+ * the fixture at once. */
+static void test_resolver_load_does_not_block_others(void **state)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sp_debuginfo_opts d = { 0 };
+	struct sp_resolver_opts o = { 0 };
+	struct slow_load l = { 0 };
+	socklen_t sl = sizeof(sa);
+	struct sp_debuginfo *di;
+	char url[64], id[SP_BUILDID_MAX_HEX + 1];
+	struct sp_frames fr;
+	uint64_t va, size;
+	pthread_t t;
+	double t0, fast;
+	int ls;
+
+	(void)state;
+	if (!have_fixture())
+		skip();
+	assert_true(fixture_sym("crunch", &va, &size));
+	assert_int_equal(sp_buildid__read_file(fixture, id, sizeof(id)), 0);
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(ls, 8), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+	setenv("DEBUGINFOD_URLS", url, 1);
+	setenv("DEBUGINFOD_CACHE_PATH", tu_dir, 1);	/* fresh: no cached answer */
+	setenv("DEBUGINFOD_TIMEOUT", "3", 1);
+	assert_int_equal(sp_debuginfo__new(&d, &di), 0);
+	o.di = di;
+	assert_int_equal(sp_resolver__new(&o, &l.r), 0);
+
+	assert_int_equal(pthread_create(&t, NULL, slow_load_thread, &l), 0);
+	usleep(300 * 1000);	/* the other thread is in its load now */
+	t0 = now_s();
+	assert_int_equal(sp_resolver__resolve_vaddr(l.r, id, fixture, va, &fr), 0);
+	fast = now_s() - t0;
+	assert_string_equal(fr.f[fr.n - 1].function, "crunch");
+	/* answered while the other load still waits */
+	assert_int_equal(__atomic_load_n(&l.done, __ATOMIC_ACQUIRE), 0);
+	assert_true(fast < 1.0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(l.rc, -ENOENT);
+	assert_true(l.took >= 2.0);	/* it really waited on the hung server */
+	sp_resolver__free(l.r);
+	sp_debuginfo__free(di);
+	close(ls);
+	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("DEBUGINFOD_CACHE_PATH");
+	unsetenv("DEBUGINFOD_TIMEOUT");
 }
 
 static void test_demangle(void **state)
@@ -791,6 +997,9 @@ int main(void)
 						tu_teardown_dir),
 		cmocka_unit_test(test_resolver_functions_and_inlines),
 		cmocka_unit_test(test_resolver_cache_bound),
+		cmocka_unit_test(test_resolver_lazy_units_budget),
+		cmocka_unit_test_setup_teardown(test_resolver_load_does_not_block_others, tu_setup_dir,
+						tu_teardown_dir),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_symbolize_profile),
 		cmocka_unit_test(test_report_folded),

@@ -22,7 +22,7 @@
  *   --agg-entries each, preallocated); one snapshot profile at a time (its
  *   size follows one aggregator's content); the exporter's queue
  *   (--queue-bytes) plus at most one batch in flight; process table and
- *   container-id cache (fixed entry counts); metrics (8 connections x 256
+ *   container-id cache (fixed entry counts); metrics (64 connections x 256
  *   KiB).
  *
  * Drop policies (each drop counted, see /metrics)
@@ -113,6 +113,7 @@ struct agent_opts {
 	double interval_s;
 	double jitter;			/* fraction, 0.1 = +-10% */
 	double shutdown_timeout_s;
+	double health_stall_s;		/* /healthz fails past this consumer stall */
 	const char *endpoint;
 	const char *output_dir;
 	const char *metrics_addr;	/* NULL = none */
@@ -171,6 +172,7 @@ struct agent {
 
 	atomic_bool stopping;
 	atomic_bool consumer_alive;
+	_Atomic uint64_t consumer_advanced_ns;	/* mono time of its last loop */
 	atomic_bool guard_engaged;
 	atomic_uint_fast64_t guard_usage, guard_limit, guard_engagements, guard_releases;
 	struct sp_memguard guard;	/* main thread */
@@ -211,6 +213,8 @@ static void usage(FILE *f)
 "      --metrics-addr A      Prometheus /metrics and /healthz (default\n"
 "                            127.0.0.1:9464; none to disable)\n"
 "      --shutdown-timeout S  SIGTERM/SIGINT flush budget (default 5)\n"
+"      --health-stall S      /healthz fails once the consumer has not come round\n"
+"                            its loop for S seconds (default 10)\n"
 "      --mem-high PCT        memory guard: stop ingesting at PCT%% of the cgroup\n"
 "                            limit (default 75)\n"
 "      --mem-low PCT         resume below PCT%% (default 60)\n"
@@ -239,7 +243,7 @@ static int parse_double(const char *s, double lo, double hi, double *out)
 enum {
 	OPT_INTERVAL = 256, OPT_JITTER, OPT_ENDPOINT, OPT_HEADERS, OPT_COMPRESSION, OPT_TIMEOUT,
 	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
-	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_MEM_HIGH, OPT_MEM_LOW,
+	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_MEM_HIGH, OPT_MEM_LOW, OPT_HEALTH_STALL,
 };
 
 #define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
@@ -327,6 +331,11 @@ static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
 					      "--shutdown-timeout %s"
 					      ": expected seconds, 0.1..600", arg);
 		break;
+	case OPT_HEALTH_STALL:
+		if (parse_double(arg, 1, 3600, &o->health_stall_s))
+			return sp_cli__refuse(msg, len,
+					      "--health-stall %s: expected seconds, 1..3600", arg);
+		break;
 	case OPT_MEM_HIGH:
 		if (parse_double(arg, 1, 100, &d))
 			return sp_cli__refuse(msg, len,
@@ -362,6 +371,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN },
 		{ "mem-high", required_argument, NULL, OPT_MEM_HIGH },
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
+		{ "health-stall", required_argument, NULL, OPT_HEALTH_STALL },
 		{ 0 },
 	};
 	static const struct sp_command_opts cmd = { "agent", "q", own, own_opt, usage };
@@ -370,6 +380,7 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 
 	*o = (struct agent_opts){
 		.s = agent_defaults, .interval_s = 10, .jitter = 0.1, .shutdown_timeout_s = 5,
+		.health_stall_s = 10,
 		.metrics_addr = "127.0.0.1:9464", .compression = -1, .drop_policy = -1,
 		.mem_high = 0.75, .mem_low = 0.60,
 	};
@@ -468,6 +479,7 @@ static void *consumer_main(void *arg)
 
 	a->interval_start = now;
 	while (!atomic_load(&a->stopping)) {
+		atomic_store(&a->consumer_advanced_ns, sp_clock__mono_ns());
 		if (sp_pipeline__pump(a->pipe, err, sizeof(err))) {
 			fprintf(stderr, "spanprof agent: %s\n", err);
 			break;
@@ -878,7 +890,9 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_gauge(b, "spanprof_last_profile_resources",
 		"Processes (resources) in the last exported profile", (double)w.last_resources);
 	sp_metrics__family(b, "spanprof_process_events_total", SP_METRIC_COUNTER,
-			   "Process table events and bounds hit");
+			   "Process table events and bounds hit (file_timed_out: a mapped "
+			   "file did not answer within 250 ms; file_skipped: such a file "
+			   "met again, or every reading helper stuck)");
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_read"),
 			p.sum.procs.maps_reads);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "gone_before_read"),
@@ -889,6 +903,10 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.sum.procs.procs_table_full);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "mappings_full"),
 			p.sum.procs.mappings_full);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "file_timed_out"),
+			p.sum.procs.files_timed_out);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "file_skipped"),
+			p.sum.procs.files_skipped);
 
 	m_counter(b, "spanprof_ctx_processes_resolved_total",
 		  "Processes whose trace context BPF reads (descriptor in the tls_descs map)",
@@ -983,6 +1001,13 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_counter(b, "spanprof_memguard_releases_total", "Times the memory guard released",
 		  atomic_load(&a->guard_releases));
 
+	m_counter(b, "spanprof_metrics_connections_cut_total",
+		  "Connections to this server cut at a deadline (trickling or idle clients)",
+		  sp_metrics_server__cut(a->metrics));
+	m_gauge(b, "spanprof_consumer_stalled_seconds",
+		"Seconds since the consumer thread last came round its loop",
+		(double)(sp_clock__mono_ns() - atomic_load(&a->consumer_advanced_ns)) / 1e9);
+
 	m_gauge(b, "process_resident_memory_bytes", "Resident set size of the agent",
 		(double)rss);
 	m_gauge(b, "spanprof_process_peak_resident_memory_bytes",
@@ -994,9 +1019,26 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 		(double)a->start_unix_s);
 }
 
-static bool healthy(void *ctx)
+/* Healthy while the consumer thread runs and has come round its loop
+ * within --health-stall seconds (it does every poll-ms when nothing
+ * blocks it: a consumer stuck in the kernel, on a file or a lock, stops
+ * advancing and the probe says so). */
+static bool healthy(void *ctx, char *why, size_t why_len)
 {
-	return atomic_load(&((struct agent *)ctx)->consumer_alive);
+	struct agent *a = ctx;
+	uint64_t last = atomic_load(&a->consumer_advanced_ns), now = sp_clock__mono_ns();
+
+	if (!atomic_load(&a->consumer_alive)) {
+		snprintf(why, why_len, "unhealthy: the consumer thread is not running");
+		return false;
+	}
+	if (now > last && now - last > (uint64_t)(a->o.health_stall_s * 1e9)) {
+		snprintf(why, why_len, "unhealthy: the consumer has not advanced for %.1f s "
+			 "(limit --health-stall %.1f s)", (double)(now - last) / 1e9,
+			 a->o.health_stall_s);
+		return false;
+	}
+	return true;
 }
 
 /* ---------------------------------------------------------------- main */
@@ -1104,10 +1146,14 @@ int sp_agent__main(int argc, char **argv)
 	gcfg = (struct sp_memguard_config){ .high = a->o.mem_high, .low = a->o.mem_low };
 	sp_memguard__init(&a->guard, &gcfg);
 
-	/* Signals go to the main thread only: block them before any thread. */
+	/* Signals go to the main thread only: block them before any thread.
+	 * SIGHUP (a closed terminal) flushes like SIGTERM; SIGPIPE (stderr
+	 * on a closed pipe) is ignored: the write fails, the data is kept. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	signal(SIGPIPE, SIG_IGN);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	a->cids = sp_container_ids__new(0, NULL);
@@ -1152,6 +1198,7 @@ int sp_agent__main(int argc, char **argv)
 	/* /metrics has every series from its first scrape (/healthz says ok
 	 * as soon as the consumer runs, before its first publish). */
 	publish(a);
+	atomic_store(&a->consumer_advanced_ns, sp_clock__mono_ns());
 	atomic_store(&a->consumer_alive, true);
 	if (pthread_create(&worker_th, NULL, worker_main, a)) {
 		fprintf(stderr, "spanprof agent: cannot start the export worker\n");
@@ -1196,6 +1243,7 @@ int sp_agent__main(int argc, char **argv)
 	a->deadline_ns = sp_clock__mono_ns() + (uint64_t)(a->o.shutdown_timeout_s * 1e9);
 	signal(SIGINT, second_signal);
 	signal(SIGTERM, second_signal);
+	signal(SIGHUP, second_signal);
 	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
 	fprintf(stderr, "spanprof agent: %s: flushing the last interval (up to %.1f s)\n",
 		strsignal(sig), a->o.shutdown_timeout_s);

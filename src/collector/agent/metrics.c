@@ -14,14 +14,23 @@
 
 #include <microhttpd.h>
 
+#include "base/http_guard.h"
 #include "collector/agent/metrics.h"
 
-#define MAX_CONNECTIONS 8
+/* Slots for scrapers and probes; one address holds at most PER_IP of
+ * them, and a request must arrive whole within HEADER_MS (the guard's
+ * deadline, base/http_guard.h): a slow client can neither hold every
+ * slot from one address nor keep a slot by trickling. */
+#define MAX_CONNECTIONS 64
+#define PER_IP 4
+#define HEADER_MS 5000
+#define IDLE_MS 10000
 
 /* ------------------------------------------------------------- server */
 
 struct sp_metrics_server {
 	struct MHD_Daemon *d;
+	struct sp_http_guard *guard;
 	size_t buf_bytes;
 	sp_metrics_render_fn render;
 	sp_metrics_health_fn health;
@@ -91,6 +100,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code, const 
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	ret = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
+	sp_http_guard__answered(c);
 	return ret;
 }
 
@@ -105,6 +115,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	(void)upload;
 	if (*con_cls == NULL) {		/* headers only so far */
 		*con_cls = &first_call_marker;
+		sp_http_guard__body(c);
 		return MHD_YES;
 	}
 	if (*upload_len) {		/* a body is never wanted: discard it */
@@ -116,12 +127,21 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
 			     (char *)"method not allowed\n", 19, MHD_RESPMEM_PERSISTENT);
 	if (!strcmp(url, "/healthz")) {
-		if (!s->health || s->health(s->ctx))
+		char why[160] = "unhealthy\n";
+		size_t n;
+		char *body;
+
+		if (!s->health || s->health(s->ctx, why, sizeof(why)))
 			return reply(c, MHD_HTTP_OK, "text/plain", (char *)"ok\n", 3,
 				     MHD_RESPMEM_PERSISTENT);
-		return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
-			     (char *)"unhealthy: the consumer thread is not running\n", 46,
-			     MHD_RESPMEM_PERSISTENT);
+		n = strnlen(why, sizeof(why) - 1);
+		body = malloc(n + 1);
+		if (!body)
+			return MHD_NO;
+		memcpy(body, why, n);
+		body[n] = '\n';
+		return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", body, n + 1,
+			     MHD_RESPMEM_MUST_FREE);
 	}
 	if (!strcmp(url, "/metrics")) {
 		struct sp_metrics_buf b;
@@ -159,6 +179,15 @@ int sp_metrics_server__start(const char *addr, size_t buf_bytes, sp_metrics_rend
 		snprintf(err, err_len, "out of memory");
 		return -ENOMEM;
 	}
+	s->guard = sp_http_guard__new(&(struct sp_http_guard_config){
+		.header_ms = HEADER_MS, .body_ms = HEADER_MS, .idle_ms = IDLE_MS,
+		.max_conns = MAX_CONNECTIONS });
+	if (!s->guard) {
+		snprintf(err, err_len, "cannot start the metrics server's connection guard: %s",
+			 strerror(errno));
+		free(s);
+		return -ENOMEM;
+	}
 	s->buf_bytes = buf_bytes ? buf_bytes : 256 << 10;
 	s->render = render;
 	s->health = health;
@@ -168,12 +197,15 @@ int sp_metrics_server__start(const char *addr, size_t buf_bytes, sp_metrics_rend
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)PER_IP,
+				MHD_OPTION_NOTIFY_CONNECTION, sp_http_guard__notify, s->guard,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 << 10),
 				MHD_OPTION_END);
 	if (!s->d) {
 		snprintf(err, err_len, "cannot listen on %s (address in use or not local?): "
 			 "choose another with --metrics-addr, or --metrics-addr none", addr);
+		sp_http_guard__free(s->guard);
 		free(s);
 		return -EADDRINUSE;
 	}
@@ -188,6 +220,15 @@ uint16_t sp_metrics_server__port(const struct sp_metrics_server *s)
 	return s ? s->port : 0;
 }
 
+uint64_t sp_metrics_server__cut(const struct sp_metrics_server *s)
+{
+	uint64_t n = 0;
+
+	for (int p = 0; s && p < SP_HTTP__PHASES; p++)
+		n += sp_http_guard__cut(s->guard, (enum sp_http_phase)p);
+	return n;
+}
+
 uint64_t sp_metrics_server__requests(const struct sp_metrics_server *s)
 {
 	return s ? atomic_load(&((struct sp_metrics_server *)s)->requests) : 0;
@@ -199,5 +240,6 @@ void sp_metrics_server__stop(struct sp_metrics_server *s)
 		return;
 	if (s->d)
 		MHD_stop_daemon(s->d);
+	sp_http_guard__free(s->guard);
 	free(s);
 }

@@ -93,7 +93,7 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	pthread_mutex_init(&p->lock, NULL);
 	p->acfg = (struct sp_agg_config){ .byte_budget = p->opts.agg_budget,
 					  .max_entries = p->opts.agg_entries,
-					  .keep_timestamps = true };
+					  .keep_timestamps = p->opts.timestamps };
 	p->procs = sp_proc_table__new(NULL);
 	agg = sp_agg__new(&p->acfg);
 	if (!p->procs || !agg) {

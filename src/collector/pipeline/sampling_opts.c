@@ -96,6 +96,9 @@ static const struct opt_def defs[] = {
 	  "bytes, at least %llu", "aggregator memory budget in bytes", NULL, 0 },
 	{ "agg-entries", 0, "N", K_U32, F(agg_entries), 1, 1u << 26, "%llu..%llu",
 	  "aggregator entry cap", "default: budget / 512, 1024..65536", 0 },
+	{ "timestamps", 0, NULL, K_SET, F(timestamps), 0, 0, NULL,
+	  "one timestamp per event in the samples (OTLP; off:\n"
+	  "one aggregated value per stack, thread and span)", NULL, 0 },
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))

@@ -37,6 +37,8 @@ struct sp_sampling_opts {
 	uint32_t poll_ms;		/* drain period; 10 ms for 250 ms after an exec */
 	size_t agg_budget;		/* bytes per aggregator */
 	uint32_t agg_entries;		/* 0: derived from agg_budget */
+	bool timestamps;		/* per-event timestamps in the samples (the
+					 * aggregator keeps its event log) */
 	bool off_cpu;
 	uint64_t off_cpu_min_us;
 	uint32_t off_cpu_sample_n;	/* 1 in N; 0 = adaptive (off_cpu_rate) */

@@ -149,6 +149,10 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 		", unreadable %" PRIu64 ", mappings without build id %" PRIu64 "\n",
 		s->procs.procs_seen, s->procs.maps_reads, s->procs.maps_gone,
 		s->procs.maps_unreadable, s->procs.no_build_id);
+	if (s->procs.files_timed_out || s->procs.files_skipped)
+		fprintf(f, "  files that did not answer within the limit %" PRIu64 " (skipped "
+			"since: %" PRIu64 "): their mappings have no build id (a hung file "
+			"system?)\n", s->procs.files_timed_out, s->procs.files_skipped);
 	fprintf(f, "  trace context: samples with ids %" PRIu64 " (with attributes %" PRIu64
 		"); processes resolved %" PRIu64 ", failed %" PRIu64, c->ctx_samples,
 		c->attrs_samples, s->ctx_procs_resolved, s->ctx_procs_failed);
@@ -211,10 +215,12 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 	fprintf(f, "  \"procs\": {\"procs_seen\": %" PRIu64 ", \"procs_table_full\": %" PRIu64
 		", \"maps_reads\": %" PRIu64 ", \"maps_gone\": %" PRIu64
 		", \"maps_unreadable\": %" PRIu64 ", \"no_build_id\": %" PRIu64
-		", \"addr_unmapped\": %" PRIu64 ", \"mappings_full\": %" PRIu64 "},\n",
+		", \"addr_unmapped\": %" PRIu64 ", \"mappings_full\": %" PRIu64
+		", \"files_timed_out\": %" PRIu64 ", \"files_skipped\": %" PRIu64 "},\n",
 		s->procs.procs_seen, s->procs.procs_table_full, s->procs.maps_reads,
 		s->procs.maps_gone, s->procs.maps_unreadable, s->procs.no_build_id,
-		s->procs.addr_unmapped, s->procs.mappings_full);
+		s->procs.addr_unmapped, s->procs.mappings_full, s->procs.files_timed_out,
+		s->procs.files_skipped);
 	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
 		PRIu64 ", \"procs_failed\": %" PRIu64 ", \"publish_rereads\": %" PRIu64
 		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64

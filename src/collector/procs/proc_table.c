@@ -74,6 +74,7 @@
 #include "base/maps_reader.h"
 #include "base/pin.h"
 #include "collector/procs/buildid_cache.h"
+#include "collector/procs/buildid_read.h"
 #include "collector/procs/proc_table.h"
 
 #define PROC_DEF_MAX_PROCS 8192
@@ -161,6 +162,7 @@ struct sp_proc_table {
 	size_t str_bytes, str_cap;
 
 	struct sp_buildid_cache *bcache;
+	struct sp_buildid_read *bread;	/* file reads off this thread */
 
 	/* scratch for one maps read */
 	struct proc_map *scratch;	/* max_maps_per_proc */
@@ -573,38 +575,27 @@ static void proc_read_exe(struct sp_proc_table *t, struct proc_slot *p)
 	p->info.exe_path = s;
 }
 
+/* The consumer never waits on a file system for longer than
+ * cfg.file_timeout_ms per file (buildid_read.h). */
 static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 			  const struct sp_map_entry *e, struct sp_build_id *b)
 {
-	struct sp_buildid_cache_key key;
-	struct stat st;
-	int fd;
-
-	memset(b, 0, sizeof(*b));
-	fd = sp_pin__mapping(t->proc_root, pid, e, &st);
-	if (fd < 0)
-		return;
-	memset(&key, 0, sizeof(key));
-	key.dev = (uint64_t)st.st_dev;
-	key.ino = (uint64_t)st.st_ino;
-	key.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-	if (sp_buildid_cache__lookup(t->bcache, &key, b)) {
+	switch (sp_buildid_read__get(t->bread, pid, e, b)) {
+	case SP_BUILDID_READ_HIT:
 		t->stats.buildid_cache_hits++;
-	} else {
-		int rfd = sp_pin__reopen(fd, &st, NULL);
-		int err = rfd < 0 ? rfd : sp_buildid__from_fd(rfd, b);
-
+		break;
+	case SP_BUILDID_READ_MISS:
 		t->stats.buildid_cache_misses++;
-		/* Cache what the file says (an id, or none: -ENOENT/-EINVAL),
-		 * not a transient failure to read or reopen it. */
-		if (rfd >= 0 && (err == 0 || err == -ENOENT || err == -EINVAL))
-			sp_buildid_cache__insert(t->bcache, &key, err ? NULL : b);
-		if (err)
-			memset(b, 0, sizeof(*b));
-		if (rfd >= 0)
-			close(rfd);
+		break;
+	case SP_BUILDID_READ_TIMEOUT:
+		t->stats.files_timed_out++;
+		break;
+	case SP_BUILDID_READ_SKIPPED:
+		t->stats.files_skipped++;
+		break;
+	case SP_BUILDID_READ_FAILED:
+		break;
 	}
-	close(fd);
 }
 
 static int proc_map_cmp(const void *a, const void *b)
@@ -811,8 +802,15 @@ struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
 	t->pathbuf = malloc(PATH_MAX);
 	t->scratch = calloc(t->cfg.max_maps_per_proc, sizeof(*t->scratch));
 	t->bcache = sp_buildid_cache__new(t->cfg.buildid_cache_entries);
+	if (t->bcache) {
+		struct sp_io_deadline_config io = { .timeout_ms = t->cfg.file_timeout_ms,
+						    .max_stuck = t->cfg.file_max_stuck };
+
+		t->bread = sp_buildid_read__new(t->proc_root, t->bcache, &io);
+	}
 	if (!t->slots || !t->pid_heads || !t->mappings || !t->map_index ||
-	    !t->str_index || !t->pathbuf || !t->scratch || !t->bcache)
+	    !t->str_index || !t->pathbuf || !t->scratch || !t->bcache ||
+	    !t->bread)
 		goto fail;
 	t->str_cap = (size_t)t->cfg.max_mappings * PROC_STR_PER_MAPPING;
 	if (t->str_cap < PROC_STR_MIN_CAP)
@@ -856,6 +854,7 @@ void sp_proc_table__free(struct sp_proc_table *t)
 	if (t->str_index)
 		for (i = 0; i <= t->str_mask; i++)
 			free(t->str_index[i]);
+	sp_buildid_read__free(t->bread);
 	sp_buildid_cache__free(t->bcache);
 	free(t->scratch);
 	free(t->pathbuf);

@@ -53,6 +53,12 @@ struct sp_proc_table_config {
 					 * without frame pointers, and a maps read
 					 * costs ~100 us; start-up misses are
 					 * re-read at once (a few per exec) */
+	/* Files behind mappings are pinned and read on a helper thread, waited
+	 * for at most file_timeout_ms (default 250) each; a file past it is
+	 * marked and skipped from then on, and at most file_max_stuck
+	 * (default 4) helpers may be stuck at once (procs/buildid_read.h). */
+	uint32_t file_timeout_ms;
+	uint32_t file_max_stuck;
 	const char *proc_root;		/* default "/proc"; tests point elsewhere */
 };
 
@@ -87,6 +93,9 @@ struct sp_proc_table_stats {
 	uint64_t no_build_id;		/* file-backed mapping without an id */
 	uint64_t buildid_cache_hits;
 	uint64_t buildid_cache_misses;
+	uint64_t files_timed_out;	/* a file's pin or read past the limit:
+					 * marked, mapping kept without an id */
+	uint64_t files_skipped;		/* marked earlier, or every helper stuck */
 	uint64_t addr_unmapped;		/* address in no known mapping */
 	uint64_t procs_released;	/* gone processes forgotten by __release */
 	uint64_t mappings_released;	/* registry ids recycled by __release */

@@ -3,7 +3,7 @@
  * record.c - `spanprof record` (perf-like CLI).
  *
  *   spanprof record [-F HZ] [-a | -p PID[,PID...] | -- COMMAND ARGS...]
- *                   [-d SECONDS] [-o FILE] [--format pprof|otlp]
+ *                   [-d SECONDS] [-o FILE] [--format pprof|otlp [--timestamps]]
  *                   [sampling options (sampling_opts.h), e.g. --off-cpu]
  *
  * --off-cpu adds wall-clock waits (bpf/offcpu.bpf.c): each captured wait
@@ -29,7 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -198,6 +200,11 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	}
 	if (!o->n_pids && !o->command)
 		o->all = true;
+	if (o->s.timestamps && !o->otlp) {
+		fprintf(stderr, "spanprof record: --timestamps needs --format otlp (pprof has no "
+			"per-event timestamps)\n");
+		return -EINVAL;
+	}
 	if (!o->output)
 		o->output = o->otlp ? "spanprof.otlp.pb" : "spanprof.pb.gz";
 	for (uint32_t i = 0; i < o->n_pids; i++) {
@@ -235,13 +242,34 @@ static pid_t spawn_paused(char **argv, int *go_fd)
 			_exit(126);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
 		execvp(argv[0], argv);
-		fprintf(stderr, "spanprof record: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
+		{
+			int e = errno;
+
+			fprintf(stderr, "spanprof record: cannot run %s: %s\n", argv[0],
+				strerror(e));
+			/* as shells do: 127 not found, 126 found but not runnable */
+			_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+		}
 	}
 	close(fds[0]);
 	*go_fd = fds[1];
 	return pid;
+}
+
+/* true when every target with a pidfd has exited (a target without one,
+ * on a kernel before 5.3, is never taken for gone). */
+static bool targets_exited(const int *pidfds, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct pollfd p = { .fd = pidfds[i], .events = POLLIN };
+
+		if (pidfds[i] < 0 || poll(&p, 1, 0) != 1)
+			return false;
+	}
+	return true;
 }
 
 static int write_all(int fd, const uint8_t *buf, size_t len)
@@ -284,17 +312,30 @@ static void capture_kallsyms(const char *output)
  * beside it and renamed over FILE only once complete and synced, so a
  * failure (disk full, a signal during encoding) leaves the previous FILE as
  * it was.  Other outputs (/dev/stdout, a FIFO) are written directly.
+ *
+ * Space is reserved as the recording goes (fallocate on the temporary
+ * file, see out_reserve): a disk that fills up is found within a second,
+ * the recording stops there, and what was taken is written into space
+ * already held.  The reservation follows an upper bound of the encoded
+ * size (reserve_estimate); the file is cut to the profile's size at the
+ * end.
  */
 struct out_file {
 	int fd;
 	char tmp[PATH_MAX];	/* "" when writing directly */
+	bool reservable;	/* a regular file that takes fallocate */
+	uint64_t reserved;
 };
+
+#define RESERVE_MIN (64u << 10)
 
 static int out_open(const char *path, struct out_file *of)
 {
 	struct stat st;
 
 	of->tmp[0] = 0;
+	of->reservable = false;
+	of->reserved = 0;
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		of->fd = open(path, O_WRONLY | O_CLOEXEC);
 		return of->fd < 0 ? -errno : 0;
@@ -310,6 +351,28 @@ static int out_open(const char *path, struct out_file *of)
 		of->tmp[0] = 0;
 		return -errno;
 	}
+	of->reservable = true;
+	return 0;
+}
+
+/* Holds at least bytes on disk for the output (rounded up, an eighth
+ * more).  0, or -ENOSPC (and other errnos) when the disk cannot give it. */
+static int out_reserve(struct out_file *of, uint64_t bytes)
+{
+	int r;
+
+	if (!of->reservable || bytes <= of->reserved)
+		return 0;
+	bytes += bytes / 8;
+	bytes = (bytes + RESERVE_MIN - 1) / RESERVE_MIN * RESERVE_MIN;
+	r = fallocate(of->fd, 0, 0, (off_t)bytes);
+	if (r && (errno == EOPNOTSUPP || errno == ENOSYS)) {
+		of->reservable = false;	/* a file system without it: no early warning */
+		return 0;
+	}
+	if (r)
+		return -errno;
+	of->reserved = bytes;
 	return 0;
 }
 
@@ -333,7 +396,24 @@ static void out_close(struct out_file *of)	/* removes an uncommitted temp */
 	of->tmp[0] = 0;
 }
 
-static int write_profile(const struct record_opts *o, int fd, const struct sp_profile *p)
+/* An upper bound of the encoded profile of what the pipeline holds now:
+ * every aggregated byte twice (a pprof or OTLP sample and its locations
+ * take less than the aggregator's entry, frames and timestamps; twice
+ * covers the string and location tables), 512 bytes per mapping (path,
+ * build id), and 64 KiB of fixed tables. */
+static uint64_t reserve_estimate(struct sp_pipeline *pipe, size_t agg_fixed)
+{
+	struct sp_summary s = { 0 };
+	const struct sp_agg_stats *as;
+
+	sp_pipeline__fill_summary(pipe, &s);
+	as = sp_pipeline__agg(pipe) ? sp_agg__stats(sp_pipeline__agg(pipe)) : NULL;
+	return 2 * (uint64_t)(as && as->bytes_used > agg_fixed ? as->bytes_used - agg_fixed : 0) +
+	       512 * s.procs.mappings_tracked + RESERVE_MIN;
+}
+
+static int write_profile(const struct record_opts *o, int fd, uint64_t reserved,
+			 const struct sp_profile *p)
 {
 	uint8_t *raw = NULL, *gz = NULL;
 	size_t raw_len = 0, gz_len = 0;
@@ -348,6 +428,10 @@ static int write_profile(const struct record_opts *o, int fd, const struct sp_pr
 			goto out;
 	}
 	err = write_all(fd, gz ? gz : raw, gz ? gz_len : raw_len);
+	/* the reservation may be longer than the profile */
+	if (!err && reserved > (gz ? gz_len : raw_len) &&
+	    ftruncate(fd, (off_t)(gz ? gz_len : raw_len)))
+		err = -errno;
 	if (!err && fsync(fd) && errno != EINVAL)
 		err = -errno;
 out:
@@ -380,21 +464,27 @@ int sp_record__main(int argc, char **argv)
 	char err_msg[512] = "";
 	uint64_t t_start, t_end, next_status;
 	struct out_file out = { .fd = -1 };
-	int go_fd = -1, rc = 1, err, child_status = 0;
+	int go_fd = -1, rc = 1, err, child_status = 0, pidfds[MAX_PIDS];
 	pid_t child = 0;
-	bool tty;
+	bool tty, child_ended = false, disk_full = false, targets_gone = false;
+	size_t agg_fixed;
 
 	if (parse_opts(argc, argv, &o))
 		return 2;
+	for (uint32_t i = 0; i < MAX_PIDS; i++)
+		pidfds[i] = -1;
 	if (!sp_caps__can_profile(err_msg, sizeof(err_msg))) {
 		fprintf(stderr, "spanprof record: %s\n", err_msg);
 		return 1;
 	}
 	/* Opened now so an unwritable path fails before anything is loaded. */
 	err = out_open(o.output, &out);
+	if (!err)
+		err = out_reserve(&out, RESERVE_MIN);
 	if (err) {
 		fprintf(stderr, "spanprof record: cannot write %s: %s (choose another path "
 			"with -o)\n", o.output, strerror(-err));
+		out_close(&out);	/* removes the temporary file */
 		return 1;
 	}
 	pcfg = (struct sp_pipeline_config){ .opts = &o.s, .filter_pids = !o.all };
@@ -402,11 +492,20 @@ int sp_record__main(int argc, char **argv)
 		fprintf(stderr, "spanprof record: %s\n", err_msg);
 		goto out;
 	}
-	for (uint32_t i = 0; i < o.n_pids; i++)
+	agg_fixed = sp_agg__stats(sp_pipeline__agg(pipe))->bytes_used;
+	for (uint32_t i = 0; i < o.n_pids; i++) {
 		sp_pipeline__add_target(pipe, o.pids[i]);
+		/* a pidfd turns readable when its process exits (no pid reuse) */
+		pidfds[i] = (int)syscall(SYS_pidfd_open, o.pids[i], 0);
+	}
 
+	/* A closed terminal (SIGHUP) or a closed pipe on stderr (SIGPIPE)
+	 * stops the recording like Ctrl-C: the output is written.  After a
+	 * SIGPIPE, writes to the pipe fail with EPIPE and are ignored. */
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	signal(SIGPIPE, on_signal);
 	if (o.command) {
 		child = spawn_paused(o.command, &go_fd);
 		if (child < 0) {
@@ -445,14 +544,33 @@ int sp_record__main(int argc, char **argv)
 			break;
 		if (child && waitpid(child, &child_status, WNOHANG) == child) {
 			child = 0;
+			child_ended = true;
 			break;
 		}
-		if (tty && now >= next_status) {
-			sp_summary__status_line(stderr, sp_pipeline__consumer_stats(pipe),
-						now - t_start);
+		if (o.n_pids && targets_exited(pidfds, o.n_pids)) {
+			targets_gone = true;
+			break;
+		}
+		if (now >= next_status) {
+			err = out_reserve(&out, reserve_estimate(pipe, agg_fixed));
+			if (err) {
+				disk_full = true;
+				if (tty)
+					fputs("\r\033[K", stderr);
+				fprintf(stderr, "spanprof record: cannot hold space for %s: %s; "
+					"stopping now: what was recorded is written into the "
+					"space already held\n", o.output, strerror(-err));
+				break;
+			}
+			if (tty)
+				sp_summary__status_line(stderr, sp_pipeline__consumer_stats(pipe),
+							now - t_start);
 			next_status += 1000000000ull;
 		}
 	}
+	if (targets_gone)
+		fprintf(stderr, "%sspanprof record: %s exited; stopping\n", tty ? "\r\033[K" : "",
+			o.n_pids > 1 ? "every -p target has" : "the -p target has");
 	if (tty)
 		fputs("\r\033[K", stderr);
 	t_end = sp_clock__mono_ns();
@@ -484,7 +602,7 @@ int sp_record__main(int argc, char **argv)
 	sp_agg__free(agg);
 	agg = NULL;
 	if (!err)
-		err = write_profile(&o, out.fd, prof);
+		err = write_profile(&o, out.fd, out.reserved, prof);
 	if (!err)
 		err = out_commit(&out, o.output);
 	if (err) {
@@ -498,7 +616,13 @@ int sp_record__main(int argc, char **argv)
 	if (o.summary_json && sp_summary__write_json(o.summary_json, &sum))
 		fprintf(stderr, "spanprof record: cannot write %s: %s\n", o.summary_json,
 			strerror(errno));
-	rc = 0;
+	/* As perf and shells: the command's own status when it ended by
+	 * itself (128 + N when a signal N killed it); 1 when the disk filled
+	 * up (what was taken is written, the recording is cut short). */
+	rc = disk_full ? 1 : 0;
+	if (!disk_full && child_ended)
+		rc = WIFEXITED(child_status) ? WEXITSTATUS(child_status) :
+		     WIFSIGNALED(child_status) ? 128 + WTERMSIG(child_status) : 1;
 	if (o.report)
 		sp_report_child__run(o.output);
 out:
@@ -508,6 +632,9 @@ out:
 	}
 	if (go_fd >= 0)
 		close(go_fd);
+	for (uint32_t i = 0; i < o.n_pids; i++)
+		if (pidfds[i] >= 0)
+			close(pidfds[i]);
 	out_close(&out);
 	sp_pipeline__free(pipe);
 	sp_profile__free(prof);

@@ -7,8 +7,8 @@
  * Without ADDR, one address per line of stdin, each answered at once when
  * stdin is a pipe.
  */
+#include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,46 +64,225 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct 
 	return 0;
 }
 
-static void print_frames(const struct sp_frames *fr, int rc)
+/* The answers, formatted here rather than by printf (100,000 addresses
+ * print 300,000 lines or more: formatting was a third of a warm run). */
+struct outbuf {
+	char b[1 << 16];
+	size_t n;
+	int err;
+};
+
+static void out_flush(struct outbuf *o)
+{
+	if (o->n && fwrite(o->b, 1, o->n, stdout) != o->n)
+		o->err = -EIO;
+	o->n = 0;
+}
+
+/* Appends s.  A byte loop: the strings are short (names, paths), and
+ * memccpy's two passes cost more than they save there. */
+static void out_str(struct outbuf *o, const char *s)
+{
+	for (;;) {
+		char *d = o->b + o->n, *end = o->b + sizeof(o->b);
+
+		while (d < end && *s)
+			*d++ = *s++;
+		o->n = (size_t)(d - o->b);
+		if (!*s)
+			return;
+		out_flush(o);
+	}
+}
+
+static void out_i64(struct outbuf *o, int64_t v)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+
+	*--p = 0;
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--p = '-';
+	out_str(o, p);
+}
+
+static void print_frames(struct outbuf *o, const struct sp_frames *fr, int rc)
 {
 	if (rc || !fr->n) {
-		fputs("??\n??:0:0\n\n", stdout);
+		out_str(o, "??\n??:0:0\n\n");
 		return;
 	}
-	for (uint8_t i = 0; i < fr->n; i++)
-		printf("%s\n%s:%" PRId64 ":%" PRId64 "\n",
-		       fr->f[i].function ? fr->f[i].function : "??",
-		       fr->f[i].file ? fr->f[i].file : "??", fr->f[i].line,
-		       fr->f[i].column);
-	fputc('\n', stdout);
+	for (uint8_t i = 0; i < fr->n; i++) {
+		out_str(o, fr->f[i].function ? fr->f[i].function : "??");
+		out_str(o, "\n");
+		out_str(o, fr->f[i].file ? fr->f[i].file : "??");
+		out_str(o, ":");
+		out_i64(o, fr->f[i].line);
+		out_str(o, ":");
+		out_i64(o, fr->f[i].column);
+		out_str(o, "\n");
+	}
+	out_str(o, "\n");
+}
+
+/* An address as strtoull(s, .., 0) reads it (trailing bytes ignored),
+ * "0x" hex without it.  0, or -EINVAL for no number or an overflow. */
+static int parse_addr(const char *s, uint64_t *a)
+{
+	char *end;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		uint64_t v = 0;
+		int n = 0;
+
+		for (s += 2; n < 16; s++, n++) {
+			int d = *s >= '0' && *s <= '9' ? *s - '0' :
+				(*s | 0x20) >= 'a' && (*s | 0x20) <= 'f' ? (*s | 0x20) - 'a' + 10 : -1;
+
+			if (d < 0)
+				break;
+			v = v << 4 | (uint64_t)d;
+		}
+		if (n && !isxdigit((unsigned char)*s)) {
+			*a = v;
+			return 0;
+		}
+		s -= n + 2;	/* no digit, or more than 16: strtoull decides */
+	}
+	errno = 0;
+	*a = strtoull(s, &end, 0);
+	return errno || end == s ? -EINVAL : 0;
+}
+
+/* The printed answers of recent addresses, direct-mapped by address: a
+ * repeated address costs a hash and a copy, not a resolution and its
+ * formatting (the resolver's own cache answers the frames; this one saves
+ * printing them again).  At most TEXT_SLOTS texts of TEXT_MAX bytes. */
+#define TEXT_SLOTS 4096
+#define TEXT_MAX 512
+
+struct text_cache {
+	uint64_t addr[TEXT_SLOTS];
+	uint16_t len[TEXT_SLOTS];	/* 0 = empty */
+	char *text[TEXT_SLOTS];
+};
+
+static uint32_t text_slot(uint64_t a)
+{
+	return (uint32_t)((a * 0x9e3779b97f4a7c15ull) >> 52) & (TEXT_SLOTS - 1);
+}
+
+static void text_cache_free(struct text_cache *tc)
+{
+	for (uint32_t i = 0; tc && i < TEXT_SLOTS; i++)
+		free(tc->text[i]);
+	free(tc);
 }
 
 static int addr_one(const struct addr_opts *o, struct sp_sym_ctx *x, const char *id,
-		    const char *s)
+		    const char *s, struct outbuf *ob, struct text_cache *tc)
 {
 	struct sp_frames fr;
-	char *end;
+	uint32_t slot;
+	size_t start;
 	uint64_t a;
 	int rc;
 
-	errno = 0;
-	a = strtoull(s, &end, 0);
-	if (errno || end == s) {
-		fputs("??\n??:0:0\n\n", stdout);
+	if (parse_addr(s, &a)) {
+		out_str(ob, "??\n??:0:0\n\n");
 		return 0;
+	}
+	slot = text_slot(a);
+	if (tc->len[slot] && tc->addr[slot] == a) {
+		if (sizeof(ob->b) - ob->n < tc->len[slot])
+			out_flush(ob);
+		memcpy(ob->b + ob->n, tc->text[slot], tc->len[slot]);
+		ob->n += tc->len[slot];
+		return ob->err;
 	}
 	rc = o->is_offset ? sp_resolver__resolve(x->res, id, o->elf, a, &fr)
 			  : sp_resolver__resolve_vaddr(x->res, id, o->elf, a, &fr);
 	if (rc == -ENOMEM)
 		return rc;
-	print_frames(&fr, rc);
-	return 0;
+	if (sizeof(ob->b) - ob->n < TEXT_MAX)
+		out_flush(ob);
+	start = ob->n;
+	print_frames(ob, &fr, rc);
+	/* still in the buffer (no flush in between) and short enough: keep */
+	if (ob->n > start && ob->n - start <= TEXT_MAX) {
+		char *t = tc->text[slot] ? tc->text[slot] : malloc(TEXT_MAX);
+
+		if (t) {
+			memcpy(t, ob->b + start, ob->n - start);
+			tc->text[slot] = t;
+			tc->addr[slot] = a;
+			tc->len[slot] = (uint16_t)(ob->n - start);
+		}
+	}
+	return ob->err;
+}
+
+/* stdin, read in blocks and cut into lines (CR and LF stripped; a line
+ * longer than the buffer is cut there, its rest read as more lines). */
+struct inbuf {
+	char b[1 << 16];
+	size_t pos, len;
+	bool eof;
+};
+
+/* The next line (NUL-terminated in the buffer), or NULL at the end or on a
+ * read error (*err).  Before a read that may wait (stdin a pipe), the
+ * answers so far go out: each line driven through a pipe is answered
+ * before the next is awaited, as llvm-symbolizer does. */
+static char *in_line(struct inbuf *in, struct outbuf *ob, bool pipe, int *err)
+{
+	for (;;) {
+		char *nl = memchr(in->b + in->pos, '\n', in->len - in->pos), *line;
+		ssize_t n;
+
+		if (nl || (in->eof && in->pos < in->len) ||
+		    (in->pos == 0 && in->len == sizeof(in->b) - 1)) {
+			line = in->b + in->pos;
+			if (!nl)
+				nl = in->b + in->len;
+			*nl = 0;
+			in->pos = (size_t)(nl - in->b) + (nl < in->b + in->len);
+			if (nl > line && nl[-1] == '\r')
+				nl[-1] = 0;
+			return line;
+		}
+		if (in->eof)
+			return NULL;
+		memmove(in->b, in->b + in->pos, in->len - in->pos);
+		in->len -= in->pos;
+		in->pos = 0;
+		if (pipe) {
+			out_flush(ob);
+			fflush(stdout);
+		}
+		n = read(STDIN_FILENO, in->b + in->len, sizeof(in->b) - 1 - in->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			*err = -errno;
+			return NULL;
+		}
+		if (n == 0)
+			in->eof = true;
+		in->len += (size_t)n;
+	}
 }
 
 static int run(int argc, char **argv, const struct sp_cmd *const *all)
 {
-	char id[SP_BUILDID_MAX_HEX + 1], line[256];
+	char id[SP_BUILDID_MAX_HEX + 1];
 	struct sp_sym_ctx x = { 0 };
+	struct outbuf *ob = NULL;
+	struct inbuf *in = NULL;
+	struct text_cache *tc = NULL;
 	struct addr_opts o;
 	int err;
 
@@ -123,25 +302,33 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	err = sp_sym_ctx__open(&x, &o.c);
 	if (err)
 		goto out;
+	ob = calloc(1, sizeof(*ob));
+	in = calloc(1, sizeof(*in));
+	tc = calloc(1, sizeof(*tc));
+	if (!ob || !in || !tc) {
+		err = -ENOMEM;
+		goto out;
+	}
 	if (o.n_addrs) {
 		for (int i = 0; i < o.n_addrs && !err; i++)
-			err = addr_one(&o, &x, id, o.addrs[i]);
+			err = addr_one(&o, &x, id, o.addrs[i], ob, tc);
 	} else {
 		struct stat st;
-		/* answer each line at once when driven through a pipe (as
-		 * llvm-symbolizer is); a file on stdin needs no flushing */
-		bool flush = fstat(STDIN_FILENO, &st) || !S_ISREG(st.st_mode);
+		bool pipe = fstat(STDIN_FILENO, &st) || !S_ISREG(st.st_mode);
+		char *line;
 
-		while (!err && fgets(line, sizeof(line), stdin)) {
-			line[strcspn(line, "\r\n")] = '\0';
-			err = addr_one(&o, &x, id, line);
-			if (flush)
-				fflush(stdout);
-		}
+		while (!err && (line = in_line(in, ob, pipe, &err)))
+			err = addr_one(&o, &x, id, line, ob, tc);
 	}
+	out_flush(ob);
+	if (!err)
+		err = ob->err;
 	if (!o.c.quiet)
 		sp_sym_ctx__print_stats(&x, NULL);
 out:
+	text_cache_free(tc);
+	free(in);
+	free(ob);
 	sp_sym_ctx__close(&x);
 	return err ? 1 : 0;
 }

@@ -3,7 +3,8 @@
  * cmd_file.c - `spanprof-symbolizer file IN`: symbolize a pprof or OTLP
  * file (gzip or not) and write it back, in the same format and
  * compression unless --format says otherwise (--no-symbolize: convert
- * only).  -o may be omitted when stdout is not a terminal.
+ * only; --no-timestamps: the compact form, every sample's per-event
+ * timestamps dropped).  -o may be omitted when stdout is not a terminal.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 #include "symbolizer/cli/cmds.h"
 #include "symbolizer/cli/context.h"
 
-enum { OPT_FORMAT = SP_OPT_CMD, OPT_NO_SYMBOLIZE };
+enum { OPT_FORMAT = SP_OPT_CMD, OPT_NO_SYMBOLIZE, OPT_NO_TIMESTAMPS };
 
 struct file_opts {
 	struct sp_common_opts c;
@@ -22,6 +23,7 @@ struct file_opts {
 	const char *out;
 	enum sp_in_fmt format;	/* SP_FMT_AUTO: as the input */
 	bool no_symbolize;
+	bool no_timestamps;
 };
 
 static const struct sp_cli_opt file_options[] = {
@@ -29,6 +31,8 @@ static const struct sp_cli_opt file_options[] = {
 	{ "format", required_argument, OPT_FORMAT, "pprof|otlp",
 	  "output format (default: the input's)" },
 	{ "no-symbolize", no_argument, OPT_NO_SYMBOLIZE, NULL, "convert only" },
+	{ "no-timestamps", no_argument, OPT_NO_TIMESTAMPS, NULL,
+	  "drop per-event timestamps (OTLP: one value per stack, thread, span)" },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
@@ -55,6 +59,9 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct 
 			break;
 		case OPT_NO_SYMBOLIZE:
 			o->no_symbolize = true;
+			break;
+		case OPT_NO_TIMESTAMPS:
+			o->no_timestamps = true;
 			break;
 		default:	/* in the table, not handled: a bug */
 			return sp_cli__bad(&p, "option %d not handled", c);
@@ -98,6 +105,8 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 		err = sp_symbolize__profile_ks(x.res, x.ks, in.p, &ss);
 	if (err)
 		goto out;
+	if (o.no_timestamps)
+		sp_profile__drop_timestamps(in.p);
 	out_fmt = o.format == SP_FMT_AUTO ? in.fmt : o.format;
 	err = out_fmt == SP_FMT_OTLP ? sp_otlp__encode(in.p, &enc, &enc_len)
 				     : sp_pprof__encode(in.p, &enc, &enc_len);

@@ -15,6 +15,7 @@
  * drop privileges (serve.h's after_bind), senders, workers.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,22 +30,39 @@
 enum {
 	OPT_LISTEN = SP_OPT_CMD, OPT_FORWARD, OPT_OUTPUT_DIR, OPT_QUEUE, OPT_WORKERS,
 	OPT_MAX_BODY, OPT_FWD_HEADERS, OPT_FWD_COMPRESSION, OPT_FWD_TIMEOUT, OPT_FWD_CA,
-	OPT_FWD_CERT, OPT_FWD_KEY, OPT_FWD_ATTEMPTS, OPT_SHUTDOWN,
+	OPT_FWD_CERT, OPT_FWD_KEY, OPT_FWD_ATTEMPTS, OPT_SHUTDOWN, OPT_ADMIN, OPT_BUDGET,
+	OPT_MAX_CONNS, OPT_PER_IP, OPT_HEADER_TIMEOUT, OPT_BODY_TIMEOUT, OPT_DOWN_HOLD,
 };
 
 struct serve_opts {
 	struct sp_common_opts c;
 	const char *listen;
+	const char *admin_listen;
 	const char *output_dir;
-	uint32_t queue, workers, max_body;
+	uint32_t queue, workers, max_body, budget_mib, max_conns, per_ip;
+	uint32_t header_ms, body_ms, down_hold_ms;
+	bool down_hold_set;
 	double shutdown_s;
 	int compression;		/* -1 unset, 0 none, 1 gzip */
+	bool fwd_timeout_set, fwd_attempts_set;
 	struct sp_export_config fwd;	/* fwd.profiles_url: --forward */
 };
 
 static const struct sp_cli_opt serve_options[] = {
 	{ "listen", required_argument, OPT_LISTEN, "HOST:PORT",
 	  "where to listen (default 127.0.0.1:4318)" },
+	{ "admin-listen", required_argument, OPT_ADMIN, "HOST:PORT",
+	  "a second port for /healthz and /metrics only (probes, scrapers)" },
+	{ "memory-budget", required_argument, OPT_BUDGET, "MIB",
+	  "memory all requests may hold, 16..1048576 (default 512)" },
+	{ "max-connections", required_argument, OPT_MAX_CONNS, "N",
+	  "connections at once (a thread each), 4..4096 (default 256)" },
+	{ "max-connections-per-ip", required_argument, OPT_PER_IP, "N",
+	  "connections from one address, 1..4096 (default 32)" },
+	{ "header-timeout-ms", required_argument, OPT_HEADER_TIMEOUT, "MS",
+	  "a request's headers must arrive within, 100..600000 (default 10000)" },
+	{ "body-timeout-ms", required_argument, OPT_BODY_TIMEOUT, "MS",
+	  "its body then within, 100..3600000 (default 30000)" },
 	{ "output-dir", required_argument, OPT_OUTPUT_DIR, "DIR",
 	  "write each symbolized profile as DIR/profile-N.otlp.pb.gz" },
 	{ "forward", required_argument, OPT_FORWARD, "URL",
@@ -54,15 +72,19 @@ static const struct sp_cli_opt serve_options[] = {
 	{ "forward-compression", required_argument, OPT_FWD_COMPRESSION, "gzip|none",
 	  "request body encoding (default gzip)" },
 	{ "forward-timeout-ms", required_argument, OPT_FWD_TIMEOUT, "MS",
-	  "per attempt (default 10000; else OTEL_EXPORTER_OTLP_TIMEOUT)" },
+	  "per attempt (default 4000; else OTEL_EXPORTER_OTLP_TIMEOUT)" },
 	{ "forward-ca", required_argument, OPT_FWD_CA, "FILE",
 	  "https: CA bundle (else OTEL_EXPORTER_OTLP_CERTIFICATE)" },
 	{ "forward-client-cert", required_argument, OPT_FWD_CERT, "FILE",
 	  "https: client certificate (mTLS)" },
 	{ "forward-client-key", required_argument, OPT_FWD_KEY, "FILE",
 	  "https: client key (mTLS)" },
+	{ "forward-down-hold-ms", required_argument, OPT_DOWN_HOLD, "MS",
+	  "after a failed forward, refuse new profiles at once for MS (503),\n"
+	  "                            0..600000 (default 5000; 0: never)" },
 	{ "forward-attempts", required_argument, OPT_FWD_ATTEMPTS, "N",
-	  "attempts per profile on 429/502/503/504 or no answer (default 5)" },
+	  "attempts per profile on 429/502/503/504 or no answer (default 2: the\n"
+	  "                            client waits for them; then 503, it resends)" },
 	{ "queue", required_argument, OPT_QUEUE, "N",
 	  "decoded profiles waiting for a worker (default 16)" },
 	{ "workers", required_argument, OPT_WORKERS, "N",
@@ -70,7 +92,8 @@ static const struct sp_cli_opt serve_options[] = {
 	{ "max-body", required_argument, OPT_MAX_BODY, "BYTES",
 	  "largest request body (default 16 MiB)" },
 	{ "shutdown-timeout", required_argument, OPT_SHUTDOWN, "SEC",
-	  "on SIGTERM, drain for at most SEC, then abort forwards (default 10)" },
+	  "on SIGTERM, finish work in hand for at most SEC, then abort (503)\n"
+	  "                            (0.1..600, default 10)" },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
@@ -89,6 +112,7 @@ static int parse_forward(struct sp_cli *p, struct serve_opts *o, int c)
 			return SP_CLI_USAGE;
 		return 0;
 	case OPT_FWD_TIMEOUT:
+		o->fwd_timeout_set = true;
 		return sp_cli__u32(p, "--forward-timeout-ms", optarg, 1, 600000,
 				   &o->fwd.timeout_ms);
 	case OPT_FWD_CA:
@@ -101,6 +125,7 @@ static int parse_forward(struct sp_cli *p, struct serve_opts *o, int c)
 		o->fwd.client_key = optarg;
 		return 0;
 	case OPT_FWD_ATTEMPTS:
+		o->fwd_attempts_set = true;
 		return sp_cli__u32(p, "--forward-attempts", optarg, 1, 1000,
 				   &o->fwd.max_attempts);
 	default:	/* in the table, not handled: a bug */
@@ -122,6 +147,13 @@ static int check_forward(struct sp_cli *p, struct serve_opts *o, bool forward_op
 	}
 	if (sp_export_config__from_env(&o->fwd, err, sizeof(err)))
 		return sp_cli__bad(p, "%s", err);
+	/* The client waits for the forward (serve.h): keep it short by
+	 * default; a 503 makes the client resend later. */
+	if (!o->fwd_timeout_set && !getenv("OTEL_EXPORTER_OTLP_TIMEOUT") &&
+	    !getenv("OTEL_EXPORTER_OTLP_PROFILES_TIMEOUT"))
+		o->fwd.timeout_ms = 4000;
+	if (!o->fwd_attempts_set)
+		o->fwd.max_attempts = 2;
 	if (o->compression >= 0)
 		o->fwd.gzip = o->compression;
 	if (sp_sender__new(&o->fwd, "", NULL, &probe, err, sizeof(err)))
@@ -148,7 +180,54 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 		case SP_CLI_USAGE:
 			return c;
 		case OPT_LISTEN:
-			o->listen = optarg;
+		case OPT_ADMIN: {
+			struct sockaddr_storage ss;
+			socklen_t sl;
+			int pr = sp_serve__parse_listen(optarg, &ss, &sl);
+
+			if (pr == -ERANGE)
+				return sp_cli__bad(&p, "%s %s: the port must be 0..65535",
+						   c == OPT_LISTEN ? "--listen" : "--admin-listen",
+						   optarg);
+			if (pr)
+				return sp_cli__bad(&p, "%s %s: want HOST:PORT or [V6]:PORT with a "
+						   "numeric address",
+						   c == OPT_LISTEN ? "--listen" : "--admin-listen",
+						   optarg);
+			*(c == OPT_LISTEN ? &o->listen : &o->admin_listen) = optarg;
+			break;
+		}
+		case OPT_BUDGET:
+			r = sp_cli__u32(&p, "--memory-budget", optarg, 16, 1u << 20, &o->budget_mib);
+			if (r)
+				return r;
+			break;
+		case OPT_MAX_CONNS:
+			r = sp_cli__u32(&p, "--max-connections", optarg, 4, 4096, &o->max_conns);
+			if (r)
+				return r;
+			break;
+		case OPT_PER_IP:
+			r = sp_cli__u32(&p, "--max-connections-per-ip", optarg, 1, 4096, &o->per_ip);
+			if (r)
+				return r;
+			break;
+		case OPT_HEADER_TIMEOUT:
+			r = sp_cli__u32(&p, "--header-timeout-ms", optarg, 100, 600000, &o->header_ms);
+			if (r)
+				return r;
+			break;
+		case OPT_DOWN_HOLD:
+			r = sp_cli__u32(&p, "--forward-down-hold-ms", optarg, 0, 600000,
+					&o->down_hold_ms);
+			if (r)
+				return r;
+			o->down_hold_set = true;
+			break;
+		case OPT_BODY_TIMEOUT:
+			r = sp_cli__u32(&p, "--body-timeout-ms", optarg, 100, 3600000, &o->body_ms);
+			if (r)
+				return r;
 			break;
 		case OPT_OUTPUT_DIR:
 			o->output_dir = optarg;
@@ -219,6 +298,13 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 		return err == SP_CLI_HELP ? 0 : SP_CLI_EXIT_USAGE;
 	so = (struct sp_serve_opts){
 		.listen = o.listen ? o.listen : "127.0.0.1:4318",
+		.admin_listen = o.admin_listen,
+		.memory_budget = (size_t)o.budget_mib << 20,
+		.max_connections = o.max_conns,
+		.per_ip = o.per_ip,
+		.header_timeout_ms = o.header_ms,
+		.body_timeout_ms = o.body_ms,
+		.forward_down_hold_ms = o.down_hold_set ? o.down_hold_ms : 5000,
 		.forward = o.fwd.profiles_url ? &o.fwd : NULL,
 		.output_dir = o.output_dir,
 		.queue_len = o.queue,
@@ -240,7 +326,7 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	so.resolver = x.res;
 	so.ksyms = x.ks;
 	err = sp_serve__run(&so, &stop_flag);
-	if (!o.c.quiet)
+	if (!o.c.quiet && !err)
 		sp_sym_ctx__print_stats(&x, NULL);
 out:
 	sp_sym_ctx__close(&x);
@@ -252,7 +338,9 @@ const struct sp_cmd sp_cmd_serve = {
 	.operands = "",
 	.summary = "OTLP/HTTP receiver: symbolize, then write files and/or forward",
 	.about = "  POST /v1development/profiles (application/x-protobuf, identity or\n"
-		 "  gzip); GET /metrics.  Forwarding follows OTLP/HTTP's retry rules;\n"
+		 "  gzip); GET /metrics, /healthz.  200 only once every destination has\n"
+		 "  the profile (file synced, next hop answered 2xx), else 503 + Retry-After\n"
+		 "  (the sender keeps it).  Forwarding follows OTLP/HTTP's retry rules;\n"
 		 "  unset --forward-* values come from OTEL_EXPORTER_OTLP_* variables.\n",
 	.opts = serve_options,
 	.groups = SP_OPTG_DEBUGINFO | SP_OPTG_CACHE | SP_OPTG_KALLSYMS | SP_OPTG_PRIVS,

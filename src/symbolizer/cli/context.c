@@ -165,6 +165,13 @@ void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_sta
 		rs.cache_used, rs.cache_capacity, rs.modules, rs.modules_dwarf,
 		rs.modules_no_debuginfo);
 	fprintf(stderr,
+		SP_CLI_PROG ": units decoded %" PRIu64 " evicted %" PRIu64 " holding %" PRIu64
+		"/%" PRIu64 " bytes; functions indexed %" PRIu64 " (through libdw %" PRIu64
+		"), nested scans %" PRIu64
+		", line tables through libdw %" PRIu64 ", bad units %" PRIu64 "\n",
+		rs.units_decoded, rs.units_evicted, rs.unit_bytes, rs.unit_budget,
+		rs.functions_indexed, rs.inline_walks_libdw, rs.nested_scans, rs.lines_libdw, rs.bad_dwarf_units);
+	fprintf(stderr,
 		SP_CLI_PROG ": debuginfo lookups %" PRIu64
 		" found_dir %" PRIu64 " found_path %" PRIu64
 		" found_debuginfod %" PRIu64 " not_found %" PRIu64

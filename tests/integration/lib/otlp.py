@@ -5,15 +5,21 @@ the byte layout is in docs/formats.md).
 read_otlp(path or bytes, gzip'd or not) -> list of samples, each a dict:
   pid, service     process.pid and service.name of the sample's resource
   res              every resource attribute, by key
-  kind             the Profile's sample type name ("samples", "off_cpu")
+  kind             the Profile's sample type name ("samples", "off_cpu");
+                   an "off_cpu_waits" Profile is not returned as samples:
+                   it gives off-CPU samples their count (below)
   tid, thread      thread.id and thread.name attributes (None when absent)
   attrs            every sample attribute, by key
   ts               timestamps_unix_nano (list; packed or not)
   values           values (list of signed ints)
   count            events, as spanprof's decoder counts them: on-CPU the
                    sum of values, or the number of timestamps when there are
-                   no values; off-CPU the number of timestamps, else 1 (a
-                   value is nanoseconds there, never a count)
+                   no values; off-CPU the number of timestamps, else the
+                   summed values of the off_cpu_waits Samples of the same
+                   scope with the same stack, attribute and link indices,
+                   else 1 (a value is nanoseconds there, never a count); a
+                   waits Sample matching none becomes an off_cpu sample of
+                   no values and that count (as the decoder reads them)
   trace_id, span_id  lower-case hex of the sample's link; None when the
                    sample has no link (index 0) or its link is all zeros
                    (the zero link, as the decoder reads it)
@@ -125,16 +131,20 @@ def _sample(b, D, res, kind):
     s = {"res": res, "pid": res.get("process.pid"), "service": res.get("service.name"),
          "kind": kind, "ts": [], "values": [], "attrs": {}, "stack": [], "funcs": [],
          "trace_id": None, "span_id": None}
+    ident = [0, (), 0]      # stack, attribute and link indices
     for f, w, v in fields(b):
         if f == 1:
+            ident[0] = v
             frames = D.stacks[v]
             s["stack"] = [fr for fr, _ in frames]
             s["funcs"] = [fn for _, fn in frames]
         elif f == 2:
+            ident[1] += tuple(packed(w, v))
             for i in packed(w, v):
                 k, val = D.attrs[i]
                 s["attrs"][k] = val
         elif f == 3:
+            ident[2] = v
             s["trace_id"], s["span_id"] = D.links[v] if v else (None, None)
         elif f == 4:
             s["values"] += [s64(x) for x in packed(w, v)]
@@ -143,6 +153,7 @@ def _sample(b, D, res, kind):
                 s["ts"].append(v)
             else:
                 s["ts"] += [int.from_bytes(v[i:i + 8], "little") for i in range(0, len(v), 8)]
+    s["_ident"] = tuple(ident)
     s["tid"] = s["attrs"].get("thread.id")
     s["thread"] = s["attrs"].get("thread.name")
     if kind == "off_cpu":
@@ -170,6 +181,7 @@ def read_otlp(src):
             elif f == 2:
                 scopes.append(x)
         for sc in scopes:
+            mine, waits = [], {}
             for f, _, prof in fields(sc):
                 if f != 2:
                     continue
@@ -179,5 +191,20 @@ def read_otlp(src):
                         kind = D.strings[message(pv).get(1, 0)]
                 for pf, _, pv in fields(prof):
                     if pf == 2:
-                        out.append(_sample(pv, D, res, kind))
+                        x = _sample(pv, D, res, kind)
+                        if kind == "off_cpu_waits":
+                            waits.setdefault(x["_ident"], []).append(x)
+                        else:
+                            mine.append(x)
+            for x in mine:
+                w = waits.get(x["_ident"]) if x["kind"] == "off_cpu" and not x["ts"] else None
+                if w:
+                    x["count"] = sum(sum(y["values"]) for y in w)
+                    w[:] = []
+            for ws in waits.values():
+                if ws:
+                    x = dict(ws[0], kind="off_cpu", values=[])
+                    x["count"] = sum(sum(y["values"]) for y in ws)
+                    mine.append(x)
+            out += mine
     return out

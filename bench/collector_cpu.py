@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""collector_cpu.py - user-space CPU per sample of the collector in steady
+state, from schedstat (issue 17): spanprof record -a -F 97, spanprof agent
+-F 97, and perf record -F 97 -g -a as the peer, one after another on a fresh
+copy of the same load (bench/load_mixed, 2 threads: both CPUs busy).
+
+CPU time: the first field of /proc/PID/task/TID/schedstat (ns on CPU,
+nanosecond resolution, unlike /proc/PID/stat's 10 ms ticks), summed over
+the process's threads, read at STEADY_FROM s after start and 1 s before the
+end: start-up (BPF load, kernel symbol snapshot) and the final write are
+outside the window.  Samples in the same window: the agent's
+spanprof_samples_received_total from its /metrics, read at the same two
+moments; record's received samples (summary JSON) times window / duration
+(samples arrive at a steady 97 Hz per busy CPU); perf's "(N samples)"
+likewise.  The collectors' BPF or in-kernel time is not in these figures
+(bpf_cost.py measures it): this is what the process itself spends.
+
+  us/sample  = window CPU ns / window samples / 1000
+  % of core  = window CPU ns / window ns * 100
+
+With --self-profile, each spanprof collector is also sampled by a second
+spanprof record -p PID -F 997 for the window, and its top functions are
+printed (spanprof-symbolizer report --top): where the collector's own time
+goes.
+
+Run as root from the repository root, after `make -j2`, under the shared
+lock: flock /tmp/spanprof-heavy.lock python3 bench/collector_cpu.py
+  [--duration 30] [--reps 3] [--self-profile]
+Takes about REPS x 3 x (D + 4) s.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as B  # noqa: E402
+
+STEADY_FROM = 5.0
+METRICS = "127.0.0.1:19464"
+
+
+def sched_ns(pid):
+    """ns on CPU of every thread of pid (schedstat), or None once gone."""
+    tot = 0
+    for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(f) as fh:
+                tot += int(fh.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return tot if os.path.exists(f"/proc/{pid}") else None
+
+
+def received():
+    try:
+        with urllib.request.urlopen(f"http://{METRICS}/metrics", timeout=2) as r:
+            txt = r.read().decode()
+    except OSError:
+        return None
+    m = re.search(r"^spanprof_samples_received_total(?:\{[^}]*\})? (\d+)", txt, re.M)
+    return int(m.group(1)) if m else None
+
+
+def self_profile(pid, secs):
+    out = os.path.join(B.WORK, f"self-{pid}.pb.gz")
+    p = B.spawn([B.SPANPROF, "record", "-p", str(pid), "-F", "997", "-d", str(int(secs)),
+                 "--no-report", "-q", "-o", out])
+    return p, out
+
+
+def run(load_bin, dur, kind, prof):
+    load = B.spawn([load_bin, str(dur + 8), "2"])
+    time.sleep(0.5)
+    errf = open(os.path.join(B.WORK, f"{kind}.err"), "w+")
+    sj = os.path.join(B.WORK, "cpu-summary.json")
+    if kind == "record":
+        argv = [B.SPANPROF, "record", "-a", "-F", "97", "-d", str(dur), "--no-report", "-q",
+                "-o", os.path.join(B.WORK, "cpu.pb.gz"), "--summary-json", sj]
+    elif kind == "agent":
+        od = os.path.join(B.WORK, "cpu-agent")
+        os.makedirs(od, exist_ok=True)
+        for f in glob.glob(os.path.join(od, "*")):
+            os.unlink(f)
+        argv = [B.SPANPROF, "agent", "-F", "97", "--output-dir", od, "-q",
+                "--metrics-addr", METRICS]
+    else:
+        argv = ["perf", "record", "-F", "97", "-g", "-a", "-o",
+                os.path.join(B.WORK, "perf.data"), "--", "sleep", str(dur)]
+    t0 = time.monotonic()
+    p = B.spawn(argv, err=errf)
+    if kind != "perf":
+        B.wait_progs(p.pid, lambda x: True)
+    while time.monotonic() - t0 < STEADY_FROM:
+        time.sleep(0.05)
+    c_a, t_a, r_a = sched_ns(p.pid), time.monotonic(), received() if kind == "agent" else None
+    sp = None
+    if prof and kind != "perf":
+        sp = self_profile(p.pid, dur - STEADY_FROM - 1.5)
+    while time.monotonic() - t0 < dur - 1.0:
+        time.sleep(0.05)
+    c_b, t_b, r_b = sched_ns(p.pid), time.monotonic(), received() if kind == "agent" else None
+    if kind == "agent":
+        B.stop(p)
+        rc = p.returncode
+    else:
+        rc = B.reap(p)[0]
+    B.stop(load)
+    errf.seek(0)
+    err = errf.read()
+    if rc != 0:
+        B.die(f"{kind} exited {rc}: {err[-500:]}")
+    win = t_b - t_a
+    if kind == "agent":
+        n = (r_b or 0) - (r_a or 0)
+    elif kind == "record":
+        n = json.load(open(sj))["aggregator"]["accepted"] * win / dur
+    else:
+        m = re.search(r"\((\d+) samples\)", err)
+        n = int(m.group(1)) * win / dur if m else 0
+    top = None
+    if sp:
+        B.reap(sp[0])
+        top = subprocess.run([os.path.join(B.BUILD, "spanprof-symbolizer"), "report", sp[1],
+                              "--top", "12", "--no-debuginfod", "--allow-root"],
+                             capture_output=True, text=True).stdout
+    return {"cpu_ns": c_b - c_a, "win_s": win, "samples": n, "top": top}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--duration", "-d", type=int, default=30)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--self-profile", action="store_true")
+    args = ap.parse_args()
+    B.require(["bpftool", "perf", "clang"])
+    os.makedirs(B.WORK, exist_ok=True)
+    load_bin = B.build_load()
+    print(f"# collector_cpu: {B.machine()}; D={args.duration} s, 97 Hz, schedstat, "
+          f"window {STEADY_FROM:.0f} s .. D-1 s, sequential runs")
+    kinds = ("record", "agent", "perf")
+    res = {k: [] for k in kinds}
+    rows = []
+    for rep in range(args.reps):
+        for k in kinds:
+            r = run(load_bin, args.duration, k, args.self_profile and rep == 0)
+            res[k].append(r)
+            us = r["cpu_ns"] / r["samples"] / 1e3 if r["samples"] else float("nan")
+            pct = 100 * r["cpu_ns"] / (r["win_s"] * 1e9)
+            rows.append([k, rep + 1, int(r["samples"]), B.fmt(r["cpu_ns"] / 1e6, 2),
+                         B.fmt(us, 2), B.fmt(pct, 3)])
+            if r["top"]:
+                print(f"## {k}: its own top functions (spanprof record -p, 997 Hz)")
+                print(r["top"])
+    B.table(["collector", "rep", "samples", "CPU ms", "us/sample", "% of one core"], rows)
+    print()
+    med = {}
+    for k in kinds:
+        us = [r["cpu_ns"] / r["samples"] / 1e3 for r in res[k] if r["samples"]]
+        pc = [100 * r["cpu_ns"] / (r["win_s"] * 1e9) for r in res[k]]
+        med[k] = (B.median(us), B.median(pc))
+        print(f"median {k}: {B.fmt(med[k][0], 2)} us/sample (spread {B.fmt(min(us), 2)}.."
+              f"{B.fmt(max(us), 2)}), {B.fmt(med[k][1], 3)}% of one core "
+              f"(spread {B.fmt(min(pc), 3)}..{B.fmt(max(pc), 3)})")
+    for k in ("record", "agent"):
+        print(f"ratio {k}/perf: {B.fmt(med[k][0] / med['perf'][0], 2)}x us/sample "
+              f"(targets: record <= 2 us/sample, agent <= 0.1% of one core)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * buildid_read.h - the build id behind one mapping of a process, read off
+ * the caller's thread with a time limit (base/io_deadline.h), so that a
+ * file whose open, stat or read never returns (hung NFS hard mount, a
+ * FUSE daemon that does not answer) costs the consumer at most the limit,
+ * once.
+ *
+ * Steps: pin the file (base/pin.h, on a helper), look its identity up in
+ * the cache (here), on a miss reopen and read its notes (on a helper).  A
+ * step past the limit marks the file (the maps line's device and inode):
+ * its later mappings, in any process, get no build id without waiting
+ * (SP_BUILDID_READ_SKIPPED), until SP_BUILDID_READ_MARKS newer marks push
+ * it out.  While every helper allowed is stuck, every read is skipped.
+ * The mapping is still registered (path, addresses): its samples keep
+ * their addresses.
+ *
+ * Not thread safe: one owner (the process table).  proc_root is copied.
+ */
+#ifndef SPANPROF_BUILDID_READ_H
+#define SPANPROF_BUILDID_READ_H
+
+#include <stdint.h>
+
+#include "base/buildid.h"
+#include "base/io_deadline.h"
+#include "base/maps.h"
+
+struct sp_buildid_cache;
+
+#define SP_BUILDID_READ_MARKS 64
+
+enum sp_buildid_read_result {
+	SP_BUILDID_READ_HIT,		/* from the cache (b may be empty: none) */
+	SP_BUILDID_READ_MISS,		/* not cached: read (b empty when none or unreadable) */
+	SP_BUILDID_READ_FAILED,		/* the pin failed (or no memory): empty */
+	SP_BUILDID_READ_TIMEOUT,	/* past the limit now: empty, file marked */
+	SP_BUILDID_READ_SKIPPED,	/* marked earlier, or helpers stuck: empty */
+};
+
+struct sp_buildid_read;
+
+/* cache is the caller's (used, not owned).  NULL with errno. */
+struct sp_buildid_read *sp_buildid_read__new(const char *proc_root, struct sp_buildid_cache *cache,
+					     const struct sp_io_deadline_config *limits);
+void sp_buildid_read__free(struct sp_buildid_read *r);	/* NULL-safe */
+
+enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint32_t pid,
+						 const struct sp_map_entry *e,
+						 struct sp_build_id *b);
+
+void sp_buildid_read__stats(const struct sp_buildid_read *r, struct sp_io_deadline_stats *out);
+
+#endif

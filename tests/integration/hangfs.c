@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hangfs.c - a FUSE file system whose one file never answers a read, as a
+ * hung NFS hard mount or a dead FUSE daemon looks to a reader
+ * (test_fault_hung_fs.py).  /lib.so is a 1 MiB regular file: lookup,
+ * getattr and open answer at once, read blocks for as long as the file
+ * HOLD exists (then it fails with EIO: a test ends its hang before it
+ * cleans up, because a page whose read never ends stays locked, and any
+ * process touching it would be stuck for good).  Open keeps the page
+ * cache (a FUSE open otherwise invalidates it, waiting on that lock).
+ * Usage: hangfs MOUNTPOINT HOLD (foreground, multi-threaded, so other
+ * requests keep being answered while reads hang).
+ */
+#define FUSE_USE_VERSION 31
+#include <errno.h>
+#include <fuse.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FILE_NAME "lib.so"
+#define FILE_SIZE (1 << 20)
+
+static const char *hold;
+
+static int hang_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	(void)fi;
+	memset(st, 0, sizeof(*st));
+	if (!strcmp(path, "/")) {
+		st->st_mode = S_IFDIR | 0755;
+		st->st_nlink = 2;
+		return 0;
+	}
+	if (!strcmp(path, "/" FILE_NAME)) {
+		st->st_mode = S_IFREG | 0755;
+		st->st_nlink = 1;
+		st->st_size = FILE_SIZE;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int hang_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+			struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	(void)off;
+	(void)fi;
+	(void)flags;
+	if (strcmp(path, "/"))
+		return -ENOENT;
+	fill(buf, ".", NULL, 0, 0);
+	fill(buf, "..", NULL, 0, 0);
+	fill(buf, FILE_NAME, NULL, 0, 0);
+	return 0;
+}
+
+static int hang_open(const char *path, struct fuse_file_info *fi)
+{
+	fi->keep_cache = 1;
+	return strcmp(path, "/" FILE_NAME) ? -ENOENT : 0;
+}
+
+static int hang_read(const char *path, char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	(void)path;
+	(void)buf;
+	(void)size;
+	(void)off;
+	(void)fi;
+	while (access(hold, F_OK) == 0)
+		usleep(50000);
+	return -EIO;
+}
+
+static const struct fuse_operations ops = {
+	.getattr = hang_getattr,
+	.readdir = hang_readdir,
+	.open = hang_open,
+	.read = hang_read,
+};
+
+int main(int argc, char **argv)
+{
+	char *args[] = { argv[0], "-f", "-o", "allow_other", argv[1], NULL };
+
+	if (argc != 3)
+		return 2;
+	hold = argv[2];
+	return fuse_main(5, args, &ops, NULL);
+}
