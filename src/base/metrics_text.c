@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/metrics_text.h"
@@ -159,6 +160,18 @@ int sp_metrics__u64(struct sp_metrics_buf *b, const char *name, const char *cons
 	return sample(b, name, labels, s);
 }
 
+/* The shortest of %.15g, %.16g, %.17g that reads back as exactly v (what
+ * Prometheus's own clients print): 0.1 stays "0.1", and a Unix time such
+ * as 1764597600.25 keeps every digit (%.9g rounded it to ten seconds). */
+void sp_metrics__format_f64(double v, char *out, size_t len)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(out, len, "%.*g", prec, v);
+		if (strtod(out, NULL) == v)
+			return;
+	}
+}
+
 int sp_metrics__f64(struct sp_metrics_buf *b, const char *name, const char *const *labels,
 		    double v)
 {
@@ -171,6 +184,6 @@ int sp_metrics__f64(struct sp_metrics_buf *b, const char *name, const char *cons
 	else if (v < -1.7976931348623157e308)
 		snprintf(s, sizeof(s), "-Inf");
 	else
-		snprintf(s, sizeof(s), "%.9g", v);
+		sp_metrics__format_f64(v, s, sizeof(s));
 	return sample(b, name, labels, s);
 }

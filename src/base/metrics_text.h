@@ -54,6 +54,11 @@ int sp_metrics__u64(struct sp_metrics_buf *b, const char *name, const char *cons
 int sp_metrics__f64(struct sp_metrics_buf *b, const char *name, const char *const *labels,
 		    double v);
 
+/* A finite double as the shortest decimal that reads back exactly (at most
+ * 17 significant digits; out: at least 32 bytes).  sp_metrics__f64 uses it
+ * for every finite value. */
+void sp_metrics__format_f64(double v, char *out, size_t len);
+
 bool sp_metrics__valid_name(const char *name);
 
 #endif /* SPANPROF_BASE_METRICS_TEXT_H */

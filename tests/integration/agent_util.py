@@ -44,11 +44,13 @@ def http_get(port, path, timeout=5):
 class Agent:
     """A running `spanprof agent` with its metrics port and log file."""
 
-    def __init__(self, args, workdir, env=None, metrics=True, wait=True, preexec_fn=None):
+    def __init__(self, args, workdir, env=None, metrics=True, wait=True, preexec_fn=None,
+                 wrap=()):
+        """wrap: a command line the agent runs under (strace, setpriv)."""
         self.port = free_port() if metrics else None
         self.log_path = os.path.join(workdir, "agent-%d.log" % int(time.time() * 1000))
         self.log = open(self.log_path, "w")
-        cmd = [SPANPROF, "agent"] + args
+        cmd = list(wrap) + [SPANPROF, "agent"] + args
         if metrics:
             cmd += ["--metrics-addr", "127.0.0.1:%d" % self.port]
         e = dict(os.environ)

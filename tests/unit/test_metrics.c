@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -50,6 +51,34 @@ static void test_writer(void **state)
 		"spanprof_g +Inf\n");
 	assert_false(b.truncated);
 	assert_false(b.bad_name);
+}
+
+/* Issue 16: %.9g printed process_start_time_seconds 1764597600.25 as
+ * 1.7645976e+09, ten seconds off.  Every finite value now reads back
+ * exactly, in the shortest form. */
+static void test_f64_precision(void **state)
+{
+	static const double vals[] = { 1764597600.25, 1764597601.0, 0.1, 1.0 / 3.0,
+				       5e-324, 1.7976931348623157e308, -2.5, 0.0 };
+	char mem[1024], s[40];
+	struct sp_metrics_buf b;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		sp_metrics__format_f64(vals[i], s, sizeof(s));
+		assert_true(strtod(s, NULL) == vals[i]);
+		assert_true(strlen(s) <= 24);
+	}
+	sp_metrics__format_f64(0.1, s, sizeof(s));
+	assert_string_equal(s, "0.1");
+	sp_metrics__format_f64(1764597601.0, s, sizeof(s));
+	assert_string_equal(s, "1764597601");
+	sp_metrics_buf__init(&b, mem, sizeof(mem));
+	assert_int_equal(sp_metrics__family(&b, "process_start_time_seconds", SP_METRIC_GAUGE,
+					    "t"), 0);
+	assert_int_equal(sp_metrics__f64(&b, "process_start_time_seconds", NULL,
+					 1764597600.25), 0);
+	assert_non_null(strstr(mem, "\nprocess_start_time_seconds 1764597600.25\n"));
 }
 
 static void test_names(void **state)
@@ -197,6 +226,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_writer),
+		cmocka_unit_test(test_f64_precision),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_full_buffer),
 		cmocka_unit_test(test_parse_addr),

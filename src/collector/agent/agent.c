@@ -177,7 +177,7 @@ struct agent {
 	atomic_uint_fast64_t guard_usage, guard_limit, guard_engagements, guard_releases;
 	struct sp_memguard guard;	/* main thread */
 	uint64_t deadline_ns;		/* shutdown deadline, set before stopping */
-	uint64_t start_unix_s;
+	double start_unix_s;	/* CLOCK_REALTIME at start, sub-second */
 	uint32_t seed;
 };
 
@@ -1016,7 +1016,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			   "User and system CPU time of the agent");
 	sp_metrics__f64(b, "process_cpu_seconds_total", NULL, cpu);
 	m_gauge(b, "process_start_time_seconds", "Start time of the agent (unix seconds)",
-		(double)a->start_unix_s);
+		a->start_unix_s);
 }
 
 /* Healthy while the consumer thread runs and has come round its loop
@@ -1112,6 +1112,7 @@ int sp_agent__main(int argc, char **argv)
 	struct sp_pipeline_config pcfg;
 	struct sp_memguard_config gcfg;
 	sigset_t sigs;
+	struct timespec now;
 	uint64_t eff = 0, perm = 0;
 	int rc = 1, sig = 0;
 
@@ -1134,7 +1135,8 @@ int sp_agent__main(int argc, char **argv)
 		pthread_cond_init(&a->xfer_cond, &ca);
 		pthread_condattr_destroy(&ca);
 	}
-	a->start_unix_s = time(NULL);
+	clock_gettime(CLOCK_REALTIME, &now);
+	a->start_unix_s = (double)now.tv_sec + now.tv_nsec / 1e9;
 	if (getrandom(&a->seed, sizeof(a->seed), 0) != sizeof(a->seed))
 		a->seed = (uint32_t)(getpid() ^ sp_clock__mono_ns());
 

@@ -4,6 +4,7 @@ tests/unit/test_export_http.c through export_server.py).
   pb          protobuf wire format: one varint encoder, one field reader
   otlp        one reader of OTLP ExportProfilesServiceRequest files
   otlp_stub   one OTLP/HTTP endpoint (in-process, or a child over stdin)
+  yamlsub     a strict parser for the YAML subset of deploy/
 
 Written from the field numbers of the .proto files, not with spanprof's C
 decoders, so an encoder bug cannot hide behind a decoder with the same bug.
