@@ -113,7 +113,7 @@ def run(variant):
         if not w:
             continue
         got = (s["trace_id"], s["span_id"]) if s["trace_id"] else None
-        n = max(1, len(s["ts"]))
+        n = s["count"]  # samples merged into one (compact OTLP) count each
         sc = w[len("scenario_"):] if w.startswith("scenario_") else "other"
         st = seen.setdefault(sc, {"n": 0, "ids": 0})
         st["n"] += n

@@ -32,8 +32,9 @@ exe = os.path.join(BUILD, "fixtures", "go", "golabels")
 truth_path = os.path.join(d, "truth.jsonl")
 out = os.path.join(d, "go.otlp.pb")
 js = os.path.join(d, "go.json")
-cmd = [SPANPROF, "record", "--no-report", "-q", "-F", "499", "--format", "otlp", "-o", out,
-       "--summary-json", js, "--", exe, "-mode", "spans", "-workers", "8", "-duration", "6",
+# --timestamps: each sample's time is checked against its span's interval
+cmd = [SPANPROF, "record", "--no-report", "-q", "-F", "499", "--format", "otlp", "--timestamps",
+       "-o", out, "--summary-json", js, "--", exe, "-mode", "spans", "-workers", "8", "-duration", "6",
        "-truth", truth_path]
 p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=go_env(GOMAXPROCS=2))
 check(p.returncode == 0, "spanprof record of the Go fixture (rc=%d %s)" % (p.returncode, p.stderr[-300:]))

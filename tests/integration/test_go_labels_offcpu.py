@@ -39,8 +39,11 @@ js = os.path.join(d, "waits.json")
 blob = os.path.join(BUILD, "go-waits.blob")
 with open(blob, "wb") as f:
     f.write(os.urandom(4 << 20))
+# --timestamps: each wait's time is checked against its span's interval
+# and each wait weighs its own ns (compact OTLP would merge them)
 cmd = [SPANPROF, "record", "--no-report", "-q", "-F", "97", "--off-cpu", "--off-cpu-goroutines",
-       "--off-cpu-sample", "1", "--off-cpu-min-us", "100", "--format", "otlp", "-o", out,
+       "--off-cpu-sample", "1", "--off-cpu-min-us", "100", "--format", "otlp", "--timestamps",
+       "-o", out,
        "--summary-json", js, "--", exe, "-mode", "waits", "-duration", "4", "-file", blob,
        "-truth", truth_path]
 p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=go_env(GOMAXPROCS=2))
