@@ -126,6 +126,27 @@ def sum_stats(progs, ids):
     return ns, cnt
 
 
+def percpu_map_sum(prog_ids, name, fields):
+    """Sums the named fields of a per-CPU map called name that one of the
+    programs prog_ids uses (bench instruments such as ctx_timing); None if
+    there is no such map."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
+    maps = [m for g in json.loads(out) if g["id"] in prog_ids for m in g.get("map_ids", [])]
+    for mid in maps:
+        info = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", str(mid)],
+                                         capture_output=True, text=True).stdout)
+        if info.get("name") != name:
+            continue
+        dump = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "id", str(mid)],
+                                         capture_output=True, text=True).stdout)
+        tot = [0] * len(fields)
+        for cpu in dump[0]["formatted"]["values"]:
+            for i, f in enumerate(fields):
+                tot[i] += cpu["value"][f]
+        return tot
+    return None
+
+
 def proc_cpu_ns(pid):
     """utime+stime of process pid (all threads) in ns, from /proc/PID/stat."""
     try:

@@ -24,10 +24,13 @@ For each collector:
                 cost (callchain unwinding, writing its ring buffer) is in no
                 counter here and is NOT included in its figures.
   overhead      (collector CPU + BPF run time) / (D x nCPU), % of machine CPU
+  peak RSS      ru_maxrss from wait4 at exit (the final write included)
 
 Run as root from the repository root, after `make -j2`:
-  python3 bench/collector_overhead.py [--duration 60]
-Takes about 2 x (D + 5) s.
+  python3 bench/collector_overhead.py [--duration 60] [--spanprof-arg=--unwind --spanprof-arg=fp]
+Takes about 2 x (D + 5) s.  --spanprof-arg (repeatable) passes an option
+to spanprof record (issue 12 compares the default .eh_frame unwinding
+with --unwind fp this way).
 """
 import argparse
 import os
@@ -65,7 +68,7 @@ def run(load_bin, dur, argv, want_bpf):
             cpu_a, t_a = B.proc_cpu_ns(p.pid), now
         time.sleep(1.0)
     cpu_b, t_b = B.proc_cpu_ns(p.pid), time.monotonic() - t0
-    rc, cpu_total, _, _ = B.reap(p)
+    rc, cpu_total, maxrss_kib, _ = B.reap(p)
     if rc != 0:
         errf.seek(0)
         B.die(f"{argv[0]} exited {rc}: {errf.read()[-500:]}")
@@ -75,23 +78,26 @@ def run(load_bin, dur, argv, want_bpf):
     r = {"cpu_total_ns": cpu_total,
          "cpu_steady_ns": (cpu_b - cpu_a) * dur / (t_b - t_a) if cpu_a is not None else None,
          "bpf_ns": bpf_last[0] * dur / t_bpf if t_bpf else 0,
-         "bpf_runs": bpf_last[1], "err": err}
+         "bpf_runs": bpf_last[1], "err": err, "maxrss_kib": maxrss_kib}
     return r
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duration", "-d", type=int, default=60)
+    ap.add_argument("--spanprof-arg", action="append", default=[],
+                    help="extra option for spanprof record (repeatable)")
     args = ap.parse_args()
     D = args.duration
     B.require(["bpftool", "perf", "clang"])
     load_bin = B.build_load()
-    print(f"# collector_overhead: {B.machine()}; D={D} s, 97 Hz, sequential runs")
+    print(f"# collector_overhead: {B.machine()}; D={D} s, 97 Hz, sequential runs; spanprof "
+          f"options: {' '.join(args.spanprof_arg) or '(defaults)'}")
     sj = os.path.join(B.WORK, "overhead.json")
     with B.BpfStats():
         sp = run(load_bin, D, [B.SPANPROF, "record", "-a", "-F", "97", "-d", str(D),
                                "--no-report", "-q", "-o", os.path.join(B.WORK, "overhead.pb.gz"),
-                               "--summary-json", sj], True)
+                               "--summary-json", sj, *args.spanprof_arg], True)
     summ = json.load(open(sj))
     sp["samples"] = summ["aggregator"]["accepted"]
     perf_data = os.path.join(B.WORK, "perf.data")
@@ -114,10 +120,11 @@ def main():
                      B.fmt(r["cpu_total_ns"] / n / 1e3, 1) if n else "-",
                      B.fmt(r["cpu_steady_ns"] / n / 1e3, 1) if n and r["cpu_steady_ns"] else "-",
                      B.fmt(r["bpf_ns"] / 1e6, 1) if r["bpf_ns"] else "n/a",
-                     B.fmt(100 * tot / machine_ns, 3), B.fmt(100 * st / machine_ns, 3)])
+                     B.fmt(100 * tot / machine_ns, 3), B.fmt(100 * st / machine_ns, 3),
+                     B.fmt(r["maxrss_kib"] / 1024, 1)])
     print()
     B.table(["collector", "samples", "CPU ms", "CPU ms steady", "CPU us/sample",
-             "steady us/sample", "BPF ms", "overhead %", "steady overhead %"], rows)
+             "steady us/sample", "BPF ms", "overhead %", "steady overhead %", "peak RSS MiB"], rows)
     print(f"\nperf.data: {pf['perf_data_bytes'] / 1e6:.1f} MB; perf's in-kernel callchain/"
           "ring-buffer cost is not counted (no BPF stats for it)")
     a, b = res["spanprof record"], res["perf record -g"]

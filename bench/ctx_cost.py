@@ -62,23 +62,10 @@ def instance(tag, pid, dur, extra, env=None):
 
 def ctx_timing(prog_ids):
     """Sums the ctx_timing map (n, read_ns, clock_ns) of the program."""
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
-    maps = [m for g in json.loads(out) if g["id"] in prog_ids for m in g.get("map_ids", [])]
-    for mid in maps:
-        info = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", str(mid)],
-                                         capture_output=True, text=True).stdout)
-        if info.get("name") != "ctx_timing":
-            continue
-        dump = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "id", str(mid)],
-                                         capture_output=True, text=True).stdout)
-        tot = [0, 0, 0]
-        for cpu in dump[0]["formatted"]["values"]:
-            v = cpu["value"]
-            tot[0] += v["n"]
-            tot[1] += v["read_ns"]
-            tot[2] += v["clock_ns"]
-        return tot
-    B.die("no ctx_timing map on the timed instance's program")
+    tot = B.percpu_map_sum(prog_ids, "ctx_timing", ("n", "read_ns", "clock_ns"))
+    if tot is None:
+        B.die("no ctx_timing map on the timed instance's program")
+    return tot
 
 
 def one(dur, a_first):

@@ -73,7 +73,8 @@ int sp_go_park(struct pt_regs *ctx)
 	struct sp_scratch *s;
 	__u64 n, live;
 
-	if (!sp_is_target(tgid) || !bpf_map_lookup_elem(&go_descs, &tgid))
+	/* the parking thread, as sched_switch's waits (record -t) */
+	if (!sp_is_target_thread(tgid, (__u32)id) || !bpf_map_lookup_elem(&go_descs, &tgid))
 		return 0;
 	sp_count(SP_CNT_GO_PARKS);
 	n = sp_offcpu__n();
@@ -108,7 +109,8 @@ int sp_go_park(struct pt_regs *ctx)
 	__builtin_memset(&s->hdr.ctx, 0, sizeof(s->hdr.ctx));
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
 	s->hdr.kstack_n = 0;
-	s->hdr.ustack_n = sp_user_stack(s, 0, PT_REGS_IP(ctx), PT_REGS_FP(ctx));
+	/* the uprobe's regs: user mode, its pc exact (the probed instruction) */
+	s->hdr.ustack_n = sp_unw_user_stack(s, 0, ctx, false, tgid, bpf_ktime_get_ns());
 	/* The goroutine's labels only: a thread's OTEP record or OBI entry
 	 * is not the parked goroutine's (and skipping them keeps the frame
 	 * plus the unwinder's loop callback under the verifier's 512 bytes). */

@@ -27,6 +27,8 @@
 
 /* Configuration, set in .rodata by the loader before load. */
 SP_CONFIG(__u8, cfg_filter_pids, 0);	/* only stream processes in targets */
+SP_CONFIG(__u8, cfg_filter_tids, 0);	/* only stream threads in target_tids */
+SP_CONFIG(__u8, cfg_exclude, 0);	/* never stream processes in excluded */
 SP_CONFIG(__u8, cfg_stream_idle, 0);	/* stream idle samples too */
 SP_CONFIG(__u8, cfg_kernel_stacks, 1);	/* take kernel stacks */
 SP_CONFIG(__u8, cfg_read_ctx, 1);	/* read OTEP 4947 trace context */
@@ -42,6 +44,11 @@ SP_CONFIG(__u32, cfg_offcpu_sample_n, 1);	/* capture 1 in N; 0 = adaptive */
 SP_CONFIG(__u32, cfg_offcpu_rate, 1000);	/* adaptive: captures/s per CPU */
 SP_CONFIG(__u32, cfg_offcpu_max_pending, 8192);	/* captured waits open at once */
 SP_CONFIG(__u8, cfg_offcpu_kthreads, 0);	/* kernel threads' waits too */
+/* User stacks (bpf/unwind.bpf.h): 1 = every frame by frame pointer
+ * (--unwind fp); 0 = CFI tables first, frame pointer where there is none. */
+SP_CONFIG(__u8, cfg_unwind_fp, 0);
+SP_CONFIG(__u8, cfg_time_unwind, 0);	/* benchmark: time the user-stack walk
+					 * (oncpu.bpf.c, map unwind_timing) */
 
 /* All events: variable-length struct sp_event records.  Size set by the
  * loader (bpf_map__set_max_entries) before load. */
@@ -66,6 +73,25 @@ SP_SHARED struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } targets SEC(".maps");
+
+/* Target threads (tid -> 1) when cfg_filter_tids (record -t): checked
+ * after targets, so only threads of target processes are streamed. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} target_tids SEC(".maps");
+
+/* Processes the agent's target selection excluded (tgid -> 1) when
+ * cfg_exclude: their samples stop here, costing no user-space work.
+ * Deleted on exec (user space decides again) and exit (pid reuse). */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} excluded SEC(".maps");
 
 /* Per-process thread-context descriptors (see abi.h), filled by user space. */
 SP_SHARED struct {
@@ -165,6 +191,92 @@ SP_SHARED struct {
 	__type(value, struct sp_go_scratch);
 } go_scratch SEC(".maps");
 
+/*
+ * Unwind store (abi.h, "User-stack unwinding"): the blob's chunks, the file
+ * descriptors, the processes' range lists, and the staleness sequence.
+ * User space fills them (src/collector/unwind/unwind_bpf.c); only the
+ * template of the inner chunk maps is declared here: chunks are created on
+ * demand up to the byte budget, so an idle host pays for none.
+ */
+struct sp_unw_chunk_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, SP_UNW_CHUNK_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, SP_UNW_CHUNKS_MAX);
+	__type(key, __u32);
+	__array(values, struct sp_unw_chunk_map);
+} unwind_chunks SEC(".maps");
+
+/* Mmapable: user space writes descriptors and reads last_used_ns in
+ * place.  Fixed cost SP_UNW_FILES_MAX x 40 B = 640 KiB. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, SP_UNW_FILES_MAX);
+	__type(key, __u32);
+	__type(value, struct sp_unw_file);
+} unwind_files SEC(".maps");
+
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_UNW_PROCS_MAX);
+	__type(key, __u32);
+	__type(value, struct sp_unw_proc);
+} unwind_procs SEC(".maps");
+
+/* Per-process staleness sequence, indexed by tgid & (SP_UNW_SEQ_SLOTS - 1):
+ * BPF adds 1 on exec and on PROT_EXEC mmap/mprotect; user space reads it
+ * (mmapped) before reading /proc/PID/maps and stores it in sp_unw_proc.seq.
+ * Two pids sharing a slot only cause an extra re-read. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, SP_UNW_SEQ_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);	/* array elements are 8 bytes anyway */
+} unwind_seq SEC(".maps");
+
+#define SP_UNW_CACHE 64		/* rows cached per CPU (power of two) */
+
+/* Per-CPU walk state of bpf/unwind.bpf.h (the bpf_loop callback's context points here, so the
+ * 512-byte stack stays free for the programs).  Off-CPU uses it too: the
+ * sched_switch program runs with interrupts off, on-CPU from the timer
+ * interrupt, so one walk per CPU at a time. */
+struct sp_unw_state {
+	__u64 pc, sp, bp;
+	__u64 regs[16];		/* the interrupted frame's registers, DWARF order */
+	__u64 now_ns;
+	__u64 r_start, r_end, r_word;	/* cached range (r_end 0: none) */
+	/* Rows found lately, direct-mapped by file offset: [lo, hi) of the
+	 * file named by range word `file` has rule `rule` (file 0: empty). */
+	struct {
+		__u64 lo, hi, rule;
+		__u32 file, _pad;
+	} cache[SP_UNW_CACHE];
+	__u32 pbase, pn;	/* the process's range list */
+	__u16 kn, n;		/* kernel frames before ours, user frames emitted */
+	__u16 n_cfi, n_fp;	/* steps by kind */
+	__u16 fp_why[5];	/* SP_CNT_UNW_FP_MODE .. _UNSUPPORTED */
+	__u8 known;		/* pbase/pn valid */
+	__u8 weak;		/* stale or truncated ranges: no NOT_EXEC ends */
+	__u8 exact;		/* pc is not a return address */
+	__u8 leaf;		/* regs[] describe this frame */
+	__u8 end;		/* enum sp_unw_end, set when the walk stops */
+};
+
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_unw_state);
+} unwind_state SEC(".maps");
+
 static __always_inline void sp_count(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
@@ -175,7 +287,16 @@ static __always_inline void sp_count(__u32 idx)
 
 static __always_inline bool sp_is_target(__u32 tgid)
 {
+	if (cfg_exclude && bpf_map_lookup_elem(&excluded, &tgid))
+		return false;
 	return !cfg_filter_pids || bpf_map_lookup_elem(&targets, &tgid);
+}
+
+/* Samples and waits of this thread are streamed: its process is a target
+ * and, with -t, the thread is one of target_tids. */
+static __always_inline bool sp_is_target_thread(__u32 tgid, __u32 tid)
+{
+	return sp_is_target(tgid) && (!cfg_filter_tids || bpf_map_lookup_elem(&target_tids, &tid));
 }
 
 #endif /* SPANPROF_MAPS_BPF_H */

@@ -11,7 +11,8 @@
  *  switch-out (prev):  decide whether this wait is captured.  If it is,
  *      build the whole ring record now, while prev's user stack, registers
  *      and TLS are reachable: kernel stack (bpf_get_stack(ctx), current ==
- *      prev), user stack by frame-pointer walk from bpf_task_pt_regs(prev),
+ *      prev), user stack by the unwinder (unwind.bpf.h) from
+ *      bpf_task_pt_regs(prev),
  *      trace context from prev's TLS (sp_read_trace_ctx reads current),
  *      comm, pid/tid, the wait reason and the start time.  The record is
  *      kept in prev's BPF task storage (map offcpu_pending), which is keyed
@@ -88,6 +89,7 @@
 #include "maps.bpf.h"
 #include "stack.bpf.h"
 #include "tracectx.bpf.h"
+#include "unwind.bpf.h"
 
 #define SP_TASK_RUNNING 0x0000
 #define SP_TASK_INTERRUPTIBLE 0x0001
@@ -202,7 +204,7 @@ static __always_inline void sp_offcpu__out(void *ctx, bool preempt, struct task_
 		sp_count(SP_CNT_OFFCPU_KTHREAD);
 		return;
 	}
-	if (!sp_is_target(tgid)) {
+	if (!sp_is_target_thread(tgid, tid)) {
 		sp_count(SP_CNT_OFFCPU_FILTERED);
 		return;
 	}
@@ -238,6 +240,8 @@ static __always_inline void sp_offcpu__out(void *ctx, bool preempt, struct task_
 	s->hdr.flags = 0;
 	s->hdr.reason = sp_offcpu__reason(preempt, state);
 	s->hdr.ctx_status = SP_CTX_NONE;
+	s->hdr.unw_end = SP_UNW_END_NONE;
+	s->hdr.unw_fp = 0;
 	s->hdr._pad0 = 0;
 	__builtin_memset(&s->hdr.ctx, 0, sizeof(s->hdr.ctx));
 	bpf_probe_read_kernel_str(s->hdr.comm, sizeof(s->hdr.comm), prev->comm);
@@ -260,8 +264,8 @@ static __always_inline void sp_offcpu__out(void *ctx, bool preempt, struct task_
 	s->hdr.ustack_n = 0;
 	if (prev->mm) {
 		uregs = (struct pt_regs *)bpf_task_pt_regs(prev);
-		s->hdr.ustack_n = sp_user_stack(s, kn, BPF_CORE_READ(uregs, ip),
-						BPF_CORE_READ(uregs, bp));
+		s->hdr.ustack_n = sp_unw_user_stack(s, kn, uregs, true, tgid,
+						    bpf_ktime_get_ns());
 		sp_read_trace_ctx(s, tgid);
 	}
 	/* The wait starts when the capture is done (prev leaves right after). */

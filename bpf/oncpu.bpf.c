@@ -13,6 +13,7 @@
 #include "maps.bpf.h"
 #include "stack.bpf.h"
 #include "tracectx.bpf.h"
+#include "unwind.bpf.h"
 
 /*
  * Benchmark instrument (cfg_time_ctx, off in production; the verifier then
@@ -56,6 +57,50 @@ static __always_inline void sp_read_trace_ctx_timed(struct sp_scratch *s, __u32 
 	}
 }
 
+/*
+ * Benchmark instrument (cfg_time_unwind, off in production): per CPU, the
+ * user stacks walked, their frames and the ns the walks took (between two
+ * bpf_ktime_get_ns; clock_ns is the cost of an empty interval).  Read by
+ * bench/unwind_cost.py with bpftool.
+ */
+struct sp_unwind_timing {
+	__u64 n;
+	__u64 frames;
+	__u64 ns;
+	__u64 clock_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_unwind_timing);
+} unwind_timing SEC(".maps");
+
+static __always_inline __u16 sp_user_stack_timed(struct sp_scratch *s, __u16 kn,
+						 struct pt_regs *r, bool in_kernel, __u32 tgid)
+{
+	struct sp_unwind_timing *t;
+	__u32 zero = 0;
+	__u64 t0, t1, t2;
+	__u16 n;
+
+	if (!cfg_time_unwind)
+		return sp_unw_user_stack(s, kn, r, in_kernel, tgid, s->hdr.ts_ns);
+	t0 = bpf_ktime_get_ns();
+	n = sp_unw_user_stack(s, kn, r, in_kernel, tgid, s->hdr.ts_ns);
+	t1 = bpf_ktime_get_ns();
+	t2 = bpf_ktime_get_ns();
+	t = bpf_map_lookup_elem(&unwind_timing, &zero);
+	if (t) {
+		t->n++;
+		t->frames += n;
+		t->ns += t1 - t0;
+		t->clock_ns += t2 - t1;
+	}
+	return n;
+}
+
 SEC("perf_event")
 int sp_oncpu(struct bpf_perf_event_data *ctx)
 {
@@ -73,7 +118,7 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 		sp_count(SP_CNT_IDLE_SKIPPED);
 		return 0;
 	}
-	if (!sp_is_target(tgid)) {
+	if (!sp_is_target_thread(tgid, tid)) {
 		sp_count(SP_CNT_FILTERED);
 		return 0;
 	}
@@ -92,6 +137,9 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 	s->hdr.flags = tid == 0 ? SP_F_IDLE : 0;
 	s->hdr.reason = 0;
 	s->hdr.ctx_status = SP_CTX_NONE;
+	s->hdr.unw_end = SP_UNW_END_NONE;
+	s->hdr.unw_fp = 0;
+	s->hdr._pad0 = 0;
 	__builtin_memset(&s->hdr.ctx, 0, sizeof(s->hdr.ctx));
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
 
@@ -107,12 +155,13 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 
 	task = bpf_get_current_task_btf();
 	if (tid != 0 && task->mm) {
+		/* In the kernel, the user registers are the task's entry frame. */
 		if (kernel_mode) {
 			uregs = (struct pt_regs *)bpf_task_pt_regs(task);
-			s->hdr.ustack_n = sp_user_stack(s, kn, BPF_CORE_READ(uregs, ip),
-							BPF_CORE_READ(uregs, bp));
+			s->hdr.ustack_n = sp_user_stack_timed(s, kn, uregs, true, tgid);
 		} else {
-			s->hdr.ustack_n = sp_user_stack(s, kn, ip, PT_REGS_FP(&ctx->regs));
+			s->hdr.ustack_n = sp_user_stack_timed(s, kn, (struct pt_regs *)&ctx->regs,
+							      false, tgid);
 		}
 		sp_read_trace_ctx_timed(s, tgid);
 	}

@@ -10,6 +10,13 @@
  * again without rescanning /proc.  (A classic tracepoint: it fires for
  * prctl only, unlike raw_tp/sys_enter, which would cost every syscall.)
  *
+ * And, for the unwinder (unwind.bpf.h): exec and every mmap/mprotect with
+ * PROT_EXEC make the process's executable ranges in BPF stale (unwind_seq
+ * += 1); the first such change after user space wrote fresh ranges sends
+ * one SP_EV_MMAP_EXEC so the collector reads /proc/PID/maps again.  Until
+ * it does, a pc outside the known ranges steps by frame pointer instead of
+ * ending the stack (a dlopen()ed library is not cut off).
+ *
  * This file also defines the maps and configuration shared by all programs.
  */
 #define SP_DEFINE_SHARED
@@ -43,10 +50,37 @@ static __always_inline void emit_proc_event(struct task_struct *task, __u8 type)
 	sp_count(SP_CNT_RB_SENT_PROC);
 }
 
+/* The process's ranges changed: bump its staleness sequence; returns true
+ * when they were fresh until now (the caller tells user space once). */
+static __always_inline bool sp_unw_mark_stale(__u32 tgid)
+{
+	__u32 slot = tgid & (SP_UNW_SEQ_SLOTS - 1);
+	struct sp_unw_proc *p;
+	bool fresh = false;
+	__u64 *seq;
+
+	seq = bpf_map_lookup_elem(&unwind_seq, &slot);
+	if (!seq)
+		return false;
+	p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	if (p && p->seq == (__u32)*seq)
+		fresh = true;
+	__sync_fetch_and_add(seq, 1);
+	return fresh;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sp_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (!sp_is_target(BPF_CORE_READ(task, tgid)))
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+
+	/* A new image: the selection is decided again at its first sample. */
+	if (cfg_exclude)
+		bpf_map_delete_elem(&excluded, &tgid);
+	/* The old image's ranges are wrong from now on, whoever the target. */
+	sp_unw_mark_stale(tgid);
+	bpf_map_delete_elem(&unwind_procs, &tgid);
+	if (!sp_is_target(tgid))
 		return 0;
 	emit_proc_event(task, SP_EV_EXEC);
 	return 0;
@@ -57,9 +91,18 @@ int BPF_PROG(sp_exit, struct task_struct *task)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
-	if (BPF_CORE_READ(task, pid) != tgid || !sp_is_target(tgid))
+	if (BPF_CORE_READ(task, pid) != tgid)
+		return 0;
+	/* An excluded process's exit is told too: user space forgets its
+	 * verdict, so a reused pid is decided afresh. */
+	if (cfg_exclude && !bpf_map_delete_elem(&excluded, &tgid)) {
+		emit_proc_event(task, SP_EV_EXIT);
+		return 0;
+	}
+	if (!sp_is_target(tgid))
 		return 0;
 	emit_proc_event(task, SP_EV_EXIT);
+	bpf_map_delete_elem(&unwind_procs, &tgid);
 	if (cfg_filter_pids)
 		bpf_map_delete_elem(&targets, &tgid);
 	return 0;
@@ -93,5 +136,39 @@ int sp_prctl(struct trace_event_raw_sys_enter *ctx)
 	if (!sp_is_target(BPF_CORE_READ(task, tgid)))
 		return 0;
 	emit_proc_event(task, SP_EV_CTX_PUBLISH);
+	return 0;
+}
+
+#define SP_PROT_EXEC 0x4
+
+/* A new executable mapping (dlopen, a JIT's code page): tell user space
+ * once per stale episode.  Only processes whose ranges are in BPF matter:
+ * the others are read at their first sample anyway. */
+static __always_inline void sp_unw_exec_mapping(unsigned long prot)
+{
+	struct task_struct *task;
+	__u32 tgid;
+
+	if (!(prot & SP_PROT_EXEC))
+		return;
+	task = bpf_get_current_task_btf();
+	tgid = task->tgid;
+	if (!sp_unw_mark_stale(tgid) || !sp_is_target(tgid))
+		return;
+	emit_proc_event(task, SP_EV_MMAP_EXEC);
+	sp_count(SP_CNT_UNW_MMAP_EVENTS);
+}
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int sp_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	sp_unw_exec_mapping(ctx->args[2]);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_mprotect")
+int sp_mprotect(struct trace_event_raw_sys_enter *ctx)
+{
+	sp_unw_exec_mapping(ctx->args[2]);
 	return 0;
 }

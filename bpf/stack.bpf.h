@@ -7,12 +7,8 @@
  * skipped when the sample interrupted user mode: the kernel stack is empty
  * then, and the call still costs about 4 us here (docs/benchmarks.md).
  *
- * User stacks are walked by frame pointer with bpf_probe_read_user: the
- * first frame is the user IP, then each frame record {saved rbp, return
- * address} up the chain.  This is what perf's user callchain does, at about
- * half the cost of bpf_get_stack(BPF_F_USER_STACK) on this kernel.  The walk
- * stops at a NULL or non-increasing frame pointer, a failed read, or
- * SP_MAX_FRAMES (flagged as truncated).
+ * User stacks are walked by bpf/unwind.bpf.h: CFI rows compiled from
+ * .eh_frame, the frame pointer where there is none.
  */
 #ifndef SPANPROF_STACK_BPF_H
 #define SPANPROF_STACK_BPF_H
@@ -20,11 +16,6 @@
 #include "maps.bpf.h"
 
 #define SP_KERNEL_MIN 0xffff800000000000ULL
-
-struct sp_frame_rec {
-	__u64 next_fp;
-	__u64 ret;
-};
 
 /* Kernel frames into s->frames[0..), returns the count. */
 static __always_inline __u16 sp_kernel_stack(void *ctx, struct sp_scratch *s)
@@ -40,43 +31,6 @@ static __always_inline __u16 sp_kernel_stack(void *ctx, struct sp_scratch *s)
 	if (n >= SP_MAX_FRAMES) {
 		s->hdr.flags |= SP_F_KSTACK_TRUNC;
 		sp_count(SP_CNT_KSTACK_TRUNC);
-	}
-	return n;
-}
-
-/* User frames after the kernel ones, from user registers ip/bp. */
-static __always_inline __u16 sp_user_stack(struct sp_scratch *s, __u16 kn,
-					   __u64 ip, __u64 fp)
-{
-	struct sp_frame_rec rec;
-	__u16 n = 0;
-	int i;
-
-	if (!ip || ip >= SP_KERNEL_MIN)
-		return 0;
-	s->frames[kn & 255] = ip;
-	n = 1;
-	for (i = 0; i < SP_MAX_FRAMES - 1; i++) {
-		if (!fp || (fp & 7))
-			break;
-		if (bpf_probe_read_user(&rec, sizeof(rec), (void *)fp)) {
-			if (i == 0) {
-				s->hdr.flags |= SP_F_USTACK_ERR;
-				sp_count(SP_CNT_USTACK_ERR);
-			}
-			break;
-		}
-		if (!rec.ret)
-			break;
-		s->frames[(kn + n) & 255] = rec.ret;
-		n++;
-		if (rec.next_fp <= fp)
-			break;
-		fp = rec.next_fp;
-	}
-	if (i == SP_MAX_FRAMES - 1) {
-		s->hdr.flags |= SP_F_USTACK_TRUNC;
-		sp_count(SP_CNT_USTACK_TRUNC);
 	}
 	return n;
 }

@@ -14,7 +14,7 @@ pkgs=(
   libcmocka-dev libclang-rt-14-dev prometheus
   fuse3 libfuse3-dev
   golang-go binutils iproute2 procps util-linux strace python3
-  dpkg-dev systemd g++
+  dpkg-dev systemd g++ linux-perf
   chromium
 )
 if [ "${1:-}" = "--with-bench" ]; then

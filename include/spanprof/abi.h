@@ -21,7 +21,10 @@
  *   31     1     ctx_status   enum sp_ctx_status: how the trace context read went
  *   32     2     kstack_n     kernel frames that follow
  *   34     2     ustack_n     user frames that follow the kernel frames
- *   36     4     _pad0
+ *   36     1     unw_end      enum sp_unw_end: why the user stack ended
+ *   37     1     unw_fp       user frames stepped by frame pointer (not by
+ *                             CFI), saturating at 255
+ *   38     2     _pad0
  *   40     16    comm         task comm, NUL padded
  *   56     32    ctx          struct sp_trace_ctx (zero when no context)
  *   88     8*n   frames       kstack_n kernel addresses, then ustack_n user
@@ -67,6 +70,9 @@ enum sp_event_type {
 	SP_EV_EXIT = 4,		/* group leader exited: process is gone */
 	SP_EV_CTX_PUBLISH = 5,	/* prctl(PR_SET_VMA): an OTEP 4719 context was
 				 * just published (its last step): look again */
+	SP_EV_MMAP_EXEC = 6,	/* mmap/mprotect with PROT_EXEC: the process's
+				 * executable ranges in BPF are stale (sent once
+				 * per stale episode, see SP_UNW_PROC_* below) */
 };
 
 enum sp_sample_flags {
@@ -78,6 +84,9 @@ enum sp_sample_flags {
 	SP_F_KERNEL_MODE = 1 << 5,	/* sample interrupted kernel code */
 	SP_F_ATTRS_TRUNC = 1 << 6,	/* record had more than SP_CTX_ATTRS_MAX
 					 * bytes of attrs: only the first kept */
+	SP_F_USTACK_ROOT = 1 << 7,	/* user stack reached the thread root: the
+					 * outermost frame's CFI says "no caller"
+					 * (_start, clone/clone3's child) */
 };
 
 enum sp_offcpu_reason {
@@ -126,7 +135,9 @@ struct sp_event {
 	__u8 ctx_status;
 	__u16 kstack_n;
 	__u16 ustack_n;
-	__u32 _pad0;
+	__u8 unw_end;
+	__u8 unw_fp;
+	__u16 _pad0;
 	char comm[SP_COMM_LEN];
 	struct sp_trace_ctx ctx;
 	/* followed by kstack_n + ustack_n __u64 frames */
@@ -138,6 +149,8 @@ struct sp_event {
 _Static_assert(sizeof(struct sp_trace_ctx) == 32, "sp_trace_ctx layout");
 _Static_assert(sizeof(struct sp_event) == SP_EVENT_HDR_SIZE, "sp_event layout");
 _Static_assert(__builtin_offsetof(struct sp_event, comm) == 40, "comm offset");
+_Static_assert(__builtin_offsetof(struct sp_event, unw_end) == 36, "unw_end offset");
+_Static_assert(__builtin_offsetof(struct sp_event, unw_fp) == 37, "unw_fp offset");
 _Static_assert(__builtin_offsetof(struct sp_event, ctx) == 56, "ctx offset");
 _Static_assert(__builtin_offsetof(struct sp_trace_ctx, attrs_len) == 25, "attrs_len offset");
 _Static_assert(SP_CTX_ATTRS_MAX % 8 == 0 && SP_CTX_ATTRS_MAX <= 255, "attrs_len is a u8");
@@ -184,6 +197,35 @@ enum sp_counter {
 	SP_CNT_CTX_OBI,			/* context taken from the OBI map */
 	SP_CNT_CTX_ATTRS_TRUNC,		/* attrs longer than SP_CTX_ATTRS_MAX */
 	SP_CNT_CTX_ATTRS_ERR,		/* attrs unreadable: sample kept without */
+	/* User-stack unwinding (bpf/unwind.bpf.h), issue 12.  Every emitted
+	 * user frame is one step (the search for its caller, which may end
+	 * the stack):
+	 *   UNW_FRAMES_CFI + UNW_FRAMES_FP = user frames emitted
+	 *   UNW_FRAMES_FP = UNW_FP_MODE + UNW_FP_NO_PROC + UNW_FP_NO_TABLE
+	 *                   + UNW_FP_NO_CFI + UNW_FP_UNSUPPORTED
+	 * Stacks: one UNW_END_* per user stack walked (enum sp_unw_end). */
+	SP_CNT_UNW_FRAMES_CFI,		/* steps taken from a CFI row */
+	SP_CNT_UNW_FRAMES_FP,		/* steps taken by frame pointer */
+	SP_CNT_UNW_FP_MODE,		/* ... because --unwind fp */
+	SP_CNT_UNW_FP_NO_PROC,		/* ... process's ranges not in BPF (yet) */
+	SP_CNT_UNW_FP_NO_TABLE,		/* ... the file has no table (pending,
+					 * evicted, too large, failed, JIT/anon) */
+	SP_CNT_UNW_FP_NO_CFI,		/* ... the table has no row for the pc */
+	SP_CNT_UNW_FP_UNSUPPORTED,	/* ... a row the unwinder cannot follow */
+	SP_CNT_UNW_END_ROOT,		/* thread root reached (stack complete) */
+	SP_CNT_UNW_END_ZERO,		/* return address or frame pointer 0 */
+	SP_CNT_UNW_END_NONCANON,	/* a value not a canonical user address */
+	SP_CNT_UNW_END_NOT_EXEC,	/* a value in no executable mapping */
+	SP_CNT_UNW_END_READ,		/* the stack could not be read */
+	SP_CNT_UNW_END_BAD_FP,		/* frame pointer below the stack pointer,
+					 * misaligned, or not increasing */
+	SP_CNT_UNW_END_LEAF_ONLY,	/* a row needing registers only the
+					 * interrupted frame has, in a caller */
+	SP_CNT_UNW_END_TRUNC,		/* SP_MAX_FRAMES reached (flagged) */
+	SP_CNT_UNW_STALE,		/* stacks walked while the process's ranges
+					 * were stale (a new executable mapping
+					 * not read yet): no NOT_EXEC ends */
+	SP_CNT_UNW_MMAP_EVENTS,		/* SP_EV_MMAP_EXEC records sent */
 	/* Go pprof labels (issue 13, bpf/golabels.bpf.h has the identity):
 	 * one outcome per read in a process with a Go descriptor. */
 	SP_CNT_GO_IDS,			/* trace_id and span_id from the labels */
@@ -216,9 +258,9 @@ enum sp_counter {
 	SP_CNT__MAX,
 };
 
-_Static_assert(SP_CNT__MAX <= 64, "counter map size");
+_Static_assert(SP_CNT__MAX <= 96, "counter map size");
 
-#define SP_COUNTERS_MAX 64	/* entries of the counters map */
+#define SP_COUNTERS_MAX 96	/* entries of the counters map */
 
 /* Off-CPU sampling (bpf/offcpu.bpf.c): the adaptive sampler re-derives
  * its 1-in-N factor per CPU every window; N never exceeds SP_OFFCPU_MAX_N. */
@@ -282,6 +324,180 @@ struct sp_otel_thread_ctx_hdr {
 _Static_assert(sizeof(struct sp_otel_thread_ctx_hdr) == 28, "OTEP 4947 record header");
 
 #define SP_TLS_DESCS_MAX 16384	/* processes with a published context */
+
+/*
+ * User-stack unwinding from .eh_frame (issue 12).  User space
+ * (src/collector/unwind/) compiles each executable file's call frame
+ * information into a table and writes it, and every process's executable
+ * ranges, into one word-addressed store; bpf/unwind.bpf.h reads them.
+ * docs/formats.md has the same tables with the reasons.
+ *
+ * THE STORE ("blob"): 64-bit words at indices 0 .. SP_UNW_CHUNKS_MAX *
+ * SP_UNW_CHUNK_WORDS - 1, kept in BPF_MAP_TYPE_ARRAY_OF_MAPS unwind_chunks
+ * whose inner maps are mmapable ARRAYs of SP_UNW_CHUNK_WORDS u64 (256 KiB),
+ * created by user space on demand up to the byte budget: word w is element
+ * (w & (SP_UNW_CHUNK_WORDS - 1)) of chunk (w >> SP_UNW_CHUNK_SHIFT).
+ *
+ * A FILE TABLE occupies words [base, base + words) (struct sp_unw_file has
+ * base and the offsets).  Addresses are FILE OFFSETS (fo = pc - mapping
+ * start + mapping offset), split into pages of 2^page_shift bytes
+ * (page_shift 12..16, chosen per file by the compiler):
+ *
+ *   words                   content
+ *   [0, rows_off)           page directory: n_pages + 1 u32, two per word
+ *                           (entry k in word k / 2, low half for even k):
+ *                           dir[p] = index of the first row whose pc is in
+ *                           page first_page + p or later; dir[n_pages] =
+ *                           n_rows.  Rows of page p: [dir[p], dir[p+1]).
+ *   [rows_off, rules_off)   rows: u32, two per word, sorted by pc:
+ *                           row = (pc & page mask) << (32 - page_shift)
+ *                                 | rule index (32 - page_shift bits)
+ *                           a row applies from its pc to the next row's pc
+ *   [rules_off, +n_rules)   rules: struct sp_unw_rule, one per word
+ *
+ * Lookup of fo: p = (fo >> page_shift) - first_page (outside [0, n_pages):
+ * no CFI); the last row of page p with pc <= fo, or if none row dir[p] - 1
+ * (which began in an earlier page; dir[p] == 0: no CFI); its rule.
+ *
+ * A PROCESS'S RANGES occupy 3 words each, sorted by start:
+ *   word 0: start (first byte), word 1: end (exclusive),
+ *   word 2: (file offset of start >> 12) << 32 | file
+ * file = slot << 12 | (generation & 0xfff), 0 = no table (anonymous,
+ * [vdso] without a table, unreadable file).
+ */
+#define SP_UNW_CHUNK_SHIFT 15
+#define SP_UNW_CHUNK_WORDS (1u << SP_UNW_CHUNK_SHIFT)	/* 256 KiB chunks */
+#define SP_UNW_CHUNKS_MAX 4096		/* 1 GiB: the largest budget */
+#define SP_UNW_FILES_MAX 16384		/* file slots (unwind_files entries) */
+#define SP_UNW_PROCS_MAX 16384		/* processes with ranges in BPF */
+#define SP_UNW_RANGES_MAX 1024		/* executable ranges per process */
+#define SP_UNW_RANGE_WORDS 3
+#define SP_UNW_PAGE_SHIFT_MIN 12
+#define SP_UNW_PAGE_SHIFT_MAX 16
+#define SP_UNW_FILE_GEN_BITS 12
+#define SP_UNW_SEQ_SLOTS 65536		/* unwind_seq entries (tgid & mask) */
+
+/* Rule kinds (low nibble of sp_unw_rule.op). */
+enum sp_unw_op {
+	SP_UNW_OP_NONE = 0,		/* no CFI here: step by frame pointer */
+	SP_UNW_OP_RSP = 1,		/* CFA = rsp + cfa_off */
+	SP_UNW_OP_RBP = 2,		/* CFA = rbp + cfa_off */
+	SP_UNW_OP_REG = 3,		/* CFA = reg + cfa_off: reg is another
+					 * register, known in the leaf only */
+	SP_UNW_OP_DEREF = 4,		/* CFA = *(reg + cfa_off) + 8 * addend */
+	SP_UNW_OP_PLT = 5,		/* CFA = rsp + 8 + ((pc & 15) >= 11 ? 8 : 0) */
+	SP_UNW_OP_SIGNAL = 6,		/* rt_sigframe: the interrupted registers
+					 * are in uc_mcontext at rsp + 40 */
+	SP_UNW_OP_STOP = 7,		/* return address undefined: thread root */
+	SP_UNW_OP_UNSUPPORTED = 8,	/* CFI this unwinder cannot follow: step
+					 * by frame pointer (counted) */
+};
+
+/* How the caller's rbp is found (high nibble of sp_unw_rule.op). */
+enum sp_unw_rbp {
+	SP_UNW_RBP_SAME = 0,		/* unchanged */
+	SP_UNW_RBP_CFA = 1,		/* saved at CFA + rbp_off */
+	SP_UNW_RBP_RBP = 2,		/* saved at rbp + rbp_off */
+	SP_UNW_RBP_UNDEF = 3,		/* not recoverable: 0 */
+};
+
+/*
+ * struct sp_unw_rule, one blob word:
+ *   offset size field
+ *   0      4    cfa_off   signed
+ *   4      2    rbp_off   signed, for SP_UNW_RBP_CFA / _RBP
+ *   6      1    op        enum sp_unw_op | enum sp_unw_rbp << 4
+ *   7      1    reg       DWARF number of the CFA base register (0-15) for
+ *                         REG and DEREF | DEREF addend / 8 << 4
+ * The return address is always at CFA - 8 (rows where it is not become
+ * SP_UNW_OP_UNSUPPORTED); the caller's rsp is the CFA.
+ */
+struct sp_unw_rule {
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 op;
+	__u8 reg;
+};
+
+_Static_assert(sizeof(struct sp_unw_rule) == 8, "sp_unw_rule is one blob word");
+
+/*
+ * Value of the ARRAY unwind_files, index = slot (0 unused):
+ *   offset size field
+ *   0      4    gen          slot generation (a range names slot and gen)
+ *   4      4    base         first word of the table
+ *   8      4    first_page   page number (fo >> page_shift) of page 0
+ *   12     4    n_pages
+ *   16     4    rows_off     words from base
+ *   20     4    rules_off    words from base
+ *   24     4    n_rules
+ *   28     1    page_shift   12..16
+ *   29     1    flags        SP_UNW_FILE_READY: the table is in the blob
+ *   30     2    _pad
+ *   32     8    last_used_ns bpf_ktime_get_ns of the latest sample with a
+ *                            frame in the file (BPF writes it at most about
+ *                            once a second), for least-recently-used eviction
+ */
+#define SP_UNW_FILE_READY 1
+
+struct sp_unw_file {
+	__u32 gen;
+	__u32 base;
+	__u32 first_page;
+	__u32 n_pages;
+	__u32 rows_off;
+	__u32 rules_off;
+	__u32 n_rules;
+	__u8 page_shift;
+	__u8 flags;
+	__u16 _pad;
+	__u64 last_used_ns;
+};
+
+_Static_assert(sizeof(struct sp_unw_file) == 40, "sp_unw_file layout");
+_Static_assert(__builtin_offsetof(struct sp_unw_file, last_used_ns) == 32, "last_used_ns offset");
+
+/*
+ * Value of the HASH unwind_procs, key tgid (u32):
+ *   offset size field
+ *   0      4    base   first word of the range list
+ *   4      4    n      ranges (<= SP_UNW_RANGES_MAX)
+ *   8      4    seq    the process's unwind_seq value (low 32 bits of the
+ *                      u64 element) when its maps were
+ *                      read; BPF bumps unwind_seq on exec and on every
+ *                      mmap/mprotect with PROT_EXEC, so seq != unwind_seq
+ *                      means the ranges are stale (counted, and a pc in no
+ *                      range then steps by frame pointer instead of ending)
+ *   12     4    flags  SP_UNW_PROC_TRUNC: more executable mappings than
+ *                      SP_UNW_RANGES_MAX (same treatment as stale)
+ */
+#define SP_UNW_PROC_TRUNC 1
+
+struct sp_unw_proc {
+	__u32 base;
+	__u32 n;
+	__u32 seq;
+	__u32 flags;
+};
+
+_Static_assert(sizeof(struct sp_unw_proc) == 16, "sp_unw_proc layout");
+
+/* Why a user stack ended (sp_event.unw_end), one per stack. */
+enum sp_unw_end {
+	SP_UNW_END_NONE = 0,		/* no user stack walked */
+	SP_UNW_END_ROOT = 1,		/* thread root: complete */
+	SP_UNW_END_ZERO = 2,
+	SP_UNW_END_NONCANON = 3,
+	SP_UNW_END_NOT_EXEC = 4,
+	SP_UNW_END_READ = 5,
+	SP_UNW_END_BAD_FP = 6,
+	SP_UNW_END_LEAF_ONLY = 7,
+	SP_UNW_END_TRUNC = 8,
+	SP_UNW_END__MAX,
+};
+
+_Static_assert(SP_CNT_UNW_END_ROOT + SP_UNW_END_TRUNC - 1 == SP_CNT_UNW_END_TRUNC,
+	       "SP_CNT_UNW_END_* follow enum sp_unw_end");
 
 /*
  * Per-process Go descriptor: value of the BPF hash map "go_descs" keyed by

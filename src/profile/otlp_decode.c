@@ -281,6 +281,20 @@ static int dec_dict(struct dec *d)
 	return 0;
 }
 
+/* Another string attribute of r is kept when there is room, its value is
+ * not empty and its key is new (the first of a key wins; the rest and
+ * what does not fit are dropped: a resource is at most SP_RES_ATTRS_MAX
+ * of them, as the collector writes). */
+static bool keep_attr(struct dec *d, const struct sp_resource *r, const char *key)
+{
+	if (r->n_attrs >= SP_RES_ATTRS_MAX || !key[0] || sp_profile__resource_key_fixed(key))
+		return false;
+	for (uint32_t j = 0; j < r->n_attrs; j++)
+		if (!strcmp(d->p->strings[r->attrs[j].key], key))
+			return false;
+	return true;
+}
+
 static int dec_resource(struct dec *d, const Resource *res, int32_t *out)
 {
 	struct sp_resource r = { 0 };
@@ -326,6 +340,11 @@ static int dec_resource(struct dec *d, const Resource *res, int32_t *out)
 			r.container_id = str;
 		else if (!strcmp(key, SP_A_HOST_NAME))
 			r.host_name = str;
+		else if (str && keep_attr(d, &r, key))
+			r.attrs[r.n_attrs++] = (struct sp_res_attr){ sp_profile__intern(d->p, key),
+								     str };
+		if (r.n_attrs && r.attrs[r.n_attrs - 1].key < 0)
+			return r.attrs[r.n_attrs - 1].key;
 	}
 	*out = sp_profile__add_resource(d->p, &r);
 	return *out < 0 ? *out : 0;

@@ -640,10 +640,27 @@ struct res_msgs {
 	OT(ResourceProfiles) rp;
 	OT(ScopeProfiles) sp, *spp;
 	Resource res;
-	KeyValue kv[RES_ATTRS], *kvp[RES_ATTRS];
-	AnyValue val[RES_ATTRS];
+	KeyValue kv[RES_ATTRS + SP_RES_ATTRS_MAX], *kvp[RES_ATTRS + SP_RES_ATTRS_MAX];
+	AnyValue val[RES_ATTRS + SP_RES_ATTRS_MAX];
 	OT(Profile) prof[N_PROFILES], *profp[N_PROFILES];
 };
+
+/* The next attribute of m's resource, keyed key (interned): its value
+ * to fill, or NULL (ENOMEM). */
+static AnyValue *res_attr_add(struct otlp_enc *e, struct res_msgs *m, const char *key)
+{
+	size_t k = m->res.n_attributes;
+	int32_t ki = sp_strtab__get(&e->st, key);
+
+	if (ki < 0)
+		return NULL;
+	opentelemetry__proto__common__v1__key_value__init(&m->kv[k]);
+	opentelemetry__proto__common__v1__any_value__init(&m->val[k]);
+	m->kv[k].key_strindex = ki;
+	m->kv[k].value = &m->val[k];
+	m->kvp[m->res.n_attributes++] = &m->kv[k];
+	return &m->val[k];
+}
 
 static int resource_attrs(struct otlp_enc *e, const struct sp_resource *r,
 			  struct res_msgs *m)
@@ -655,26 +672,29 @@ static int resource_attrs(struct otlp_enc *e, const struct sp_resource *r,
 	for (j = 0; j < RES_ATTRS; j++) {
 		const struct res_attr_def *d = &res_attrs[j];
 		int32_t str = d->is_pid ? 0 : *(const int32_t *)((const char *)r + d->str_off);
-		size_t k = m->res.n_attributes;
-		int32_t key;
+		AnyValue *v;
 
 		if (d->is_pid ? !r->pid : !str)
 			continue;
-		key = sp_strtab__get(&e->st, d->key);
-		if (key < 0)
-			return key;
-		opentelemetry__proto__common__v1__key_value__init(&m->kv[k]);
-		opentelemetry__proto__common__v1__any_value__init(&m->val[k]);
-		m->kv[k].key_strindex = key;
-		m->kv[k].value = &m->val[k];
+		v = res_attr_add(e, m, d->key);
+		if (!v)
+			return -ENOMEM;
 		if (d->is_pid) {
-			m->val[k].value_case = ANY_INT;
-			m->val[k].int_value = r->pid;
+			v->value_case = ANY_INT;
+			v->int_value = r->pid;
 		} else {
-			m->val[k].value_case = ANY_STR;
-			m->val[k].string_value = e->p->strings[str];
+			v->value_case = ANY_STR;
+			v->string_value = e->p->strings[str];
 		}
-		m->kvp[m->res.n_attributes++] = &m->kv[k];
+	}
+	/* The extra attributes, as strings, after the fixed ones. */
+	for (j = 0; j < r->n_attrs; j++) {
+		AnyValue *v = res_attr_add(e, m, e->p->strings[r->attrs[j].key]);
+
+		if (!v)
+			return -ENOMEM;
+		v->value_case = ANY_STR;
+		v->string_value = e->p->strings[r->attrs[j].value];
 	}
 	return 0;
 }

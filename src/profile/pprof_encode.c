@@ -9,6 +9,8 @@
  *     trace/span ids), each once, in the order of first reference
  *     (sp_strtab): a resource's exe path or host name, which pprof does not
  *     carry, is not written.
+ *   - mappings: the main executable's first (main_mapping: go tool pprof
+ *     names the profile after the first), then the others in index order.
  *   - ids: mapping/location/function id = model index.  Index 0 (the zero
  *     entry) is never written, so ids are non-zero and unique; a reference
  *     to index 0 becomes id 0 ("none").  Location index 0 inside a stack is
@@ -110,12 +112,64 @@ static int enc_sample_types(struct pprof_enc *e)
 
 /* ------------------------------------------------------------ tables */
 
+/* "libc.so.6", "ld-linux-x86-64.so.2", "x.so": a shared library's name. */
+static bool is_shared_lib(const char *path)
+{
+	const char *b = strrchr(path, '/'), *so;
+
+	b = b ? b + 1 : path;
+	so = strstr(b, ".so");
+	return so && (so[3] == 0 || so[3] == '.');
+}
+
+/*
+ * The mapping pprof shows as the profile's "File:" (its first one, which
+ * go tool pprof takes for the main binary): the executable of the process
+ * with the most samples; without executable paths (a profile decoded from
+ * pprof) the first file that is neither a pseudo-file ("[kernel.kallsyms]",
+ * "[vdso]") nor a shared library, else the first real file, else the
+ * first.  Model index, 0 when
+ * there is no mapping.  Samples are counted per resource in one pass.
+ */
+static uint32_t main_mapping(struct pprof_enc *e)
+{
+	const struct sp_profile *p = e->p;
+	uint64_t *n = p->n_resources ? calloc(p->n_resources, sizeof(*n)) : NULL;
+	int32_t exe = 0;
+	uint64_t best = 0;
+	uint32_t i, first_file = 0, first_exe = 0;
+
+	for (i = 0; n && i < p->n_samples; i++)
+		if (p->samples[i].resource >= 0 && (uint32_t)p->samples[i].resource < p->n_resources)
+			n[p->samples[i].resource] += p->samples[i].count > 0 ?
+						     (uint64_t)p->samples[i].count : 1;
+	for (i = 0; n && i < p->n_resources; i++)
+		if (n[i] > best && p->resources[i].exe_path > 0) {
+			best = n[i];
+			exe = p->resources[i].exe_path;
+		}
+	free(n);
+	for (i = 1; i < p->n_mappings; i++) {
+		const char *f = p->strings[p->mappings[i].filename];
+
+		if (exe && p->mappings[i].filename == exe)
+			return i;
+		if (!first_file && f[0] && f[0] != '[')
+			first_file = i;
+		if (!first_exe && f[0] && f[0] != '[' && !is_shared_lib(f))
+			first_exe = i;
+	}
+	if (first_exe)
+		return first_exe;
+	return first_file ? first_file : p->n_mappings > 1 ? 1 : 0;
+}
+
 static int enc_mappings(struct pprof_enc *e)
 {
 	const struct sp_profile *p = e->p;
 	PbMapping *maps = NEW(e, p->n_mappings, PbMapping);
 	PbMapping **mapp = NEW(e, p->n_mappings, PbMapping *);
-	uint32_t i;
+	uint32_t i, main = main_mapping(e), k = 1;
 
 	if (!maps || !mapp)
 		return -ENOMEM;
@@ -138,7 +192,8 @@ static int enc_mappings(struct pprof_enc *e)
 		pm->has_filenames = m->has_filenames;
 		pm->has_line_numbers = m->has_line_numbers;
 		pm->has_inline_frames = m->has_inline_frames;
-		mapp[i - 1] = pm;
+		/* ids stay model indices; only the order changes: main first */
+		mapp[i == main ? 0 : k++] = pm;	/* main >= 1 when there are any */
 	}
 	e->pb.n_mapping = p->n_mappings - 1;
 	e->pb.mapping = mapp;

@@ -74,7 +74,7 @@ static int grow_exact(void **arr, uint32_t *cap, uint64_t need, size_t elem)
 
 /* Canonical byte image for hashing. */
 struct hbuf {
-	uint8_t b[8 + 8 + 1 + 1 + 4 + SP_MAX_INLINE * 20 + 64];
+	uint8_t b[8 + 8 + 1 + 1 + 4 + SP_MAX_INLINE * 20 + 64 + SP_RES_ATTRS_MAX * 8];
 	size_t n;
 };
 
@@ -351,6 +351,19 @@ static bool link_eq(const void *ctx, int32_t v)
 	return memcmp(&k->p->links[v], k->e, sizeof(struct sp_link)) == 0;
 }
 
+bool sp_profile__resource_key_fixed(const char *key)
+{
+	static const char *const keys[] = {
+		SP_K_SERVICE_NAME, SP_A_PROCESS_PID, SP_A_EXE_PATH, SP_A_EXE_NAME,
+		SP_A_CONTAINER_ID, SP_A_HOST_NAME,
+	};
+
+	for (size_t i = 0; key && i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
 bool sp_profile__label_reserved(const char *name)
 {
 	static const char *const names[] = {
@@ -464,7 +477,9 @@ static bool resource_eq(const void *ctx, int32_t v)
 
 	return a->pid == b->pid && a->service_name == b->service_name &&
 	       a->exe_path == b->exe_path && a->exe_name == b->exe_name &&
-	       a->container_id == b->container_id && a->host_name == b->host_name;
+	       a->container_id == b->container_id && a->host_name == b->host_name &&
+	       a->n_attrs == b->n_attrs &&
+	       !memcmp(a->attrs, b->attrs, a->n_attrs * sizeof(a->attrs[0]));
 }
 
 int32_t sp_profile__add_resource(struct sp_profile *p, const struct sp_resource *r)
@@ -481,17 +496,29 @@ int32_t sp_profile__add_resource(struct sp_profile *p, const struct sp_resource 
 	    !str_ok(p, r->exe_path) || !str_ok(p, r->exe_name) ||
 	    !str_ok(p, r->container_id) || !str_ok(p, r->host_name))
 		return -EINVAL;
+	if (r->n_attrs > SP_RES_ATTRS_MAX)
+		return -EINVAL;
+	for (uint32_t j = 0; j < r->n_attrs; j++)
+		if (!str_ok(p, r->attrs[j].key) || !str_ok(p, r->attrs[j].value) ||
+		    !r->attrs[j].key || !r->attrs[j].value)
+			return -EINVAL;
 	pv = p->priv;
 	memset(&c, 0, sizeof(c));
 	c = (struct sp_resource){ .pid = r->pid, .service_name = r->service_name,
 		.exe_path = r->exe_path, .exe_name = r->exe_name,
-		.container_id = r->container_id, .host_name = r->host_name };
+		.container_id = r->container_id, .host_name = r->host_name,
+		.n_attrs = r->n_attrs };
+	memcpy(c.attrs, r->attrs, r->n_attrs * sizeof(r->attrs[0]));
 	HPUT(&hb, c.pid);
 	HPUT(&hb, c.service_name);
 	HPUT(&hb, c.exe_path);
 	HPUT(&hb, c.exe_name);
 	HPUT(&hb, c.container_id);
 	HPUT(&hb, c.host_name);
+	for (uint32_t j = 0; j < c.n_attrs; j++) {
+		HPUT(&hb, c.attrs[j].key);
+		HPUT(&hb, c.attrs[j].value);
+	}
 	h = sp_hash_bytes(hb.b, hb.n);
 	i = sp_hidx__find(&pv->resources, h, resource_eq, &k);
 	if (i >= 0)

@@ -81,7 +81,19 @@ struct sp_link {
 	uint8_t span_id[8];
 };
 
-/* One process (OTLP ResourceProfiles).  Strings are indices. */
+/* A resource attribute beyond the fixed fields (from the process's and
+ * the collector's OTEL_RESOURCE_ATTRIBUTES, k8s.node.name): string
+ * indices, both non-zero. */
+struct sp_res_attr {
+	int32_t key;
+	int32_t value;
+};
+
+#define SP_RES_ATTRS_MAX 16
+
+/* One process (OTLP ResourceProfiles).  Strings are indices.  attrs never
+ * repeats a key nor names a fixed field's key (the snapshot sees to it;
+ * the OTLP decoder keeps the first of each). */
 struct sp_resource {
 	int64_t pid;
 	int32_t service_name;	/* 0 = unknown */
@@ -89,6 +101,8 @@ struct sp_resource {
 	int32_t exe_name;
 	int32_t container_id;
 	int32_t host_name;
+	uint32_t n_attrs;
+	struct sp_res_attr attrs[SP_RES_ATTRS_MAX];
 };
 
 /* A sample label beyond the fixed fields (pprof Label / OTLP attribute). */
@@ -108,6 +122,10 @@ struct sp_label {
  * service.name, thread.id/.name) or the off-CPU reason: a user-supplied
  * attribute of that name must be renamed, or it would pose as one. */
 bool sp_profile__label_reserved(const char *name);
+/* True for a resource attribute key that struct sp_resource carries in a
+ * fixed field (service.name, host.name, process.pid, ...): never one of
+ * its attrs. */
+bool sp_profile__resource_key_fixed(const char *key);
 
 struct sp_sample {
 	int32_t resource;	/* resource index (0-based, no zero entry) */

@@ -106,17 +106,15 @@ static void tree_array(FILE *out, const struct ktree *t, int which)
 	fputc(']', out);
 }
 
-static void write_data(const struct sp_report *r, const char *title,
-		       FILE *out)
+/* One report's tables: "names":[...], ..., "kinds":[...] (no braces). */
+static void write_tables(const struct sp_report *r, FILE *out)
 {
 	static const char *const ids[] = { "oncpu", "offcpu" };
 	static const char *const labels[] = { "on-CPU", "off-CPU" };
 	static const char *const units[] = { "samples", "ns" };
 	bool first = true;
 
-	fputs("{\"title\":", out);
-	json_str(out, title);
-	fputs(",\"names\":[", out);
+	fputs("\"names\":[", out);
 	for (uint32_t i = 0; i < r->n_names; i++) {
 		if (i)
 			fputc(',', out);
@@ -127,6 +125,12 @@ static void write_data(const struct sp_report *r, const char *title,
 		if (i)
 			fputc(',', out);
 		json_str(out, r->names[i].where ? r->names[i].where : "");
+	}
+	fputs("],\"dso\":[", out);
+	for (uint32_t i = 0; i < r->n_names; i++) {
+		if (i)
+			fputc(',', out);
+		json_str(out, r->names[i].dso ? r->names[i].dso : "");
 	}
 	fputs("],\"flags\":[", out);
 	for (uint32_t i = 0; i < r->n_names; i++)
@@ -150,11 +154,52 @@ static void write_data(const struct sp_report *r, const char *title,
 		tree_array(out, t, 2);
 		fputc('}', out);
 	}
+	fputc(']', out);
+}
+
+static void write_data(const struct sp_report *r, const char *title,
+		       struct sp_report *const *spans, uint32_t n, FILE *out)
+{
+	fputs("{\"title\":", out);
+	json_str(out, title);
+	fputc(',', out);
+	write_tables(r, out);
+	fputs(",\"spans\":[", out);
+	for (uint32_t i = 0, w = 0; i < n; i++) {
+		char label[16 * 2 + 1 + 8 * 2 + 1];
+		const struct sp_link *l;
+		size_t o = 0;
+
+		/* a span report keeps one link: its first non-zero one */
+		if (spans[i]->n_spans < 1)
+			continue;
+		l = NULL;
+		for (uint32_t j = 0; j < spans[i]->n_spans && !l; j++)
+			if (spans[i]->spans[j].link > 0 &&
+			    (uint32_t)spans[i]->spans[j].link < spans[i]->n_links)
+				l = &spans[i]->links[spans[i]->spans[j].link];
+		if (!l)
+			continue;
+		for (int b = 0; b < 16; b++)
+			o += (size_t)snprintf(label + o, sizeof(label) - o, "%02x", l->trace_id[b]);
+		label[o++] = '/';
+		for (int b = 0; b < 8; b++)
+			o += (size_t)snprintf(label + o, sizeof(label) - o, "%02x", l->span_id[b]);
+		fprintf(out, "%s{\"label\":\"%s\",", w++ ? "," : "", label);
+		write_tables(spans[i], out);
+		fputc('}', out);
+	}
 	fputs("]}", out);
 }
 
 int sp_report__flamegraph(const struct sp_report *r, const char *title,
 			  FILE *out)
+{
+	return sp_report__flamegraph_spans(r, title, NULL, 0, out);
+}
+
+int sp_report__flamegraph_spans(const struct sp_report *r, const char *title,
+				struct sp_report *const *spans, uint32_t n, FILE *out)
 {
 	const char *tpl = sp_flamegraph_html;
 	const char *t = strstr(tpl, MARK_TITLE);
@@ -168,7 +213,7 @@ int sp_report__flamegraph(const struct sp_report *r, const char *title,
 	html_text(out, title);
 	t += strlen(MARK_TITLE);
 	fwrite(t, 1, (size_t)(d - t), out);
-	write_data(r, title, out);
+	write_data(r, title, spans, n, out);
 	d += strlen(MARK_DATA);
 	fputs(d, out);
 	return ferror(out) ? -EIO : 0;

@@ -113,9 +113,9 @@ static void u64map_free(struct u64map *m)
 /* ------------------------------------------------------------ names */
 
 static int32_t name_id(struct sp_report *r, const char *s, const char *where,
-		       uint8_t flags)
+		       uint8_t flags, const char *dso)
 {
-	uint64_t h = hash_s(s);
+	uint64_t h = hash_s(s) ^ (flags & RN_IDENTITY);
 	uint32_t j;
 	struct rname *nm;
 
@@ -139,7 +139,8 @@ static int32_t name_id(struct sp_report *r, const char *s, const char *where,
 	j = (uint32_t)h & (r->name_hcap - 1);
 	while (r->name_hash[j] >= 0) {
 		nm = &r->names[r->name_hash[j]];
-		if (nm->hash == h && !strcmp(nm->s, s))
+		if (nm->hash == h && !strcmp(nm->s, s) &&
+		    (nm->flags & RN_IDENTITY) == (flags & RN_IDENTITY))
 			return r->name_hash[j];
 		j = (j + 1) & (r->name_hcap - 1);
 	}
@@ -156,9 +157,11 @@ static int32_t name_id(struct sp_report *r, const char *s, const char *where,
 	memset(nm, 0, sizeof(*nm));
 	nm->s = strdup(s);
 	nm->where = where && *where ? strdup(where) : NULL;
-	if (!nm->s || (where && *where && !nm->where)) {
+	nm->dso = dso && *dso ? strdup(dso) : NULL;
+	if (!nm->s || (where && *where && !nm->where) || (dso && *dso && !nm->dso)) {
 		free(nm->s);
 		free(nm->where);
+		free(nm->dso);
 		return -ENOMEM;
 	}
 	nm->hash = h;
@@ -174,15 +177,26 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-static int32_t line_name(struct sp_report *r, const struct sp_profile *p,
-			 const struct sp_line *ln)
+/* The file a location's mapping names (the DSO, for tooltips). */
+static const char *loc_dso(const struct sp_profile *p, const struct sp_location *loc)
 {
+	if (loc->frame_kind == SP_FRAME_KERNEL)
+		return "[kernel.kallsyms]";
+	if (loc->mapping > 0 && (uint32_t)loc->mapping < p->n_mappings)
+		return sp_profile__str(p, p->mappings[loc->mapping].filename);
+	return NULL;
+}
+
+static int32_t line_name(struct sp_report *r, const struct sp_profile *p,
+			 const struct sp_location *loc, const struct sp_line *ln)
+{
+	uint8_t kflag = loc->frame_kind == SP_FRAME_KERNEL ? RN_KERNEL : 0;
 	const struct sp_function *f;
 	char where[512];
 	const char *file, *name;
 
 	if (ln->function <= 0 || (uint32_t)ln->function >= p->n_functions)
-		return name_id(r, "??", NULL, RN_UNKNOWN);
+		return name_id(r, "??", NULL, RN_UNKNOWN | kflag, loc_dso(p, loc));
 	f = &p->functions[ln->function];
 	name = sp_profile__str(p, f->name);
 	if (!*name)
@@ -196,7 +210,7 @@ static int32_t line_name(struct sp_report *r, const struct sp_profile *p,
 			 f->start_line);
 	else if (*file)
 		snprintf(where, sizeof(where), "%s", file);
-	return name_id(r, name, where, 0);
+	return name_id(r, name, where, kflag, loc_dso(p, loc));
 }
 
 static int32_t unresolved_name(struct sp_report *r, const struct sp_profile *p,
@@ -206,7 +220,7 @@ static int32_t unresolved_name(struct sp_report *r, const struct sp_profile *p,
 
 	if (loc->frame_kind == SP_FRAME_KERNEL) {
 		snprintf(buf, sizeof(buf), "[kernel] 0x%" PRIx64, loc->address);
-		return name_id(r, buf, NULL, RN_UNKNOWN | RN_KERNEL);
+		return name_id(r, buf, NULL, RN_UNKNOWN | RN_KERNEL, loc_dso(p, loc));
 	}
 	if (loc->mapping > 0 && (uint32_t)loc->mapping < p->n_mappings) {
 		const struct sp_mapping *m = &p->mappings[loc->mapping];
@@ -216,11 +230,11 @@ static int32_t unresolved_name(struct sp_report *r, const struct sp_profile *p,
 			snprintf(buf, sizeof(buf), "[unknown] %s+0x%" PRIx64,
 				 *file ? base_name(file) : "?",
 				 loc->address - m->memory_start + m->file_offset);
-			return name_id(r, buf, NULL, RN_UNKNOWN);
+			return name_id(r, buf, NULL, RN_UNKNOWN, file);
 		}
 	}
 	snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64, loc->address);
-	return name_id(r, buf, NULL, RN_UNKNOWN);
+	return name_id(r, buf, NULL, RN_UNKNOWN, NULL);
 }
 
 /* Name ids of location li, leaf (innermost inlined) first. */
@@ -245,7 +259,7 @@ static int loc_frames(struct sp_report *r, const struct sp_profile *p,
 			buf[k++] = id;
 		}
 		for (uint32_t i = 0; i < loc->n_lines && i < SP_MAX_INLINE; i++) {
-			int32_t id = line_name(r, p, &loc->lines[i]);
+			int32_t id = line_name(r, p, loc, &loc->lines[i]);
 
 			if (id < 0)
 				return id;
@@ -358,13 +372,13 @@ static int tree_add(struct sp_report *r, struct ktree *t, const int32_t *fr,
 		if (node < 0)
 			return node;
 		t->nodes[node].total += w;
-		if (t->stamp[fr[i]] != t->epoch) {
+		if (t->stamp[fr[i]] != t->epoch && !(r->names[fr[i]].flags & RN_GROUP)) {
 			t->stamp[fr[i]] = t->epoch;
 			t->cum_by[fr[i]] += w;
 		}
 	}
 	t->nodes[node].self += w;
-	if (n)
+	if (n && !(r->names[fr[0]].flags & RN_GROUP))
 		t->self_by[fr[0]] += w;
 	return 0;
 }
@@ -546,6 +560,60 @@ static uint64_t sample_ns(const struct sp_profile *p, const struct sp_sample *s)
 	return 0;
 }
 
+static int push_tmp(struct sp_report *r, int32_t id)
+{
+	if (id < 0)
+		return id;
+	if (r->n_tmp == r->cap_tmp) {
+		uint32_t nc = r->cap_tmp ? r->cap_tmp * 2 : 256;
+		void *q = realloc(r->tmp, (size_t)nc * sizeof(*r->tmp));
+
+		if (!q)
+			return -ENOMEM;
+		r->tmp = q;
+		r->cap_tmp = nc;
+	}
+	r->tmp[r->n_tmp++] = id;
+	return 0;
+}
+
+/* --group-by: the thread's and the process's frames above the stack's
+ * root (r->tmp is leaf first, so they go at its end). */
+static int add_group_frames(struct sp_report *r, const struct sp_profile *p,
+			    const struct sp_sample *s)
+{
+	const struct sp_resource *res = NULL;
+	const char *exe = "";
+	char buf[320];
+	int err = 0;
+
+	if (r->group != SP_GROUP_PROCESS && r->group != SP_GROUP_THREAD)
+		return 0;
+	if (s->resource >= 0 && (uint32_t)s->resource < p->n_resources)
+		res = &p->resources[s->resource];
+	/* The executable's name; pprof carries none, only service.name,
+	 * whose fallback form names the executable too. */
+	if (res) {
+		exe = sp_profile__str(p, res->exe_name);
+		if (!*exe)
+			exe = sp_profile__str(p, res->service_name);
+		if (!strncmp(exe, "unknown_service:", 16))
+			exe += 16;
+	}
+	if (r->group == SP_GROUP_THREAD) {
+		const char *tn = sp_profile__str(p, s->thread_name);
+
+		snprintf(buf, sizeof(buf), "%s-%" PRId64, *tn ? tn : "?", s->tid);
+		err = push_tmp(r, name_id(r, buf, NULL, RN_THREAD, NULL));
+	}
+	if (!err) {
+		snprintf(buf, sizeof(buf), "%s-%" PRId64, *exe ? exe : "?", res ? res->pid : 0);
+		err = push_tmp(r, name_id(r, buf, NULL, RN_PROCESS,
+					  res ? sp_profile__str(p, res->exe_path) : NULL));
+	}
+	return err;
+}
+
 static int add_sample(struct sp_report *r, const struct sp_profile *p,
 		      const struct sp_sample *s)
 {
@@ -591,6 +659,9 @@ static int add_sample(struct sp_report *r, const struct sp_profile *p,
 		memcpy(&r->tmp[r->n_tmp], ids, n * sizeof(*ids));
 		r->n_tmp += n;
 	}
+	err = add_group_frames(r, p, s);
+	if (err)
+		return err;
 	t = &r->trees[s->kind];
 	w = s->kind == SP_KIND_ONCPU ? (uint64_t)(s->count > 0 ? s->count : 0)
 				     : ns;
@@ -649,6 +720,9 @@ int sp_report__new(const struct sp_profile *p, const struct sp_report_opts *o,
 	if (!r->loc_off || !r->loc_n)
 		goto fail;
 	memset(r->loc_n, 0xff, p->n_locations + 1);
+	r->group = o ? o->group : SP_GROUP_AUTO;
+	if (r->group == SP_GROUP_AUTO)
+		r->group = p->n_resources > 1 ? SP_GROUP_PROCESS : SP_GROUP_NONE;
 	for (int k = 0; k < SP_KIND__MAX; k++) {
 		err = tree_init(&r->trees[k]);
 		if (err)
@@ -689,6 +763,7 @@ void sp_report__free(struct sp_report *r)
 	for (uint32_t i = 0; i < r->n_names; i++) {
 		free(r->names[i].s);
 		free(r->names[i].where);
+		free(r->names[i].dso);
 	}
 	free(r->names);
 	free(r->name_hash);
@@ -843,6 +918,8 @@ int sp_report__collapsed(const struct sp_report *r, enum sp_sample_kind k,
 					fputc(';', out);
 				put_folded_name(
 					r->names[t->nodes[path[i]].name].s, out);
+				if (r->names[t->nodes[path[i]].name].flags & RN_KERNEL)
+					fputs("_[k]", out);
 			}
 			fprintf(out, " %" PRIu64 "\n", v ? v : 1);
 		}
@@ -908,6 +985,26 @@ static void hex(FILE *out, const uint8_t *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "%02x", b[i]);
+}
+
+uint32_t sp_report__top_spans(const struct sp_report *r, struct sp_link *out, uint32_t n)
+{
+	uint32_t *order = malloc(((size_t)r->n_spans + 1) * sizeof(*order)), k = 0;
+
+	if (!order)
+		return 0;
+	for (uint32_t i = 0; i < r->n_spans; i++)
+		order[i] = i;
+	span_sort_base = r->spans;
+	qsort(order, r->n_spans, sizeof(*order), span_cmp);
+	for (uint32_t i = 0; i < r->n_spans && k < n; i++) {
+		int32_t l = r->spans[order[i]].link;
+
+		if (l > 0 && (uint32_t)l < r->n_links)
+			out[k++] = r->links[l];
+	}
+	free(order);
+	return k;
 }
 
 int sp_report__by_span(const struct sp_report *r, uint32_t top_frames,

@@ -34,7 +34,17 @@
 
 #include "profile/profile.h"
 
+/* Root frames above each stack (collapsed output, flame graph): AUTO is
+ * PROCESS for a profile of more than one process, else NONE. */
+enum sp_report_group {
+	SP_GROUP_AUTO = 0,
+	SP_GROUP_PROCESS,	/* "exe-pid" (flamegraph.pl's stackcollapse --pid) */
+	SP_GROUP_THREAD,	/* "exe-pid", then "thread-tid" */
+	SP_GROUP_NONE,
+};
+
 struct sp_report_opts {
+	enum sp_report_group group;
 	bool filter_trace;
 	uint8_t trace_id[16];
 	bool filter_span;
@@ -55,7 +65,8 @@ uint64_t sp_report__samples(const struct sp_report *r);
 int sp_report__top(const struct sp_report *r, enum sp_sample_kind k,
 		   uint32_t n, FILE *out);
 /* "root;caller;leaf value" lines, value = samples (on-CPU) or
- * microseconds (off-CPU), sorted by path. */
+ * microseconds (off-CPU), sorted by path; kernel frames end in "_[k]"
+ * (flamegraph.pl's convention, which colours them apart). */
 int sp_report__collapsed(const struct sp_report *r, enum sp_sample_kind k,
 			 FILE *out);
 /* Per (trace id, span id): on-CPU samples and ms, off-CPU waits and ms
@@ -66,6 +77,14 @@ int sp_report__by_span(const struct sp_report *r, uint32_t top_frames,
 /* One self-contained HTML file (inline CSS and JS, no fetches). */
 int sp_report__flamegraph(const struct sp_report *r, const char *title,
 			  FILE *out);
+/* The same page with a span picker: spans[i] (n of them) are reports of
+ * the same profile kept to one (trace id, span id) each (sp_report_opts'
+ * filters), offered as "TRACE/SPAN" next to "all spans". */
+int sp_report__flamegraph_spans(const struct sp_report *r, const char *title,
+				struct sp_report *const *spans, uint32_t n, FILE *out);
+/* The links of the n heaviest spans (on-CPU + off-CPU time), heaviest
+ * first, into out; returns how many (spans without ids not counted). */
+uint32_t sp_report__top_spans(const struct sp_report *r, struct sp_link *out, uint32_t n);
 
 /* Parses lower/upper-case hex of exactly 2*n digits into out. */
 int sp_report__parse_hex(const char *s, uint8_t *out, size_t n);

@@ -13,11 +13,17 @@
 enum {
 	RN_UNKNOWN = 1 << 0,	/* unresolved frame */
 	RN_KERNEL = 1 << 1,
+	RN_PROCESS = 1 << 2,	/* a --group-by root frame: "exe-pid" */
+	RN_THREAD = 1 << 3,	/* ... "thread-tid" under it */
 };
+/* Flags that make a name distinct from the same text without them. */
+#define RN_IDENTITY (RN_KERNEL | RN_PROCESS | RN_THREAD)
+#define RN_GROUP (RN_PROCESS | RN_THREAD)
 
 struct rname {
 	char *s;
 	char *where;		/* "file:line" or NULL */
+	char *dso;		/* the mapping's file name of its first location, or NULL */
 	uint64_t hash;
 	uint8_t flags;
 };
@@ -82,6 +88,7 @@ struct sp_report {
 	uint32_t n_links;
 	uint64_t n_samples;
 	uint64_t period_ns;
+	int group;		/* enum sp_report_group, AUTO resolved */
 };
 
 #endif /* SPANPROF_SYMBOLIZER_REPORT_INTERNAL_H */

@@ -1,7 +1,8 @@
 /*
  * make_seeds.c - writes seed inputs for the fuzz targets that want valid
  * structure to start from: a small profile encoded as pprof and as OTLP,
- * and its gzip.  Usage: make_seeds DIR (creates DIR/<target>/seed-*).
+ * and its gzip; .eh_frame sections with every rule kind the unwinder
+ * follows (fuzz_cfi).  Usage: make_seeds DIR (creates DIR/<target>/seed-*).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,38 @@
 
 #include "profile/codec.h"
 #include "profile/profile.h"
+#include "../unit/cfi_elf.h"
+
+/* An .eh_frame with a prologue, the PLT expression, an undefined return
+ * address, a realigned frame (CFA in r10, then *(rbp - 8)), a return
+ * address in a register, and a signal frame. */
+static int cfi_seed(const char *dir, int (*put)(const char *, const char *, const char *,
+						 const uint8_t *, size_t))
+{
+	static const uint8_t pro[] = { 0x41, 0x0e, 0x10, 0x86, 0x02, 0x43, 0x0d, 0x06 };
+	static const uint8_t plt[] = {
+		0x0e, 0x10, 0x46, 0x0f, 0x0b, 0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33,
+		0x24, 0x22,
+	};
+	static const uint8_t stop[] = { 0x07, 0x10 };
+	static const uint8_t realign[] = {
+		0x0c, 0x0a, 0x00, 0x44, 0x0f, 0x03, 0x76, 0x78, 0x06, 0x10, 0x06, 0x02, 0x76, 0x00,
+	};
+	static const uint8_t ra_reg[] = { 0x09, 0x10, 0x05 };
+	static struct cfi_buf eh;
+	size_t cie, sig;
+
+	cie = cfi_cie(&eh, "zR", CFI_CIE_INS, sizeof(CFI_CIE_INS));
+	sig = cfi_cie(&eh, "zRS", CFI_CIE_INS, sizeof(CFI_CIE_INS));
+	cfi_fde(&eh, cie, CFI_TEXT, 0x40, pro, sizeof(pro));
+	cfi_fde(&eh, cie, CFI_TEXT + 0x40, 0x10, plt, sizeof(plt));
+	cfi_fde(&eh, cie, CFI_TEXT + 0x50, 0x10, stop, sizeof(stop));
+	cfi_fde(&eh, cie, CFI_TEXT + 0x60, 0x20, realign, sizeof(realign));
+	cfi_fde(&eh, cie, CFI_TEXT + 0x80, 0x10, ra_reg, sizeof(ra_reg));
+	cfi_fde(&eh, sig, CFI_TEXT + 0x91, 0x09, NULL, 0);
+	cfi_end(&eh);
+	return put(dir, "fuzz_cfi", "seed-eh-frame", eh.b, eh.n);
+}
 
 static int put(const char *dir, const char *target, const char *name,
 	       const uint8_t *buf, size_t len)
@@ -81,6 +114,7 @@ int main(int argc, char **argv)
 	rc |= put(argv[1], "fuzz_pprof_decode", "seed-1", pb, pb_len);
 	rc |= put(argv[1], "fuzz_otlp_decode", "seed-1", ot, ot_len);
 	rc |= put(argv[1], "fuzz_gunzip", "seed-1", gz, gz_len);
+	rc |= cfi_seed(argv[1], put);
 	free(pb);
 	free(ot);
 	free(gz);

@@ -20,7 +20,7 @@ for t in tests/fuzz/corpus/*/; do
 	mkdir -p "$work/$name"
 	cp -n "$t"* "$work/$name/" 2>/dev/null
 done
-for name in fuzz_buildid fuzz_tls_elf fuzz_dwarf; do
+for name in fuzz_buildid fuzz_tls_elf fuzz_dwarf fuzz_cfi; do
 	mkdir -p "$work/$name"
 	for f in "$O/fixtures/callchain" "$O/libspanctx.so" "$O/fixtures/sym_inline_O2"; do
 		[ -f "$f" ] && cp -n "$f" "$work/$name/$(basename "$f")"

@@ -131,6 +131,46 @@ def go_pprof(args, timeout=120):
     return p.stdout
 
 
+def pprof_traces(path, sample_index=None):
+    """The stacks of a profile as go tool pprof -traces prints them: a list
+    of (weight, frames), frames a list of names, leaf first, one entry per
+    sample of the file (equal stacks are one sample: weight says how much:
+    ms for time columns, the count for count columns).  Unsymbolized frames
+    look like "[libc.so.6]"."""
+    import re
+    unit = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "": 1.0}
+    args = ["-traces"] + (["-sample_index=" + sample_index] if sample_index else []) + [path]
+    out = go_pprof(args)
+    res = []
+    for block in out.split("-----------+")[1:]:
+        frames, weight = [], 0.0
+        for line in block.splitlines():
+            m = re.match(r"\s+([\d.]+)(ns|us|ms|s)?\s+(\S+)", line)
+            if m and not frames:
+                weight = float(m.group(1)) * unit[m.group(2) or ""]
+                frames.append(m.group(3))
+            elif line.startswith(" " * 13) and line.strip() and ":" not in line:
+                frames.append(line.strip())
+        if frames:
+            res.append((weight, frames))
+    return res
+
+
+def chain_after(frames, first):
+    """From the first frame named first: (named frames in order, number of
+    unnamed frames after the last named one).  None if first is absent."""
+    if first not in frames:
+        return None
+    rest = frames[frames.index(first):]
+    named = [f for f in rest if not f.startswith("[")]
+    tail = 0
+    for f in reversed(rest):
+        if not f.startswith("["):
+            break
+        tail += 1
+    return named, tail
+
+
 def read_buildid(path):
     """GNU build id of an ELF file via readelf (binutils), lower-case hex."""
     out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout

@@ -118,7 +118,7 @@ try:
                 timeout=5 * SLOW, what="ingestion to resume")
     check(True, "ingestion resumed")
     rc, _ = a.stop()
-    check(rc == 0, "SIGTERM: exit 0")
+    check(rc == 0, "SIGTERM: exit 0 (rc=%s; log: %s)" % (rc, a.text()[-300:]))
 finally:
     if flood and flood.poll() is None:
         flood.kill()

@@ -13,8 +13,10 @@ counts but the agent used to hide show there when provoked for real.
    while the per-CPU counters are read.
 2. The scrape passes `promtool check metrics` (Debian's prometheus
    package) and agent_util's strict parser.
-3. Provoked: a process whose frame pointer points at unmapped memory
-   (bad_fp.c: every user stack read faults, stack_errors{stack="user"}); 64 threads
+3. Provoked: a process whose frame pointer points at unmapped memory, in
+   code without call frame information (bad_fp.c built with
+   -fno-asynchronous-unwind-tables, so the unwinder steps it by frame
+   pointer: every user stack read faults, stack_errors{stack="user"}); 64 threads
    sleeping 1 ms in a loop with --off-cpu-sample 1 and
    --off-cpu-max-pending 4 (off-CPU capture state full:
    switch_outcomes{outcome="state_full"}); three instrumented demos with
@@ -50,9 +52,11 @@ body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
 counters = re.findall(r"\b(SP_CNT_[A-Z0-9_]+)\b", body)
 check(len(counters) >= 32, "abi.h defines %d BPF counters" % len(counters))
 
-# bad_fp.c: its frame pointer is an unmapped, aligned address, so the BPF
-# frame-pointer walk faults on its first read, every sample.
-spin = compile_c("bad_fp.c", os.path.join(d, "bad_fp"), extra=["-fomit-frame-pointer"])
+# bad_fp.c: its frame pointer is an unmapped, aligned address, and its code
+# has no CFI (no .eh_frame for it), so the unwinder falls back to the frame
+# pointer and faults on its first read, every sample.
+spin = compile_c("bad_fp.c", os.path.join(d, "bad_fp"),
+                 extra=["-fomit-frame-pointer", "-fno-asynchronous-unwind-tables"])
 
 
 def scrape(agent):

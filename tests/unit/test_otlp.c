@@ -46,6 +46,48 @@ static void test_otlp_round_trip(void **state)
 	sp_profile__free(q);
 }
 
+/* A resource's extra attributes (OTEL_RESOURCE_ATTRIBUTES) survive a round
+ * trip; a decoded duplicate key keeps its first value, a fixed key
+ * (host.name) goes to its field, never into attrs. */
+static void test_otlp_resource_attrs(void **state)
+{
+	struct sp_profile *p = sp_profile__new(), *q = NULL;
+	struct sp_resource r = { .pid = 9 };
+	uint8_t *buf = NULL;
+	size_t len;
+	int32_t loc, st, res;
+
+	(void)state;
+	r.host_name = OK(sp_profile__intern(p, "node-7"));
+	r.attrs[0] = (struct sp_res_attr){ OK(sp_profile__intern(p, "k8s.node.name")),
+					   OK(sp_profile__intern(p, "node-7")) };
+	r.attrs[1] = (struct sp_res_attr){ OK(sp_profile__intern(p, "deployment.environment")),
+					   OK(sp_profile__intern(p, "prod")) };
+	r.n_attrs = 2;
+	res = OK(sp_profile__add_resource(p, &r));
+	assert_int_equal(sp_profile__add_resource(p, &r), res);	/* deduplicated */
+	r.n_attrs = 1;
+	assert_int_not_equal(sp_profile__add_resource(p, &r), res);	/* attrs count */
+	r.n_attrs = SP_RES_ATTRS_MAX + 1;
+	assert_int_equal(sp_profile__add_resource(p, &r), -EINVAL);
+	loc = OK(sp_profile__add_location(p, &(struct sp_location){ .address = 1 }));
+	st = OK(sp_profile__add_stack(p, &loc, 1));
+	OK(sp_profile__add_sample(p, &(struct sp_sample){ .resource = res, .stack = st,
+							  .count = 1 }));
+	assert_int_equal(sp_otlp__encode(p, &buf, &len), 0);
+	assert_int_equal(sp_otlp__decode(buf, len, &q), 0);
+	assert_int_equal(q->n_resources, 2);	/* the second has no sample */
+	assert_int_equal(q->resources[0].n_attrs, 2);
+	assert_string_equal(q->strings[q->resources[0].attrs[0].key], "k8s.node.name");
+	assert_string_equal(q->strings[q->resources[0].attrs[1].value], "prod");
+	assert_string_equal(q->strings[q->resources[0].host_name], "node-7");
+	assert_true(sp_profile__resource_key_fixed("host.name"));
+	assert_false(sp_profile__resource_key_fixed("k8s.node.name"));
+	free(buf);
+	sp_profile__free(p);
+	sp_profile__free(q);
+}
+
 /* Structure of the request as a generic protobuf reader sees it. */
 static void test_otlp_structure_and_zero_entries(void **state)
 {
@@ -369,6 +411,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_otlp_round_trip),
+		cmocka_unit_test(test_otlp_resource_attrs),
 		cmocka_unit_test(test_otlp_structure_and_zero_entries),
 		cmocka_unit_test(test_otlp_golden_bytes),
 		cmocka_unit_test(test_otlp_decode_golden),

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "test_profile_fixture.h"
+#include "pprof.pb-c.h"
 
 static void test_pprof_round_trip(void **state)
 {
@@ -30,6 +31,47 @@ static void test_pprof_round_trip(void **state)
 	free(buf2);
 	sp_profile__free(p);
 	sp_profile__free(q);
+}
+
+/* go tool pprof names a profile after its first mapping: the main
+ * executable's is written first even when the kernel's came first in the
+ * model; ids stay the model's indices. */
+static void test_pprof_main_mapping_first(void **state)
+{
+	struct sp_profile *p = sp_profile__new();
+	struct sp_mapping m = { .memory_start = 0xffff800000000000ull, .memory_limit = UINT64_MAX };
+	Perftools__Profiles__Profile *pb;
+	uint8_t *buf = NULL;
+	size_t len;
+	int32_t exe, res, loc, st;
+
+	(void)state;
+	m.filename = OK(sp_profile__intern(p, "[kernel.kallsyms]"));
+	OK(sp_profile__add_mapping(p, &m));
+	m = (struct sp_mapping){ .memory_start = 0x7f0000000000, .memory_limit = 0x7f0000100000 };
+	m.filename = OK(sp_profile__intern(p, "/usr/lib/libc.so.6"));
+	OK(sp_profile__add_mapping(p, &m));
+	exe = OK(sp_profile__intern(p, "/usr/bin/make"));
+	m = (struct sp_mapping){ .memory_start = 0x400000, .memory_limit = 0x500000,
+				 .filename = exe };
+	OK(sp_profile__add_mapping(p, &m));
+	res = OK(sp_profile__add_resource(p, &(struct sp_resource){ .pid = 7, .exe_path = exe }));
+	loc = OK(sp_profile__add_location(p, &(struct sp_location){ .mapping = 3,
+								    .address = 0x400100 }));
+	st = OK(sp_profile__add_stack(p, &loc, 1));
+	OK(sp_profile__add_sample(p, &(struct sp_sample){ .resource = res, .stack = st,
+							  .count = 1 }));
+	assert_int_equal(sp_pprof__encode(p, &buf, &len), 0);
+	pb = perftools__profiles__profile__unpack(NULL, len, buf);
+	assert_non_null(pb);
+	assert_int_equal(pb->n_mapping, 3);
+	assert_int_equal(pb->mapping[0]->id, 3);
+	assert_string_equal(pb->string_table[pb->mapping[0]->filename], "/usr/bin/make");
+	assert_int_equal(pb->mapping[1]->id, 1);
+	assert_int_equal(pb->mapping[2]->id, 2);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	free(buf);
+	sp_profile__free(p);
 }
 
 static void test_pprof_oncpu_only_two_columns(void **state)
@@ -247,6 +289,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pprof_round_trip),
+		cmocka_unit_test(test_pprof_main_mapping_first),
 		cmocka_unit_test(test_pprof_oncpu_only_two_columns),
 		cmocka_unit_test(test_pprof_golden_bytes),
 		cmocka_unit_test(test_pprof_decode_golden),

@@ -12,7 +12,8 @@
  * adaptive sampling; --off-cpu-* without --off-cpu is refused; the entry
  * cap follows the budget when not given; --help lists every shared option
  * with the caller's defaults and fits 80 columns; tables too large are
- * refused.
+ * refused; the user-stack options and perf's spellings of them map as
+ * unwind_cli.h says.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,7 +90,7 @@ static void test_every_option(void **state)
 {
 	const char *const args[] = {
 		"cmd", "-o", "x", "--mine", "-F", "997", "--no-kernel", "--idle",
-		"--no-trace-context", "--off-cpu", "--off-cpu-min-us", "5", "--off-cpu-sample", "3",
+		"--no-trace-context", "--no-process-env", "--off-cpu", "--off-cpu-min-us", "5", "--off-cpu-sample", "3",
 		"--off-cpu-kernel-threads", "--off-cpu-max-pending", "4", "--ctx-max-procs", "8",
 		"--ringbuf-size", "65536", "--poll-ms", "7", "--agg-budget", "1048576",
 		"--agg-entries", "99", NULL,
@@ -105,6 +106,7 @@ static void test_every_option(void **state)
 	assert_false(o.kernel);
 	assert_true(o.idle);
 	assert_false(o.trace_ctx);
+	assert_true(o.no_process_env);
 	assert_true(o.off_cpu);
 	assert_int_equal(o.off_cpu_min_us, 5);
 	assert_int_equal(o.off_cpu_sample_n, 3);
@@ -215,12 +217,99 @@ static void test_error_texts(void **state)
 		       "--off-cpu-* options need --off-cpu");
 }
 
+/* perf's -e and -C: cpu-clock is the one event; CPU lists in perf's and
+ * sysfs's syntax, bounded and strict. */
+static void test_perf_spellings(void **state)
+{
+	const char *const ok[] = { "cmd", "-e", "cpu-clock", "-C", "0", NULL };
+	uint64_t m[SP_CLI_CPU_WORDS];
+	struct sp_sampling_opts o;
+	char msg[256];
+	uint32_t n = 0;
+	int own_seen;
+
+	(void)state;
+	assert_int_equal(parse(ok, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_true(o.cpu_filter);
+	assert_true(sp_cli__cpu_isset(o.cpus, 0));
+	assert_false(sp_cli__cpu_isset(o.cpus, 1));
+	assert_int_equal(sp_cli__parse_cpu_list("0,2-3,64", m, &n), 0);
+	assert_int_equal(n, 65);
+	assert_int_equal(m[0], 0xdu);
+	assert_int_equal(m[1], 1u);
+	assert_int_equal(sp_cli__parse_cpu_list("0-1\n", m, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(sp_cli__parse_cpu_list("4095", m, &n), 0);
+	assert_true(sp_cli__cpu_isset(m, 4095));
+	assert_false(sp_cli__cpu_isset(m, 4096));	/* out of range: not set */
+	static const char *const bad[] = { "", "\n", "1-0", "-1", "1,", ",1", "1,,2", "1-",
+					   "4096", "0-4096", "a", "1 2", "+1", "99999999999999999999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (sp_cli__parse_cpu_list(bad[i], m, &n) != -EINVAL)
+			fail_msg("CPU list \"%s\" was accepted", bad[i]);
+	expect_refused((const char *const[]){ "c", "-e", "cycles", NULL },
+		       "-e cycles: spanprof samples only cpu-clock (a timer at -F HZ); use -e "
+		       "cpu-clock or no -e, or perf record -e cycles");
+	expect_refused((const char *const[]){ "c", "-C", "2-1", NULL },
+		       "-C 2-1: expected a CPU list such as 0,2-3 (CPUs below 4096)");
+	expect_refused((const char *const[]){ "c", "-C", "0", "--off-cpu", NULL },
+		       "-C restricts on-CPU sampling only: drop --off-cpu or -C");
+}
+
+/* --unwind, perf's -g and --call-graph, --unwind-budget (unwind_cli.h). */
+static void test_unwind_options(void **state)
+{
+	const char *const g[] = { "cmd", "-g", NULL };
+	const char *const fp_then_g[] = { "cmd", "--unwind", "fp", "-g", NULL };
+	const char *const cg_fp[] = { "cmd", "--call-graph", "fp", NULL };
+	const char *const cg_dwarf[] = { "cmd", "--unwind", "fp", "--call-graph", "dwarf,8192", NULL };
+	const char *const synonyms[] = { "cmd", "--unwind", "fp", "--unwind", "eh-frame", NULL };
+	const char *const budget[] = { "cmd", "--unwind-budget", "512k", NULL };
+	struct sp_sampling_opts o;
+	char msg[256];
+	int own_seen;
+
+	(void)state;
+	/* -g: call graphs are always taken; it keeps the default (.eh_frame) */
+	assert_int_equal(parse(g, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_false(o.unwind_fp);
+	assert_int_equal(o.unwind_budget, 0);	/* 0 = the default */
+	assert_int_equal(parse(fp_then_g, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_true(o.unwind_fp);
+	assert_int_equal(parse(cg_fp, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_true(o.unwind_fp);
+	/* perf's stack size is accepted and ignored; the last option wins */
+	assert_int_equal(parse(cg_dwarf, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_false(o.unwind_fp);
+	assert_string_equal(msg, "");
+	assert_int_equal(parse(synonyms, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_false(o.unwind_fp);
+	assert_int_equal(parse(budget, &o, msg, sizeof(msg), &own_seen), 0);
+	assert_int_equal(o.unwind_budget, 512 << 10);
+	expect_refused((const char *const[]){ "c", "--unwind", "lbr", NULL },
+		       "--unwind lbr: expected dwarf (.eh_frame tables, the default) or fp "
+		       "(frame pointers only)");
+	expect_refused((const char *const[]){ "c", "--call-graph", "lbr", NULL },
+		       "--call-graph lbr: not supported (it needs hardware branch records); use "
+		       "dwarf (the default) or fp");
+	expect_refused((const char *const[]){ "c", "--call-graph", "dwarfish", NULL },
+		       "--call-graph dwarfish: expected fp or dwarf[,SIZE] (perf's spellings; the "
+		       "same as --unwind fp|dwarf)");
+	expect_refused((const char *const[]){ "c", "--unwind-budget", "100k", NULL },
+		       "--unwind-budget 100k: expected bytes (k/m/g suffixes) from 256k to 1g");
+	expect_refused((const char *const[]){ "c", "--unwind-budget", "2g", NULL },
+		       "--unwind-budget 2g: expected bytes (k/m/g suffixes) from 256k to 1g");
+	expect_refused((const char *const[]){ "c", "--unwind-budget", "64mb", NULL },
+		       "--unwind-budget 64mb: expected bytes (k/m/g suffixes) from 256k to 1g");
+}
+
 static void test_usage_and_table(void **state)
 {
 	static const char *const names[] = {
-		"freq", "no-kernel", "idle", "no-trace-context", "off-cpu", "off-cpu-min-us",
+		"freq", "event", "cpu", "no-process-env", "no-kernel", "idle", "no-trace-context", "off-cpu", "off-cpu-min-us",
 		"off-cpu-sample", "off-cpu-rate", "off-cpu-kernel-threads", "off-cpu-max-pending",
 		"ctx-max-procs", "ringbuf-size", "poll-ms", "agg-budget", "agg-entries",
+		"unwind", "call-graph", "unwind-budget",
 	};
 	struct option many[70];
 	struct own_seen seen = { 0 };
@@ -263,6 +352,8 @@ int main(void)
 		cmocka_unit_test(test_operands_unknown_refused),
 		cmocka_unit_test(test_defaults_and_derived),
 		cmocka_unit_test(test_error_texts),
+		cmocka_unit_test(test_perf_spellings),
+		cmocka_unit_test(test_unwind_options),
 		cmocka_unit_test(test_usage_and_table),
 	};
 

@@ -92,6 +92,8 @@
 #include "collector/pipeline/snapshot.h"
 #include "collector/pipeline/summary.h"
 #include "collector/procs/container_id.h"
+#include "collector/unwind/unwinder.h"
+#include "collector/procs/target_select.h"
 #include "export/exporter.h"
 #include "profile/profile.h"
 
@@ -126,11 +128,14 @@ struct agent_opts {
 	size_t max_file_bytes;
 	double mem_high, mem_low;
 	bool quiet;
+	struct sp_target_select *sel;	/* --select-*: built while parsing */
 };
 
 struct published {		/* consumer -> metrics, under stats_lock */
 	struct sp_summary sum;		/* sp_pipeline__fill_summary's fields */
 	uint64_t memguard_dropped[2];	/* on-CPU, off-CPU */
+	struct sp_target_select_stats sel;
+	uint64_t select_dropped, select_bpf_full;
 	uint64_t intervals;
 	uint64_t intervals_stretched;
 };
@@ -169,6 +174,8 @@ struct agent {
 	struct published pub;
 	struct worker_stats ws;
 	uint64_t memguard_dropped[2];	/* consumer thread's own copy */
+	uint64_t select_dropped;	/* consumer: samples of unselected processes */
+	uint64_t select_bpf_full;	/* consumer: exclusions BPF's map refused */
 
 	atomic_bool stopping;
 	atomic_bool consumer_alive;
@@ -218,6 +225,13 @@ static void usage(FILE *f)
 "      --mem-high PCT        memory guard: stop ingesting at PCT%% of the cgroup\n"
 "                            limit (default 75)\n"
 "      --mem-low PCT         resume below PCT%% (default 60)\n"
+"      --select-cgroup PATH  profile only processes whose cgroup path starts with\n"
+"                            PATH (any hierarchy; e.g. /kubepods/burstable/pod<uid>)\n"
+"      --select-exe EXE      ... or whose executable is EXE (full path or name)\n"
+"      --select-service NAME ... or whose OTEL_SERVICE_NAME (or service.name in\n"
+"                            OTEL_RESOURCE_ATTRIBUTES) is NAME;\n"
+"                            repeatable, up to 16 each; the others are counted\n"
+"                            and dropped in BPF after their first sample\n"
 "  -q, --quiet               fewer log lines\n"
 "\n"
 "Sampling (the same options as spanprof record, with the agent's defaults;\n"
@@ -244,6 +258,7 @@ enum {
 	OPT_INTERVAL = 256, OPT_JITTER, OPT_ENDPOINT, OPT_HEADERS, OPT_COMPRESSION, OPT_TIMEOUT,
 	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
 	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_MEM_HIGH, OPT_MEM_LOW, OPT_HEALTH_STALL,
+	OPT_SELECT_CGROUP, OPT_SELECT_EXE, OPT_SELECT_SERVICE,
 };
 
 #define BAD(...) do { fprintf(stderr, "spanprof agent: " __VA_ARGS__); return -EINVAL; } while (0)
@@ -348,6 +363,25 @@ static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
 					      "--mem-low %s: expected a percentage, 1..100", arg);
 		o->mem_low = d / 100;
 		break;
+	case OPT_SELECT_CGROUP:
+	case OPT_SELECT_EXE:
+	case OPT_SELECT_SERVICE: {
+		static const char *const names[] = { "--select-cgroup", "--select-exe",
+						     "--select-service" };
+		static const char *const want[] = { "a path starting with /",
+						    "an executable path or name", "a service name" };
+		int k = c - OPT_SELECT_CGROUP;
+
+		if (!o->sel && !(o->sel = sp_target_select__new(NULL)))
+			return sp_cli__refuse(msg, len, "out of memory");
+		if (k == 0 ? sp_target_select__add_cgroup(o->sel, arg) :
+		    k == 1 ? sp_target_select__add_exe(o->sel, arg) :
+			     sp_target_select__add_service(o->sel, arg))
+			return sp_cli__refuse(msg, len, "%s %s: expected %s (at most %d, each "
+					      "below %d bytes)", names[k], arg, want[k],
+					      SP_SELECT_MAX, SP_SELECT_LEN);
+		break;
+	}
 	}
 	return 0;
 }
@@ -372,6 +406,9 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "mem-high", required_argument, NULL, OPT_MEM_HIGH },
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
 		{ "health-stall", required_argument, NULL, OPT_HEALTH_STALL },
+		{ "select-cgroup", required_argument, NULL, OPT_SELECT_CGROUP },
+		{ "select-exe", required_argument, NULL, OPT_SELECT_EXE },
+		{ "select-service", required_argument, NULL, OPT_SELECT_SERVICE },
 		{ 0 },
 	};
 	static const struct sp_command_opts cmd = { "agent", "q", own, own_opt, usage };
@@ -403,6 +440,8 @@ static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 
 	if (why == SP_PROC_FIRST_SIGHT || why == SP_PROC_EXEC)
 		sp_container_ids__note(a->cids, pid);
+	if (why == SP_PROC_EXEC || why == SP_PROC_EXIT)
+		sp_target_select__forget(a->o.sel, pid);	/* decided again */
 }
 
 /* Pipeline gate: while the memory guard is engaged, samples are drained
@@ -411,7 +450,16 @@ static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 static bool admit(const struct sp_event *e, void *ctx)
 {
 	struct agent *a = ctx;
+	bool fresh;
 
+	/* Target selection: a process not selected is told to BPF at its
+	 * first sample; what was already in the ring is dropped here. */
+	if (a->o.sel && !sp_target_select__wants(a->o.sel, e->pid, &fresh)) {
+		if (fresh && sp_pipeline__exclude(a->pipe, e->pid))
+			a->select_bpf_full++;
+		a->select_dropped++;
+		return false;
+	}
 	if (!atomic_load_explicit(&a->guard_engaged, memory_order_relaxed))
 		return true;
 	a->memguard_dropped[e->type == SP_EV_OFFCPU]++;
@@ -427,6 +475,10 @@ static void publish(struct agent *a)
 	a->pub.sum = sum;
 	a->pub.memguard_dropped[0] = a->memguard_dropped[0];
 	a->pub.memguard_dropped[1] = a->memguard_dropped[1];
+	if (a->o.sel)
+		a->pub.sel = *sp_target_select__stats(a->o.sel);
+	a->pub.select_dropped = a->select_dropped;
+	a->pub.select_bpf_full = a->select_bpf_full;
 	pthread_mutex_unlock(&a->stats_lock);
 }
 
@@ -754,6 +806,60 @@ static void m_gauge(struct sp_metrics_buf *b, const char *name, const char *help
 	sp_metrics__f64(b, name, NULL, v);
 }
 
+/* The unwinder's tables and its BPF memory (its BPF counters are in
+ * sp_counters__write_metrics).  Nothing with --unwind fp. */
+static void render_unwind(struct sp_metrics_buf *b, struct sp_unwinder *unw)
+{
+	struct sp_unwinder_stats u;
+
+	if (!unw)
+		return;
+	sp_unwinder__stats(unw, &u);
+	sp_metrics__family(b, "spanprof_unwind_tables_total", SP_METRIC_COUNTER,
+			   "Unwind table builds by outcome, and evictions");
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "built"), u.built);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "rebuilt"), u.rebuilt);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "no_cfi"), u.no_cfi);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "malformed"),
+			u.failed_malformed);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "unreadable"),
+			u.failed_unreadable);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_slow"),
+			u.failed_too_slow);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_large"), u.too_large);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted"), u.evicted);
+	sp_metrics__family(b, "spanprof_unwind_bounds_total", SP_METRIC_COUNTER,
+			   "Unwinder bounds hit (each leaves some stacks to frame pointers)");
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "files_full"), u.files_full);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "queue_full"), u.queue_full);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "procs_full"), u.procs_full);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "ranges_no_space"),
+			u.ranges_no_space);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "too_many_mappings"),
+			u.ranges_truncated);
+	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "paused_by_memguard"),
+			u.paused_builds);
+	sp_metrics__family(b, "spanprof_unwind_bpf_bytes", SP_METRIC_GAUGE,
+			   "BPF memory of the unwinder, charged to the cgroup (so in the memory "
+			   "guard's usage): budget, in use (tables and ranges, in 256 KiB chunks), "
+			   "of it tables and ranges, and the fixed arrays");
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "budget"), u.budget_bytes);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "in_use"), u.bytes_in_use);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "tables"), u.table_bytes);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "ranges"), u.range_bytes);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "fixed"), u.fixed_bytes);
+	m_gauge(b, "spanprof_unwind_files", "Executable files the unwinder knows", (double)u.files);
+	m_gauge(b, "spanprof_unwind_tables", "Unwind tables in BPF", (double)u.tables);
+	m_gauge(b, "spanprof_unwind_processes", "Processes with executable ranges in BPF",
+		(double)u.procs);
+	m_gauge(b, "spanprof_unwind_build_queue", "Unwind table builds waiting", (double)u.queued);
+	m_counter(b, "spanprof_unwind_rereads_total",
+		  "Maps re-read for the unwinder after a new executable mapping", u.rereads);
+	sp_metrics__family(b, "spanprof_unwind_builder_cpu_seconds_total", SP_METRIC_COUNTER,
+			   "CPU time of the unwind table builder thread");
+	sp_metrics__f64(b, "spanprof_unwind_builder_cpu_seconds_total", NULL, u.build_cpu_ns / 1e9);
+}
+
 static void render(struct sp_metrics_buf *b, void *ctx)
 {
 	struct agent *a = ctx;
@@ -887,6 +993,33 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_counter(b, "spanprof_mappings_released_total",
 		  "Mapping ids recycled after their last interval was exported",
 		  p.sum.procs.mappings_released);
+	sp_metrics__family(b, "spanprof_target_selection_total", SP_METRIC_COUNTER,
+			   "Process images decided by --select-cgroup/--select-exe, samples of "
+			   "excluded ones dropped before BPF stopped them, exclusions BPF refused");
+	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "included"),
+			p.sel.included);
+	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "excluded"),
+			p.sel.excluded);
+	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "unreadable"),
+			p.sel.unreadable);
+	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "samples_dropped"),
+			p.select_dropped);
+	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "bpf_map_full"),
+			p.select_bpf_full);
+	sp_metrics__family(b, "spanprof_process_env_total", SP_METRIC_COUNTER,
+			   "Resource identity read from the processes' /proc/PID/environ "
+			   "(OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES), and what was not kept");
+	{
+		static const char *const ev[] = { "read", "declared", "unreadable", "truncated",
+						  "invalid", "attrs_dropped", "over_budget" };
+		const uint64_t v[] = { p.sum.env.reads, p.sum.env.declared, p.sum.env.unreadable,
+				       p.sum.env.truncated, p.sum.env.invalid,
+				       p.sum.env.attrs_dropped + p.sum.res_attrs_dropped,
+				       p.sum.env.over_budget };
+
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+			sp_metrics__u64(b, "spanprof_process_env_total", L("event", ev[i]), v[i]);
+	}
 	m_gauge(b, "spanprof_last_profile_resources",
 		"Processes (resources) in the last exported profile", (double)w.last_resources);
 	sp_metrics__family(b, "spanprof_process_events_total", SP_METRIC_COUNTER,
@@ -1007,6 +1140,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_gauge(b, "spanprof_consumer_stalled_seconds",
 		"Seconds since the consumer thread last came round its loop",
 		(double)(sp_clock__mono_ns() - atomic_load(&a->consumer_advanced_ns)) / 1e9);
+	render_unwind(b, sp_pipeline__unwinder(a->pipe));
 
 	m_gauge(b, "process_resident_memory_bytes", "Resident set size of the agent",
 		(double)rss);
@@ -1063,6 +1197,9 @@ static void guard_poll(struct agent *a, bool quiet)
 	atomic_store(&a->guard_releases, a->guard.releases);
 	if (r == 1) {
 		atomic_store(&a->guard_engaged, a->guard.engaged);
+		/* The unwinder's BPF memory is the cgroup's too: no new
+		 * tables while engaged (it evicts rather than grows). */
+		sp_unwinder__set_pressure(sp_pipeline__unwinder(a->pipe), a->guard.engaged);
 		fprintf(stderr, "spanprof agent: memory guard %s: cgroup usage %llu of %llu bytes "
 			"(%.0f%%; %s at %.0f%%, resume below %.0f%%)\n",
 			a->guard.engaged ? "ENGAGED, dropping samples" : "released, ingesting again",
@@ -1164,7 +1301,8 @@ int sp_agent__main(int argc, char **argv)
 		goto out;
 	}
 	pcfg = (struct sp_pipeline_config){ .opts = &a->o.s, .on_proc = on_proc, .on_proc_ctx = a,
-					    .gate = admit, .gate_ctx = a };
+					    .gate = admit, .gate_ctx = a,
+					    .exclude = sp_target_select__active(a->o.sel) };
 	if (sp_pipeline__new(&pcfg, &a->pipe, err, sizeof(err))) {
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;
@@ -1314,6 +1452,7 @@ out:
 	sp_agg__free(a->spare);
 	sp_agg__free(a->full);
 	sp_container_ids__free(a->cids);
+	sp_target_select__free(a->o.sel);
 	pthread_cond_destroy(&a->xfer_cond);
 	pthread_mutex_destroy(&a->xfer_lock);
 	pthread_mutex_destroy(&a->stats_lock);

@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 
 #include "collector/pipeline/bpf_sampler.h"
+#include "collector/pipeline/cli.h"
 #include "spanprof.skel.h"
 
 struct sp_sampler {
@@ -23,14 +24,18 @@ struct sp_sampler {
 	uint32_t freq_hz;
 	uint32_t n_cpus;		/* possible CPUs: size of per-CPU values */
 	uint32_t n_links;
+	uint32_t n_sampled;		/* CPUs attached by the last __attach */
 	struct bpf_link **links;	/* one per online CPU */
 	struct bpf_link *prctl_link;	/* NULL: no tracefs, not watching */
+	struct bpf_link *mmap_links[2];	/* PROT_EXEC mmap/mprotect (unwinder) */
 	bool obi;			/* reading OBI's pinned map */
 	struct bpf_link *offcpu_link;	/* NULL: off-CPU not asked or stopped */
 	bool off_cpu;
 	bool go_parks;			/* asked, and sampling not stopped */
 	struct bpf_link *parks[SP_SAMPLER_GO_PARK_FILES][2];	/* park, resume */
 	int *pfds;
+	bool cpu_filter;		/* -C: only CPUs in cpus */
+	uint64_t cpus[SP_CLI_CPU_WORDS];
 };
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -126,12 +131,18 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_read_ctx = cfg->read_trace_ctx;
 	s->skel->rodata->cfg_read_go = !cfg->no_go_labels;
 	s->off_cpu = cfg->off_cpu;
+	s->cpu_filter = cfg->cpus != NULL;
+	if (cfg->cpus)
+		memcpy(s->cpus, cfg->cpus, sizeof(s->cpus));
+	s->skel->rodata->cfg_filter_tids = cfg->filter_tids;
+	s->skel->rodata->cfg_exclude = cfg->exclude;
 	s->skel->rodata->cfg_offcpu_min_ns = cfg->off_cpu_min_ns;
 	s->skel->rodata->cfg_offcpu_sample_n = cfg->off_cpu_sample_n;
 	s->skel->rodata->cfg_offcpu_rate = cfg->off_cpu_rate ? cfg->off_cpu_rate : 1;
 	s->skel->rodata->cfg_offcpu_max_pending = cfg->off_cpu_max_pending ?
 						   cfg->off_cpu_max_pending : 8192;
 	s->skel->rodata->cfg_offcpu_kthreads = cfg->off_cpu_kthreads;
+	s->skel->rodata->cfg_unwind_fp = cfg->unwind_fp;
 	s->go_parks = cfg->off_cpu && cfg->go_parks;
 	err = bpf_map__set_max_entries(s->skel->maps.go_park_pending,
 				       s->skel->rodata->cfg_offcpu_max_pending);
@@ -144,12 +155,16 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	 * trace-context read inside sp_oncpu (map ctx_timing).  Off, the
 	 * verifier removes the timing code. */
 	s->skel->rodata->cfg_time_ctx = getenv("SPANPROF_BENCH_CTX_TIMING") != NULL;
+	/* Likewise bench/unwind_cost.py: the user-stack walk alone. */
+	s->skel->rodata->cfg_time_unwind = getenv("SPANPROF_BENCH_UNWIND_TIMING") != NULL;
 	err = use_obi_map(s, err_msg, err_len);
 	if (err)
 		goto fail;
 	/* Needs tracefs; attached by hand in attach() so its absence is not
 	 * fatal. */
 	bpf_program__set_autoattach(s->skel->progs.sp_prctl, false);
+	bpf_program__set_autoattach(s->skel->progs.sp_mmap, false);
+	bpf_program__set_autoattach(s->skel->progs.sp_mprotect, false);
 	/* Runs on every context switch: attached only when asked, in attach()
 	 * after the process tracepoints. */
 	bpf_program__set_autoattach(s->skel->progs.sp_offcpu_switch, false);
@@ -190,44 +205,6 @@ fail:
 	return err;
 }
 
-/* Parses a sysfs CPU list ("0-3,5") into online[0..SP_MAX_CPUS). */
-#define SP_MAX_CPUS 4096
-static int read_online_cpus(const char *path, bool *online, int *n)
-{
-	char buf[1024], *p, *end;
-	ssize_t len;
-	FILE *f;
-
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	if (len <= 0)
-		return -EINVAL;
-	buf[len] = 0;
-	*n = 0;
-	for (p = buf; *p && *p != '\n';) {
-		long a = strtol(p, &end, 10), b = a;
-
-		if (end == p || a < 0 || a >= SP_MAX_CPUS)
-			return -EINVAL;
-		p = end;
-		if (*p == '-') {
-			b = strtol(p + 1, &end, 10);
-			if (end == p + 1 || b < a || b >= SP_MAX_CPUS)
-				return -EINVAL;
-			p = end;
-		}
-		for (long c = a; c <= b; c++)
-			online[c] = true;
-		if (b + 1 > *n)
-			*n = b + 1;
-		if (*p == ',')
-			p++;
-	}
-	return *n ? 0 : -EINVAL;
-}
 
 static int perf_event_open_clock(uint32_t freq, int cpu)
 {
@@ -258,6 +235,26 @@ static void attach_prctl(struct sp_sampler *s)
 		l = bpf_program__attach(s->skel->progs.sp_prctl);
 	}
 	s->prctl_link = l;
+	/* Same tracefs; without it a dlopen()ed library is found by the first
+	 * sample whose leaf is in it (process-table miss), not at once. */
+	if (l) {
+		s->mmap_links[0] = bpf_program__attach(s->skel->progs.sp_mmap);
+		s->mmap_links[1] = bpf_program__attach(s->skel->progs.sp_mprotect);
+	}
+}
+
+bool sp_sampler__watches_mmap(const struct sp_sampler *s)
+{
+	return s->mmap_links[0] && s->mmap_links[1];
+}
+
+int sp_sampler__unwind_maps(const struct sp_sampler *s, struct sp_sampler_unwind_maps *out)
+{
+	out->chunks = bpf_map__fd(s->skel->maps.unwind_chunks);
+	out->files = bpf_map__fd(s->skel->maps.unwind_files);
+	out->procs = bpf_map__fd(s->skel->maps.unwind_procs);
+	out->seq = bpf_map__fd(s->skel->maps.unwind_seq);
+	return out->chunks < 0 || out->files < 0 || out->procs < 0 || out->seq < 0 ? -EBADF : 0;
 }
 
 bool sp_sampler__watches_publish(const struct sp_sampler *s)
@@ -267,8 +264,9 @@ bool sp_sampler__watches_publish(const struct sp_sampler *s)
 
 int sp_sampler__attach(struct sp_sampler *s, char *err_msg, size_t err_len)
 {
-	static bool online[SP_MAX_CPUS];
-	int n_online = 0, err;
+	uint64_t online[SP_CLI_CPU_WORDS];
+	uint32_t n_online = 0;
+	int err;
 
 	err = spanprof_bpf__attach(s->skel);
 	if (err) {
@@ -287,18 +285,20 @@ int sp_sampler__attach(struct sp_sampler *s, char *err_msg, size_t err_len)
 			return err;
 		}
 	}
-	memset(online, 0, sizeof(online));
-	err = read_online_cpus("/sys/devices/system/cpu/online", online, &n_online);
+	err = sp_cli__online_cpus(online, &n_online);
 	if (err) {
 		snprintf(err_msg, err_len, "cannot read /sys/devices/system/cpu/online: %s",
 			 strerror(-err));
 		return err;
 	}
-	for (int cpu = 0; cpu < n_online && cpu < (int)s->n_cpus; cpu++) {
+	for (int cpu = 0; cpu < (int)n_online && cpu < (int)s->n_cpus; cpu++) {
 		struct bpf_link *l;
 		int fd;
 
-		if (!online[cpu])
+		/* -C: only the CPUs asked for (checked online by the parser;
+		 * one gone offline since is skipped like any offline CPU). */
+		if (!sp_cli__cpu_isset(online, cpu) ||
+		    (s->cpu_filter && !sp_cli__cpu_isset(s->cpus, cpu)))
 			continue;
 		fd = perf_event_open_clock(s->freq_hz, cpu);
 		if (fd < 0) {
@@ -323,6 +323,7 @@ int sp_sampler__attach(struct sp_sampler *s, char *err_msg, size_t err_len)
 		s->links[cpu] = l;
 		s->n_links++;
 	}
+	s->n_sampled = s->n_links;
 	err = 0;
 out:
 	return err;
@@ -354,6 +355,8 @@ void sp_sampler__destroy(struct sp_sampler *s)
 	if (s->links && s->pfds)
 		sp_sampler__stop(s);
 	bpf_link__destroy(s->prctl_link);
+	bpf_link__destroy(s->mmap_links[0]);
+	bpf_link__destroy(s->mmap_links[1]);
 	spanprof_bpf__destroy(s->skel);
 	free(s->links);
 	free(s->pfds);
@@ -365,6 +368,22 @@ int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid)
 	uint8_t one = 1;
 
 	return bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int sp_sampler__exclude(struct sp_sampler *s, uint32_t pid)
+{
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(s->skel->maps.excluded, &pid, sizeof(pid), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int sp_sampler__add_target_tid(struct sp_sampler *s, uint32_t tid)
+{
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(s->skel->maps.target_tids, &tid, sizeof(tid), &one,
 				    sizeof(one), BPF_ANY);
 }
 
@@ -460,6 +479,11 @@ uint32_t sp_sampler__drop_go_parks(struct sp_sampler *s, uint32_t pid)
 int sp_sampler__ring_fd(const struct sp_sampler *s)
 {
 	return bpf_map__fd(s->skel->maps.events);
+}
+
+uint32_t sp_sampler__n_sampled_cpus(const struct sp_sampler *s)
+{
+	return s->n_sampled;
 }
 
 uint32_t sp_sampler__n_cpus(const struct sp_sampler *s)

@@ -25,6 +25,12 @@ struct sp_sampler_config {
 	uint32_t freq_hz;		/* prime, checked by the caller */
 	uint32_t ringbuf_bytes;		/* power of two >= page size */
 	bool filter_pids;		/* only targets (and their children) */
+	bool exclude;			/* processes given to __exclude are not sampled */
+	bool filter_tids;		/* only threads added by __add_target_tid
+					 * (of target processes) */
+	/* NULL: every online CPU; else a SP_CLI_CPU_WORDS-word mask (cli.h)
+	 * of the CPUs whose perf event is opened (copied). */
+	const uint64_t *cpus;
 	bool stream_idle;
 	bool kernel_stacks;
 	bool read_trace_ctx;
@@ -45,6 +51,19 @@ struct sp_sampler_config {
 	 * trace context BPF reads (0: SP_TLS_DESCS_MAX).  A smaller bound makes a failed
 	 * update (counted by ctx discovery as bpf_map_full) easy to provoke. */
 	uint32_t tls_descs_max;
+	/* User stacks: true = frame pointers only (--unwind fp); false = the
+	 * .eh_frame tables of src/collector/unwind, frame pointers where a
+	 * frame has none. */
+	bool unwind_fp;
+};
+
+/* File descriptors of the unwinder's maps (abi.h, "User-stack
+ * unwinding"), owned by the sampler. */
+struct sp_sampler_unwind_maps {
+	int chunks;	/* ARRAY_OF_MAPS of mmapable u64 arrays */
+	int files;	/* ARRAY of struct sp_unw_file, mmapable */
+	int procs;	/* HASH tgid -> struct sp_unw_proc */
+	int seq;	/* ARRAY of u32, mmapable */
 };
 
 struct sp_sampler;
@@ -60,6 +79,11 @@ void sp_sampler__stop(struct sp_sampler *s);
 void sp_sampler__destroy(struct sp_sampler *s);	/* NULL-safe */
 
 int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid);
+/* With exclude: pid's samples and waits stop in BPF until it execs or
+ * exits. */
+int sp_sampler__exclude(struct sp_sampler *s, uint32_t pid);
+/* A thread sampled when filter_tids (its process must be a target too). */
+int sp_sampler__add_target_tid(struct sp_sampler *s, uint32_t tid);
 int sp_sampler__set_tls_desc(struct sp_sampler *s, uint32_t pid,
 			     const struct sp_tls_desc *d);
 int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid);
@@ -81,11 +105,17 @@ bool sp_sampler__go_parks(const struct sp_sampler *s);
 uint32_t sp_sampler__drop_go_parks(struct sp_sampler *s, uint32_t pid);
 int sp_sampler__ring_fd(const struct sp_sampler *s);
 uint32_t sp_sampler__n_cpus(const struct sp_sampler *s);
+/* CPUs whose perf event the last __attach opened (online, and -C's). */
+uint32_t sp_sampler__n_sampled_cpus(const struct sp_sampler *s);
 /* True when OBI's pinned trace-context map (SP_OBI_MAP_PATH) is read as a
  * fallback. */
 bool sp_sampler__uses_obi(const struct sp_sampler *s);
 /* True when late OTEP 4719 publication is watched (prctl tracepoint). */
 bool sp_sampler__watches_publish(const struct sp_sampler *s);
+/* True when PROT_EXEC mmap/mprotect are watched (new executable mappings
+ * are seen at once, not at the first sample in them). */
+bool sp_sampler__watches_mmap(const struct sp_sampler *s);
+int sp_sampler__unwind_maps(const struct sp_sampler *s, struct sp_sampler_unwind_maps *out);
 
 /* Sums the per-CPU counters into out[SP_CNT__MAX]. */
 int sp_sampler__read_counters(const struct sp_sampler *s, uint64_t out[SP_CNT__MAX]);

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "collector/pipeline/cli.h"
 #include "collector/pipeline/prime.h"
@@ -49,6 +50,67 @@ int sp_cli__parse_freq(const char *s, uint32_t *hz, char *msg, size_t msg_len)
 	}
 	*hz = (uint32_t)v;
 	return 0;
+}
+
+int sp_cli__parse_cpu_list(const char *s, uint64_t *mask, uint32_t *n_end)
+{
+	const char *p = s;
+	uint32_t end = 0;
+
+	memset(mask, 0, SP_CLI_CPU_WORDS * sizeof(*mask));
+	if (!s || !*s || *s == '\n')
+		return -EINVAL;
+	for (;;) {
+		uint64_t a, b;
+		char *e;
+
+		/* strtoull would accept a sign or spaces: digits only. */
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		a = strtoull(p, &e, 10);
+		b = a;
+		p = e;
+		if (*p == '-') {
+			p++;
+			if (*p < '0' || *p > '9')
+				return -EINVAL;
+			b = strtoull(p, &e, 10);
+			p = e;
+		}
+		if (a >= SP_CLI_MAX_CPUS || b >= SP_CLI_MAX_CPUS || b < a)
+			return -EINVAL;
+		for (uint64_t c = a; c <= b; c++)
+			mask[c / 64] |= 1ull << (c % 64);
+		if (b + 1 > end)
+			end = (uint32_t)b + 1;
+		if (*p == ',') {
+			p++;
+			continue;
+		}
+		if (*p == '\n')
+			p++;
+		if (*p)
+			return -EINVAL;
+		break;
+	}
+	if (n_end)
+		*n_end = end;
+	return 0;
+}
+
+int sp_cli__online_cpus(uint64_t *mask, uint32_t *n_end)
+{
+	char buf[1024];
+	size_t len;
+	FILE *f;
+
+	f = fopen("/sys/devices/system/cpu/online", "re");
+	if (!f)
+		return -errno;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = 0;
+	return sp_cli__parse_cpu_list(buf, mask, n_end);
 }
 
 int sp_cli__refuse(char *msg, size_t msg_len, const char *fmt, ...)

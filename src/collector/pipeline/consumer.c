@@ -9,6 +9,7 @@
 #include "collector/pipeline/consumer.h"
 #include "collector/tracectx/ctx_attrs.h"
 #include "collector/procs/proc_table.h"
+#include "collector/unwind/unwinder.h"
 #include "profile/profile.h"
 
 void sp_consumer__init(struct sp_consumer *c, struct sp_proc_table *procs, struct sp_agg *agg)
@@ -29,8 +30,12 @@ static void handle_proc_event(struct sp_consumer *c, const struct sp_event *e)
 		c->stats.received_publish++;
 		if (c->on_proc)
 			c->on_proc(e->pid, SP_PROC_PUBLISH, c->on_proc_ctx);
+	} else if (e->type == SP_EV_MMAP_EXEC) {
+		c->stats.received_mmap++;
+		sp_unwinder__on_exec_mapping(c->unwinder, e->pid, e->ts_ns);
 	} else {
 		c->stats.received_exit++;
+		sp_unwinder__on_exit(c->unwinder, e->pid, e->ts_ns);
 		sp_proc_table__on_exit(c->procs, e->pid);
 		if (c->on_proc)
 			c->on_proc(e->pid, SP_PROC_EXIT, c->on_proc_ctx);
@@ -130,6 +135,13 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 		go_labels(c, e, (const uint8_t *)(frames + n), &key);
 	if (e->pid && !e->ustack_n && !(e->flags & SP_F_IDLE))
 		c->stats.ustack_empty++;
+	if (e->ustack_n) {
+		c->stats.ustack_walked++;
+		c->stats.ustack_root += !!(e->flags & SP_F_USTACK_ROOT);
+		c->stats.ustack_frames += e->ustack_n;
+		c->stats.ustack_frames_fp += e->unw_fp;
+		c->stats.ustack_end[e->unw_end < SP_UNW_END__MAX ? e->unw_end : 0]++;
+	}
 	if (sp_agg__add(c->agg, &key, &fr, e->ts_ns, e->weight_ns) == 0)
 		c->stats.aggregated++;
 	else
@@ -155,6 +167,7 @@ int sp_consumer__handle(void *ctx, void *data, size_t size)
 	case SP_EV_EXEC:
 	case SP_EV_EXIT:
 	case SP_EV_CTX_PUBLISH:
+	case SP_EV_MMAP_EXEC:
 		handle_proc_event(c, e);
 		break;
 	default:

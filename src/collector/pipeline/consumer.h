@@ -22,6 +22,7 @@
 
 struct sp_proc_table;
 struct sp_agg;
+struct sp_unwinder;
 
 struct sp_consumer_stats {
 	uint64_t received_oncpu;
@@ -29,6 +30,7 @@ struct sp_consumer_stats {
 	uint64_t received_exec;
 	uint64_t received_exit;
 	uint64_t received_publish;	/* SP_EV_CTX_PUBLISH */
+	uint64_t received_mmap;		/* SP_EV_MMAP_EXEC */
 	uint64_t malformed;		/* size or frame counts inconsistent */
 	uint64_t aggregated;		/* accepted by the aggregator */
 	uint64_t agg_dropped;		/* refused by the aggregator (full) */
@@ -37,6 +39,11 @@ struct sp_consumer_stats {
 	uint64_t ustack_empty;		/* user task sampled without user frames */
 	uint64_t frames;
 	uint64_t frames_unresolved;	/* user frame in no known mapping */
+	uint64_t ustack_walked;		/* samples with user frames */
+	uint64_t ustack_root;		/* ... reaching the thread root */
+	uint64_t ustack_frames;		/* user frames */
+	uint64_t ustack_frames_fp;	/* ... stepped by frame pointer */
+	uint64_t ustack_end[SP_UNW_END__MAX];	/* samples by sp_event.unw_end */
 	uint64_t ctx_samples;		/* samples carrying a trace context */
 	uint64_t attrs_samples;		/* ... and thread-record attributes */
 	uint64_t attrs_dropped;		/* attribute entries not kept
@@ -70,6 +77,8 @@ struct sp_consumer {
 	struct sp_agg *agg;		/* borrowed; swapped by the owner */
 	sp_consumer_proc_fn on_proc;
 	void *on_proc_ctx;
+	struct sp_unwinder *unwinder;	/* borrowed, may be NULL: told of exits
+					 * and new executable mappings */
 	sp_consumer_go_key_fn go_key;
 	void *go_key_ctx;
 	struct sp_consumer_stats stats;

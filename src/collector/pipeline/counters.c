@@ -46,6 +46,25 @@ const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 		"still blocked)" },
 	[SP_CF_OFFCPU_DELETE_ERRORS] = { "spanprof_bpf_offcpu_delete_errors_total", NULL,
 		"Pending off-CPU records BPF failed to delete (reused by the next capture)" },
+	[SP_CF_UNWIND_FRAMES] = { "spanprof_bpf_unwind_frames_total", "method",
+		"User frames by how their caller was found: a CFI row from the file's "
+		".eh_frame table, or the frame pointer" },
+	[SP_CF_UNWIND_FP_REASONS] = { "spanprof_bpf_unwind_fp_fallback_frames_total", "reason",
+		"Frames stepped by frame pointer, by reason (= the frame_pointer series of "
+		"spanprof_bpf_unwind_frames_total): --unwind fp, the process's ranges not "
+		"in BPF yet, the file without a table (pending, evicted, too large, failed, "
+		"anonymous code), no CFI for the pc, a CFI rule the unwinder cannot follow" },
+	[SP_CF_UNWIND_ENDS] = { "spanprof_bpf_unwind_stacks_total", "end",
+		"User stacks by how they ended: root (the thread root: complete), a zero "
+		"return address or frame pointer, a value that is not a canonical user "
+		"address or in none of the process's executable mappings (never emitted), "
+		"a failed read, a bad frame, a leaf-only rule in a caller, or truncated" },
+	[SP_CF_UNWIND_STALE] = { "spanprof_bpf_unwind_stale_stacks_total", NULL,
+		"User stacks walked while the process had a new executable mapping not "
+		"read yet (a pc outside the known ranges stepped by frame pointer)" },
+	[SP_CF_UNWIND_MMAP] = { "spanprof_bpf_unwind_mmap_records_total", NULL,
+		"New executable mappings (PROT_EXEC mmap/mprotect) signalled to the "
+		"collector, one per stale episode" },
 	[SP_CF_GO_LABEL_READS] = { "spanprof_bpf_go_label_reads_total", "outcome",
 		"Goroutine pprof-label reads in BPF for Go processes: trace and span ids "
 		"found, no goroutine on the thread, no labels, labels without ids, ids not "
@@ -108,6 +127,26 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 	[SP_CNT_CTX_OBI] = { "ctx_obi", SP_CF_CTX_OBI, NULL },
 	[SP_CNT_CTX_ATTRS_TRUNC] = { "ctx_attrs_truncated", SP_CF_CTX_ATTRS, "truncated" },
 	[SP_CNT_CTX_ATTRS_ERR] = { "ctx_attrs_errors", SP_CF_CTX_ATTRS, "read_error" },
+	[SP_CNT_UNW_FRAMES_CFI] = { "unwind_frames_cfi", SP_CF_UNWIND_FRAMES, "cfi" },
+	[SP_CNT_UNW_FRAMES_FP] = { "unwind_frames_fp", SP_CF_UNWIND_FRAMES, "frame_pointer" },
+	[SP_CNT_UNW_FP_MODE] = { "unwind_fp_mode", SP_CF_UNWIND_FP_REASONS, "mode_fp" },
+	[SP_CNT_UNW_FP_NO_PROC] = { "unwind_fp_no_ranges", SP_CF_UNWIND_FP_REASONS, "no_ranges" },
+	[SP_CNT_UNW_FP_NO_TABLE] = { "unwind_fp_no_table", SP_CF_UNWIND_FP_REASONS, "no_table" },
+	[SP_CNT_UNW_FP_NO_CFI] = { "unwind_fp_no_cfi", SP_CF_UNWIND_FP_REASONS, "no_cfi" },
+	[SP_CNT_UNW_FP_UNSUPPORTED] = { "unwind_fp_unsupported", SP_CF_UNWIND_FP_REASONS,
+					"unsupported" },
+	[SP_CNT_UNW_END_ROOT] = { "unwind_end_root", SP_CF_UNWIND_ENDS, "root" },
+	[SP_CNT_UNW_END_ZERO] = { "unwind_end_zero", SP_CF_UNWIND_ENDS, "zero" },
+	[SP_CNT_UNW_END_NONCANON] = { "unwind_end_noncanonical", SP_CF_UNWIND_ENDS,
+				      "noncanonical" },
+	[SP_CNT_UNW_END_NOT_EXEC] = { "unwind_end_not_executable", SP_CF_UNWIND_ENDS,
+				      "not_executable" },
+	[SP_CNT_UNW_END_READ] = { "unwind_end_read_error", SP_CF_UNWIND_ENDS, "read_error" },
+	[SP_CNT_UNW_END_BAD_FP] = { "unwind_end_bad_frame", SP_CF_UNWIND_ENDS, "bad_frame" },
+	[SP_CNT_UNW_END_LEAF_ONLY] = { "unwind_end_leaf_only", SP_CF_UNWIND_ENDS, "leaf_only" },
+	[SP_CNT_UNW_END_TRUNC] = { "unwind_end_truncated", SP_CF_UNWIND_ENDS, "truncated" },
+	[SP_CNT_UNW_STALE] = { "unwind_stale_ranges", SP_CF_UNWIND_STALE, NULL },
+	[SP_CNT_UNW_MMAP_EVENTS] = { "unwind_mmap_events", SP_CF_UNWIND_MMAP, NULL },
 	[SP_CNT_GO_IDS] = { "go_ids", SP_CF_GO_LABEL_READS, "ids" },
 	[SP_CNT_GO_NO_GOROUTINE] = { "go_no_goroutine", SP_CF_GO_LABEL_READS, "no_goroutine" },
 	[SP_CNT_GO_NO_LABELS] = { "go_no_labels", SP_CF_GO_LABEL_READS, "no_labels" },

@@ -15,6 +15,8 @@
  *     = sum(spanprof_bpf_oncpu_outcomes_total{outcome=...})
  *   spanprof_bpf_offcpu_switches_total
  *     = sum(spanprof_bpf_offcpu_switch_outcomes_total{outcome=...})
+ *   spanprof_bpf_unwind_frames_total{method="frame_pointer"}
+ *     = sum(spanprof_bpf_unwind_fp_fallback_frames_total{reason=...})
  * A family of one counter has no label (label == NULL, value == NULL).
  *
  * sp_counters__write_metrics writes them as Prometheus text
@@ -44,6 +46,11 @@ enum sp_counter_family {
 	SP_CF_OFFCPU_SWITCH_OUTCOMES,
 	SP_CF_OFFCPU_CAPTURED_OUTCOMES,
 	SP_CF_OFFCPU_DELETE_ERRORS,
+	SP_CF_UNWIND_FRAMES,
+	SP_CF_UNWIND_FP_REASONS,
+	SP_CF_UNWIND_ENDS,
+	SP_CF_UNWIND_STALE,
+	SP_CF_UNWIND_MMAP,
 	SP_CF_GO_LABEL_READS,
 	SP_CF_GO_LABELS,
 	SP_CF_GO_PARKS,

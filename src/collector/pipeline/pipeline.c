@@ -17,8 +17,12 @@
 #include "collector/pipeline/pipeline.h"
 #include "collector/pipeline/snapshot.h"
 #include "collector/pipeline/summary.h"
+#include "collector/procs/otel_env.h"
+#include "collector/procs/proc_env.h"
 #include "collector/procs/proc_table.h"
 #include "collector/tracectx/ctx_discovery.h"
+#include "collector/unwind/unwind_bpf.h"
+#include "collector/unwind/unwinder.h"
 
 struct sp_pipeline {
 	struct sp_pipeline_config cfg;
@@ -28,8 +32,14 @@ struct sp_pipeline {
 	struct sp_proc_table *procs;
 	struct sp_ctx_discovery *disc;
 	struct ring_buffer *rb;
+	struct sp_unw_bpf *unw_bpf;	/* NULL with --unwind fp */
+	struct sp_unwinder *unw;	/* NULL with --unwind fp */
 	struct sp_consumer cons;	/* cons.agg is the current aggregator */
-	pthread_mutex_t lock;		/* procs, disc (and what the hooks touch) */
+	pthread_mutex_t lock;		/* procs, disc, env (and what the hooks touch) */
+	struct sp_proc_env *env;	/* NULL with --no-process-env */
+	struct sp_otel_attrs common;	/* on every resource (identity_from_env) */
+	char host_name[256];		/* "" = gethostname() at each snapshot */
+	uint64_t attrs_dropped;		/* resources full (snapshot.h), lock held */
 	uint64_t execs_seen;		/* consumer's thread */
 	uint64_t fast_until_ns;
 };
@@ -40,6 +50,8 @@ static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 	struct sp_pipeline *p = ctx;
 
 	sp_ctx_discovery__on_proc(pid, why, p->disc);
+	if (why == SP_PROC_FIRST_SIGHT || why == SP_PROC_EXEC)
+		sp_proc_env__note(p->env, pid);
 	if (p->cfg.on_proc)
 		p->cfg.on_proc(pid, why, p->cfg.on_proc_ctx);
 }
@@ -57,20 +69,107 @@ static int on_event(void *ctx, void *data, size_t size)
 	return sp_consumer__handle(&p->cons, data, size);
 }
 
+/*
+ * The collector's own resource identity, from its environment: the
+ * attributes of OTEL_RESOURCE_ATTRIBUTES go on every resource (a key the
+ * process declares itself wins; its OTEL_SERVICE_NAME and a service.name
+ * there name the collector, not the processes, and are not used), and
+ * the node's name: host.name from OTEL_RESOURCE_ATTRIBUTES, else
+ * SP_NODE_NAME_ENV (the Kubernetes downward API's spec.nodeName, which
+ * also becomes k8s.node.name; inside a pod gethostname() is the pod's
+ * name), else gethostname().  A malformed OTEL_RESOURCE_ATTRIBUTES is
+ * refused: a deployment's typo should not silently lose its attributes.
+ */
+static int identity_from_env(struct sp_pipeline *p, char *err, size_t err_len)
+{
+	const char *ra = getenv("OTEL_RESOURCE_ATTRIBUTES"), *node = getenv(SP_NODE_NAME_ENV);
+	const char *host;
+	uint32_t bad = 0;
+
+	if (ra && sp_otel_env__parse_attrs(ra, strlen(ra), &p->common, &bad)) {
+		snprintf(err, err_len, "OTEL_RESOURCE_ATTRIBUTES: entry %u is not key=value with a "
+			 "token key and valid %%XX escapes; fix or unset it", bad);
+		return -EINVAL;
+	}
+	if (p->common.dropped) {
+		snprintf(err, err_len, "OTEL_RESOURCE_ATTRIBUTES: more than %d attributes, or a key "
+			 "above %d or a value above %d bytes", SP_OTEL_ATTRS_MAX, SP_OTEL_KEY_MAX,
+			 SP_OTEL_VALUE_MAX);
+		return -EINVAL;
+	}
+	if (node && strlen(node) > 253) {
+		snprintf(err, err_len, "%s: a node name has at most 253 bytes", SP_NODE_NAME_ENV);
+		return -EINVAL;
+	}
+	host = sp_otel_env__get(&p->common, "host.name");
+	if (!host && node && node[0])
+		host = node;
+	if (host)
+		snprintf(p->host_name, sizeof(p->host_name), "%s", host);
+	if (node && node[0] && !sp_otel_env__get(&p->common, "k8s.node.name")) {
+		if (p->common.n == SP_OTEL_ATTRS_MAX) {
+			snprintf(err, err_len, "OTEL_RESOURCE_ATTRIBUTES has %d attributes: no room "
+				 "for k8s.node.name from %s", SP_OTEL_ATTRS_MAX, SP_NODE_NAME_ENV);
+			return -EINVAL;
+		}
+		snprintf(p->common.a[p->common.n].key, sizeof(p->common.a[0].key), "k8s.node.name");
+		snprintf(p->common.a[p->common.n].value, sizeof(p->common.a[0].value), "%s", node);
+		p->common.n++;
+	}
+	return 0;
+}
+
+static const struct sp_proc_env_ident *env_ident(uint32_t pid, void *ctx)
+{
+	return sp_proc_env__get(ctx, pid);
+}
+
 static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config *c)
 {
 	const struct sp_sampling_opts *o = &p->opts;
 
 	*c = (struct sp_sampler_config){
 		.freq_hz = o->hz, .ringbuf_bytes = o->ringbuf_bytes,
-		.filter_pids = p->cfg.filter_pids, .stream_idle = o->idle,
+		.filter_pids = p->cfg.filter_pids || p->cfg.filter_tids,
+		.filter_tids = p->cfg.filter_tids, .exclude = p->cfg.exclude, .cpus = o->cpu_filter ? o->cpus : NULL,
+		.stream_idle = o->idle,
 		.kernel_stacks = o->kernel, .read_trace_ctx = o->trace_ctx,
 		.off_cpu = o->off_cpu, .off_cpu_min_ns = o->off_cpu_min_us * 1000,
 		.off_cpu_sample_n = o->off_cpu_sample_n, .off_cpu_rate = o->off_cpu_rate,
 		.off_cpu_max_pending = o->off_cpu_max_pending,
 		.off_cpu_kthreads = o->off_cpu_kthreads, .tls_descs_max = o->ctx_max_procs,
+		.unwind_fp = o->unwind_fp,
 		.no_go_labels = o->no_go_labels, .go_parks = o->off_cpu_goroutines,
 	};
+}
+
+/* The .eh_frame unwinder on the sampler's maps, listening to the process
+ * table's maps reads (not with --unwind fp: frame pointers only). */
+static int start_unwinder(struct sp_pipeline *p, char *err, size_t err_len)
+{
+	struct sp_unwinder_config ucfg = { .budget_bytes = p->opts.unwind_budget };
+	struct sp_sampler_unwind_maps um;
+	struct sp_unw_backend be;
+	int rc;
+
+	if (p->opts.unwind_fp)
+		return 0;
+	rc = sp_sampler__unwind_maps(p->sampler, &um);
+	if (rc) {
+		snprintf(err, err_len, "the BPF object has no unwinder maps: %s", strerror(-rc));
+		return rc;
+	}
+	rc = sp_unw_bpf__new(&um, &p->unw_bpf, &be, err, err_len);
+	if (!rc)
+		rc = sp_unwinder__new(&ucfg, &be, p->procs, &p->unw, err, err_len);
+	if (rc) {
+		size_t n = strlen(err);
+
+		snprintf(err + n, err_len - n, " (--unwind fp walks frame pointers without tables)");
+		return rc;
+	}
+	p->cons.unwinder = p->unw;
+	return 0;
 }
 
 int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **out, char *err,
@@ -94,9 +193,15 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	p->acfg = (struct sp_agg_config){ .byte_budget = p->opts.agg_budget,
 					  .max_entries = p->opts.agg_entries,
 					  .keep_timestamps = p->opts.timestamps };
+	rc = identity_from_env(p, err, err_len);
+	if (rc)
+		goto fail;
+	rc = -ENOMEM;
 	p->procs = sp_proc_table__new(NULL);
+	if (!p->opts.no_process_env)
+		p->env = sp_proc_env__new(0, 0, NULL);
 	agg = sp_agg__new(&p->acfg);
-	if (!p->procs || !agg) {
+	if (!p->procs || !agg || (!p->opts.no_process_env && !p->env)) {
 		snprintf(err, err_len, "cannot allocate the process table or the aggregator (%s): "
 			 "lower --agg-budget or --agg-entries", strerror(errno ? errno : ENOMEM));
 		goto fail;
@@ -117,6 +222,10 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	}
 	/* First sight and exec reuse the maps the table has just read. */
 	sp_ctx_discovery__set_procs(p->disc, p->procs);
+	rc = start_unwinder(p, err, err_len);
+	if (rc)
+		goto fail;
+	rc = -ENOMEM;
 	p->cons.go_key = sp_ctx_discovery__go_key;	/* Go label keys, by process */
 	p->cons.go_key_ctx = p->disc;
 	p->rb = ring_buffer__new(sp_sampler__ring_fd(p->sampler), on_event, p, NULL);
@@ -138,12 +247,25 @@ void sp_pipeline__free(struct sp_pipeline *p)
 	if (!p)
 		return;
 	ring_buffer__free(p->rb);
+	sp_unwinder__free(p->unw);	/* before the table it listens to */
+	sp_unw_bpf__free(p->unw_bpf);	/* before the maps it maps */
 	sp_sampler__destroy(p->sampler);
 	sp_ctx_discovery__free(p->disc);
 	sp_agg__free(p->cons.agg);
 	sp_proc_table__free(p->procs);
+	sp_proc_env__free(p->env);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
+}
+
+int sp_pipeline__add_target_tid(struct sp_pipeline *p, uint32_t tid)
+{
+	return sp_sampler__add_target_tid(p->sampler, tid);
+}
+
+int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid)
+{
+	return sp_sampler__exclude(p->sampler, pid);
 }
 
 int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid)
@@ -169,6 +291,7 @@ static void drain(struct sp_pipeline *p)
 	pthread_mutex_lock(&p->lock);
 	ring_buffer__consume(p->rb);
 	sp_ctx_discovery__tick(p->disc);
+	sp_unwinder__poll(p->unw, sp_clock__mono_ns());
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -245,6 +368,11 @@ int sp_pipeline__snapshot(struct sp_pipeline *p, struct sp_agg *g, struct sp_sna
 	so->service_name_ctx = p->disc;
 	so->attr_key = sp_ctx_discovery__attr_key;
 	so->attr_key_ctx = p->disc;
+	so->env_ident = p->env ? env_ident : NULL;
+	so->env_ident_ctx = p->env;
+	so->common_attrs = &p->common;
+	so->host_name = p->host_name[0] ? p->host_name : NULL;
+	so->attrs_dropped = &p->attrs_dropped;
 	pthread_mutex_lock(&p->lock);
 	rc = sp_snapshot__build(g, p->procs, so, out);
 	pthread_mutex_unlock(&p->lock);
@@ -253,13 +381,16 @@ int sp_pipeline__snapshot(struct sp_pipeline *p, struct sp_agg *g, struct sp_sna
 
 static void on_release(uint32_t pid, void *ctx)
 {
-	sp_ctx_discovery__forget(ctx, pid);
+	struct sp_pipeline *p = ctx;
+
+	sp_ctx_discovery__forget(p->disc, pid);
+	sp_proc_env__forget(p->env, pid);
 }
 
 void sp_pipeline__release(struct sp_pipeline *p, uint64_t epoch)
 {
 	pthread_mutex_lock(&p->lock);
-	sp_proc_table__release(p->procs, epoch, on_release, p->disc);
+	sp_proc_table__release(p->procs, epoch, on_release, p);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -268,13 +399,16 @@ void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s)
 	const struct sp_sampling_opts *o = &p->opts;
 
 	s->hz = o->hz;
-	s->n_cpus = sp_sampler__n_cpus(p->sampler);
+	s->n_cpus = sp_sampler__n_sampled_cpus(p->sampler);
 	s->off_cpu = o->off_cpu;
 	s->off_cpu_min_ns = o->off_cpu_min_us * 1000;
 	s->off_cpu_sample_n = o->off_cpu_sample_n;
 	s->off_cpu_rate = o->off_cpu_rate;
 	s->obi_map = sp_sampler__uses_obi(p->sampler);
 	s->publish_watch = sp_sampler__watches_publish(p->sampler);
+	s->unwind_fp = o->unwind_fp;
+	s->mmap_watch = sp_sampler__watches_mmap(p->sampler);
+	sp_unwinder__stats(p->unw, &s->unw);
 	s->consumer = p->cons.stats;
 	if (p->cons.agg)
 		s->agg = *sp_agg__stats(p->cons.agg);
@@ -282,6 +416,10 @@ void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s)
 	pthread_mutex_lock(&p->lock);
 	s->procs = *sp_proc_table__stats(p->procs);
 	sp_ctx_discovery__fill_summary(p->disc, s);
+	s->process_env = p->env != NULL;
+	if (p->env)
+		s->env = *sp_proc_env__stats(p->env);
+	s->res_attrs_dropped = p->attrs_dropped;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -293,6 +431,11 @@ int sp_pipeline__read_counters(const struct sp_pipeline *p, uint64_t out[SP_CNT_
 const struct sp_consumer_stats *sp_pipeline__consumer_stats(const struct sp_pipeline *p)
 {
 	return &p->cons.stats;
+}
+
+struct sp_unwinder *sp_pipeline__unwinder(const struct sp_pipeline *p)
+{
+	return p->unw;
 }
 
 uint32_t sp_pipeline__n_cpus(const struct sp_pipeline *p)

@@ -3,7 +3,9 @@
  * pipeline.h - what every spanprof command runs between the kernel and a
  * profile: the BPF sampler (open -> configure -> load -> attach), its ring
  * buffer, the consumer, the process table, trace-context discovery, the
- * current aggregator (swappable), and drain and stop.  `spanprof record`
+ * user-stack unwinder (its tables and ranges follow the process table's
+ * maps reads; not with --unwind fp), the current aggregator (swappable),
+ * and drain and stop.  `spanprof record`
  * and `spanprof agent` both run exactly this, so what one gets the other
  * gets: discovery reuses the maps the process table just read (one maps
  * read per new process), the ring is drained every 10 ms for 250 ms after
@@ -42,6 +44,11 @@ struct sp_snapshot_opts;
 struct sp_summary;
 struct sp_pipeline;
 
+/* The node's name, when set (a Kubernetes DaemonSet passes spec.nodeName
+ * through the downward API): host.name and k8s.node.name of every
+ * resource (pipeline.c, identity_from_env). */
+#define SP_NODE_NAME_ENV "K8S_NODE_NAME"
+
 #define SP_PIPELINE_FAST_DRAIN_MS 10			/* drain period after an exec */
 #define SP_PIPELINE_FAST_DRAIN_NS (250ull * 1000 * 1000)	/* ... for this long */
 
@@ -53,6 +60,9 @@ typedef bool (*sp_pipeline_gate_fn)(const struct sp_event *e, void *ctx);
 struct sp_pipeline_config {
 	const struct sp_sampling_opts *opts;	/* copied */
 	bool filter_pids;		/* only targets and their children */
+	bool exclude;			/* __exclude works (the agent's selection) */
+	bool filter_tids;		/* only threads added by __add_target_tid,
+					 * of processes added by __add_target */
 	/* Optional, after trace-context discovery's own, lock held. */
 	sp_consumer_proc_fn on_proc;
 	void *on_proc_ctx;
@@ -67,6 +77,9 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 void sp_pipeline__free(struct sp_pipeline *p);	/* NULL-safe; frees the current aggregator */
 
 int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid);
+int sp_pipeline__add_target_tid(struct sp_pipeline *p, uint32_t tid);
+/* With cfg.exclude: pid is no longer sampled (in BPF) until it execs. */
+int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid);
 /* Attaches (sampling starts), then examines the processes already running
  * for a trace context: all of them, or pids[n] when filtering. */
 int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, char *err,
@@ -106,5 +119,9 @@ int sp_pipeline__read_counters(const struct sp_pipeline *p, uint64_t out[SP_CNT_
 /* The consumer's counters, for its own thread (status lines). */
 const struct sp_consumer_stats *sp_pipeline__consumer_stats(const struct sp_pipeline *p);
 uint32_t sp_pipeline__n_cpus(const struct sp_pipeline *p);
+/* The user-stack unwinder (collector/unwind/unwinder.h; thread safe), NULL
+ * with --unwind fp: the agent tells it of memory pressure and shows its
+ * tables on /metrics. */
+struct sp_unwinder *sp_pipeline__unwinder(const struct sp_pipeline *p);
 
 #endif

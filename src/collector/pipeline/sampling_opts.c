@@ -11,6 +11,8 @@
 
 #include "collector/pipeline/cli.h"
 #include "collector/pipeline/sampling_opts.h"
+#include "collector/unwind/unwind_cli.h"
+#include "collector/unwind/unwinder.h"
 #include "spanprof/abi.h"
 
 enum kind {
@@ -21,6 +23,12 @@ enum kind {
 	K_U64,		/* uint64_t in [min, max] */
 	K_SIZE,		/* size_t bytes in [min, max] */
 	K_POW2,		/* uint32_t bytes, a power of two in [min, max] */
+	K_EVENT,	/* perf's -e: only the event sampled (cpu-clock) */
+	K_CPUS,		/* uint64_t[SP_CLI_CPU_WORDS], perf's CPU list; sets cpu_filter */
+	K_UNWIND,	/* bool unwind_fp from dwarf|fp (unwind_cli.h) */
+	K_CALL_GRAPH,	/* bool unwind_fp from perf's fp|dwarf[,SIZE] */
+	K_BUDGET,	/* uint64_t bytes with k/m/g (sp_unwinder__parse_budget) */
+	K_NOOP,		/* accepted, nothing to set (perf's -g: always on) */
 };
 
 enum {
@@ -48,6 +56,11 @@ struct opt_def {
 static const struct opt_def defs[] = {
 	{ "freq", 'F', "HZ", K_FREQ, F(hz), 0, 0, NULL,
 	  "sampling frequency, must be prime", NULL, 0 },
+	{ "event", 'e', "EVENT", K_EVENT, 0, 0, 0, NULL,
+	  "cpu-clock only (perf's name for the timer sampled\n"
+	  "at -F HZ); off-CPU waits: --off-cpu", NULL, 0 },
+	{ "cpu", 'C', "CPUS", K_CPUS, F(cpus), 0, 0, NULL,
+	  "sample only these CPUs, perf's list syntax (0,2-3)", NULL, 0 },
 	{ "no-kernel", 0, NULL, K_CLEAR, F(kernel), 0, 0, NULL,
 	  "user stacks only", NULL, 0 },
 	{ "idle", 0, NULL, K_SET, F(idle), 0, 0, NULL,
@@ -57,6 +70,9 @@ static const struct opt_def defs[] = {
 	  "nor Go goroutines' pprof labels", NULL, 0 },
 	{ "no-go-labels", 0, NULL, K_SET, F(no_go_labels), 0, 0, NULL,
 	  "do not read Go goroutines' pprof labels", NULL, 0 },
+	{ "no-process-env", 0, NULL, K_SET, F(no_process_env), 0, 0, NULL,
+	  "do not read the processes' OTEL_SERVICE_NAME and\n"
+	  "OTEL_RESOURCE_ATTRIBUTES (/proc/PID/environ)", NULL, 0 },
 	{ "off-cpu", 0, NULL, K_SET, F(off_cpu), 0, 0, NULL,
 	  "also record off-CPU waits (sleep, locks, I/O, run\n"
 	  "queue) with stacks, trace context and blocked time", NULL, 0 },
@@ -99,6 +115,19 @@ static const struct opt_def defs[] = {
 	{ "timestamps", 0, NULL, K_SET, F(timestamps), 0, 0, NULL,
 	  "one timestamp per event in the samples (OTLP; off:\n"
 	  "one aggregated value per stack, thread and span)", NULL, 0 },
+	{ "unwind", 0, "MODE", K_UNWIND, F(unwind_fp), 0, 0, NULL,
+	  "user stacks: dwarf (.eh_frame tables, frame pointers\n"
+	  "where a frame has none; the default) or fp (frame\n"
+	  "pointers only)", NULL, 0 },
+	{ "call-graph", 0, "MODE", K_CALL_GRAPH, F(unwind_fp), 0, 0, NULL,
+	  "perf's spelling: fp = --unwind fp, dwarf[,SIZE] =\n"
+	  "--unwind dwarf (SIZE ignored: no stack is copied)", NULL, 0 },
+	{ NULL, 'g', NULL, K_NOOP, 0, 0, 0, NULL,
+	  "perf's \"record call graphs\": always done (the\n"
+	  "default unwinding, not perf's frame pointers)", NULL, 0 },
+	{ "unwind-budget", 0, "B", K_BUDGET, F(unwind_budget), 0, 0, NULL,
+	  "BPF memory for unwind tables and process ranges\n"
+	  "(k/m/g; least recently used files are evicted)", NULL, 0 },
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
@@ -116,6 +145,57 @@ static const struct opt_def *def_of(int c)
 		if (defs[i].short_name && defs[i].short_name == c)
 			return &defs[i];
 	return NULL;
+}
+
+/*
+ * perf's -e.  spanprof samples one event: the CPU-clock software timer in
+ * frequency mode (bpf_sampler.c), which perf calls cpu-clock (perf list:
+ * "cpu-clock [Software event]"; also the event perf falls back to where
+ * there is no PMU, as in VMs).  Every other event -- hardware counters
+ * (cycles, instructions), task-clock, tracepoints -- would sample
+ * something else under the same name, so it is refused, naming the fix.
+ */
+static int parse_event(const char *arg, char *msg, size_t msg_len)
+{
+	if (!strcmp(arg, "cpu-clock"))
+		return 0;
+	if (strstr(arg, "sched_switch") || strstr(arg, "sched:"))
+		return sp_cli__refuse(msg, msg_len, "-e %s: spanprof samples only cpu-clock; "
+				      "for off-CPU waits use --off-cpu", arg);
+	return sp_cli__refuse(msg, msg_len, "-e %s: spanprof samples only cpu-clock (a timer "
+			      "at -F HZ); use -e cpu-clock or no -e, or perf record -e %s", arg,
+			      arg);
+}
+
+/* perf's -C list; every CPU in it must be online now. */
+static int parse_cpus(const char *arg, uint64_t *mask, char *msg, size_t msg_len)
+{
+	uint64_t online[SP_CLI_CPU_WORDS];
+	uint32_t n = 0, n_online = 0;
+	char list[128];
+	FILE *f;
+
+	if (sp_cli__parse_cpu_list(arg, mask, &n))
+		return sp_cli__refuse(msg, msg_len, "-C %s: expected a CPU list such as 0,2-3 "
+				      "(CPUs below %d)", arg, SP_CLI_MAX_CPUS);
+	if (sp_cli__online_cpus(online, &n_online))
+		return sp_cli__refuse(msg, msg_len, "-C %s: cannot read the online CPUs from "
+				      "/sys/devices/system/cpu/online", arg);
+	for (uint32_t c = 0; c < n; c++) {
+		if (!sp_cli__cpu_isset(mask, c) || sp_cli__cpu_isset(online, c))
+			continue;
+		list[0] = 0;
+		f = fopen("/sys/devices/system/cpu/online", "re");
+		if (f) {
+			if (!fgets(list, sizeof(list), f))
+				list[0] = 0;
+			fclose(f);
+		}
+		list[strcspn(list, "\n")] = 0;
+		return sp_cli__refuse(msg, msg_len, "-C %s: CPU %u is not online (online: %s)",
+				      arg, c, list[0] ? list : "?");
+	}
+	return 0;
 }
 
 /* One getopt_long result: 1 when c is not a shared option, 0 when parsed
@@ -139,6 +219,29 @@ static int parse_one(struct sp_sampling_opts *o, int c, const char *arg, char *m
 	case K_SET:
 	case K_CLEAR:
 		*(bool *)field = d->kind == K_SET;
+		break;
+	case K_EVENT:
+		return parse_event(arg, msg, msg_len);
+	case K_CPUS:
+		if (parse_cpus(arg, (uint64_t *)field, msg, msg_len))
+			return -EINVAL;
+		o->cpu_filter = true;
+		break;
+	case K_NOOP:
+		break;
+	case K_UNWIND:
+	case K_CALL_GRAPH:
+		if ((d->kind == K_UNWIND ? sp_unwind_cli__mode : sp_unwind_cli__call_graph)(
+			    arg, (bool *)field, msg, msg_len))
+			return -EINVAL;
+		msg[0] = '\0';	/* a note (an ignored SIZE) is not an error */
+		break;
+	case K_BUDGET:
+		if (sp_unwinder__parse_budget(arg, (uint64_t *)field)) {
+			snprintf(msg, msg_len, "--%s %s: expected bytes (k/m/g suffixes) from "
+				 "256k to 1g", d->name, arg ? arg : "");
+			return -EINVAL;
+		}
 		break;
 	default:
 		bad = sp_cli__parse_u64(arg, d->max, &v) || v < d->min ||
@@ -176,6 +279,12 @@ uint32_t sp_sampling_opts__default_entries(size_t agg_budget)
 
 static int finish(struct sp_sampling_opts *o, char *msg, size_t msg_len)
 {
+	if (o->cpu_filter && o->off_cpu) {
+		/* A wait starts on one CPU and ends on another: -C has no
+		 * clear meaning for it, so the two are not combined. */
+		snprintf(msg, msg_len, "-C restricts on-CPU sampling only: drop --off-cpu or -C");
+		return -EINVAL;
+	}
 	if (o->off_cpu_tuned && !o->off_cpu) {
 		snprintf(msg, msg_len, "--off-cpu-* options need --off-cpu");
 		return -EINVAL;
@@ -219,9 +328,11 @@ static int merge(const struct sp_command_opts *cmd, struct tables *t)
 		return -ENOSPC;
 	t->longopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	for (size_t i = 0; i < N_DEFS; i++)
-		t->longopts[n++] = (struct option){ defs[i].name,
-						    defs[i].arg ? required_argument : no_argument,
-						    NULL, OPT_BASE + (int)i };
+		if (defs[i].name)	/* NULL: a short option only (-g) */
+			t->longopts[n++] = (struct option){ defs[i].name,
+							    defs[i].arg ? required_argument
+									: no_argument,
+							    NULL, OPT_BASE + (int)i };
 	t->longopts[n] = (struct option){ 0 };
 	return 0;
 }
@@ -282,6 +393,18 @@ static void show_default(const struct opt_def *d, const struct sp_sampling_opts 
 	switch (d->kind) {
 	case K_SET:
 	case K_CLEAR:
+	case K_EVENT:
+	case K_CPUS:
+	case K_NOOP:
+	case K_CALL_GRAPH:
+		return;
+	case K_UNWIND:
+		snprintf(buf, len, "default %s", *(const bool *)field ? "fp" : "dwarf");
+		return;
+	case K_BUDGET:
+		v = *(const uint64_t *)field ? *(const uint64_t *)field : SP_UNWINDER_DEFAULT_BUDGET;
+		show_bytes(buf + 8, len - 8, v);
+		memcpy(buf, "default ", 8);
 		return;
 	case K_U64:
 		v = *(const uint64_t *)field;
@@ -314,7 +437,9 @@ void sp_sampling_opts__usage(FILE *f, const struct sp_sampling_opts *defaults)
 		const char *h = d->help, *nl;
 		int n;
 
-		if (d->short_name)
+		if (d->short_name && !d->name)
+			n = snprintf(left, sizeof(left), "  -%c", d->short_name);
+		else if (d->short_name)
 			n = snprintf(left, sizeof(left), "  -%c, --%s%s%s", d->short_name, d->name,
 				     d->arg ? " " : "", d->arg ? d->arg : "");
 		else

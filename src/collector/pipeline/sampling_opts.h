@@ -27,12 +27,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "collector/pipeline/cli.h"
+
 struct sp_sampling_opts {
 	uint32_t hz;			/* -F, prime */
 	bool kernel;			/* kernel stacks (--no-kernel clears) */
 	bool idle;			/* also stream idle-CPU samples */
 	bool trace_ctx;			/* read OTEP 4947 contexts (--no-trace-context) */
 	bool no_go_labels;		/* do not read Go goroutines' pprof labels */
+	bool no_process_env;		/* --no-process-env: no /proc/PID/environ reads */
 	uint32_t ringbuf_bytes;		/* power of two */
 	uint32_t poll_ms;		/* drain period; 10 ms for 250 ms after an exec */
 	size_t agg_budget;		/* bytes per aggregator */
@@ -47,7 +50,11 @@ struct sp_sampling_opts {
 	bool off_cpu_goroutines;	/* goroutine parks (bpf/goparks.bpf.h) */
 	uint32_t off_cpu_max_pending;	/* 0 = the sampler's default (8192) */
 	uint32_t ctx_max_procs;		/* 0 = SP_TLS_DESCS_MAX */
+	bool unwind_fp;			/* --unwind fp: frame pointers only */
+	uint64_t unwind_budget;		/* --unwind-budget; 0 = the default (64 MiB) */
 	bool off_cpu_tuned;		/* parser state: an --off-cpu-* option was given */
+	bool cpu_filter;		/* -C given: sample only the CPUs in cpus */
+	uint64_t cpus[SP_CLI_CPU_WORDS];	/* -C's set (cli.h), online when parsed */
 };
 
 /* A command's own option: getopt_long's value c and its argument (or

@@ -11,6 +11,7 @@
 #include "base/buildid.h"
 #include "collector/pipeline/aggregator.h"
 #include "collector/tracectx/ctx_attrs.h"
+#include "collector/procs/proc_env.h"
 #include "collector/procs/proc_table.h"
 #include "profile/profile.h"
 #include "collector/pipeline/snapshot.h"
@@ -50,11 +51,64 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+#define SP_SERVICE_NAME_KEY "service.name"
+
+static const char *env_value(const struct sp_proc_env_ident *env, const char *key)
+{
+	for (uint32_t i = 0; i < env->n_attrs; i++)
+		if (!strcmp(env->keys[i], key))
+			return env->values[i];
+	return NULL;
+}
+
+/* Adds key = value to r unless key is fixed or already there; counts what
+ * does not fit.  0 or -ENOMEM. */
+static int add_attr(struct builder *b, struct sp_resource *r, const char *key, const char *value)
+{
+	int32_t k, v;
+
+	if (!value[0] || sp_profile__resource_key_fixed(key))
+		return 0;
+	for (uint32_t i = 0; i < r->n_attrs; i++)
+		if (!strcmp(b->p->strings[r->attrs[i].key], key))
+			return 0;
+	if (r->n_attrs == SP_RES_ATTRS_MAX) {
+		if (b->o->attrs_dropped)
+			(*b->o->attrs_dropped)++;
+		return 0;
+	}
+	k = sp_profile__intern(b->p, key);
+	v = sp_profile__intern(b->p, value);
+	if (k < 0 || v < 0)
+		return -ENOMEM;
+	r->attrs[r->n_attrs++] = (struct sp_res_attr){ k, v };
+	return 0;
+}
+
+/* The collector's attributes first (a few, set by the operator: the node,
+ * the cluster; they must not be crowded out), except those the process
+ * declares itself, whose value wins; then the process's, up to the
+ * bound. */
+static int add_attrs(struct builder *b, struct sp_resource *r, const struct sp_proc_env_ident *env)
+{
+	const struct sp_otel_attrs *c = b->o->common_attrs;
+
+	for (uint32_t i = 0; c && i < c->n; i++)
+		if (!(env && env_value(env, c->a[i].key)) &&
+		    add_attr(b, r, c->a[i].key, c->a[i].value))
+			return -ENOMEM;
+	for (uint32_t i = 0; env && i < env->n_attrs; i++)
+		if (add_attr(b, r, env->keys[i], env->values[i]))
+			return -ENOMEM;
+	return 0;
+}
+
 static int32_t resource_for(struct builder *b, uint32_t pid, const char *comm)
 {
 	uint32_t h = (pid * 2654435761u) & b->pid_mask;
 	struct sp_resource r = { .pid = pid, .host_name = b->host_name };
 	const struct sp_proc_info *pi;
+	const struct sp_proc_env_ident *env = NULL;
 	const char *svc = NULL, *cid;
 	int32_t idx;
 
@@ -70,12 +124,27 @@ static int32_t resource_for(struct builder *b, uint32_t pid, const char *comm)
 	} else {
 		r.exe_name = sp_profile__intern(b->p, pid ? comm : "swapper");
 	}
-	if (b->o->service_name)
+	if (b->o->env_ident)
+		env = b->o->env_ident(pid, b->o->env_ident_ctx);
+	/* service.name: OTEL_SERVICE_NAME, then OTEL_RESOURCE_ATTRIBUTES'
+	 * service.name (the SDKs' order), then the OTEP 4719 context. */
+	if (env)
+		svc = env->service_name ? env->service_name : env_value(env, SP_SERVICE_NAME_KEY);
+	if (!svc && b->o->service_name)
 		svc = b->o->service_name(pid, b->o->service_name_ctx);
-	r.service_name = svc ? sp_profile__intern(b->p, svc) : r.exe_name;
+	if (svc) {
+		r.service_name = sp_profile__intern(b->p, svc);
+	} else if (r.exe_name >= 0) {
+		char unknown[300];
+
+		snprintf(unknown, sizeof(unknown), "unknown_service:%s", b->p->strings[r.exe_name]);
+		r.service_name = sp_profile__intern(b->p, unknown);
+	}
 	if (b->o->container_id && (cid = b->o->container_id(pid, b->o->container_id_ctx)))
 		r.container_id = sp_profile__intern(b->p, cid);
 	if (r.exe_path < 0 || r.exe_name < 0 || r.service_name < 0 || r.container_id < 0)
+		return -ENOMEM;
+	if (add_attrs(b, &r, env))
 		return -ENOMEM;
 	idx = sp_profile__add_resource(b->p, &r);
 	if (idx < 0)
@@ -250,7 +319,10 @@ int sp_snapshot__build(struct sp_agg *agg, struct sp_proc_table *procs,
 	for (uint32_t i = 0; i < cap; i++)
 		b.pids[i].resource = -1;
 
-	gethostname(host, sizeof(host) - 1);
+	if (o->host_name)
+		snprintf(host, sizeof(host), "%s", o->host_name);
+	else
+		gethostname(host, sizeof(host) - 1);
 	b.host_name = sp_profile__intern(b.p, host);
 	b.reason_key = sp_profile__intern(b.p, SP_LABEL_OFFCPU_REASON);
 	for (int r = 0; r <= SP_OFF_OTHER; r++)

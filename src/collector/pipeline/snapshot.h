@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 struct sp_agg;
+struct sp_otel_attrs;
+struct sp_proc_env_ident;
 struct sp_proc_table;
 struct sp_profile;
 
@@ -23,8 +25,24 @@ struct sp_snapshot_opts {
 	uint64_t period_ns;		/* on-CPU sampling period, 1e9 / Hz */
 	uint64_t start_mono_ns;
 	uint64_t end_mono_ns;
-	/* Optional: service name per pid (from the OTEP 4719 process context);
-	 * NULL or returning NULL means "use the executable name". */
+	/* Optional: what pid declares in its environment (proc_env.h):
+	 * OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES.  NULL or returning
+	 * NULL: nothing. */
+	const struct sp_proc_env_ident *(*env_ident)(uint32_t pid, void *ctx);
+	void *env_ident_ctx;
+	/* Optional: attributes on every resource (the collector's own
+	 * OTEL_RESOURCE_ATTRIBUTES, k8s.node.name); a key the process
+	 * declares itself wins.  Fixed keys (service.name, host.name, ...)
+	 * in it are ignored: host_name is the collector's host. */
+	const struct sp_otel_attrs *common_attrs;
+	const char *host_name;		/* NULL: gethostname() */
+	/* Optional out: incremented for each attribute left off because a
+	 * resource had SP_RES_ATTRS_MAX already. */
+	uint64_t *attrs_dropped;
+	/* Optional: service name per pid (from the OTEP 4719 process context),
+	 * after the environment's.  Without either, service.name is
+	 * "unknown_service:<executable name>" (the semantic conventions'
+	 * fallback). */
 	const char *(*service_name)(uint32_t pid, void *ctx);
 	void *service_name_ctx;
 	/* Optional: container id per pid (the agent reads /proc/PID/cgroup);

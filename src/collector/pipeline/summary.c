@@ -5,9 +5,69 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
 
 #include "collector/pipeline/counters.h"
 #include "collector/pipeline/summary.h"
+
+static const char *const unw_end_names[SP_UNW_END__MAX] = {
+	[SP_UNW_END_NONE] = "none",
+	[SP_UNW_END_ROOT] = "root",
+	[SP_UNW_END_ZERO] = "zero",
+	[SP_UNW_END_NONCANON] = "noncanonical",
+	[SP_UNW_END_NOT_EXEC] = "not_executable",
+	[SP_UNW_END_READ] = "read_error",
+	[SP_UNW_END_BAD_FP] = "bad_frame",
+	[SP_UNW_END_LEAF_ONLY] = "leaf_only",
+	[SP_UNW_END_TRUNC] = "truncated",
+};
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * a / b : 0.0;
+}
+
+/* User stacks of the samples received, and the tables behind them. */
+static void print_unwind(FILE *f, const struct sp_summary *s)
+{
+	const struct sp_consumer_stats *c = &s->consumer;
+	const struct sp_unwinder_stats *u = &s->unw;
+	const uint64_t *b = s->bpf;
+
+	fprintf(f, "  user stacks (%s): %" PRIu64 " walked, %.1f%% reached the thread root; "
+		"frames %" PRIu64 ", %.1f%% by frame pointer",
+		s->unwind_fp ? "frame pointers, --unwind fp" : ".eh_frame, frame pointer where none",
+		c->ustack_walked, pct(c->ustack_root, c->ustack_walked), c->ustack_frames,
+		pct(c->ustack_frames_fp, c->ustack_frames));
+	if (!s->unwind_fp)
+		fprintf(f, " (no ranges %" PRIu64 ", no table %" PRIu64 ", no CFI %" PRIu64
+			", unsupported %" PRIu64 ")", b[SP_CNT_UNW_FP_NO_PROC], b[SP_CNT_UNW_FP_NO_TABLE],
+			b[SP_CNT_UNW_FP_NO_CFI], b[SP_CNT_UNW_FP_UNSUPPORTED]);
+	fputs("; ended:", f);
+	for (int i = SP_UNW_END_ZERO; i < SP_UNW_END__MAX; i++)
+		if (c->ustack_end[i])
+			fprintf(f, " %s %" PRIu64, unw_end_names[i], c->ustack_end[i]);
+	fputc('\n', f);
+	if (s->unwind_fp)
+		return;
+	fprintf(f, "  unwind tables: %" PRIu64 " built, %" PRIu64 " rebuilt, %" PRIu64
+		" without CFI, %" PRIu64 " failed (malformed %" PRIu64 ", unreadable %" PRIu64
+		", too slow %" PRIu64 "), %" PRIu64 " too large, %" PRIu64 " evicted; %.1f of %.0f MiB "
+		"in BPF (tables %.1f, ranges %.2f), %" PRIu64 " processes; builder %.0f ms CPU%s\n",
+		u->built, u->rebuilt, u->no_cfi, u->failed, u->failed_malformed,
+		u->failed_unreadable, u->failed_too_slow, u->too_large, u->evicted,
+		u->bytes_in_use / 1048576.0, u->budget_bytes / 1048576.0, u->table_bytes / 1048576.0,
+		u->range_bytes / 1048576.0, u->procs, u->build_cpu_ns / 1e6,
+		s->mmap_watch ? "" : "; new mappings seen by misses only (no tracefs)");
+	if (u->files_full || u->queue_full || u->procs_full || u->ranges_no_space ||
+	    u->ranges_truncated || u->paused_builds)
+		fprintf(f, "    unwind bounds: files full %" PRIu64 ", build queue full %" PRIu64
+			", processes full %" PRIu64 ", ranges without room %" PRIu64
+			", processes with too many mappings %" PRIu64 ", builds paused (memory) %"
+			PRIu64 "\n", u->files_full, u->queue_full, u->procs_full, u->ranges_no_space,
+			u->ranges_truncated, u->paused_builds);
+}
 
 static const char *const reason_names[SP_OFF_OTHER + 1] = {
 	"none", "sleep", "io", "runq", "other",
@@ -172,9 +232,22 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 	if (!s->publish_watch)
 		fputs("; late publication not watched (no tracefs)", f);
 	fputc('\n', f);
+	if (s->process_env)
+		fprintf(f, "  resource identity from environments: read %" PRIu64 ", declaring %"
+			PRIu64 ", unreadable %" PRIu64 ", truncated %" PRIu64 ", invalid %" PRIu64
+			", attributes dropped %" PRIu64 ", over budget %" PRIu64 "\n", s->env.reads,
+			s->env.declared, s->env.unreadable, s->env.truncated, s->env.invalid,
+			s->env.attrs_dropped + s->res_attrs_dropped, s->env.over_budget);
+	print_unwind(f, s);
 	print_go(f, s);
 	if (s->off_cpu)
 		print_offcpu(f, s);
+	if (s->command && WIFEXITED(s->command_status))
+		fprintf(f, "  command %s exited with status %d\n", s->command,
+			WEXITSTATUS(s->command_status));
+	else if (s->command && WIFSIGNALED(s->command_status))
+		fprintf(f, "  command %s was killed by signal %d (%s)\n", s->command,
+			WTERMSIG(s->command_status), strsignal(WTERMSIG(s->command_status)));
 }
 
 int sp_summary__write_json(const char *path, const struct sp_summary *s)
@@ -244,6 +317,42 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, sp_go_fail__name(i), s->go.fail[i]);
 	fprintf(f, "},\n");
+	fprintf(f, "  \"env\": {\"enabled\": %s, \"reads\": %" PRIu64 ", \"declared\": %" PRIu64
+		", \"unreadable\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"invalid\": %" PRIu64
+		", \"attrs_dropped\": %" PRIu64 ", \"res_attrs_dropped\": %" PRIu64
+		", \"over_budget\": %" PRIu64 ", \"evictions\": %" PRIu64 "},\n",
+		s->process_env ? "true" : "false", s->env.reads, s->env.declared, s->env.unreadable,
+		s->env.truncated, s->env.invalid, s->env.attrs_dropped, s->res_attrs_dropped,
+		s->env.over_budget, s->env.evictions);
+	{
+		const struct sp_unwinder_stats *u = &s->unw;
+
+		fprintf(f, "  \"unwind\": {\"mode\": \"%s\", \"mmap_watch\": %s, \"walked\": %" PRIu64
+			", \"root\": %" PRIu64 ", \"frames\": %" PRIu64 ", \"frames_fp\": %" PRIu64,
+			s->unwind_fp ? "fp" : "dwarf", s->mmap_watch ? "true" : "false",
+			c->ustack_walked, c->ustack_root, c->ustack_frames, c->ustack_frames_fp);
+		for (int i = 0; i < SP_UNW_END__MAX; i++)
+			fprintf(f, ", \"end_%s\": %" PRIu64, unw_end_names[i], c->ustack_end[i]);
+		fprintf(f, ", \"budget_bytes\": %" PRIu64 ", \"bytes_in_use\": %" PRIu64
+			", \"table_bytes\": %" PRIu64 ", \"range_bytes\": %" PRIu64
+			", \"fixed_bytes\": %" PRIu64 ", \"files\": %" PRIu64 ", \"tables\": %" PRIu64
+			", \"procs\": %" PRIu64 ", \"built\": %" PRIu64 ", \"rebuilt\": %" PRIu64
+			", \"no_cfi\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"failed_malformed\": %" PRIu64
+			", \"failed_unreadable\": %" PRIu64 ", \"failed_too_slow\": %" PRIu64
+			", \"too_large\": %" PRIu64 ", \"evicted\": %" PRIu64 ", \"files_full\": %" PRIu64
+			", \"queue_full\": %" PRIu64 ", \"procs_full\": %" PRIu64
+			", \"ranges_no_space\": %" PRIu64 ", \"ranges_truncated\": %" PRIu64
+			", \"rereads\": %" PRIu64 ", \"paused_builds\": %" PRIu64
+			", \"build_cpu_ns\": %" PRIu64 ", \"build_throttle_ns\": %" PRIu64
+			", \"cfi_rows\": %" PRIu64 ", \"eh_frame_bytes\": %" PRIu64
+			", \"vdso_table\": %s},\n", u->budget_bytes, u->bytes_in_use, u->table_bytes,
+			u->range_bytes, u->fixed_bytes, u->files, u->tables, u->procs, u->built,
+			u->rebuilt, u->no_cfi, u->failed, u->failed_malformed, u->failed_unreadable,
+			u->failed_too_slow, u->too_large, u->evicted, u->files_full, u->queue_full,
+			u->procs_full, u->ranges_no_space, u->ranges_truncated, u->rereads,
+			u->paused_builds, u->build_cpu_ns, u->build_throttle_ns, u->cfi_rows,
+			u->eh_frame_bytes, u->vdso_table ? "true" : "false");
+	}
 	{
 		uint64_t pending;
 		int ok;
@@ -258,8 +367,14 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			fprintf(f, ", \"%s_ns\": %" PRIu64 ", \"%s_waits\": %" PRIu64,
 				reason_names[r], s->offcpu_ns[r], reason_names[r],
 				s->offcpu_waits[r]);
-		fprintf(f, "}\n}\n");
+		fprintf(f, "}");
 	}
+	/* The command's end: exit status, or 128 + signal as a shell says. */
+	if (s->command)
+		fprintf(f, ",\n  \"command_exit\": %d",
+			WIFEXITED(s->command_status) ? WEXITSTATUS(s->command_status) :
+			WIFSIGNALED(s->command_status) ? 128 + WTERMSIG(s->command_status) : -1);
+	fprintf(f, "\n}\n");
 	if (ferror(f))
 		err = -EIO;
 	if (fclose(f) && !err)

@@ -30,7 +30,9 @@
 
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/consumer.h"
+#include "collector/procs/proc_env.h"
 #include "collector/procs/proc_table.h"
+#include "collector/unwind/unwinder.h"
 #include "collector/tracectx/go_discovery.h"
 #include "spanprof/abi.h"
 
@@ -41,6 +43,8 @@ struct sp_summary {
 	int64_t mono_to_unix_ns;
 	const char *output;
 	const char *format;
+	const char *command;		/* record -- COMMAND, or NULL */
+	int command_status;		/* its wait status (waitpid) */
 	uint64_t bpf[SP_CNT__MAX];
 	struct sp_consumer_stats consumer;
 	struct sp_agg_stats agg;
@@ -54,6 +58,10 @@ struct sp_summary {
 	uint64_t ctx_examined;		/* process contexts read (a maps read each) */
 	uint64_t ctx_skipped;		/* not read: the table's maps show no OTEL_CTX */
 	bool obi_map;			/* OBI's pinned map read as a fallback */
+	/* resource identity from the processes' environments (proc_env.h) */
+	bool process_env;		/* false: --no-process-env */
+	struct sp_proc_env_stats env;
+	uint64_t res_attrs_dropped;	/* resources already had SP_RES_ATTRS_MAX */
 	bool publish_watch;		/* prctl tracepoint attached */
 	uint64_t ctx_fail[16];
 	const char *ctx_fail_names[16];
@@ -66,6 +74,10 @@ struct sp_summary {
 	uint32_t off_cpu_rate;
 	uint64_t offcpu_ns[SP_OFF_OTHER + 1];	/* estimated ns written, by reason */
 	uint64_t offcpu_waits[SP_OFF_OTHER + 1];	/* captured waits written */
+	/* user-stack unwinding */
+	bool unwind_fp;			/* --unwind fp */
+	bool mmap_watch;		/* PROT_EXEC mmap/mprotect watched */
+	struct sp_unwinder_stats unw;	/* zero with --unwind fp */
 };
 
 void sp_summary__print(FILE *f, const struct sp_summary *s);

@@ -155,15 +155,29 @@ static int step(struct sp_buildid_read *r, struct bid_job *j, const struct sp_ma
 	return SP_BUILDID_READ_SKIPPED;
 }
 
+/* Ends a HIT or a MISS: the pinned descriptor goes to keep, if wanted. */
+static void job_finish(struct bid_job *j, struct sp_buildid_pinned *keep)
+{
+	if (keep) {
+		keep->fd = j->pfd;
+		keep->st = j->st;
+		j->pfd = -1;
+	}
+	job_destroy(&j->base);
+}
+
 enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint32_t pid,
 						 const struct sp_map_entry *e,
-						 struct sp_build_id *b)
+						 struct sp_build_id *b,
+						 struct sp_buildid_pinned *keep)
 {
 	struct sp_buildid_cache_key key;
 	struct bid_job *j;
 	int rc;
 
 	memset(b, 0, sizeof(*b));
+	if (keep)
+		keep->fd = -1;
 	if (marked(r, e))
 		return SP_BUILDID_READ_SKIPPED;
 	j = job_new(r, pid, e);
@@ -182,7 +196,7 @@ enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint
 	key.ino = (uint64_t)j->st.st_ino;
 	key.mtime_ns = (int64_t)j->st.st_mtim.tv_sec * 1000000000LL + j->st.st_mtim.tv_nsec;
 	if (sp_buildid_cache__lookup(r->cache, &key, b)) {
-		job_destroy(&j->base);
+		job_finish(j, keep);
 		return SP_BUILDID_READ_HIT;
 	}
 	j->step = STEP_READ;
@@ -195,7 +209,7 @@ enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint
 		sp_buildid_cache__insert(r->cache, &key, j->err ? NULL : &j->b);
 	if (!j->err)
 		*b = j->b;
-	job_destroy(&j->base);
+	job_finish(j, keep);
 	return SP_BUILDID_READ_MISS;
 }
 

@@ -21,6 +21,7 @@
 #define SPANPROF_BUILDID_READ_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "base/buildid.h"
 #include "base/io_deadline.h"
@@ -45,9 +46,19 @@ struct sp_buildid_read *sp_buildid_read__new(const char *proc_root, struct sp_bu
 					     const struct sp_io_deadline_config *limits);
 void sp_buildid_read__free(struct sp_buildid_read *r);	/* NULL-safe */
 
+/* The pinned file a read leaves to its caller (the unwinder's listener
+ * entry): fd is the caller's to close, -1 when the read did not end in a
+ * HIT or a MISS (nothing pinned, or the descriptor is a stuck helper's). */
+struct sp_buildid_pinned {
+	int fd;
+	struct stat st;
+};
+
+/* keep: NULL, or where the pinned descriptor and its identity go. */
 enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint32_t pid,
 						 const struct sp_map_entry *e,
-						 struct sp_build_id *b);
+						 struct sp_build_id *b,
+						 struct sp_buildid_pinned *keep);
 
 void sp_buildid_read__stats(const struct sp_buildid_read *r, struct sp_io_deadline_stats *out);
 

@@ -164,6 +164,11 @@ struct sp_proc_table {
 	struct sp_buildid_cache *bcache;
 	struct sp_buildid_read *bread;	/* file reads off this thread */
 
+	/* listener (unwinder) and what it is given per maps read */
+	struct sp_proc_maps_listener listener;
+	struct sp_proc_exec_map *lscratch;	/* max_maps_per_proc, if listening */
+	uint32_t ln;
+
 	/* scratch for one maps read */
 	struct proc_map *scratch;	/* max_maps_per_proc */
 	char *pathbuf;			/* PATH_MAX */
@@ -575,12 +580,18 @@ static void proc_read_exe(struct sp_proc_table *t, struct proc_slot *p)
 	p->info.exe_path = s;
 }
 
-/* The consumer never waits on a file system for longer than
- * cfg.file_timeout_ms per file (buildid_read.h). */
+/* The build id of a mapped file.  The consumer never waits on a file
+ * system for longer than cfg.file_timeout_ms per file (buildid_read.h).
+ * With lm (a listener entry), the pinned fd and the file's identity are
+ * left there for the unwinder (-1 when the read timed out or was skipped:
+ * the builder is not given a file that did not answer). */
 static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
-			  const struct sp_map_entry *e, struct sp_build_id *b)
+			  const struct sp_map_entry *e, struct sp_build_id *b,
+			  struct sp_proc_exec_map *lm)
 {
-	switch (sp_buildid_read__get(t->bread, pid, e, b)) {
+	struct sp_buildid_pinned pin;
+
+	switch (sp_buildid_read__get(t->bread, pid, e, b, lm ? &pin : NULL)) {
 	case SP_BUILDID_READ_HIT:
 		t->stats.buildid_cache_hits++;
 		break;
@@ -596,6 +607,28 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 	case SP_BUILDID_READ_FAILED:
 		break;
 	}
+	if (lm && pin.fd >= 0) {
+		lm->fd = pin.fd;
+		lm->dev = (uint64_t)pin.st.st_dev;
+		lm->ino = (uint64_t)pin.st.st_ino;
+		lm->mtime_ns = (int64_t)pin.st.st_mtim.tv_sec * 1000000000LL +
+			       pin.st.st_mtim.tv_nsec;
+	}
+}
+
+static void proc_listener_close(struct sp_proc_table *t)
+{
+	for (uint32_t i = 0; i < t->ln; i++)
+		if (t->lscratch[i].fd >= 0)
+			close(t->lscratch[i].fd);
+	t->ln = 0;
+}
+
+static int proc_exec_map_cmp(const void *a, const void *b)
+{
+	const struct sp_proc_exec_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
 }
 
 static int proc_map_cmp(const void *a, const void *b)
@@ -618,6 +651,7 @@ static int proc_take_line(const struct sp_map_entry *e, void *ctx)
 {
 	struct proc_scan *sc = ctx;
 	struct sp_proc_table *t = sc->t;
+	struct sp_proc_exec_map *lm = NULL;
 	struct sp_build_id b;
 	struct proc_map *m;
 
@@ -633,13 +667,28 @@ static int proc_take_line(const struct sp_map_entry *e, void *ctx)
 	m->start = e->start;
 	m->end = e->end;
 	m->id = 0;
+	if (t->listener.maps) {
+		lm = &t->lscratch[t->ln++];
+		memset(lm, 0, sizeof(*lm));
+		lm->start = e->start;
+		lm->end = e->end;
+		lm->offset = e->offset;
+		lm->fd = -1;
+		lm->path = e->path_len ? "" : NULL;
+		if (e->path_len == 6 && !memcmp(e->path, "[vdso]", 6))
+			lm->vdso = true;
+	}
 	/* Named specials ([vdso], [vsyscall], [anon:x]) have no file. */
 	if (e->path_len == 0 || e->path[0] == '[')
 		return 0;
-	proc_build_id(t, sc->p->pid, e, &b);
+	proc_build_id(t, sc->p->pid, e, &b, lm);
 	if (!b.len)
 		t->stats.no_build_id++;
 	m->id = proc_register(t, e->path, e->path_len, &b, e->start, e->end, e->offset, false);
+	if (lm && m->id) {
+		lm->path = t->mappings[m->id].info.path;
+		lm->build_id = &t->mappings[m->id].info.build_id;
+	}
 	return 0;
 }
 
@@ -655,7 +704,18 @@ static uint64_t proc_mono_ns(void)
 
 /* Reads PID/maps into p.  0, or -ENOENT (gone) / other negative errno
  * (unreadable); on failure p keeps its previous maps. */
+static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns,
+			      bool soft);
+
 static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
+{
+	return proc_read_maps_how(t, p, now_ns, false);
+}
+
+/* soft: a process found gone is left as it was (its exit event, or the
+ * next resolve, decides); the read is only a refresh. */
+static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns,
+			      bool soft)
 {
 	struct proc_scan sc = { .t = t, .p = p };
 	struct sp_maps_read_stats rs;
@@ -669,11 +729,15 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 	p->otel_ctx_seen = false;
 	p->exited = false;
 	t->stats.maps_reads++;
+	t->ln = 0;
+	if (t->listener.begin)
+		t->listener.begin(p->pid, t->listener.ctx);
 	err = sp_maps_reader__scan(t->proc_root, p->pid, proc_take_line, &sc, &rs);
 	t->stats.maps_malformed_lines += rs.malformed;
 	n = sc.n;
 	if (err) {
 		proc_maps_put(t, t->scratch, n);
+		proc_listener_close(t);
 		goto fail;
 	}
 
@@ -692,6 +756,7 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 		maps = malloc((size_t)n * sizeof(*maps));
 		if (!maps) {
 			proc_maps_put(t, t->scratch, n);
+			proc_listener_close(t);
 			err = -ENOMEM;
 			goto fail;
 		}
@@ -707,8 +772,17 @@ static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t
 	p->info.has_otel_ctx = p->otel_ctx_seen;
 	p->info.gone = false;
 	proc_gone_del(t, p);
+	if (t->listener.maps) {
+		if (!sorted)
+			qsort(t->lscratch, t->ln, sizeof(*t->lscratch), proc_exec_map_cmp);
+		t->listener.maps(p->pid, t->lscratch, t->ln, sc.full || rs.truncated,
+				 t->listener.ctx);
+		proc_listener_close(t);
+	}
 	return 0;
 fail:
+	if ((err == -ENOENT || err == -ESRCH) && soft)
+		return -ENOENT;
 	if (err == -ENOENT || err == -ESRCH) {
 		if (!p->have_maps && !p->gone_counted) {
 			t->stats.maps_gone++;
@@ -857,6 +931,7 @@ void sp_proc_table__free(struct sp_proc_table *t)
 	sp_buildid_read__free(t->bread);
 	sp_buildid_cache__free(t->bcache);
 	free(t->scratch);
+	free(t->lscratch);
 	free(t->pathbuf);
 	free(t->str_index);
 	free(t->map_index);
@@ -1039,4 +1114,32 @@ void sp_proc_table__release(struct sp_proc_table *t, uint64_t closed,
 		proc_dead_del(t, id);
 		proc_mapping_free(t, id);
 	}
+}
+
+int sp_proc_table__set_listener(struct sp_proc_table *t, const struct sp_proc_maps_listener *l)
+{
+	struct sp_proc_exec_map *ls = NULL;
+
+	if (!t)
+		return -EINVAL;
+	if (l && l->maps && !t->lscratch) {
+		ls = calloc(t->cfg.max_maps_per_proc, sizeof(*ls));
+		if (!ls)
+			return -ENOMEM;
+		t->lscratch = ls;
+	}
+	if (l)
+		t->listener = *l;
+	else
+		memset(&t->listener, 0, sizeof(t->listener));
+	return 0;
+}
+
+int sp_proc_table__reread(struct sp_proc_table *t, uint32_t pid, uint64_t now_ns)
+{
+	struct proc_slot *p = t ? proc_find(t, pid) : NULL;
+
+	if (!p || p->info.gone)
+		return -ENOENT;
+	return proc_read_maps_how(t, p, now_ns, true);
 }

@@ -106,6 +106,36 @@ struct sp_proc_table_stats {
 
 struct sp_proc_table;
 
+/*
+ * A listener sees every successful maps read (the unwinder keeps each
+ * process's executable ranges in BPF from it, without a second read of
+ * /proc/PID/maps).  begin(pid) is called right before the file is opened,
+ * maps(pid, m, n, truncated) after a successful read with the process's
+ * executable mappings, sorted by start (truncated: more than
+ * max_maps_per_proc).  Everything in m is borrowed for the call only: fd
+ * is an O_PATH descriptor on the mapped file (-1 for anonymous memory,
+ * [vdso] and files that could not be pinned); dup it to keep it.
+ */
+struct sp_proc_exec_map {
+	uint64_t start;
+	uint64_t end;
+	uint64_t offset;
+	uint64_t dev;			/* st_dev, st_ino, st_mtim of the pinned */
+	uint64_t ino;			/* file (0 when fd < 0) */
+	int64_t mtime_ns;
+	const struct sp_build_id *build_id;	/* NULL: no registry entry */
+	const char *path;		/* NULL: anonymous */
+	int fd;
+	bool vdso;			/* the [vdso] mapping */
+};
+
+struct sp_proc_maps_listener {
+	void (*begin)(uint32_t pid, void *ctx);
+	void (*maps)(uint32_t pid, const struct sp_proc_exec_map *m, uint32_t n, bool truncated,
+		     void *ctx);
+	void *ctx;
+};
+
 /* cfg may be NULL for defaults; zero fields take defaults.  Reads the
  * kernel build id once.  Returns NULL with errno set on failure. */
 struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg);
@@ -159,5 +189,13 @@ const struct sp_mapping_info *sp_proc_table__mapping(const struct sp_proc_table 
 uint32_t sp_proc_table__n_mappings(const struct sp_proc_table *t);
 
 const struct sp_proc_table_stats *sp_proc_table__stats(const struct sp_proc_table *t);
+
+/* Installs (l != NULL) or removes the maps listener; -ENOMEM. */
+int sp_proc_table__set_listener(struct sp_proc_table *t, const struct sp_proc_maps_listener *l);
+/* Reads pid's maps now (the caller rate-limits: the unwinder after a new
+ * executable mapping).  A refresh only: a process found gone is not
+ * marked gone here (its exit event does that, in order with its samples).
+ * 0, -ENOENT (pid unknown, gone, or vanished), or an errno. */
+int sp_proc_table__reread(struct sp_proc_table *t, uint32_t pid, uint64_t now_ns);
 
 #endif

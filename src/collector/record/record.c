@@ -2,7 +2,8 @@
 /*
  * record.c - `spanprof record` (perf-like CLI).
  *
- *   spanprof record [-F HZ] [-a | -p PID[,PID...] | -- COMMAND ARGS...]
+ *   spanprof record [-F HZ] [-a | -p PID[,PID...] | -t TID[,TID...]]
+ *                   [-C CPUS] [-e cpu-clock] [-- COMMAND ARGS...]
  *                   [-d SECONDS] [-o FILE] [--format pprof|otlp [--timestamps]]
  *                   [sampling options (sampling_opts.h), e.g. --off-cpu]
  *
@@ -52,6 +53,7 @@
 #include "profile/profile.h"
 
 #define MAX_PIDS 256
+#define MAX_TIDS 1024		/* target_tids in bpf/maps.bpf.h */
 
 /* What sampling_opts.c parses, with record's defaults: 97 Hz (a one-off
  * recording wants detail), one 64 MiB aggregator, every off-CPU wait from
@@ -66,7 +68,10 @@ struct record_opts {
 	bool all;
 	uint32_t pids[MAX_PIDS];
 	uint32_t n_pids;
-	char **command;			/* argv after "--", or NULL */
+	uint32_t *tids;			/* -t, MAX_TIDS */
+	uint32_t n_tids;
+	char **command;			/* argv after "--", or NULL; with -a, -C
+					 * or -t only the recording's duration */
 	double duration_s;		/* 0 = until stopped */
 	const char *output;
 	bool otlp;
@@ -85,14 +90,21 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: spanprof record [-F HZ] [-a | -p PID[,PID...] | -- COMMAND [ARGS...]]\n"
-"                       [-d SECONDS] [-o FILE] [--format pprof|otlp] [options]\n"
+"usage: spanprof record [-F HZ] [-a | -p PID[,PID...] | -t TID[,TID...]]\n"
+"                       [-C CPUS] [-d SECONDS] [-o FILE] [--format pprof|otlp]\n"
+"                       [options] [-- COMMAND [ARGS...]]\n"
 "\n"
 "Samples on-CPU stacks of every CPU with eBPF and writes an unsymbolized\n"
 "profile with GNU build ids (pprof by default; go tool pprof reads it).\n"
 "\n"
-"  -a, --all-cpus            the whole machine (default without -p or a command)\n"
+"  -a, --all-cpus            the whole machine (default without -p, -t or a\n"
+"                            command; with -- COMMAND: while COMMAND runs)\n"
 "  -p, --pid PIDS            only these processes (and children they fork)\n"
+"  -t, --tid TIDS            only these threads (of any processes)\n"
+"  -- COMMAND                run COMMAND and stop when it exits; alone: only\n"
+"                            COMMAND and its children; with -a, -C or -t: what\n"
+"                            they select, for as long as COMMAND runs (perf's\n"
+"                            habit); its exit status is in the summary\n"
 "  -d, --duration SEC        stop after SEC seconds (default: until Ctrl-C or the\n"
 "                            command exits)\n"
 "  -o, --output FILE         output file (default spanprof.pb.gz, or\n"
@@ -106,9 +118,10 @@ static void usage(FILE *f)
 	sp_sampling_opts__usage(f, &record_defaults);
 }
 
-static int parse_pids(const char *arg, struct record_opts *o)
+/* "ID[,ID...]" appended to ids[*n] (at most max). */
+static int parse_ids(const char *arg, uint32_t *ids, uint32_t *n, uint32_t max)
 {
-	char buf[4096], *tok, *save = NULL;
+	char buf[8192], *tok, *save = NULL;
 
 	if (strlen(arg) >= sizeof(buf))
 		return -E2BIG;
@@ -116,11 +129,36 @@ static int parse_pids(const char *arg, struct record_opts *o)
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
 
-		if (sp_cli__parse_u64(tok, 0x3fffffff, &v) || v == 0 || o->n_pids >= MAX_PIDS)
+		if (sp_cli__parse_u64(tok, 0x3fffffff, &v) || v == 0 || *n >= max)
 			return -EINVAL;
-		o->pids[o->n_pids++] = v;
+		ids[(*n)++] = v;
 	}
-	return o->n_pids ? 0 : -EINVAL;
+	return *n ? 0 : -EINVAL;
+}
+
+/* The process of thread tid (/proc/TID/status "Tgid:"; /proc/TID resolves
+ * for any thread, listed or not).  The tgid, or a negative errno. */
+static int64_t tgid_of(uint32_t tid)
+{
+	char path[64], line[128];
+	int64_t tgid = -ESRCH;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Tgid:", 5)) {
+			uint64_t v;
+
+			line[strcspn(line, "\n")] = 0;
+			if (!sp_cli__parse_u64(line + 5 + strspn(line + 5, " \t"), 0x3fffffff, &v))
+				tgid = (int64_t)v;
+			break;
+		}
+	fclose(f);
+	return tgid;
 }
 
 enum { OPT_FORMAT = 256, OPT_SUMMARY_JSON, OPT_NO_REPORT };
@@ -135,8 +173,13 @@ static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
 	case 'a':
 		o->all = true;
 		break;
+	case 't':
+		if (parse_ids(arg, o->tids, &o->n_tids, MAX_TIDS))
+			return sp_cli__refuse(msg, len, "-t %s: expected TID[,TID...] (at most %d "
+					      "positive thread ids)", arg, MAX_TIDS);
+		break;
 	case 'p':
-		if (parse_pids(arg, o))
+		if (parse_ids(arg, o->pids, &o->n_pids, MAX_PIDS))
 			return sp_cli__refuse(msg, len, "-p %s: expected PID[,PID...] (at most %d "
 					      "positive pids)", arg, MAX_PIDS);
 		break;
@@ -174,6 +217,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	static const struct option own[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -182,11 +226,12 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
 		{ 0 },
 	};
-	static const struct sp_command_opts cmd = { "record", "ap:d:o:q", own, own_opt, usage };
+	static const struct sp_command_opts cmd = { "record", "ap:t:d:o:q", own, own_opt, usage };
+	static uint32_t tids[MAX_TIDS];
 	char msg[256];
 	int first;
 
-	*o = (struct record_opts){ .s = record_defaults, .report = true };
+	*o = (struct record_opts){ .s = record_defaults, .report = true, .tids = tids };
 	first = sp_sampling_opts__parse_argv(&cmd, o, argc, argv, &o->s, msg, sizeof(msg));
 	if (first < 0) {
 		fprintf(stderr, "spanprof record: %s\n", msg);
@@ -194,11 +239,15 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	}
 	if (first < argc)
 		o->command = &argv[first];
-	if ((o->all ? 1 : 0) + (o->n_pids ? 1 : 0) + (o->command ? 1 : 0) > 1) {
-		fprintf(stderr, "spanprof record: choose one of -a, -p PIDS or -- COMMAND\n");
+	if ((o->all ? 1 : 0) + (o->n_pids ? 1 : 0) + (o->n_tids ? 1 : 0) > 1 ||
+	    (o->n_pids && o->command)) {
+		fprintf(stderr, "spanprof record: choose one of -a, -p PIDS, -t TIDS or -- COMMAND "
+			"(-a -- COMMAND: the whole machine while COMMAND runs)\n");
 		return -EINVAL;
 	}
-	if (!o->n_pids && !o->command)
+	/* perf's habit: -C without -p/-t samples everything on those CPUs,
+	 * a command then only bounds the recording. */
+	if (!o->n_pids && !o->n_tids && (!o->command || o->s.cpu_filter))
 		o->all = true;
 	if (o->s.timestamps && !o->otlp) {
 		fprintf(stderr, "spanprof record: --timestamps needs --format otlp (pprof has no "
@@ -216,6 +265,11 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			return -ESRCH;
 		}
 	}
+	for (uint32_t i = 0; i < o->n_tids; i++)
+		if (tgid_of(o->tids[i]) < 0) {
+			fprintf(stderr, "spanprof record: -t: no thread with tid %u\n", o->tids[i]);
+			return -ESRCH;
+		}
 	return 0;
 }
 
@@ -487,12 +541,37 @@ int sp_record__main(int argc, char **argv)
 		out_close(&out);	/* removes the temporary file */
 		return 1;
 	}
-	pcfg = (struct sp_pipeline_config){ .opts = &o.s, .filter_pids = !o.all };
+	pcfg = (struct sp_pipeline_config){ .opts = &o.s, .filter_pids = !o.all,
+					    .filter_tids = o.n_tids > 0 };
 	if (sp_pipeline__new(&pcfg, &pipe, err_msg, sizeof(err_msg))) {
 		fprintf(stderr, "spanprof record: %s\n", err_msg);
 		goto out;
 	}
 	agg_fixed = sp_agg__stats(sp_pipeline__agg(pipe))->bytes_used;
+	/* -t: the threads' processes are the targets (their maps are read),
+	 * the threads filter within them; o.pids gets the processes. */
+	for (uint32_t i = 0; i < o.n_tids; i++) {
+		int64_t tgid = tgid_of(o.tids[i]);
+		bool seen = false;
+
+		if (tgid < 0) {
+			fprintf(stderr, "spanprof record: -t: thread %u is gone\n", o.tids[i]);
+			goto out;
+		}
+		if (sp_pipeline__add_target_tid(pipe, o.tids[i])) {
+			fprintf(stderr, "spanprof record: -t: cannot add thread %u\n", o.tids[i]);
+			goto out;
+		}
+		for (uint32_t j = 0; j < o.n_pids; j++)
+			seen |= o.pids[j] == (uint32_t)tgid;
+		if (!seen && o.n_pids == MAX_PIDS) {
+			fprintf(stderr, "spanprof record: -t: the threads belong to more than %d "
+				"processes; record fewer threads at once\n", MAX_PIDS);
+			goto out;
+		}
+		if (!seen)
+			o.pids[o.n_pids++] = (uint32_t)tgid;
+	}
 	for (uint32_t i = 0; i < o.n_pids; i++) {
 		sp_pipeline__add_target(pipe, o.pids[i]);
 		/* a pidfd turns readable when its process exits (no pid reuse) */
@@ -514,7 +593,8 @@ int sp_record__main(int argc, char **argv)
 			child = 0;
 			goto out;
 		}
-		sp_pipeline__add_target(pipe, child);
+		if (!o.all && !o.n_tids)
+			sp_pipeline__add_target(pipe, child);
 	}
 	if (sp_pipeline__start(pipe, o.pids, o.n_pids, err_msg, sizeof(err_msg))) {
 		fprintf(stderr, "spanprof record: %s\n", err_msg);
@@ -580,6 +660,10 @@ int sp_record__main(int argc, char **argv)
 		waitpid(child, &child_status, 0);
 		child = 0;
 	}
+	if (o.command) {
+		sum.command = o.command[0];
+		sum.command_status = child_status;
+	}
 
 	/* Everything the summary needs from the aggregator, then the
 	 * snapshot, then the aggregator goes: encoding needs memory of its
@@ -598,6 +682,7 @@ int sp_record__main(int argc, char **argv)
 		};
 
 		err = sp_pipeline__snapshot(pipe, agg, &so, &prof);
+		sum.res_attrs_dropped = *so.attrs_dropped;	/* counted while building */
 	}
 	sp_agg__free(agg);
 	agg = NULL;

@@ -15,7 +15,7 @@
 
 enum {
 	OPT_TOP = SP_OPT_CMD, OPT_COLLAPSED, OPT_FLAMEGRAPH, OPT_BY_SPAN, OPT_TRACE,
-	OPT_SPAN, OPT_KIND, OPT_TITLE,
+	OPT_SPAN, OPT_KIND, OPT_TITLE, OPT_GROUP_BY,
 };
 
 struct report_opts {
@@ -42,6 +42,9 @@ static const struct sp_cli_opt report_options[] = {
 	{ "span-id", required_argument, OPT_SPAN, "HEX", "only samples of this span" },
 	{ "kind", required_argument, OPT_KIND, "oncpu|offcpu", "which weight to report" },
 	{ "title", required_argument, OPT_TITLE, "TEXT", "the flame graph's title" },
+	{ "group-by", required_argument, OPT_GROUP_BY, "process|thread|none",
+	  "root frames of folded stacks and the flame graph (default: process when the "
+	  "profile has more than one)" },
 	{ "output", required_argument, 'o', "OUT.txt", "where to print (default stdout)" },
 	{ NULL, 0, 0, NULL, NULL },
 };
@@ -97,6 +100,17 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 		case OPT_TITLE:
 			o->title = optarg;
 			break;
+		case OPT_GROUP_BY:
+			if (!strcmp(optarg, "process"))
+				o->ropts.group = SP_GROUP_PROCESS;
+			else if (!strcmp(optarg, "thread"))
+				o->ropts.group = SP_GROUP_THREAD;
+			else if (!strcmp(optarg, "none"))
+				o->ropts.group = SP_GROUP_NONE;
+			else
+				return sp_cli__bad(&p, "--group-by %s: want process, thread or none",
+						   optarg);
+			break;
 		default:	/* in the table, not handled: a bug */
 			return sp_cli__bad(&p, "option %d not handled", c);
 		}
@@ -108,8 +122,35 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 }
 
 /* The reports asked for, in a fixed order: top, folded, per span, page. */
-static int print_reports(const struct report_opts *o, struct sp_report *rep, FILE *out,
-			 FILE *fgf)
+/* The page, with a picker of the FG_SPANS heaviest spans: one report each,
+ * kept to that span. */
+#define FG_SPANS 20
+
+static int flamegraph(const struct report_opts *o, const struct sp_profile *p,
+		      struct sp_report *rep, FILE *fgf)
+{
+	struct sp_report *spans[FG_SPANS] = { 0 };
+	struct sp_link links[FG_SPANS];
+	uint32_t n = sp_report__top_spans(rep, links, FG_SPANS), k = 0;
+	int err = 0;
+
+	for (; k < n && !err; k++) {
+		struct sp_report_opts so = o->ropts;
+
+		so.filter_trace = so.filter_span = true;
+		memcpy(so.trace_id, links[k].trace_id, 16);
+		memcpy(so.span_id, links[k].span_id, 8);
+		err = sp_report__new(p, &so, &spans[k]);
+	}
+	if (!err)
+		err = sp_report__flamegraph_spans(rep, o->title ? o->title : o->in, spans, n, fgf);
+	for (uint32_t i = 0; i < FG_SPANS; i++)
+		sp_report__free(spans[i]);
+	return err;
+}
+
+static int print_reports(const struct report_opts *o, const struct sp_profile *p,
+			 struct sp_report *rep, FILE *out, FILE *fgf)
 {
 	bool any = o->top_set || o->collapsed || o->by_span || o->flamegraph;
 	int kind = o->kind, err = 0;
@@ -128,7 +169,7 @@ static int print_reports(const struct report_opts *o, struct sp_report *rep, FIL
 		err = sp_report__by_span(rep, 3, out);
 	}
 	if (!err && fgf) {
-		err = sp_report__flamegraph(rep, o->title ? o->title : o->in, fgf);
+		err = flamegraph(o, p, rep, fgf);
 		if (!err && !o->c.quiet)
 			fprintf(stderr, SP_CLI_PROG ": flame graph: %s\n", o->flamegraph);
 	}
@@ -172,7 +213,7 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	err = sp_report__new(in.p, &o.ropts, &rep);
 	if (err)
 		goto out;
-	err = print_reports(&o, rep, out, fgf);
+	err = print_reports(&o, in.p, rep, out, fgf);
 	if (!err && !o.c.quiet)
 		sp_sym_ctx__print_stats(&x, &ss);
 out:

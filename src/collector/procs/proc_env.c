@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proc_env.c - see proc_env.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector/procs/proc_env.h"
+
+/* A stored declaration: the struct, then its strings. */
+struct decl {
+	size_t bytes;
+	struct sp_proc_env_ident id;
+	char text[];
+};
+
+struct slot {
+	uint32_t pid;		/* 0 = empty */
+	struct decl *d;		/* NULL: read, nothing declared (or not stored) */
+};
+
+struct sp_proc_env {
+	struct slot *slots;
+	uint32_t mask;
+	size_t budget, used;
+	char proc_root[64];
+	struct sp_proc_env_stats stats;
+	char *buf;		/* SP_PROC_ENV_READ_MAX + 1, for reads */
+	struct sp_otel_identity scratch;
+};
+
+struct sp_proc_env *sp_proc_env__new(uint32_t slots, size_t byte_budget, const char *proc_root)
+{
+	struct sp_proc_env *c = calloc(1, sizeof(*c));
+	uint32_t n = 1;
+
+	if (!c)
+		return NULL;
+	if (!slots)
+		slots = 4096;
+	while (n < slots && n < (1u << 24))
+		n <<= 1;
+	c->slots = calloc(n, sizeof(*c->slots));
+	c->buf = malloc(SP_PROC_ENV_READ_MAX + 1);
+	if (!c->slots || !c->buf) {
+		sp_proc_env__free(c);
+		return NULL;
+	}
+	c->mask = n - 1;
+	c->budget = byte_budget ? byte_budget : 1u << 20;
+	snprintf(c->proc_root, sizeof(c->proc_root), "%s", proc_root ? proc_root : "/proc");
+	return c;
+}
+
+static void drop(struct sp_proc_env *c, struct slot *s)
+{
+	if (s->d) {
+		c->used -= s->d->bytes;
+		free(s->d);
+	}
+	s->d = NULL;
+	s->pid = 0;
+}
+
+void sp_proc_env__free(struct sp_proc_env *c)
+{
+	if (!c)
+		return;
+	for (uint32_t i = 0; c->slots && i <= c->mask; i++)
+		free(c->slots[i].d);
+	free(c->slots);
+	free(c->buf);
+	free(c);
+}
+
+static char *append(char **p, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *at = *p;
+
+	memcpy(at, s, n);
+	*p += n;
+	return at;
+}
+
+/* The compact copy of c->scratch, or NULL (budget full, ENOMEM). */
+static struct decl *store(struct sp_proc_env *c)
+{
+	const struct sp_otel_identity *x = &c->scratch;
+	size_t bytes = sizeof(struct decl) + strlen(x->service_name) + 1;
+	struct decl *d;
+	char *p;
+
+	for (uint32_t i = 0; i < x->attrs.n; i++)
+		bytes += strlen(x->attrs.a[i].key) + strlen(x->attrs.a[i].value) + 2;
+	if (c->used + bytes > c->budget) {
+		c->stats.over_budget++;
+		return NULL;
+	}
+	d = malloc(bytes);
+	if (!d) {
+		c->stats.over_budget++;
+		return NULL;
+	}
+	d->bytes = bytes;
+	p = d->text;
+	d->id.service_name = x->service_name[0] ? append(&p, x->service_name) : NULL;
+	d->id.n_attrs = x->attrs.n;
+	for (uint32_t i = 0; i < x->attrs.n; i++) {
+		d->id.keys[i] = append(&p, x->attrs.a[i].key);
+		d->id.values[i] = append(&p, x->attrs.a[i].value);
+	}
+	c->used += bytes;
+	return d;
+}
+
+int sp_proc_env__read(const char *proc_root, uint32_t pid, char *buf, size_t *len,
+		      bool *truncated)
+{
+	char path[96];
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/environ", proc_root ? proc_root : "/proc", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (got < SP_PROC_ENV_READ_MAX &&
+	       (n = read(fd, buf + got, SP_PROC_ENV_READ_MAX - got)) > 0)
+		got += n;
+	if (truncated) {
+		char one;
+
+		*truncated = got == SP_PROC_ENV_READ_MAX && read(fd, &one, 1) > 0;
+	}
+	close(fd);
+	*len = got;
+	return 0;
+}
+
+/* Reads and parses pid's environment into the slot.  0, or -errno. */
+static int read_env(struct sp_proc_env *c, uint32_t pid, struct slot *s)
+{
+	size_t got = 0;
+	bool truncated = false;
+	int err;
+
+	c->stats.reads++;
+	err = sp_proc_env__read(c->proc_root, pid, c->buf, &got, &truncated);
+	if (err) {
+		c->stats.unreadable++;
+		return err;
+	}
+	c->stats.truncated += truncated;
+	/* A process can be denied (another user's under ptrace rules) or a
+	 * zombie: both read as empty or fail; nothing to declare then. */
+	if (s->pid && s->pid != pid)
+		c->stats.evictions++;
+	drop(c, s);
+	s->pid = pid;
+	if (!sp_otel_env__scan(c->buf, got, &c->scratch))
+		return 0;
+	c->stats.declared++;
+	c->stats.invalid += c->scratch.invalid;
+	c->stats.attrs_dropped += c->scratch.attrs.dropped;
+	if (c->scratch.service_name[0] || c->scratch.attrs.n)
+		s->d = store(c);
+	return 0;
+}
+
+static struct slot *slot_of(struct sp_proc_env *c, uint32_t pid)
+{
+	return &c->slots[(pid * 2654435761u) & c->mask];
+}
+
+void sp_proc_env__note(struct sp_proc_env *c, uint32_t pid)
+{
+	if (c && pid)
+		read_env(c, pid, slot_of(c, pid));
+}
+
+const struct sp_proc_env_ident *sp_proc_env__get(struct sp_proc_env *c, uint32_t pid)
+{
+	struct slot *s;
+
+	if (!c || !pid)
+		return NULL;
+	s = slot_of(c, pid);
+	if (s->pid != pid && read_env(c, pid, s))
+		return NULL;
+	return s->d ? &s->d->id : NULL;
+}
+
+void sp_proc_env__forget(struct sp_proc_env *c, uint32_t pid)
+{
+	struct slot *s;
+
+	if (!c || !pid)
+		return;
+	s = slot_of(c, pid);
+	if (s->pid == pid)
+		drop(c, s);
+}
+
+const struct sp_proc_env_stats *sp_proc_env__stats(const struct sp_proc_env *c)
+{
+	return &c->stats;
+}
