@@ -164,7 +164,7 @@ int sp_symbolize__profile_ks(struct sp_resolver *r, struct sp_ksyms_set *ks,
 			st->unresolved_no_build_id++;
 			continue;
 		}
-		if (sp_buildid__validate(id)) {
+		if (sp_buildid__validate(id) && sp_buildid__validate_go(id)) {
 			st->unresolved_bad_build_id++;
 			continue;
 		}
@@ -199,6 +199,9 @@ int sp_symbolize__profile_ks(struct sp_resolver *r, struct sp_ksyms_set *ks,
 		m->has_functions = true;
 		if (fr.source == SP_RES_DWARF) {
 			st->resolved_dwarf++;
+			m->has_inline_frames = true;
+		} else if (fr.source == SP_RES_GOPCLNTAB) {
+			st->resolved_gopclntab++;
 			m->has_inline_frames = true;
 		} else {
 			st->resolved_symtab++;
