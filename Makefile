@@ -32,6 +32,12 @@ CC ?= gcc
 CLANG ?= clang
 BPFTOOL ?= bpftool
 PROTOC_C ?= protoc-c
+# Go (the Go demo and fixtures): Debian's golang-go, standard library only,
+# offline (GOPROXY=off); the build cache and GOPATH live under the build
+# directory, so a fresh clone built as root needs no home directory.
+GO ?= go
+GO_ENV = GOCACHE=$(abspath $(O))/go/cache GOPATH=$(abspath $(O))/go/path GOPROXY=off \
+	GOFLAGS= GOTOOLCHAIN=local
 ARCH := x86
 
 # The collector is built with frame pointers so it can profile itself.

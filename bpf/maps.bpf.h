@@ -33,6 +33,9 @@ SP_CONFIG(__u8, cfg_stream_idle, 0);	/* stream idle samples too */
 SP_CONFIG(__u8, cfg_kernel_stacks, 1);	/* take kernel stacks */
 SP_CONFIG(__u8, cfg_read_ctx, 1);	/* read OTEP 4947 trace context */
 SP_CONFIG(__u8, cfg_obi, 0);		/* obi_ctx is OBI's pinned map */
+SP_CONFIG(__u8, cfg_read_go, 1);	/* read Go processes' pprof labels
+					 * (golabels.bpf.h; also needs
+					 * cfg_read_ctx) */
 SP_CONFIG(__u8, cfg_time_ctx, 0);	/* benchmark: time the context read
 					 * (oncpu.bpf.c, map ctx_timing) */
 /* Off-CPU (offcpu.bpf.c; its program is attached only with --off-cpu). */
@@ -98,6 +101,15 @@ SP_SHARED struct {
 	__type(value, struct sp_tls_desc);
 } tls_descs SEC(".maps");
 
+/* Per-process Go descriptors (abi.h), filled by user space for processes
+ * whose executable is a Go binary. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_GO_DESCS_MAX);
+	__type(key, __u32);
+	__type(value, struct sp_go_desc);
+} go_descs SEC(".maps");
+
 /* OBI's shared map (abi.h): the loader reuses the pinned map's fd when it
  * exists, else shrinks this placeholder to one entry and leaves cfg_obi 0. */
 SP_SHARED struct {
@@ -125,6 +137,59 @@ SP_SHARED struct {
 	__type(key, __u32);
 	__type(value, struct sp_scratch);
 } scratch SEC(".maps");
+
+/* Go pprof label reads (golabels.bpf.h): the label pairs collected, one
+ * bucket, an id's hex, the attrs being built. */
+struct sp_go_str {
+	__u64 ptr;
+	__u64 len;
+};
+
+struct sp_go_pair {
+	struct sp_go_str key;
+	struct sp_go_str value;
+};
+
+_Static_assert(sizeof(struct sp_go_pair) == SP_GO_LABEL_SIZE, "a label is two Go strings");
+
+/* Room past SP_CTX_ATTRS_MAX so that a masked offset plus the longest
+ * entry stays inside: the verifier sees every write bounded. */
+#define SP_GO_ATTRS_ROOM (SP_CTX_ATTRS_MAX + 2 + SP_GO_KEY_MAX + SP_GO_VALUE_MAX)
+
+/* golabels.bpf.h: state the loop callbacks share: in the per-CPU go_scratch, not on the
+ * stack (the caller's frame plus a bpf_loop callback's frame must stay
+ * under 512 bytes also in the uprobe program and with the unwinder). */
+struct sp_go_walk {
+	/* bucket walk (map layout) */
+	__u64 buckets, oldbuckets, cur;
+	__u32 nb, nold, table;	/* table: next table slot to start */
+	__u32 read_ok;		/* buckets read */
+	/* pairs collected, then processed */
+	__u32 n;
+	__u32 attrs_len;
+	__u8 trace_id[SP_TRACE_ID_LEN];
+	__u8 span_id[SP_SPAN_ID_LEN];
+	__u8 have_trace, have_span, bad, cut, label_err;
+};
+
+struct sp_go_scratch {
+	struct sp_go_walk walk;
+	struct sp_go_pair pairs[SP_GO_MAX_LABELS];
+	__u8 bucket[SP_GO_BUCKET_SIZE];
+	__u8 hex[32];
+	__u8 attrs[256];
+};
+
+_Static_assert(SP_GO_ATTRS_ROOM <= 256, "attrs room");
+
+/* One label read under way per CPU (golabels.bpf.h).  The on-CPU program
+ * runs in hard-irq context, sched_switch with irqs off: they never nest. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_go_scratch);
+} go_scratch SEC(".maps");
 
 /*
  * Unwind store (abi.h, "User-stack unwinding"): the blob's chunks, the file

@@ -273,11 +273,30 @@ static __always_inline void sp_offcpu__out(void *ctx, bool preempt, struct task_
 	sp_count(SP_CNT_OFFCPU_CAPTURED);
 }
 
+/* A captured wait is over: blocked = now - start; written weighted by its
+ * sampling factor, or counted as below the minimum. */
+static __always_inline void sp_offcpu__close(struct sp_scratch *s, __u32 below_min,
+					     __u32 sent, __u32 dropped)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 blocked = now > s->hdr.ts_ns ? now - s->hdr.ts_ns : 0;
+
+	if (blocked < cfg_offcpu_min_ns) {
+		sp_count(below_min);
+		return;
+	}
+	s->hdr.weight_ns = blocked * s->hdr.weight_ns;
+	/* sp_emit does not wake the collector per record: here that matters
+	 * twice, since a wakeup preempts the profiled thread, which is a
+	 * context switch, which is another off-CPU record (measured: an extra
+	 * 30 us run-queue wait per record). */
+	sp_emit(s, sent, dropped);
+}
+
 /* next gets the CPU back: close its captured wait, if any. */
 static __always_inline void sp_offcpu__in(struct task_struct *next)
 {
 	struct sp_scratch *s;
-	__u64 blocked, now;
 
 	if (next->pid == 0)
 		return;
@@ -286,18 +305,7 @@ static __always_inline void sp_offcpu__in(struct task_struct *next)
 		return;
 	if (s->hdr.type != SP_EV_OFFCPU)
 		goto del;	/* closed already; only its delete had failed */
-	now = bpf_ktime_get_ns();
-	blocked = now > s->hdr.ts_ns ? now - s->hdr.ts_ns : 0;
-	if (blocked < cfg_offcpu_min_ns) {
-		sp_count(SP_CNT_OFFCPU_BELOW_MIN);
-	} else {
-		s->hdr.weight_ns = blocked * s->hdr.weight_ns;
-		/* sp_emit does not wake the collector per record: here that
-		 * matters twice, since a wakeup preempts the profiled thread,
-		 * which is a context switch, which is another off-CPU record
-		 * (measured: an extra 30 us run-queue wait per record). */
-		sp_emit(s, SP_CNT_RB_SENT_OFFCPU, SP_CNT_RB_DROP_OFFCPU);
-	}
+	sp_offcpu__close(s, SP_CNT_OFFCPU_BELOW_MIN, SP_CNT_RB_SENT_OFFCPU, SP_CNT_RB_DROP_OFFCPU);
 	s->hdr.type = 0;
 del:
 	if (bpf_task_storage_delete(&offcpu_pending, next) == 0)
@@ -316,3 +324,4 @@ int BPF_PROG(sp_offcpu_switch, bool preempt, struct task_struct *prev, struct ta
 	sp_offcpu__in(next);
 	return 0;
 }
+#include "goparks.bpf.h"	/* goroutine parks share the sampler above */

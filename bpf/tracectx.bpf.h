@@ -18,6 +18,7 @@
 #define SPANPROF_TRACECTX_BPF_H
 
 #include "maps.bpf.h"
+#include "golabels.bpf.h"
 
 /* Returns 1 when OBI's map had a context for this thread. */
 static __always_inline int sp_read_obi_ctx(struct sp_scratch *s)
@@ -76,8 +77,9 @@ static __always_inline void sp_ctx_attrs(struct sp_scratch *s, struct sp_ctx_raw
 	s->hdr.ctx.attrs_len = len;
 }
 
-/* Call after the stacks are in s: the attrs go after the last frame. */
-static __always_inline void sp_read_tls_ctx(struct sp_scratch *s, __u32 tgid)
+/* Call after the stacks are in s: the attrs go after the last frame.
+ * Returns false when tgid has no TLS descriptor. */
+static __always_inline bool sp_read_tls_ctx(struct sp_scratch *s, __u32 tgid)
 {
 	struct sp_ctx_raw raw;
 	struct sp_tls_desc *d;
@@ -85,11 +87,9 @@ static __always_inline void sp_read_tls_ctx(struct sp_scratch *s, __u32 tgid)
 	__u64 tp, slot, ptr, dtv, blk;
 	bool read_attrs = false;
 
-	if (!cfg_read_ctx)
-		return;
 	d = bpf_map_lookup_elem(&tls_descs, &tgid);
 	if (!d)
-		return;		/* SP_CTX_NONE: process publishes nothing */
+		return false;	/* SP_CTX_NONE: process publishes nothing */
 	/* A BTF task pointer: a direct (CO-RE relocated) load, no helper. */
 	task = bpf_get_current_task_btf();
 	tp = task->thread.fsbase;
@@ -104,14 +104,14 @@ static __always_inline void sp_read_tls_ctx(struct sp_scratch *s, __u32 tgid)
 			goto read_err;
 		slot = blk + d->offset;
 	} else {
-		return;
+		return true;
 	}
 	if (bpf_probe_read_user(&ptr, sizeof(ptr), (void *)slot))
 		goto read_err;
 	if (!ptr) {
 		s->hdr.ctx_status = SP_CTX_NULL;
 		sp_count(SP_CNT_CTX_NULL);
-		return;
+		return true;
 	}
 	/* One read for header and attrs: a record is small and sits in
 	 * mapped memory, so reading past its end almost never faults; when
@@ -124,7 +124,7 @@ static __always_inline void sp_read_tls_ctx(struct sp_scratch *s, __u32 tgid)
 	if (raw.hdr.valid != 1) {
 		s->hdr.ctx_status = SP_CTX_INVALID;
 		sp_count(SP_CNT_CTX_INVALID);
-		return;
+		return true;
 	}
 	__builtin_memcpy(s->hdr.ctx.trace_id, raw.hdr.trace_id, SP_TRACE_ID_LEN);
 	__builtin_memcpy(s->hdr.ctx.span_id, raw.hdr.span_id, SP_SPAN_ID_LEN);
@@ -132,16 +132,21 @@ static __always_inline void sp_read_tls_ctx(struct sp_scratch *s, __u32 tgid)
 	s->hdr.ctx_status = SP_CTX_OK;
 	sp_count(SP_CNT_CTX_OK);
 	sp_ctx_attrs(s, &raw, ptr, read_attrs);
-	return;
+	return true;
 read_err:
 	s->hdr.ctx_status = SP_CTX_READ_ERR;
 	sp_count(SP_CNT_CTX_READ_ERR);
+	return true;
 }
 
+/* OTEP 4947 record if the process publishes one, else the goroutine's
+ * pprof labels if it is a Go process (golabels.bpf.h), else nothing; then
+ * OBI's map when neither gave ids. */
 static __always_inline void sp_read_trace_ctx(struct sp_scratch *s, __u32 tgid)
 {
-	sp_read_tls_ctx(s, tgid);
-	if (s->hdr.ctx_status != SP_CTX_OK)
+	if (cfg_read_ctx && !sp_read_tls_ctx(s, tgid))
+		sp_read_go_ctx(s, tgid);
+	if (s->hdr.ctx_status != SP_CTX_OK && s->hdr.ctx_status != SP_CTX_GO)
 		sp_read_obi_ctx(s);
 }
 

@@ -6,6 +6,10 @@
 #                        so it runs straight from $(O)/.
 #   $(O)/spanctx-cxx-example   examples/cxx_example.cc: the header used from
 #                        C++ (an RAII scope), proof that the API is C++-clean.
+#   $(O)/spanprof-go-demo  examples/go-demo/main.go: the Go service (pprof
+#                        labels trace_id/span_id per request), standard
+#                        library only, built offline like the Go fixtures
+#                        (tests/build.mk: GO_ENV).
 #   $(O)/spanctx-hammer  examples/spanctx_hammer.c: switches thread context
 #                        as fast as possible with span ids derived from trace
 #                        ids, for torn-read tests of readers (BPF).
@@ -32,4 +36,9 @@ $(O)/spanctx-hammer: examples/spanctx_hammer.c $(SPANCTX_DIR)/spanctx.h \
 	@mkdir -p $(@D)
 	$(CC) $(DEMO_CFLAGS) -O2 -o $@ $< $(DEMO_LDFLAGS) -lspanctx -lpthread
 
-ALL_TARGETS += $(O)/spanprof-demo $(O)/spanctx-cxx-example $(O)/spanctx-hammer
+$(O)/spanprof-go-demo: examples/go-demo/main.go
+	@mkdir -p $(@D)
+	cd examples/go-demo && $(GO_ENV) $(GO) build -o $(abspath $@) main.go
+
+ALL_TARGETS += $(O)/spanprof-demo $(O)/spanctx-cxx-example $(O)/spanctx-hammer \
+	$(O)/spanprof-go-demo

@@ -79,3 +79,27 @@ $(O)/fixtures/unw_wide: $(UNW_DIR)/unw_wide.c $(UNW_DEPS)
 	gcc $(UNW_CFLAGS) $(UNW_GCC) -o $@ $<
 
 TEST_TARGETS += $(UNIT_BINS) $(FIXTURE_BINS) $(UNW_BINS)
+# go_fake.c also as the Go >= 1.24 layout (sorted-slice labels); both
+# non-PIE like Go's own executables (tests read nm addresses as is).
+$(O)/fixtures/go_fake: FIXTURE_CFLAGS += -no-pie
+$(O)/fixtures/go_fake_slice: tests/fixtures/go_fake.c
+	@mkdir -p $(@D)
+	$(FIXTURE_CC) $(FIXTURE_CFLAGS) -no-pie -DGO_FAKE_MINOR=24 -o $@ $< -lpthread
+
+TEST_TARGETS += $(O)/fixtures/go_fake_slice
+
+# Go fixtures: tests/fixtures/go/NAME/main.go -> $(O)/fixtures/go/NAME (with
+# DWARF) and $(O)/fixtures/go/NAME.stripped (-ldflags=-s -w, as release
+# builds are); GO_ENV (Makefile) builds them offline.
+GO_FIXTURES := $(patsubst tests/fixtures/go/%/main.go,%,$(wildcard tests/fixtures/go/*/main.go))
+GO_FIXTURE_BINS := $(foreach f,$(GO_FIXTURES),$(O)/fixtures/go/$(f) $(O)/fixtures/go/$(f).stripped)
+
+$(O)/fixtures/go/%.stripped: tests/fixtures/go/%/main.go
+	@mkdir -p $(@D)
+	cd tests/fixtures/go/$* && $(GO_ENV) $(GO) build -ldflags='-s -w' -o $(abspath $@) main.go
+
+$(O)/fixtures/go/%: tests/fixtures/go/%/main.go
+	@mkdir -p $(@D)
+	cd tests/fixtures/go/$* && $(GO_ENV) $(GO) build -o $(abspath $@) main.go
+
+TEST_TARGETS += $(GO_FIXTURE_BINS)

@@ -30,9 +30,14 @@
  *   88     8*n   frames       kstack_n kernel addresses, then ustack_n user
  *                             addresses, leaf first; non-leaf entries are
  *                             return addresses
- *   88+8n  a     attrs        ctx.attrs_len bytes copied verbatim from the
- *                             thread's OTEP 4947 record (its attrs, at most
- *                             SP_CTX_ATTRS_MAX; not parsed in BPF)
+ *   88+8n  a     attrs        ctx.attrs_len bytes (at most SP_CTX_ATTRS_MAX):
+ *                             copied verbatim from the thread's OTEP 4947
+ *                             record (its attrs; not parsed in BPF), or,
+ *                             for ctx_status SP_CTX_GO / SP_CTX_GO_LABELS,
+ *                             the goroutine's pprof labels other than
+ *                             trace_id/span_id as repeated
+ *                             {u8 klen; u8 vlen; key[klen]; value[vlen]}
+ *                             (keys inline: Go labels have no key map)
  *
  * Total size = SP_EVENT_HDR_SIZE + 8 * (kstack_n + ustack_n) + ctx.attrs_len.
  *
@@ -99,6 +104,10 @@ enum sp_ctx_status {
 	SP_CTX_INVALID = 3,	/* record's valid byte was not 1 */
 	SP_CTX_READ_ERR = 4,	/* a bpf_probe_read_user failed */
 	SP_CTX_OBI = 5,		/* taken from the OBI map fallback */
+	SP_CTX_GO = 6,		/* ids from the goroutine's pprof labels; attrs
+				 * (if any) in the Go label encoding below */
+	SP_CTX_GO_LABELS = 7,	/* the goroutine's pprof labels, without usable
+				 * ids: attrs only, Go label encoding */
 };
 
 /* Attribute bytes carried per sample: the bound that keeps the per-sample
@@ -217,12 +226,41 @@ enum sp_counter {
 					 * were stale (a new executable mapping
 					 * not read yet): no NOT_EXEC ends */
 	SP_CNT_UNW_MMAP_EVENTS,		/* SP_EV_MMAP_EXEC records sent */
+	/* Go pprof labels (issue 13, bpf/golabels.bpf.h has the identity):
+	 * one outcome per read in a process with a Go descriptor. */
+	SP_CNT_GO_IDS,			/* trace_id and span_id from the labels */
+	SP_CNT_GO_NO_GOROUTINE,		/* no g, m or m.curg: scheduler, idle M,
+					 * a thread Go did not create */
+	SP_CNT_GO_NO_LABELS,		/* goroutine without labels */
+	SP_CNT_GO_NO_IDS,		/* labels, none named trace_id/span_id */
+	SP_CNT_GO_BAD_IDS,		/* trace_id/span_id not 32/16 lower-case
+					 * hex (or zero, unreadable, or one
+					 * without the other): both dropped */
+	SP_CNT_GO_READ_ERR,		/* g -> m -> curg -> labels chain or the
+					 * label container unreadable */
+	/* Per read, on top of its outcome: */
+	SP_CNT_GO_LABELS_CUT,		/* labels not all kept: more than the
+					 * limits (SP_GO_*), key or value too
+					 * long, attrs space full */
+	SP_CNT_GO_LABEL_ERR,		/* a label's key or value unreadable:
+					 * that label skipped */
+	/* Goroutine parks (--go-parks, bpf/goparks.bpf.h has the identity):
+	 * one outcome per runtime.gopark of a Go process, one per capture. */
+	SP_CNT_GO_PARKS,		/* parks seen */
+	SP_CNT_GO_PARK_SAMPLED_OUT,	/* skipped by the off-CPU sampler */
+	SP_CNT_GO_PARK_STATE_FULL,	/* pending-park map full */
+	SP_CNT_GO_PARK_CAPTURED,	/* stack and labels taken, pending */
+	SP_CNT_GO_PARK_BELOW_MIN,	/* resumed before --off-cpu-min-us */
+	SP_CNT_RB_SENT_GOPARK,		/* park records written to the ring */
+	SP_CNT_RB_DROP_GOPARK,		/* ... lost: ring full */
+	SP_CNT_GO_PARK_UNCLOSED,	/* parked again before its resume was
+					 * seen: the older one replaced */
 	SP_CNT__MAX,
 };
 
-_Static_assert(SP_CNT__MAX <= 64, "counter map size");
+_Static_assert(SP_CNT__MAX <= 96, "counter map size");
 
-#define SP_COUNTERS_MAX 64	/* entries of the counters map */
+#define SP_COUNTERS_MAX 96	/* entries of the counters map */
 
 /* Off-CPU sampling (bpf/offcpu.bpf.c): the adaptive sampler re-derives
  * its 1-in-N factor per CPU every window; N never exceeds SP_OFFCPU_MAX_N. */
@@ -460,6 +498,93 @@ enum sp_unw_end {
 
 _Static_assert(SP_CNT_UNW_END_ROOT + SP_UNW_END_TRUNC - 1 == SP_CNT_UNW_END_TRUNC,
 	       "SP_CNT_UNW_END_* follow enum sp_unw_end");
+
+/*
+ * Per-process Go descriptor: value of the BPF hash map "go_descs" keyed by
+ * tgid (u32), filled by user space (src/collector/tracectx/go_binary.c)
+ * for a process whose executable is a Go binary.  The BPF program
+ * (bpf/golabels.bpf.h) follows, in the sampled thread's context:
+ *
+ *   g    = *(u64 *)(TP + tls_g)        the thread's current g (TLS slot)
+ *   m    = *(u64 *)(g + g_m)
+ *   curg = *(u64 *)(m + m_curg)        the user goroutine (NULL: none)
+ *   lp   = *(u64 *)(curg + g_labels)   its pprof labels (NULL: none)
+ *
+ * then by layout: SP_GO_LABELS_MAP (Go <= 1.23): *lp is a *hmap of
+ * map[string]string (hmap and bucket layouts below); SP_GO_LABELS_SLICE
+ * (Go >= 1.24): lp points at a []label slice header, label = {key, value}
+ * Go strings ({ptr, len} each), sorted by key.
+ *
+ *   offset size field
+ *   0      4    tls_g       signed offset of the g slot from TP (-8 unless
+ *                           cgo moved it)
+ *   4      2    g_m         offsetof(runtime.g, m)
+ *   6      2    m_curg      offsetof(runtime.m, curg)
+ *   8      2    g_labels    offsetof(runtime.g, labels)
+ *   10     1    layout      enum sp_go_labels_layout
+ *   11     1    _pad0
+ *   12     2    go_minor    Go 1.MINOR, informational
+ *   14     2    _pad1
+ */
+enum sp_go_labels_layout {
+	SP_GO_LABELS_NONE = 0,
+	SP_GO_LABELS_MAP = 1,
+	SP_GO_LABELS_SLICE = 2,
+};
+
+struct sp_go_desc {
+	__s32 tls_g;
+	__u16 g_m;
+	__u16 m_curg;
+	__u16 g_labels;
+	__u8 layout;
+	__u8 _pad0;
+	__u16 go_minor;
+	__u16 _pad1;
+};
+
+_Static_assert(sizeof(struct sp_go_desc) == 16, "sp_go_desc layout");
+
+#define SP_GO_DESCS_MAX SP_TLS_DESCS_MAX	/* Go processes tracked in BPF */
+
+/*
+ * Go <= 1.23 map[string]string (golang/go src/runtime/map.go; checked
+ * against the binary's DWARF when it has one, go_binary.c):
+ *
+ *   runtime.hmap                      bucket (bmap + keys + values)
+ *   0   8  count (live entries)       0    8    tophash[8] (>= 5: live)
+ *   8   1  flags (8: sameSizeGrow)
+ *   9   1  B (log2 of bucket count)   8    128  keys[8]   {ptr, len}
+ *   16  8  buckets                    136  128  values[8] {ptr, len}
+ *   24  8  oldbuckets (growing)       264  8    overflow bucket pointer
+ *                                     272       bucket size
+ */
+#define SP_GO_HMAP_COUNT 0
+#define SP_GO_HMAP_FLAGS 8		/* u8 */
+#define SP_GO_HMAP_SAME_SIZE_GROW 8	/* flags bit: oldbuckets is 2^B, not 2^(B-1) */
+#define SP_GO_HMAP_B 9
+#define SP_GO_HMAP_BUCKETS 16
+#define SP_GO_HMAP_OLDBUCKETS 24
+#define SP_GO_HMAP_HDR 32		/* bytes read: count .. oldbuckets */
+#define SP_GO_BUCKET_SLOTS 8
+#define SP_GO_BUCKET_KEYS 8
+#define SP_GO_BUCKET_VALUES 136
+#define SP_GO_BUCKET_OVERFLOW 264
+#define SP_GO_BUCKET_SIZE 272
+#define SP_GO_TOPHASH_MIN 5		/* minTopHash: smaller = empty/evacuated */
+#define SP_GO_TOPHASH_EMPTY_REST 0	/* no more entries here or in overflows */
+#define SP_GO_LABEL_SIZE 32		/* label / map slot pair: two strings */
+
+/* Read bounds per sample (bpf/golabels.bpf.h); beyond them labels are
+ * cut and counted (SP_CNT_GO_LABELS_CUT), never guessed. */
+#define SP_GO_MAX_LABELS 16		/* label pairs examined */
+#define SP_GO_MAX_BUCKETS 8		/* bucket reads (new, old, overflow) */
+#define SP_GO_MAX_B 3			/* maps with more buckets are cut */
+#define SP_GO_KEY_MAX 32		/* longer keys: label dropped (cut) */
+#define SP_GO_VALUE_MAX 64		/* longer values: cut to this (cut) */
+
+_Static_assert(SP_GO_MAX_LABELS * SP_GO_LABEL_SIZE <= 512, "one bounded read of a slice");
+_Static_assert((1 << SP_GO_MAX_B) <= SP_GO_MAX_BUCKETS, "a whole table fits the read bound");
 
 /*
  * The OpenTelemetry eBPF Instrumentation (OBI) shared map, read as a

@@ -65,7 +65,9 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 static int buildid_walk_notes(const uint8_t *buf, size_t len, uint64_t align,
 			      int swap, struct sp_build_id *out)
 {
+	struct sp_build_id go = { 0 };
 	uint64_t off = 0;
+	int err = -ENOENT;
 
 	memset(out, 0, sizeof(*out));
 	if (!buf)
@@ -74,8 +76,10 @@ static int buildid_walk_notes(const uint8_t *buf, size_t len, uint64_t align,
 		uint32_t namesz, descsz, type;
 		uint64_t name_off, desc_off, next;
 
-		if (len - off < NOTE_HDR_SIZE)
-			return -EINVAL;
+		if (len - off < NOTE_HDR_SIZE) {
+			err = -EINVAL;
+			break;
+		}
 		namesz = rd32(buf + off, swap);
 		descsz = rd32(buf + off + 4, swap);
 		type = rd32(buf + off + 8, swap);
@@ -83,22 +87,37 @@ static int buildid_walk_notes(const uint8_t *buf, size_t len, uint64_t align,
 		/* All in 64 bits: off < len <= SIZE_MAX, sizes < 2^32. */
 		desc_off = align_up(name_off + namesz, align);
 		if (name_off + namesz > len || desc_off > len ||
-		    (uint64_t)descsz > len - desc_off)
-			return -EINVAL;
+		    (uint64_t)descsz > len - desc_off) {
+			err = -EINVAL;
+			break;
+		}
 		if (namesz == 4 && type == NT_GNU_BUILD_ID_TYPE &&
 		    !memcmp(buf + name_off, "GNU", 4)) {
 			if (descsz == 0 || descsz > SP_BUILD_ID_MAX)
 				return -EINVAL;
 			out->len = (uint8_t)descsz;
+			out->kind = SP_BUILD_ID_GNU;
 			memcpy(out->id, buf + desc_off, descsz);
 			return 0;
+		}
+		/* a Go id is kept while a GNU one may still follow */
+		if (namesz == 4 && type == SP_GO_NOTE_TYPE && !go.len &&
+		    !memcmp(buf + name_off, "Go\0\0", 4) &&
+		    !sp_buildid__validate_go_n(buf + desc_off, descsz)) {
+			go.len = (uint8_t)descsz;
+			go.kind = SP_BUILD_ID_GO;
+			memcpy(go.id, buf + desc_off, descsz);
 		}
 		next = align_up(desc_off + descsz, align);
 		if (next > len)
 			break;	/* unpadded last note */
 		off = next;
 	}
-	return -ENOENT;
+	if (go.len) {
+		*out = go;
+		return 0;
+	}
+	return err;
 }
 
 int sp_buildid__from_notes(const uint8_t *buf, size_t len, struct sp_build_id *out)
@@ -113,8 +132,18 @@ static uint64_t note_align(uint64_t a)
 	return a == 8 ? 8 : 4;
 }
 
+/* Keeps b in out if it is better (GNU over Go over none); true when out
+ * now holds a GNU id, i.e. the search is over. */
+static bool keep(struct sp_build_id *out, const struct sp_build_id *b)
+{
+	if (b->len && (b->kind == SP_BUILD_ID_GNU || !out->len))
+		*out = *b;
+	return out->len && out->kind == SP_BUILD_ID_GNU;
+}
+
 int sp_buildid__from_fd(int fd, struct sp_build_id *out)
 {
+	struct sp_build_id b;
 	static const int host_data =
 		__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
 	Elf *elf = NULL;
@@ -164,8 +193,8 @@ int sp_buildid__from_fd(int fd, struct sp_build_id *out)
 			err = -EINVAL;
 			continue;
 		}
-		r = buildid_walk_notes(d->d_buf, d->d_size, note_align(ph.p_align), swap, out);
-		if (r == 0) {
+		r = buildid_walk_notes(d->d_buf, d->d_size, note_align(ph.p_align), swap, &b);
+		if (r == 0 && keep(out, &b)) {
 			err = 0;
 			goto out;
 		}
@@ -189,8 +218,8 @@ int sp_buildid__from_fd(int fd, struct sp_build_id *out)
 			err = -EINVAL;
 			continue;
 		}
-		r = buildid_walk_notes(d->d_buf, d->d_size, note_align(sh.sh_addralign), swap, out);
-		if (r == 0) {
+		r = buildid_walk_notes(d->d_buf, d->d_size, note_align(sh.sh_addralign), swap, &b);
+		if (r == 0 && keep(out, &b)) {
 			err = 0;
 			goto out;
 		}
@@ -200,6 +229,8 @@ int sp_buildid__from_fd(int fd, struct sp_build_id *out)
 	/* elf_nextscn also stops on a broken section table. */
 	if (elf_errno() != 0 && err == -ENOENT)
 		err = -EINVAL;
+	if (out->len)	/* a Go id, and no GNU one anywhere */
+		err = 0;
 out:
 	if (err)
 		memset(out, 0, sizeof(*out));
@@ -265,6 +296,13 @@ void sp_buildid__hex(const struct sp_build_id *b, char *out)
 	if (!out)
 		return;
 	n = b ? b->len : 0;
+	if (n && b->kind == SP_BUILD_ID_GO) {
+		if (n > SP_GO_BUILD_ID_MAX)
+			n = SP_GO_BUILD_ID_MAX;
+		memcpy(out, b->id, n);
+		out[n] = '\0';
+		return;
+	}
 	if (n > SP_BUILD_ID_MAX)
 		n = SP_BUILD_ID_MAX;
 	sp_hex__encode(b ? b->id : NULL, n, out);
@@ -301,4 +339,29 @@ int sp_buildid__validate(const char *hex)
 	if (n < 2 || (n & 1))
 		return -EINVAL;
 	return 0;
+}
+
+int sp_buildid__validate_go_n(const uint8_t *s, size_t n)
+{
+	bool slash = false;
+
+	if (!s || n < 3 || n > SP_GO_BUILD_ID_MAX || s[0] == '/' || s[n - 1] == '/')
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = s[i];
+
+		if (c == '/')
+			slash = true;
+		else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			   (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '+' || c == '='))
+			return -EINVAL;
+	}
+	return slash ? 0 : -EINVAL;
+}
+
+int sp_buildid__validate_go(const char *s)
+{
+	if (!s)
+		return -EINVAL;
+	return sp_buildid__validate_go_n((const uint8_t *)s, strnlen(s, SP_GO_BUILD_ID_MAX + 1));
 }

@@ -6,8 +6,8 @@
 
 #include "base/utf8.h"
 
-/* Length of the valid UTF-8 sequence at s[0..n), or 0. */
-static unsigned utf8_seq(const uint8_t *s, size_t n)
+/* (utf8.h) */
+unsigned sp_utf8__seq(const uint8_t *s, size_t n)
 {
 	unsigned len, i;
 	uint32_t cp;
@@ -40,7 +40,7 @@ size_t sp_utf8__sanitize(const uint8_t *s, size_t n, char *dst)
 	size_t i = 0, o = 0;
 
 	while (i < n) {
-		unsigned k = utf8_seq(s + i, n - i);
+		unsigned k = sp_utf8__seq(s + i, n - i);
 
 		if (k == 1 && (s[i] < 0x20 || s[i] == 0x7f))
 			k = 0;

@@ -20,5 +20,8 @@
 #include <stdint.h>
 
 size_t sp_utf8__sanitize(const uint8_t *s, size_t n, char *dst);
+/* The length (1..4) of the valid UTF-8 sequence at s[0..n), 0 when the
+ * bytes there are not one. */
+unsigned sp_utf8__seq(const uint8_t *s, size_t n);
 
 #endif /* SPANPROF_BASE_UTF8_H */

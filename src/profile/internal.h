@@ -50,6 +50,7 @@
 #define SP_A_CONTAINER_ID "container.id"
 #define SP_A_HOST_NAME "host.name"
 #define SP_A_BUILD_ID_GNU "process.executable.build_id.gnu"
+#define SP_A_BUILD_ID_GO "process.executable.build_id.go"
 #define SP_A_FRAME_TYPE "profile.frame.type"
 
 /* ------------------------------------------------------------ hash index */

@@ -191,8 +191,11 @@ static int dec_dict(struct dec *d)
 			r = dattr(d, m->attribute_indices[j], &key, &str, &is_int, &num);
 			if (r < 0)
 				return r;
-			if (!r && !is_int &&
-			    !strcmp(p->strings[key], SP_A_BUILD_ID_GNU))
+			/* a GNU id wins over a Go one (cgo binaries have both) */
+			if (!r && !is_int && !strcmp(p->strings[key], SP_A_BUILD_ID_GNU))
+				sm.build_id = str;
+			else if (!r && !is_int && !strcmp(p->strings[key], SP_A_BUILD_ID_GO) &&
+				 !sm.build_id)
 				sm.build_id = str;
 		}
 		r = sp_profile__add_mapping(p, &sm);

@@ -17,7 +17,8 @@
  *   - attributes: keys are always key_strindex (never the plain key:
  *     collectors >= v0.148 blank those out); values are plain AnyValue
  *     string_value / int_value.  Mapping: process.executable.build_id.gnu
- *     (hex) when build_id != 0.  Location (not the zero one):
+ *     (hex) when build_id != 0, process.executable.build_id.go instead when
+ *     it is a Go build id (base/buildid.h).  Location (not the zero one):
  *     profile.frame.type = "native" | "kernel".  Sample: thread.id (int, when
  *     tid != 0), thread.name (when set), then each sp_label (string when str
  *     != 0, else int).  Resource (KeyValue with key_strindex): the entries of
@@ -62,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buildid.h"
 #include "profile/arena.h"
 #include "profile/codec.h"
 #include "profile/internal.h"
@@ -213,8 +215,13 @@ static int enc_mappings(struct otlp_enc *e)
 		if (om->filename_strindex < 0)
 			return om->filename_strindex;
 		if (m->build_id) {
-			attrs[i] = enc_attr(e, SP_A_BUILD_ID_GNU, false,
-					    p->strings[m->build_id], 0);
+			/* a Go build id (a Go binary without a GNU one) has its
+			 * own semantic-conventions attribute */
+			const char *bid = p->strings[m->build_id];
+
+			attrs[i] = enc_attr(e, sp_buildid__validate_go(bid)
+						       ? SP_A_BUILD_ID_GNU : SP_A_BUILD_ID_GO,
+					    false, bid, 0);
 			if (attrs[i] < 0)
 				return attrs[i];
 			om->n_attribute_indices = 1;

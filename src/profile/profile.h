@@ -44,7 +44,9 @@ struct sp_mapping {
 	uint64_t memory_limit;
 	uint64_t file_offset;
 	int32_t filename;	/* string index */
-	int32_t build_id;	/* string index: lower-case hex GNU build id, 0 = none */
+	int32_t build_id;	/* string index: lower-case hex GNU build id, or a Go
+				 * build id (base/buildid.h) when the file has no
+				 * GNU one; 0 = none */
 	bool has_functions;
 	bool has_filenames;
 	bool has_line_numbers;

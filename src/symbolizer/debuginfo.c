@@ -311,6 +311,16 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		*src = SP_DI_NONE;
 	pthread_mutex_lock(&d->lock);
 	d->st.lookups++;
+	if (!sp_buildid__validate_go(build_id)) {
+		/* A Go build id: no build-id directory or debuginfod server
+		 * indexes one (they are GNU-keyed, and it is not a path), so the
+		 * mapped file is the one, when its own Go id matches. */
+		if (hint_path && *hint_path && file_has_buildid(hint_path, build_id))
+			goto use_hint;
+		d->st.not_found++;
+		err = -ENOENT;
+		goto out;
+	}
 	if (sp_buildid__validate(build_id)) {
 		d->st.invalid_build_id++;
 		d->st.not_found++;
@@ -369,10 +379,10 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 	int err = -ENOENT;
 
 	*path_out = NULL;
-	if (sp_buildid__validate(build_id))
+	if (sp_buildid__validate(build_id) && sp_buildid__validate_go(build_id))
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
-	for (size_t i = 0; i < d->n_dirs && err; i++) {
+	for (size_t i = 0; i < d->n_dirs && err && sp_buildid__validate_go(build_id); i++) {
 		err = try_dir(d->dirs[i], build_id, true, &path);
 		if (err == -ENOMEM)
 			goto out;
@@ -384,7 +394,7 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 		if (err)
 			goto out;
 	}
-	if (err)
+	if (err && sp_buildid__validate_go(build_id))
 		err = try_debuginfod(d, build_id, true, &path);
 out:
 	if (err)

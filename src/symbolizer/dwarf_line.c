@@ -594,7 +594,8 @@ const char *sp_dline__path(const struct sp_dline_table *t, uint32_t idx,
 			   const char *comp_dir, char *buf, size_t len)
 {
 	const struct sp_dline_file *f;
-	const char *dir = NULL;
+	const char *dir = NULL, *p;
+	bool dot = comp_dir && !strcmp(comp_dir, ".");
 	int n;
 
 	if (idx >= t->n_files || !t->files[idx].name || !len)
@@ -602,6 +603,8 @@ const char *sp_dline__path(const struct sp_dline_table *t, uint32_t idx,
 	f = &t->files[idx];
 	if (f->name[0] == '/')
 		return f->name;
+	if (dot)
+		comp_dir = NULL;	/* "." adds nothing but "./" */
 	if (f->dir < t->n_dirs)
 		dir = t->dirs[f->dir];
 	if (dir && !dir[0])
@@ -618,7 +621,11 @@ const char *sp_dline__path(const struct sp_dline_table *t, uint32_t idx,
 		n = snprintf(buf, len, "%s/%s", comp_dir, f->name);
 	else
 		n = snprintf(buf, len, "%s", f->name);
-	return n < 0 ? NULL : buf;
+	if (n < 0)
+		return NULL;
+	for (p = buf; dot && p[0] == '.' && p[1] == '/';)
+		p += 2;
+	return p;
 }
 
 size_t sp_dline__bytes(const struct sp_dline_table *t)

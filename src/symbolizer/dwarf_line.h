@@ -95,7 +95,9 @@ int sp_dline__index(struct sp_dline_table *t);
 const struct sp_dline_row *sp_dline__find(const struct sp_dline_table *t, uint64_t addr);
 
 /* Path of file index idx into buf (NUL-terminated, truncated to len), or
- * NULL when there is no such file.  comp_dir may be NULL. */
+ * NULL when there is no such file.  comp_dir may be NULL; a comp_dir of
+ * "." (what Go writes) joins nothing and leading "./" are dropped, so a
+ * path reads as the Go toolchain's own (.gopclntab) does. */
 const char *sp_dline__path(const struct sp_dline_table *t, uint32_t idx,
 			   const char *comp_dir, char *buf, size_t len);
 

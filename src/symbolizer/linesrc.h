@@ -5,10 +5,10 @@
  * kind of debug information.
  *
  * A module (one build id, resolve.c) holds the sources its file has, in the
- * order they are asked: today DWARF (dwarf_src.c); a Go binary's
- * .gopclntab or another table can be added as another struct
- * sp_linesrc_ops without touching the others.  The module falls back to
- * its ELF symbol table when no source answers.
+ * order they are asked: DWARF (dwarf_src.c), then, for a Go binary
+ * without DWARF units, its .gopclntab (gopcln_src.c); another table can
+ * be added as another struct sp_linesrc_ops without touching the others.
+ * The module falls back to its ELF symbol table when no source answers.
  *
  * Contract of a source:
  *   - lookup(src, vaddr, out): 0 with out->n >= 1 frames, inlined callees
@@ -33,7 +33,7 @@
 #include "resolve.h"
 
 struct sp_linesrc_ops {
-	const char *name;		/* "dwarf" */
+	const char *name;		/* "dwarf", "gopclntab" */
 	uint8_t source;			/* enum sp_res_source of its answers */
 	bool symtab_names;		/* the outermost function takes the name of
 					 * the ELF symbol covering the address

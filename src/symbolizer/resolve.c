@@ -5,7 +5,8 @@
  * Layout of the work:
  *   module  one per build id: the file the finder gave, its PT_LOAD
  *           segments, its sorted function-symbol table, and the sources of
- *           answers its file has (linesrc.h: DWARF, dwarf_src.c), asked in
+ *           answers its file has (linesrc.h: DWARF, dwarf_src.c; without
+ *           DWARF units a Go binary's .gopclntab, gopcln_src.c), asked in
  *           order; the symbol table answers when none does.
  *   cache   res_cache.c: (module, vaddr) -> a copy of the frames.
  * Locking, so that requests for different modules run in parallel:
@@ -35,8 +36,10 @@
 #include <libelf.h>
 
 #include "addr_index.h"
+#include "base/buildid.h"
 #include "base/pin.h"
 #include "dwarf_src.h"
+#include "gopcln_src.h"
 #include "grow.h"
 #include "linesrc.h"
 #include "plt.h"
@@ -131,6 +134,15 @@ struct sp_resolver {
 };
 
 /* ------------------------------------------------------------ small helpers */
+
+/* A build id this resolver takes: a GNU id (hex) or, for a Go binary
+ * without one, its Go build id.  0 or -EINVAL. */
+static int validate_id(const char *id)
+{
+	if (!sp_buildid__validate(id) || !sp_buildid__validate_go(id))
+		return 0;
+	return -EINVAL;
+}
 
 static uint64_t hash_str(const char *s)
 {
@@ -493,6 +505,19 @@ static int module_load(struct sp_resolver *r, struct module *m, const char *hint
 		m->dwarf_units = sp_dwarf_src__units(src);
 		lr->dwarf = m->dwarf_units > 0;
 	}
+	/* A stripped Go binary still has its own table; DWARF, when there,
+	 * says the same and more (columns).  A file with no table, or one of
+	 * a format not read here, just has no such source. */
+	if (!lr->dwarf) {
+		void *src;
+
+		err = sp_gopcln_src__open(m->elf, &src);
+		if (err == -ENOMEM)
+			goto fail;
+		if (!err)
+			m->sources[m->n_sources++] =
+				(struct sp_linesrc){ &sp_gopcln_linesrc, src };
+	}
 	free(exec);
 	return 0;
 fail:
@@ -528,7 +553,7 @@ static int get_module(struct sp_resolver *r, const char *id, const char *hint,
 		}
 	}
 	/* the hint's id was valid; any other is checked before it is used */
-	if (sp_buildid__validate(id))
+	if (validate_id(id))
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
 	m = NULL;
@@ -739,6 +764,8 @@ static int resolve_common(struct sp_resolver *r, const char *build_id,
 		ADD(r->st.unresolved, 1);
 	else if (tmp.source == SP_RES_DWARF)
 		ADD(r->st.resolved_dwarf, 1);
+	else if (tmp.source == SP_RES_GOPCLNTAB)
+		ADD(r->st.resolved_gopclntab, 1);
 	else
 		ADD(r->st.resolved_symtab, 1);
 	sp_rcache__put(&r->cache, mi, va, &tmp);
@@ -806,7 +833,7 @@ int sp_resolver__module_info(struct sp_resolver *r, const char *build_id,
 {
 	int err = -ENOENT;
 
-	if (sp_buildid__validate(build_id))
+	if (validate_id(build_id))
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
 	for (uint32_t i = 0; i < r->n_mods; i++) {
@@ -842,6 +869,7 @@ void sp_resolver__stats(struct sp_resolver *r, struct sp_resolver_stats *st)
 		.cache_used = LOAD(r->cache.used),
 		.resolved_dwarf = LOAD(r->st.resolved_dwarf),
 		.resolved_symtab = LOAD(r->st.resolved_symtab),
+		.resolved_gopclntab = LOAD(r->st.resolved_gopclntab),
 		.unresolved = LOAD(r->st.unresolved),
 		.inline_truncated = LOAD(d->inline_truncated),
 		.modules = LOAD(r->st.modules),

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * resolve.h - (GNU build id, address) -> function, file, line, column, with
- * inlined frames, from DWARF (libdw) or, without DWARF, ELF symbol tables.
+ * resolve.h - (build id, address) -> function, file, line, column, with
+ * inlined frames, from DWARF (libdw) or, without DWARF, a Go binary's
+ * .gopclntab (base/gopclntab.h: function, file, line, inlined calls; no
+ * columns) or ELF symbol tables.  Build ids are GNU ids (hex) or, for Go
+ * binaries without one, Go build ids (base/buildid.h).
  *
  * Contract:
  *   - Addresses are either a file offset inside the mapped ELF file
@@ -65,6 +68,8 @@ enum sp_res_source {
 	SP_RES_NONE = 0,
 	SP_RES_SYMTAB = 1,	/* function name from .symtab/.dynsym only */
 	SP_RES_DWARF = 2,	/* function and lines from DWARF */
+	SP_RES_GOPCLNTAB = 3,	/* function, file, line, inlined calls from a Go
+				 * binary's .gopclntab (no DWARF) */
 };
 
 struct sp_frame {
@@ -99,6 +104,7 @@ struct sp_resolver_stats {
 	uint32_t cache_used;
 	uint64_t resolved_dwarf;	/* misses resolved from DWARF */
 	uint64_t resolved_symtab;	/* misses resolved from symbols only */
+	uint64_t resolved_gopclntab;	/* misses resolved from .gopclntab */
 	uint64_t unresolved;		/* misses with nothing found */
 	uint64_t inline_truncated;
 	uint32_t modules;		/* opened (found or not) */

@@ -119,7 +119,7 @@ int sp_symbolize__run(const struct sp_symbolize_sources *src, struct sp_profile 
 			st->unresolved_no_build_id++;
 			continue;
 		}
-		if (sp_buildid__validate(id)) {
+		if (sp_buildid__validate(id) && sp_buildid__validate_go(id)) {
 			st->unresolved_bad_build_id++;
 			continue;
 		}
@@ -154,6 +154,9 @@ int sp_symbolize__run(const struct sp_symbolize_sources *src, struct sp_profile 
 		m->has_functions = true;
 		if (fr.source == SP_RES_DWARF) {
 			st->resolved_dwarf++;
+			m->has_inline_frames = true;
+		} else if (fr.source == SP_RES_GOPCLNTAB) {
+			st->resolved_gopclntab++;
 			m->has_inline_frames = true;
 		} else {
 			st->resolved_symtab++;

@@ -40,6 +40,7 @@ struct sp_symbolize_stats {
 	uint64_t resolved;
 	uint64_t resolved_dwarf;
 	uint64_t resolved_symtab;
+	uint64_t resolved_gopclntab;	/* Go frames from .gopclntab */
 	uint64_t resolved_kernel;	/* from a kallsyms snapshot */
 	uint64_t unresolved;		/* sum of the reasons below */
 	uint64_t unresolved_no_mapping;

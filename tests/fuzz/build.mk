@@ -22,11 +22,12 @@ FUZZ_LIB_SRCS := $(wildcard src/base/*.c src/profile/*.c) \
 	src/collector/tracectx/process_ctx.c src/collector/tracectx/tls_elf.c \
 	src/collector/tracectx/ctx_attrs.c src/collector/procs/otel_env.c \
 	src/collector/unwind/cfi_extract.c src/collector/unwind/unwind_table.c \
+	src/collector/tracectx/go_binary.c src/collector/tracectx/go_offsets.c \
 	src/export/http_parse.c src/export/otlp_response.c src/symbolizer/kallsyms.c \
 	src/symbolizer/resolve.c src/symbolizer/debuginfo.c src/symbolizer/dwarf_line.c \
 	src/symbolizer/dwarf_src.c src/symbolizer/res_cache.c src/symbolizer/strpool.c \
-	src/symbolizer/addr_index.c src/symbolizer/die_reader.c src/symbolizer/plt.c \
-	src/symbolizer/perf_map.c
+	src/symbolizer/addr_index.c src/symbolizer/die_reader.c src/symbolizer/gopcln_src.c \
+	src/symbolizer/plt.c src/symbolizer/perf_map.c
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_O)/obj/%.o,$(FUZZ_LIB_SRCS)) \
 	$(patsubst $(O)/gen/%.c,$(FUZZ_O)/gen/%.o,$(PB_C))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
@@ -34,17 +35,22 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_O)/%,$(FUZZ_SRCS))
 
 $(FUZZ_O)/obj/%.o: %.c $(PB_H)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 
 $(FUZZ_O)/gen/%.o: $(O)/gen/%.c $(PB_H)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-unused-parameter -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-unused-parameter -MMD -MP -c $< -o $@
+
+# Header dependencies: an object built against an older header would be
+# linked with one built against the new (a layout mismatch ASan reports
+# as an overflow in code that is right).
+-include $(shell find $(FUZZ_O) -name '*.d' 2>/dev/null)
 
 $(FUZZ_O)/libfuzzcore.a: $(FUZZ_LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_O)/libfuzzcore.a
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_O)/libfuzzcore.a \
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -fsanitize=fuzzer $< $(FUZZ_O)/libfuzzcore.a \
 		-lprotobuf-c -ldw -ldebuginfod -lelf -lxxhash -lz -o $@
 
 $(O)/tests/make_seeds: tests/fuzz/make_seeds.c $(O)/libsp_profile.a $(O)/libsp_base.a

@@ -1,10 +1,18 @@
 /* libFuzzer target: OTEP 4947 thread-record attributes as a sample carries
- * them (src/collector/tracectx/ctx_attrs.c): decode, canonical form, label strings. */
+ * them (src/collector/tracectx/ctx_attrs.c): decode, canonical form, label
+ * strings; and a goroutine's pprof labels (keys inline) to the same form. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collector/tracectx/ctx_attrs.h"
+
+/* a key table: index by the first two bytes, some dropped */
+static int go_key(const uint8_t *key, uint8_t len, void *ctx)
+{
+	(void)ctx;
+	return len > 1 && key[1] == 'x' ? -1 : (key[0] + (len > 1 ? key[1] : 0)) & 255;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -41,6 +49,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (size <= SP_CTX_ATTRS_MAX && m != n)
 		abort();
+	/* Go labels: the canonical form fits, sorted, one entry per key */
+	c = sp_ctx_attrs__canon_go(buf, size, go_key, NULL, canon, &dropped, &dropped2);
+	if (c > SP_CTX_ATTRS_MAX || c > size)
+		abort();
+	m = sp_ctx_attrs__decode(canon, c, b, &dropped2);
+	for (uint32_t i = 1; i < m; i++)
+		if (b[i - 1].key >= b[i].key || dropped2)
+			abort();
 	free(buf);
 	return 0;
 }

@@ -26,6 +26,12 @@ for name in fuzz_buildid fuzz_tls_elf fuzz_dwarf fuzz_cfi; do
 		[ -f "$f" ] && cp -n "$f" "$work/$name/$(basename "$f")"
 	done
 done
+# Go executables: the fixture with DWARF and stripped, the hand-laid one
+mkdir -p "$work/fuzz_go_binary" "$work/fuzz_buildid"
+for f in "$O/fixtures/go/golabels" "$O/fixtures/go/golabels.stripped" "$O/fixtures/go_fake_slice"; do
+	[ -f "$f" ] && cp -n "$f" "$work/fuzz_go_binary/$(basename "$f")"
+	[ -f "$f" ] && cp -n "$f" "$work/fuzz_buildid/$(basename "$f")"
+done
 [ -r /sys/kernel/notes ] && cp /sys/kernel/notes "$work/fuzz_buildid/kernel-notes"
 # fuzz_dwarf_line: a real .debug_line behind its address-size byte
 mkdir -p "$work/fuzz_dwarf_line"

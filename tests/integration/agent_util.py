@@ -7,13 +7,14 @@ Python 3 standard library only.  Every wait is bounded.
 """
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import time
 import urllib.request
 
-from spt import BUILD, SPANPROF, fail
+from spt import BUILD, SPANPROF, check, fail
 
 SYMBOLIZER = os.path.join(BUILD, "spanprof-symbolizer")
 FIXTURES = os.path.join(BUILD, "fixtures")
@@ -239,6 +240,23 @@ def check_monotonic(before, after):
                 old = before.get(name, {}).get(lab)
                 if old is not None and v < old:
                     fail("counter %s%s went down: %s -> %s" % (name, dict(lab), old, v))
+
+
+def check_promtool(text):
+    """`promtool check metrics` (Debian's prometheus package) exits 0 and
+    prints nothing on the scrape text."""
+    promtool = shutil.which("promtool")
+    if not promtool:
+        fail("promtool is not installed (Debian package prometheus): run scripts/deps.sh")
+    p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=30)
+    check(p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(),
+          "promtool check metrics: clean (rc=%d %s%s)" % (p.returncode, p.stdout, p.stderr))
+
+
+def delta(before, after, name, **labels):
+    """How much one series grew between two scrapes (both must have it)."""
+    return after.get1(name, **labels) - before.get1(name, **labels)
 
 
 # ------------------------------------------------------------ OTLP

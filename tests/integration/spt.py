@@ -183,3 +183,24 @@ def read_buildid(path):
 def load_json(path):
     with open(path) as f:
         return json.load(f)
+
+
+def nm_ranges(path, prefix):
+    """{name: (start, end)} of the functions of an ELF file whose name starts
+    with prefix, from nm -S (binutils): to tell which function a raw sample
+    address falls in without spanprof's own symbolizer."""
+    out = subprocess.run(["nm", "-S", path], capture_output=True, text=True).stdout
+    r = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[3].startswith(prefix):
+            a, n = int(f[0], 16), int(f[1], 16)
+            r[f[3]] = (a, a + n)
+    return r
+
+
+def go_env(**kw):
+    """Environment for running a Go fixture, with kw added (e.g. GOMAXPROCS)."""
+    env = dict(os.environ)
+    env.update({k: str(v) for k, v in kw.items()})
+    return env

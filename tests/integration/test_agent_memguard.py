@@ -3,7 +3,7 @@
 """The memory guard in a real memory cgroup (v1 here; v2 is unit-tested).
 
 The agent starts inside /sys/fs/cgroup/memory/spanprof-test-PID with a
-48 MiB limit, sampling at 997 Hz a flood of unique deep stacks
+80 MiB limit, sampling at 997 Hz a flood of unique deep stacks
 (fixtures/deepstack, 2 threads) with aggregators far larger than the limit
 (--agg-budget 256 MiB each, preallocated lazily), so only the guard stands
 between the flood and the OOM killer.  Checks:
@@ -38,7 +38,12 @@ if not os.path.exists(os.path.join(ROOT, "memory.limit_in_bytes")):
 if asan_build():
     skip("ASan build: its quarantine and shadow memory make cgroup usage meaningless here; "
          "the memory guard is covered by the plain build and by unit-san:test_memguard")
-LIMIT = 48 << 20
+# The limit leaves the agent's fixed memory (BPF maps, the unwinder's
+# tables for every binary on the host: about 30 MiB of working set here)
+# below the 60% release line, as a real deployment must (the shipped
+# DaemonSet and unit allow 256 MiB): what is measured is that the guard
+# stops the aggregators' growth and lets go once it is exported.
+LIMIT = 80 << 20
 SLOW = 1
 AGENT_ENV = {}
 
@@ -98,8 +103,12 @@ try:
     check("memory guard ENGAGED" in a.text(), "the transition is logged")
     flood.kill()
     flood.wait()
-    au.wait_for(lambda: a.metrics().get1("spanprof_memguard_engaged") == 0, timeout=20 * SLOW,
-                what="the memory guard to release")
+    try:
+        au.wait_for(lambda: a.metrics().get1("spanprof_memguard_engaged") == 0,
+                    timeout=20 * SLOW, what="the memory guard to release")
+    except SystemExit:
+        print("at the timeout:" + usage_note(), flush=True)
+        raise
     m2 = a.metrics()
     check(m2.get1("spanprof_memguard_releases_total") >= 1, "release counted")
     check("released, ingesting again" in a.text(), "the release is logged")

@@ -93,10 +93,7 @@ finally:
             p.kill()
 
 # 2. promtool
-p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
-                   timeout=30)
-check(p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(),
-      "promtool check metrics: clean (rc=%d %s%s)" % (p.returncode, p.stdout, p.stderr))
+au.check_promtool(text)
 au.check_monotonic(m0, m1)
 
 # 1. one series per counter
@@ -126,7 +123,7 @@ check(switches > 0 and 0 <= switches - sum(sw.values()) <= 64,
 
 # 3. provoked failures
 def delta(name, **lab):
-    return m1.get1(name, **lab) - m0.get1(name, **lab)
+    return au.delta(m0, m1, name, **lab)
 
 
 ustack = delta("spanprof_bpf_stack_errors_total", stack="user")

@@ -2,7 +2,7 @@
 
   -a -- CMD     the whole machine while CMD runs: stops when CMD exits, a
                 busy process that is not CMD's is in the profile, CMD's
-                exit status is in the summary (text and JSON).
+                exit status is record's and is in the summary (text and JSON).
   -e EVENT      cpu-clock records; any other event is refused in one line
                 naming the fix, exit 2, before BPF loads.
   -C CPUS       perf events only on those CPUs: a busy process pinned to
@@ -66,8 +66,9 @@ try:
     check("command sleep exited with status 0" in err, "the summary names sleep's exit status")
     check(load_json(js).get("command_exit") == 0, "summary JSON: command_exit 0")
     js3 = os.path.join(d, "a3.json")
-    record(["-a", "-o", os.path.join(d, "a3.pb.gz"), "--summary-json", js3, "--",
-            "sh", "-c", "exit 3"])
+    rc3, _, _ = record(["-a", "-o", os.path.join(d, "a3.pb.gz"), "--summary-json", js3, "--",
+                        "sh", "-c", "exit 3"], check_rc=False)
+    check(rc3 == 3, "-a -- CMD exits with CMD's status, as perf (rc %d for exit 3)" % rc3)
     check(load_json(js3).get("command_exit") == 3, "summary JSON: command_exit 3 for exit 3")
 finally:
     busy.kill()

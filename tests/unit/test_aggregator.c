@@ -275,10 +275,13 @@ static void test_attrs_in_identity(void **state)
 	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 3, 0), 0);	/* one byte differs */
 	a.key.attrs_len = 0;
 	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 4, 0), 0);	/* no attrs */
-	/* Without a context, attrs are not looked at. */
+	/* Without ids, attrs still count (pprof labels of a goroutine that
+	 * serves no span) and must be there. */
 	a.key.has_ctx = 0;
 	a.key.attrs_len = sizeof(r1);
 	a.fr.attrs = NULL;
+	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 5, 0), -EINVAL);
+	a.fr.attrs = r1;
 	assert_int_equal(sp_agg__add(g, &a.key, &a.fr, 5, 0), 0);
 	assert_int_equal(sp_agg__stats(g)->entries, 4);
 
@@ -290,7 +293,9 @@ static void test_attrs_in_identity(void **state)
 	assert_int_equal(s.len[1], sizeof(r2));
 	assert_memory_equal(s.bytes[1], r2, sizeof(r2));
 	assert_int_equal(s.len[2], 0);
-	assert_int_equal(s.len[3], 0);
+	assert_int_equal(s.len[3], sizeof(r1));	/* apart from the one with ids */
+	assert_memory_equal(s.bytes[3], r1, sizeof(r1));
+	assert_int_equal(s.count[3], 1);
 	check_invariants(g, 1 << 20);
 	sp_agg__free(g);
 }

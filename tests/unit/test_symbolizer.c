@@ -35,6 +35,7 @@
 
 #include "profile/profile.h"
 #include "symbolizer/debuginfo.h"
+#include "symbolizer/dwarf_line.h"
 #include "symbolizer/report.h"
 #include "symbolizer/resolve.h"
 #include "symbolizer/symbolize.h"
@@ -971,6 +972,41 @@ static void test_flamegraph_escaping(void **state)
 	sp_profile__free(p);
 }
 
+/* Paths of a line table as llvm-symbolizer prints them; Go's comp_dir "."
+ * joins nothing and drops "./" (what .gopclntab says for the same pc). */
+static void test_dline_path_comp_dir(void **state)
+{
+	const char *dirs[] = { NULL, "sub", "/abs" };
+	struct sp_dline_file files[] = {
+		{ NULL, 0 }, { "main.go", 0 }, { "./pkg/x.go", 0 }, { "y.go", 1 },
+		{ "z.go", 2 }, { "/r/w.go", 1 },
+	};
+	struct sp_dline_table t = {
+		.files = files, .n_files = 6, .dirs = dirs, .n_dirs = 3, .version = 4,
+	};
+	struct sp_dline_file joined[] = { { "./././a.go", UINT32_MAX } };
+	char buf[64];
+
+	(void)state;
+	assert_string_equal(sp_dline__path(&t, 1, ".", buf, sizeof(buf)), "main.go");
+	assert_string_equal(sp_dline__path(&t, 2, ".", buf, sizeof(buf)), "pkg/x.go");
+	assert_string_equal(sp_dline__path(&t, 3, ".", buf, sizeof(buf)), "sub/y.go");
+	assert_string_equal(sp_dline__path(&t, 4, ".", buf, sizeof(buf)), "/abs/z.go");
+	assert_string_equal(sp_dline__path(&t, 5, ".", buf, sizeof(buf)), "/r/w.go");
+	/* any other compilation directory is joined as before */
+	assert_string_equal(sp_dline__path(&t, 1, "/src", buf, sizeof(buf)), "/src/main.go");
+	assert_string_equal(sp_dline__path(&t, 2, "/src", buf, sizeof(buf)), "/src/./pkg/x.go");
+	assert_string_equal(sp_dline__path(&t, 3, "/src", buf, sizeof(buf)), "/src/sub/y.go");
+	assert_string_equal(sp_dline__path(&t, 1, "./b", buf, sizeof(buf)), "./b/main.go");
+	assert_string_equal(sp_dline__path(&t, 1, NULL, buf, sizeof(buf)), "main.go");
+	assert_null(sp_dline__path(&t, 0, ".", buf, sizeof(buf)));
+	assert_null(sp_dline__path(&t, 6, ".", buf, sizeof(buf)));
+	/* a table whose paths libdw joined already (version 5, no directory) */
+	t = (struct sp_dline_table){ .files = joined, .n_files = 1, .version = 5 };
+	assert_string_equal(sp_dline__path(&t, 0, ".", buf, sizeof(buf)), "a.go");
+	assert_string_equal(sp_dline__path(&t, 0, NULL, buf, sizeof(buf)), "./././a.go");
+}
+
 static void test_parse_hex(void **state)
 {
 	uint8_t b[8];
@@ -1007,6 +1043,7 @@ int main(void)
 		cmocka_unit_test(test_report_by_span_and_filter),
 		cmocka_unit_test(test_by_span_offcpu_top_is_user_frame),
 		cmocka_unit_test(test_flamegraph_escaping),
+		cmocka_unit_test(test_dline_path_comp_dir),
 		cmocka_unit_test(test_parse_hex),
 	};
 

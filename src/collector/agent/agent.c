@@ -813,6 +813,48 @@ static void m_counter(struct sp_metrics_buf *b, const char *name, const char *he
 	sp_metrics__u64(b, name, NULL, v);
 }
 
+/* Go processes (ctx_discovery's Go half, go_discovery.h): descriptors by
+ * where their offsets came from, processes left without one by reason, the
+ * park probes, and the label keys and strings the collector had to drop or
+ * mend. */
+static void go_metrics(struct sp_metrics_buf *b, const struct sp_go_stats *g,
+		       const struct sp_consumer_stats *c)
+{
+	sp_metrics__family(b, "spanprof_go_processes_total", SP_METRIC_COUNTER,
+			   "Go processes given a descriptor (their pprof labels are read in BPF), "
+			   "by where the runtime offsets came from");
+	sp_metrics__u64(b, "spanprof_go_processes_total", L("offsets", "dwarf"), g->procs_dwarf);
+	sp_metrics__u64(b, "spanprof_go_processes_total", L("offsets", "table"), g->procs_table);
+	sp_metrics__family(b, "spanprof_go_process_failures_total", SP_METRIC_COUNTER,
+			   "Go processes left without a descriptor, by reason (counted, never "
+			   "guessed)");
+	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
+		sp_metrics__u64(b, "spanprof_go_process_failures_total",
+				L("reason", sp_go_fail__name(i)), g->fail[i]);
+	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "bpf_map_full"),
+			g->bpf_map_full);
+	sp_metrics__family(b, "spanprof_go_park_probes_total", SP_METRIC_COUNTER,
+			   "Go executables and goroutine park probes (--off-cpu-goroutines): "
+			   "attached, gopark not recognised, attach failed");
+	sp_metrics__u64(b, "spanprof_go_park_probes_total", L("outcome", "attached"),
+			g->parks_files);
+	sp_metrics__u64(b, "spanprof_go_park_probes_total", L("outcome", "unsupported"),
+			g->parks_unsupported);
+	sp_metrics__u64(b, "spanprof_go_park_probes_total", L("outcome", "failed"),
+			g->parks_failed);
+	m_counter(b, "spanprof_go_parks_gone_total",
+		  "Captured goroutine parks of processes that exited before the goroutine ran",
+		  g->parks_gone);
+	sp_metrics__family(b, "spanprof_go_label_fixups_total", SP_METRIC_COUNTER,
+			   "Go labels the collector dropped (key_dropped: the process's key table "
+			   "full, or a key with a NUL) or kept with invalid UTF-8 mended to '?' "
+			   "(bad_utf8)");
+	sp_metrics__u64(b, "spanprof_go_label_fixups_total", L("outcome", "key_dropped"),
+			g->keys_dropped);
+	sp_metrics__u64(b, "spanprof_go_label_fixups_total", L("outcome", "bad_utf8"),
+			c->go_labels_bad_utf8);
+}
+
 static void m_gauge(struct sp_metrics_buf *b, const char *name, const char *help, double v)
 {
 	sp_metrics__family(b, name, SP_METRIC_GAUGE, help);
@@ -1081,6 +1123,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.sum.ctx_examined);
 	sp_metrics__u64(b, "spanprof_ctx_process_checks_total", L("outcome", "skipped"),
 			p.sum.ctx_skipped);
+	go_metrics(b, &p.sum.go, &p.sum.consumer);
 
 	sp_metrics__family(b, "spanprof_export_batches_total", SP_METRIC_COUNTER,
 			   "Export batches by outcome");
@@ -1363,9 +1406,10 @@ int sp_agent__main(int argc, char **argv)
 		goto out;
 	}
 
-	/* Attached: from here on only /proc reads and BPF map updates need
-	 * privileges.  No other thread exists yet, so all inherit this. */
-	if (sp_privs__drop(sp_privs__needed(), err, sizeof(err)) < 0) {
+	/* Attached: from here on only /proc reads, BPF map updates and the
+	 * goroutine park probes of new Go executables need privileges.  No
+	 * other thread exists yet, so all inherit this. */
+	if (sp_privs__drop(sp_privs__needed(a->o.s.off_cpu_goroutines), err, sizeof(err)) < 0) {
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;
 	}

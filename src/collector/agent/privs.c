@@ -64,12 +64,14 @@ static int last_cap(void)
 	return v >= 0 && v < 64 ? v : CAP_LAST_CAP;
 }
 
-uint64_t sp_privs__needed(void)
+uint64_t sp_privs__needed(bool uprobes)
 {
 	int last = last_cap();
 	uint64_t m = BIT(CAP_SYS_PTRACE) | BIT(CAP_DAC_READ_SEARCH);
 
 	m |= last >= CAP_BPF ? BIT(CAP_BPF) : BIT(CAP_SYS_ADMIN);
+	if (uprobes)
+		m |= BIT(CAP_SYS_ADMIN);	/* the uprobe PMU: see privs.h */
 	m |= last >= CAP_CHECKPOINT_RESTORE ? BIT(CAP_CHECKPOINT_RESTORE) : BIT(CAP_SYS_ADMIN);
 	return m;
 }

@@ -20,7 +20,12 @@
  *                        every bpf() command without it when
  *                        unprivileged BPF is disabled (CAP_SYS_ADMIN on
  *                        kernels before 5.8, which lack CAP_BPF).
- * Everything else (CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_RESOURCE, CAP_NET_*,
+ *   CAP_SYS_ADMIN        only with uprobes attached as processes come
+ *                        (--off-cpu-goroutines: goroutine park probes on
+ *                        each new Go executable): perf_event_open of the
+ *                        uprobe PMU refuses CAP_PERFMON alone (EACCES,
+ *                        checked on 6.18 by test_agent_metrics_go.py).
+ * Everything else (CAP_PERFMON, CAP_SYS_ADMIN otherwise, CAP_SYS_RESOURCE, CAP_NET_*,
  * CAP_SETUID, CAP_SETPCAP, ...) is removed from the bounding, permitted,
  * effective, inheritable and ambient sets, and no_new_privs is set.
  *
@@ -30,14 +35,16 @@
 #ifndef SPANPROF_PRIVS_H
 #define SPANPROF_PRIVS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* -EPERM with a message when real and effective uid or gid differ. */
 int sp_privs__refuse_setuid(char *err, size_t err_len);
 
-/* The capability mask kept after attach on this kernel (see above). */
-uint64_t sp_privs__needed(void);
+/* The capability mask kept after attach on this kernel (see above);
+ * uprobes: probes are still to be attached later. */
+uint64_t sp_privs__needed(bool uprobes);
 
 /* Drops every capability not in keep (bit n = capability n) from all
  * sets.  The bounding set needs CAP_SETPCAP: when it is missing, the

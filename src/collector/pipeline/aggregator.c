@@ -41,7 +41,8 @@
  *
  * Keys are normalized before hashing and comparing, so only defined bytes
  * matter: comm bytes after the first NUL and _pad are zeroed, has_ctx becomes
- * 0/1 and trace_id/span_id/trace_flags/attrs_len are zeroed when has_ctx is 0.  struct
+ * 0/1 and trace_id/span_id/trace_flags are zeroed when has_ctx is 0 (attrs
+ * stay: a goroutine's pprof labels travel without ids too).  struct
  * sp_agg_key has no padding (static assert below), so the normalized key is
  * hashed and compared as bytes.  A NULL mappings array means all mapping ids
  * are 0; mapping ids are only hashed when one is non-zero, so both spellings
@@ -235,7 +236,6 @@ static void normalize_key(struct sp_agg_key *dst, const struct sp_agg_key *src)
 	dst->has_ctx = !!src->has_ctx;
 	if (!dst->has_ctx) {
 		dst->trace_flags = 0;
-		dst->attrs_len = 0;
 		memset(dst->trace_id, 0, sizeof(dst->trace_id));
 		memset(dst->span_id, 0, sizeof(dst->span_id));
 	}
@@ -303,7 +303,7 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 		maps = frames->mappings;
 		attrs = frames->attrs;
 	}
-	if ((n && !addrs) || (key->has_ctx && key->attrs_len && !attrs))
+	if ((n && !addrs) || (key->attrs_len && !attrs))
 		return -EINVAL;
 	a->stats.added++;
 

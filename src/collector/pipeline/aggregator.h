@@ -38,7 +38,7 @@ struct sp_agg_key {
 	char comm[16];
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
-	uint8_t attrs_len;	/* bytes at sp_agg_frames.attrs (has_ctx only) */
+	uint8_t attrs_len;	/* bytes at sp_agg_frames.attrs (canonical, ctx_attrs.h) */
 	uint8_t _pad[3];
 };
 
@@ -92,7 +92,8 @@ void sp_agg__free(struct sp_agg *a);
  * added) for a NULL aggregator or key, or NULL frames/addrs with frames;
  * mappings may be NULL (all 0); NULL attrs with attrs_len is -EINVAL.  Keys
  * are normalized: comm bytes after the NUL, _pad, and trace_id/span_id/
- * trace_flags/attrs when has_ctx == 0, are ignored. */
+ * trace_flags when has_ctx == 0, are ignored (attrs are not: a goroutine's
+ * pprof labels come without ids too). */
 int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 		const struct sp_agg_frames *frames, uint64_t ts_ns, uint64_t weight_ns);
 

@@ -31,6 +31,8 @@ struct sp_sampler {
 	bool obi;			/* reading OBI's pinned map */
 	struct bpf_link *offcpu_link;	/* NULL: off-CPU not asked or stopped */
 	bool off_cpu;
+	bool go_parks;			/* asked, and sampling not stopped */
+	struct bpf_link *parks[SP_SAMPLER_GO_PARK_FILES][2];	/* park, resume */
 	int *pfds;
 	bool cpu_filter;		/* -C: only CPUs in cpus */
 	uint64_t cpus[SP_CLI_CPU_WORDS];
@@ -127,6 +129,7 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_stream_idle = cfg->stream_idle;
 	s->skel->rodata->cfg_kernel_stacks = cfg->kernel_stacks;
 	s->skel->rodata->cfg_read_ctx = cfg->read_trace_ctx;
+	s->skel->rodata->cfg_read_go = !cfg->no_go_labels;
 	s->off_cpu = cfg->off_cpu;
 	s->cpu_filter = cfg->cpus != NULL;
 	if (cfg->cpus)
@@ -140,6 +143,14 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 						   cfg->off_cpu_max_pending : 8192;
 	s->skel->rodata->cfg_offcpu_kthreads = cfg->off_cpu_kthreads;
 	s->skel->rodata->cfg_unwind_fp = cfg->unwind_fp;
+	s->go_parks = cfg->off_cpu && cfg->go_parks;
+	err = bpf_map__set_max_entries(s->skel->maps.go_park_pending,
+				       s->skel->rodata->cfg_offcpu_max_pending);
+	if (err) {
+		snprintf(err_msg, err_len, "go_park_pending map size rejected: %s",
+			 strerror(-err));
+		goto fail;
+	}
 	/* A benchmark instrument, not a feature: bench/ctx_cost.py times the
 	 * trace-context read inside sp_oncpu (map ctx_timing).  Off, the
 	 * verifier removes the timing code. */
@@ -157,6 +168,9 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	/* Runs on every context switch: attached only when asked, in attach()
 	 * after the process tracepoints. */
 	bpf_program__set_autoattach(s->skel->progs.sp_offcpu_switch, false);
+	/* Per Go executable, by go_discovery (attach_go_parks). */
+	bpf_program__set_autoattach(s->skel->progs.sp_go_park, false);
+	bpf_program__set_autoattach(s->skel->progs.sp_go_unpark, false);
 	err = bpf_map__set_max_entries(s->skel->maps.events, cfg->ringbuf_bytes);
 	if (err) {
 		snprintf(err_msg, err_len, "ring buffer size %u rejected: it must be a power "
@@ -165,6 +179,8 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	}
 	if (cfg->tls_descs_max) {
 		err = bpf_map__set_max_entries(s->skel->maps.tls_descs, cfg->tls_descs_max);
+		if (!err)
+			err = bpf_map__set_max_entries(s->skel->maps.go_descs, cfg->tls_descs_max);
 		if (err) {
 			snprintf(err_msg, err_len, "tls_descs map size %u rejected: %s",
 				 cfg->tls_descs_max, strerror(-err));
@@ -319,6 +335,9 @@ void sp_sampler__stop(struct sp_sampler *s)
 		return;
 	bpf_link__destroy(s->offcpu_link);
 	s->offcpu_link = NULL;
+	for (int i = 0; i < SP_SAMPLER_GO_PARK_FILES; i++)
+		sp_sampler__detach_go_parks(s, i);
+	s->go_parks = false;
 	for (uint32_t i = 0; i < s->n_cpus; i++) {
 		bpf_link__destroy(s->links[i]);
 		s->links[i] = NULL;
@@ -377,6 +396,84 @@ int sp_sampler__set_tls_desc(struct sp_sampler *s, uint32_t pid, const struct sp
 int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid)
 {
 	return bpf_map__delete_elem(s->skel->maps.tls_descs, &pid, sizeof(pid), 0);
+}
+
+int sp_sampler__set_go_desc(struct sp_sampler *s, uint32_t pid, const struct sp_go_desc *d)
+{
+	return bpf_map__update_elem(s->skel->maps.go_descs, &pid, sizeof(pid), d,
+				    sizeof(*d), BPF_ANY);
+}
+
+int sp_sampler__del_go_desc(struct sp_sampler *s, uint32_t pid)
+{
+	return bpf_map__delete_elem(s->skel->maps.go_descs, &pid, sizeof(pid), 0);
+}
+
+bool sp_sampler__go_parks(const struct sp_sampler *s)
+{
+	return s && s->go_parks;
+}
+
+int sp_sampler__attach_go_parks(struct sp_sampler *s, const char *path, uint64_t park_off,
+				uint64_t resume_off)
+{
+	struct bpf_link *park, *resume;
+	int i, err;
+
+	if (!s || !s->go_parks)
+		return -EPERM;
+	for (i = 0; i < SP_SAMPLER_GO_PARK_FILES && s->parks[i][0]; i++)
+		;
+	if (i == SP_SAMPLER_GO_PARK_FILES)
+		return -ENOSPC;
+	/* pid -1: every process that maps the file; the programs keep only
+	 * target processes with a Go descriptor. */
+	park = bpf_program__attach_uprobe(s->skel->progs.sp_go_park, false, -1, path, park_off);
+	if (!park)
+		return -errno;
+	resume = bpf_program__attach_uprobe(s->skel->progs.sp_go_unpark, false, -1, path,
+					    resume_off);
+	if (!resume) {
+		err = -errno;
+		bpf_link__destroy(park);
+		return err;
+	}
+	s->parks[i][0] = park;
+	s->parks[i][1] = resume;
+	return i;
+}
+
+void sp_sampler__detach_go_parks(struct sp_sampler *s, int i)
+{
+	if (!s || i < 0 || i >= SP_SAMPLER_GO_PARK_FILES)
+		return;
+	bpf_link__destroy(s->parks[i][0]);
+	bpf_link__destroy(s->parks[i][1]);
+	s->parks[i][0] = s->parks[i][1] = NULL;
+}
+
+uint32_t sp_sampler__drop_go_parks(struct sp_sampler *s, uint32_t pid)
+{
+	struct { uint32_t tgid, pad; uint64_t g; } key, next, *prev = NULL;
+	int fd = s ? bpf_map__fd(s->skel->maps.go_park_pending) : -1;
+	uint32_t n = 0, seen = 0;
+
+	if (fd < 0)
+		return 0;
+	/* Bounded by the map's size; a deleted key restarts the walk from
+	 * the last one kept, which is still there. */
+	while (seen++ <= s->skel->rodata->cfg_offcpu_max_pending &&
+	       !bpf_map_get_next_key(fd, prev, &next)) {
+		if (next.tgid == pid && !bpf_map_delete_elem(fd, &next)) {
+			n++;
+			continue;
+		}
+		key = next;
+		prev = &key;
+	}
+	if (n)
+		__atomic_fetch_sub(&s->skel->bss->sp_gopark_live, n, __ATOMIC_RELAXED);
+	return n;
 }
 
 int sp_sampler__ring_fd(const struct sp_sampler *s)

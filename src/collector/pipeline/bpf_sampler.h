@@ -42,8 +42,13 @@ struct sp_sampler_config {
 	uint32_t off_cpu_rate;		/* adaptive: captures per second per CPU */
 	uint32_t off_cpu_max_pending;	/* captured waits open at once (0: 8192) */
 	bool off_cpu_kthreads;		/* kernel threads' waits too */
-	/* Entries of the tls_descs map: processes whose trace context BPF
-	 * reads (0: SP_TLS_DESCS_MAX).  A smaller bound makes a failed
+	bool no_go_labels;		/* do not read Go processes' pprof
+					 * labels (read with read_trace_ctx) */
+	bool go_parks;			/* with off_cpu: goroutine parks too
+					 * (bpf/goparks.bpf.h; uprobes per Go
+					 * executable, attach_go_parks) */
+	/* Entries of the tls_descs map, and of go_descs: processes whose
+	 * trace context BPF reads (0: SP_TLS_DESCS_MAX).  A smaller bound makes a failed
 	 * update (counted by ctx discovery as bpf_map_full) easy to provoke. */
 	uint32_t tls_descs_max;
 	/* User stacks: true = frame pointers only (--unwind fp); false = the
@@ -82,6 +87,22 @@ int sp_sampler__add_target_tid(struct sp_sampler *s, uint32_t tid);
 int sp_sampler__set_tls_desc(struct sp_sampler *s, uint32_t pid,
 			     const struct sp_tls_desc *d);
 int sp_sampler__del_tls_desc(struct sp_sampler *s, uint32_t pid);
+/* Go processes: the descriptor of the goroutine label reader (abi.h). */
+int sp_sampler__set_go_desc(struct sp_sampler *s, uint32_t pid, const struct sp_go_desc *d);
+int sp_sampler__del_go_desc(struct sp_sampler *s, uint32_t pid);
+/* Goroutine parks (go_parks): attaches the park and resume probes to the
+ * executable at path (for every process mapping it) at those file offsets.
+ * Returns a handle >= 0 for __detach_go_parks, or a negative errno
+ * (-ENOSPC: SP_SAMPLER_GO_PARK_FILES already attached; -EPERM: go_parks
+ * not asked or sampling stopped). */
+#define SP_SAMPLER_GO_PARK_FILES 64
+int sp_sampler__attach_go_parks(struct sp_sampler *s, const char *path, uint64_t park_off,
+				uint64_t resume_off);
+void sp_sampler__detach_go_parks(struct sp_sampler *s, int handle);
+bool sp_sampler__go_parks(const struct sp_sampler *s);
+/* Removes the pending parks of pid (it exited with goroutines parked);
+ * returns how many. */
+uint32_t sp_sampler__drop_go_parks(struct sp_sampler *s, uint32_t pid);
 int sp_sampler__ring_fd(const struct sp_sampler *s);
 uint32_t sp_sampler__n_cpus(const struct sp_sampler *s);
 /* CPUs whose perf event the last __attach opened (online, and -C's). */

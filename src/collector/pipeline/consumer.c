@@ -45,6 +45,34 @@ static void handle_proc_event(struct sp_consumer *c, const struct sp_event *e)
 	}
 }
 
+struct go_key_ctx {
+	struct sp_consumer *c;
+	uint32_t pid;
+};
+
+static int go_key_index(const uint8_t *key, uint8_t len, void *ctx)
+{
+	struct go_key_ctx *g = ctx;
+
+	return g->c->go_key ? g->c->go_key(g->pid, key, len, g->c->go_key_ctx) : -1;
+}
+
+/* A goroutine's pprof labels (keys inline) -> canonical attrs keyed by the
+ * process's Go key table. */
+static void go_labels(struct sp_consumer *c, const struct sp_event *e, const uint8_t *raw,
+		      struct sp_agg_key *key)
+{
+	struct go_key_ctx g = { .c = c, .pid = e->pid };
+	uint32_t lost = 0, bad = 0;
+
+	key->attrs_len = sp_ctx_attrs__canon_go(raw, e->ctx.attrs_len, go_key_index, &g, c->attrs,
+						&lost, &bad);
+	c->stats.attrs_samples += key->attrs_len != 0;
+	c->stats.go_labels_samples += key->attrs_len != 0;
+	c->stats.attrs_dropped += lost;
+	c->stats.go_labels_bad_utf8 += bad;
+}
+
 static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 			  const uint64_t *frames)
 {
@@ -97,13 +125,15 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 	key.n_kernel = e->kstack_n;
 	key.n_user = e->ustack_n;
 	memcpy(key.comm, e->comm, sizeof(key.comm));
-	if (e->ctx_status == SP_CTX_OK || e->ctx_status == SP_CTX_OBI) {
+	if (e->ctx_status == SP_CTX_OK || e->ctx_status == SP_CTX_OBI ||
+	    e->ctx_status == SP_CTX_GO) {
 		key.has_ctx = 1;
 		key.trace_flags = e->ctx.trace_flags;
 		memcpy(key.trace_id, e->ctx.trace_id, sizeof(key.trace_id));
 		memcpy(key.span_id, e->ctx.span_id, sizeof(key.span_id));
 		c->stats.ctx_samples++;
-		if (e->ctx.attrs_len) {
+		c->stats.go_samples += e->ctx_status == SP_CTX_GO;
+		if (e->ctx.attrs_len && e->ctx_status != SP_CTX_GO) {
 			uint32_t lost = 0;
 
 			key.attrs_len = sp_ctx_attrs__canon((const uint8_t *)(frames + n),
@@ -112,6 +142,8 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 			c->stats.attrs_dropped += lost;
 		}
 	}
+	if ((e->ctx_status == SP_CTX_GO || e->ctx_status == SP_CTX_GO_LABELS) && e->ctx.attrs_len)
+		go_labels(c, e, (const uint8_t *)(frames + n), &key);
 	if (e->pid && !e->ustack_n && !(e->flags & SP_F_IDLE))
 		c->stats.ustack_empty++;
 	if (e->ustack_n) {

@@ -52,6 +52,11 @@ struct sp_consumer_stats {
 	uint64_t attrs_samples;		/* ... and thread-record attributes */
 	uint64_t attrs_dropped;		/* attribute entries not kept
 					 * (ctx_attrs.h: partial, too many keys) */
+	uint64_t go_samples;		/* samples with a Go goroutine's ids */
+	uint64_t go_labels_samples;	/* ... with its other pprof labels,
+					 * ids or not */
+	uint64_t go_labels_bad_utf8;	/* Go labels kept with invalid UTF-8
+					 * (mended to '?' on export) */
 };
 
 /* Why a process is worth a look (e.g. to resolve its trace-context
@@ -66,6 +71,11 @@ enum sp_proc_why {
 /* Called for the events above.  May be NULL. */
 typedef void (*sp_consumer_proc_fn)(uint32_t pid, enum sp_proc_why why, void *ctx);
 
+/* Index of a Go label key in pid's key table (adding it if new), or < 0
+ * when the table is full (the label is dropped, counted).  May be NULL:
+ * Go labels are then dropped. */
+typedef int (*sp_consumer_go_key_fn)(uint32_t pid, const uint8_t *key, uint8_t len, void *ctx);
+
 struct sp_consumer {
 	struct sp_proc_table *procs;	/* borrowed */
 	struct sp_agg *agg;		/* borrowed; swapped by the owner */
@@ -75,6 +85,8 @@ struct sp_consumer {
 					 * anonymous executable memory and of execs */
 	struct sp_unwinder *unwinder;	/* borrowed, may be NULL: told of exits
 					 * and new executable mappings */
+	sp_consumer_go_key_fn go_key;
+	void *go_key_ctx;
 	struct sp_consumer_stats stats;
 	/* scratch for one event's resolved frames */
 	uint64_t addrs[2 * SP_MAX_FRAMES];

@@ -65,6 +65,23 @@ const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 	[SP_CF_UNWIND_MMAP] = { "spanprof_bpf_unwind_mmap_records_total", NULL,
 		"New executable mappings (PROT_EXEC mmap/mprotect) signalled to the "
 		"collector, one per stale episode" },
+	[SP_CF_GO_LABEL_READS] = { "spanprof_bpf_go_label_reads_total", "outcome",
+		"Goroutine pprof-label reads in BPF for Go processes: trace and span ids "
+		"found, no goroutine on the thread, no labels, labels without ids, ids not "
+		"valid (dropped), or memory unreadable" },
+	[SP_CF_GO_LABELS] = { "spanprof_bpf_go_labels_total", "outcome",
+		"Label reads that left labels out: cut at the count, size or space bounds, "
+		"or a label whose strings were unreadable" },
+	[SP_CF_GO_PARKS] = { "spanprof_bpf_go_parks_total", NULL,
+		"Goroutine parks seen by the park probes (--off-cpu-goroutines; = the sum "
+		"of spanprof_bpf_go_park_outcomes_total)" },
+	[SP_CF_GO_PARK_OUTCOMES] = { "spanprof_bpf_go_park_outcomes_total", "outcome",
+		"Goroutine parks by outcome: sampled out, pending state full, or captured" },
+	[SP_CF_GO_PARK_CAPTURED_OUTCOMES] = { "spanprof_bpf_go_park_captured_outcomes_total",
+		"outcome",
+		"Captured goroutine parks by outcome at resume: shorter than the minimum, "
+		"written to the ring buffer, lost because it was full, or replaced by the "
+		"goroutine's next park (the rest are still parked, or their process exited)" },
 };
 
 const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
@@ -130,11 +147,33 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 	[SP_CNT_UNW_END_TRUNC] = { "unwind_end_truncated", SP_CF_UNWIND_ENDS, "truncated" },
 	[SP_CNT_UNW_STALE] = { "unwind_stale_ranges", SP_CF_UNWIND_STALE, NULL },
 	[SP_CNT_UNW_MMAP_EVENTS] = { "unwind_mmap_events", SP_CF_UNWIND_MMAP, NULL },
+	[SP_CNT_GO_IDS] = { "go_ids", SP_CF_GO_LABEL_READS, "ids" },
+	[SP_CNT_GO_NO_GOROUTINE] = { "go_no_goroutine", SP_CF_GO_LABEL_READS, "no_goroutine" },
+	[SP_CNT_GO_NO_LABELS] = { "go_no_labels", SP_CF_GO_LABEL_READS, "no_labels" },
+	[SP_CNT_GO_NO_IDS] = { "go_no_ids", SP_CF_GO_LABEL_READS, "no_ids" },
+	[SP_CNT_GO_BAD_IDS] = { "go_bad_ids", SP_CF_GO_LABEL_READS, "bad_ids" },
+	[SP_CNT_GO_READ_ERR] = { "go_read_errors", SP_CF_GO_LABEL_READS, "read_error" },
+	[SP_CNT_GO_LABELS_CUT] = { "go_labels_cut", SP_CF_GO_LABELS, "cut" },
+	[SP_CNT_GO_LABEL_ERR] = { "go_label_errors", SP_CF_GO_LABELS, "read_error" },
+	[SP_CNT_GO_PARKS] = { "go_parks", SP_CF_GO_PARKS, NULL },
+	[SP_CNT_GO_PARK_SAMPLED_OUT] = { "go_park_sampled_out", SP_CF_GO_PARK_OUTCOMES,
+					 "sampled_out" },
+	[SP_CNT_GO_PARK_STATE_FULL] = { "go_park_state_full", SP_CF_GO_PARK_OUTCOMES,
+					"state_full" },
+	[SP_CNT_GO_PARK_CAPTURED] = { "go_park_captured", SP_CF_GO_PARK_OUTCOMES, "captured" },
+	[SP_CNT_GO_PARK_BELOW_MIN] = { "go_park_below_min", SP_CF_GO_PARK_CAPTURED_OUTCOMES,
+				       "below_min" },
+	[SP_CNT_RB_SENT_GOPARK] = { "ringbuf_sent_gopark", SP_CF_GO_PARK_CAPTURED_OUTCOMES,
+				    "ringbuf_sent" },
+	[SP_CNT_RB_DROP_GOPARK] = { "ringbuf_dropped_gopark", SP_CF_GO_PARK_CAPTURED_OUTCOMES,
+				    "ringbuf_dropped" },
+	[SP_CNT_GO_PARK_UNCLOSED] = { "go_park_unclosed", SP_CF_GO_PARK_CAPTURED_OUTCOMES,
+				      "unclosed" },
 };
 
 /* A counter added to abi.h moves SP_CNT__MAX: give it a row above (and,
  * if it starts a new family, a family), then move this line. */
-_Static_assert(SP_CNT_UNW_MMAP_EVENTS + 1 == SP_CNT__MAX, "a row for every BPF counter");
+_Static_assert(SP_CNT_GO_PARK_UNCLOSED + 1 == SP_CNT__MAX, "a row for every BPF counter");
 
 void sp_counters__write_metrics(struct sp_metrics_buf *b, const uint64_t bpf[SP_CNT__MAX])
 {

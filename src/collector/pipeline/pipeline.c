@@ -142,6 +142,7 @@ static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config
 		.off_cpu_max_pending = o->off_cpu_max_pending,
 		.off_cpu_kthreads = o->off_cpu_kthreads, .tls_descs_max = o->ctx_max_procs,
 		.unwind_fp = o->unwind_fp,
+		.no_go_labels = o->no_go_labels, .go_parks = o->off_cpu_goroutines,
 	};
 }
 
@@ -243,6 +244,8 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	if (rc)
 		goto fail;
 	rc = -ENOMEM;
+	p->cons.go_key = sp_ctx_discovery__go_key;	/* Go label keys, by process */
+	p->cons.go_key_ctx = p->disc;
 	p->rb = ring_buffer__new(sp_sampler__ring_fd(p->sampler), on_event, p, NULL);
 	if (!p->rb) {
 		rc = -errno;

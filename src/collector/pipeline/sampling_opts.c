@@ -66,7 +66,10 @@ static const struct opt_def defs[] = {
 	{ "idle", 0, NULL, K_SET, F(idle), 0, 0, NULL,
 	  "also write samples of idle CPUs (counted either way)", NULL, 0 },
 	{ "no-trace-context", 0, NULL, K_CLEAR, F(trace_ctx), 0, 0, NULL,
-	  "do not read the threads' trace context (OTEP 4947)", NULL, 0 },
+	  "do not read the threads' trace context (OTEP 4947)\n"
+	  "nor Go goroutines' pprof labels", NULL, 0 },
+	{ "no-go-labels", 0, NULL, K_SET, F(no_go_labels), 0, 0, NULL,
+	  "do not read Go goroutines' pprof labels", NULL, 0 },
 	{ "no-jit", 0, NULL, K_CLEAR, F(jit), 0, 0, NULL,
 	  "do not copy JIT perf maps (/tmp/perf-PID.map) for\n"
 	  "the symbolizer", NULL, 0 },
@@ -89,6 +92,10 @@ static const struct opt_def defs[] = {
 	  "per CPU, weighted by the sampling factor", NULL, F_OFF_CPU | F_ADAPTIVE },
 	{ "off-cpu-kernel-threads", 0, NULL, K_SET, F(off_cpu_kthreads), 0, 0, NULL,
 	  "kernel threads' waits too", NULL, F_OFF_CPU },
+	{ "off-cpu-goroutines", 0, NULL, K_SET, F(off_cpu_goroutines), 0, 0, NULL,
+	  "Go programs: also the waits of goroutines that park\n"
+	  "(mutex, sleep, channels, network), with their pprof\n"
+	  "labels; two uprobes per park in Go executables", NULL, F_OFF_CPU },
 	{ "off-cpu-max-pending", 0, "N", K_U32, F(off_cpu_max_pending), 1, 1u << 20,
 	  "%llu..%llu captured waits",
 	  "captured waits open at once; more are counted as\n"

@@ -35,6 +35,7 @@ struct sp_sampling_opts {
 	bool idle;			/* also stream idle-CPU samples */
 	bool trace_ctx;			/* read OTEP 4947 contexts (--no-trace-context) */
 	bool jit;			/* copy JIT perf maps for the symbolizer (--no-jit) */
+	bool no_go_labels;		/* do not read Go goroutines' pprof labels */
 	bool no_process_env;		/* --no-process-env: no /proc/PID/environ reads */
 	uint32_t ringbuf_bytes;		/* power of two */
 	uint32_t poll_ms;		/* drain period; 10 ms for 250 ms after an exec */
@@ -47,6 +48,7 @@ struct sp_sampling_opts {
 	uint32_t off_cpu_sample_n;	/* 1 in N; 0 = adaptive (off_cpu_rate) */
 	uint32_t off_cpu_rate;		/* adaptive: captures per second per CPU */
 	bool off_cpu_kthreads;
+	bool off_cpu_goroutines;	/* goroutine parks (bpf/goparks.bpf.h) */
 	uint32_t off_cpu_max_pending;	/* 0 = the sampler's default (8192) */
 	uint32_t ctx_max_procs;		/* 0 = SP_TLS_DESCS_MAX */
 	bool unwind_fp;			/* --unwind fp: frame pointers only */

@@ -327,7 +327,7 @@ static int add_entry(const struct sp_agg_entry *e, void *ctx)
 		s.labels[0].str = b->reason_str[k->reason];
 		s.n_labels = 1;
 	}
-	if (k->has_ctx && k->attrs_len) {
+	if (k->attrs_len) {
 		err = add_attr_labels(b, k->pid, e->frames.attrs, k->attrs_len, &s);
 		if (err)
 			return err;

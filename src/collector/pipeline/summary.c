@@ -147,6 +147,53 @@ static void print_jit(FILE *f, const struct sp_summary *s)
 		j->over_budget, j->sink_refused, j->notes_dropped);
 }
 
+/* Go processes: descriptors, and what the label reads found (one outcome
+ * per read, bpf/golabels.bpf.h). */
+static void print_go(FILE *f, const struct sp_summary *s)
+{
+	const struct sp_go_stats *g = &s->go;
+	const struct sp_consumer_stats *c = &s->consumer;
+	const uint64_t *b = s->bpf;
+	uint64_t reads = b[SP_CNT_GO_IDS] + b[SP_CNT_GO_NO_GOROUTINE] + b[SP_CNT_GO_NO_LABELS] +
+			 b[SP_CNT_GO_NO_IDS] + b[SP_CNT_GO_BAD_IDS] + b[SP_CNT_GO_READ_ERR];
+
+	if (!g->procs && !g->procs_failed && !reads)
+		return;
+	fprintf(f, "  go: processes %" PRIu64 " (offsets from DWARF %" PRIu64
+		", from the version table %" PRIu64 "), without a descriptor %" PRIu64,
+		g->procs, g->procs_dwarf, g->procs_table, g->procs_failed);
+	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
+		if (g->fail[i])
+			fprintf(f, " (%s %" PRIu64 ")", sp_go_fail__name(i), g->fail[i]);
+	if (g->bpf_map_full)
+		fprintf(f, " (bpf_map_full %" PRIu64 ")", g->bpf_map_full);
+	fprintf(f, "; label reads %" PRIu64 ": ids %" PRIu64 ", no goroutine %" PRIu64
+		", no labels %" PRIu64 ", labels without ids %" PRIu64 ", bad ids %" PRIu64
+		", unreadable %" PRIu64 "; labels cut %" PRIu64 ", unreadable labels %" PRIu64
+		"; samples with labels %" PRIu64 " (invalid UTF-8 %" PRIu64 ", keys dropped %"
+		PRIu64 ")\n", reads, b[SP_CNT_GO_IDS], b[SP_CNT_GO_NO_GOROUTINE],
+		b[SP_CNT_GO_NO_LABELS], b[SP_CNT_GO_NO_IDS], b[SP_CNT_GO_BAD_IDS],
+		b[SP_CNT_GO_READ_ERR], b[SP_CNT_GO_LABELS_CUT], b[SP_CNT_GO_LABEL_ERR],
+		c->go_labels_samples, c->go_labels_bad_utf8, g->keys_dropped);
+	if (g->parks_files || g->parks_unsupported || g->parks_failed || b[SP_CNT_GO_PARKS]) {
+		uint64_t closed = b[SP_CNT_GO_PARK_BELOW_MIN] + b[SP_CNT_RB_SENT_GOPARK] +
+				  b[SP_CNT_RB_DROP_GOPARK] + b[SP_CNT_GO_PARK_UNCLOSED] +
+				  g->parks_gone;
+		uint64_t cap = b[SP_CNT_GO_PARK_CAPTURED];
+
+		fprintf(f, "  go parks: executables probed %" PRIu64 " (no known gopark %" PRIu64
+			", attach failed %" PRIu64 "); parks %" PRIu64 ": sampled out %" PRIu64
+			", state full %" PRIu64 ", captured %" PRIu64 " -> written %" PRIu64
+			", below min %" PRIu64 ", ring full %" PRIu64 ", replaced %" PRIu64
+			", process exited %" PRIu64 ", still parked %" PRIu64 "\n",
+			g->parks_files, g->parks_unsupported, g->parks_failed, b[SP_CNT_GO_PARKS],
+			b[SP_CNT_GO_PARK_SAMPLED_OUT], b[SP_CNT_GO_PARK_STATE_FULL], cap,
+			b[SP_CNT_RB_SENT_GOPARK], b[SP_CNT_GO_PARK_BELOW_MIN],
+			b[SP_CNT_RB_DROP_GOPARK], b[SP_CNT_GO_PARK_UNCLOSED], g->parks_gone,
+			cap >= closed ? cap - closed : 0);
+	}
+}
+
 void sp_summary__print(FILE *f, const struct sp_summary *s)
 {
 	const uint64_t *b = s->bpf;
@@ -210,6 +257,7 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 			s->env.declared, s->env.unreadable, s->env.truncated, s->env.invalid,
 			s->env.attrs_dropped + s->res_attrs_dropped, s->env.over_budget);
 	print_unwind(f, s);
+	print_go(f, s);
 	if (s->off_cpu)
 		print_offcpu(f, s);
 	if (s->command && WIFEXITED(s->command_status))
@@ -241,11 +289,14 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"ustack_empty\": %" PRIu64 ", \"frames\": %" PRIu64
 		", \"frames_unresolved\": %" PRIu64 ", \"frames_anon\": %" PRIu64
 		", \"ctx_samples\": %" PRIu64
-		", \"attrs_samples\": %" PRIu64 ", \"attrs_dropped\": %" PRIu64 "},\n",
+		", \"attrs_samples\": %" PRIu64 ", \"attrs_dropped\": %" PRIu64
+		", \"go_samples\": %" PRIu64 ", \"go_labels_samples\": %" PRIu64
+		", \"go_labels_bad_utf8\": %" PRIu64 "},\n",
 		c->received_oncpu, c->received_offcpu, c->received_exec, c->received_exit,
 		c->received_publish, c->malformed, c->aggregated, c->agg_dropped, c->kstack_truncated,
 		c->ustack_truncated, c->ustack_empty, c->frames, c->frames_unresolved,
-		c->frames_anon, c->ctx_samples, c->attrs_samples, c->attrs_dropped);
+		c->frames_anon, c->ctx_samples, c->attrs_samples, c->attrs_dropped, c->go_samples,
+		c->go_labels_samples, c->go_labels_bad_utf8);
 	fprintf(f, "  \"jit\": {\"notes\": %" PRIu64 ", \"notes_dropped\": %" PRIu64
 		", \"checks\": %" PRIu64 ", \"no_map\": %" PRIu64 ", \"not_regular\": %" PRIu64
 		", \"wrong_owner\": %" PRIu64 ", \"stale\": %" PRIu64 ", \"unreadable\": %" PRIu64
@@ -289,6 +340,18 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->ctx_examined, s->ctx_skipped);
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
+	fprintf(f, "},\n");
+	fprintf(f, "  \"go\": {\"procs\": %" PRIu64 ", \"procs_dwarf\": %" PRIu64
+		", \"procs_table\": %" PRIu64 ", \"procs_failed\": %" PRIu64
+		", \"bpf_map_full\": %" PRIu64 ", \"files_read\": %" PRIu64
+		", \"cache_hits\": %" PRIu64 ", \"keys_dropped\": %" PRIu64
+		", \"parks_files\": %" PRIu64 ", \"parks_unsupported\": %" PRIu64
+		", \"parks_failed\": %" PRIu64 ", \"parks_gone\": %" PRIu64, s->go.procs,
+		s->go.procs_dwarf, s->go.procs_table, s->go.procs_failed, s->go.bpf_map_full,
+		s->go.files_read, s->go.cache_hits, s->go.keys_dropped, s->go.parks_files,
+		s->go.parks_unsupported, s->go.parks_failed, s->go.parks_gone);
+	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
+		fprintf(f, ", \"%s\": %" PRIu64, sp_go_fail__name(i), s->go.fail[i]);
 	fprintf(f, "},\n");
 	fprintf(f, "  \"env\": {\"enabled\": %s, \"reads\": %" PRIu64 ", \"declared\": %" PRIu64
 		", \"unreadable\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"invalid\": %" PRIu64

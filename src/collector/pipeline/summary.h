@@ -35,6 +35,7 @@
 #include "collector/procs/proc_env.h"
 #include "collector/procs/proc_table.h"
 #include "collector/unwind/unwinder.h"
+#include "collector/tracectx/go_discovery.h"
 #include "spanprof/abi.h"
 
 struct sp_summary {
@@ -67,6 +68,7 @@ struct sp_summary {
 	uint64_t ctx_fail[16];
 	const char *ctx_fail_names[16];
 	uint32_t n_ctx_fail;
+	struct sp_go_stats go;			/* Go processes (go_discovery.h) */
 	/* off-CPU (--off-cpu) */
 	bool off_cpu;
 	uint64_t off_cpu_min_ns;

@@ -136,7 +136,10 @@ void sp_buildid_cache__insert(struct sp_buildid_cache *c,
 	victim->tick = ++c->tick;
 	memset(&victim->id, 0, sizeof(victim->id));
 	if (id && id->len) {
-		victim->id.len = id->len > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX : id->len;
+		uint8_t max = id->kind == SP_BUILD_ID_GO ? SP_GO_BUILD_ID_MAX : SP_BUILD_ID_MAX;
+
+		victim->id.len = id->len > max ? max : id->len;
+		victim->id.kind = id->kind;
 		memcpy(victim->id.id, id->id, victim->id.len);
 	}
 	c->stats.inserts++;

@@ -375,6 +375,7 @@ static uint32_t proc_register(struct sp_proc_table *t, const char *path, size_t 
 		    !memcmp(m->str->s, path, path_len) && m->info.start == start &&
 		    m->info.limit == limit && m->info.offset == offset &&
 		    m->info.pid == pid && m->info.build_id.len == b->len &&
+		    m->info.build_id.kind == b->kind &&
 		    !memcmp(m->info.build_id.id, b->id, b->len)) {
 			if (!m->refs++)
 				proc_dead_del(t, id);	/* back in use as is */

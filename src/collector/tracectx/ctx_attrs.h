@@ -23,6 +23,7 @@
 #ifndef SPANPROF_CTX_ATTRS_H
 #define SPANPROF_CTX_ATTRS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,36 @@ uint32_t sp_ctx_attrs__decode(const uint8_t *buf, size_t len,
  * not alias buf).  Returns its length; *dropped as for decode. */
 uint32_t sp_ctx_attrs__canon(const uint8_t *buf, size_t len, uint8_t dst[SP_CTX_ATTRS_MAX],
 			     uint32_t *dropped);
+
+/*
+ * Go pprof labels as the BPF reader copies them (abi.h, ctx_status
+ * SP_CTX_GO / SP_CTX_GO_LABELS; the goroutine's bytes, untrusted):
+ *
+ *   offset  size  field
+ *   0       1     klen        key bytes (1..SP_GO_KEY_MAX)
+ *   1       1     vlen        value bytes (<= SP_GO_VALUE_MAX; a longer
+ *                             value was cut to that)
+ *   2       klen  key
+ *   2+klen  vlen  value
+ *   ... repeated; decoding stops at the first entry that does not fit.
+ *
+ * sp_ctx_attrs__canon_go turns them into the canonical form above: each
+ * key becomes the index key_index() gives it (the process's Go label key
+ * table; < 0 drops the label, counted), entries are sorted by index (a Go
+ * map's bucket order differs between equal label sets; a sorted form makes
+ * them one aggregation key), a repeated key keeps its last value, and a
+ * value cut at SP_GO_VALUE_MAX loses a trailing partial UTF-8 sequence.
+ * *dropped as for decode; *bad_utf8 (may be NULL) counts labels whose key
+ * or value is not valid UTF-8 (kept; sp_ctx_attrs__string mends them).
+ */
+typedef int (*sp_ctx_attrs_key_fn)(const uint8_t *key, uint8_t len, void *ctx);
+
+uint32_t sp_ctx_attrs__canon_go(const uint8_t *buf, size_t len, sp_ctx_attrs_key_fn key_index,
+				void *ctx, uint8_t dst[SP_CTX_ATTRS_MAX], uint32_t *dropped,
+				uint32_t *bad_utf8);
+
+/* True when s[0..n) is valid UTF-8 (RFC 3629). */
+bool sp_ctx_attrs__utf8_valid(const uint8_t *s, size_t n);
 
 /*
  * Copies a value as a NUL-terminated string that is valid UTF-8 and has no

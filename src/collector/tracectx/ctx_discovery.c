@@ -11,6 +11,7 @@
 
 #include "collector/pipeline/bpf_sampler.h"
 #include "collector/tracectx/ctx_discovery.h"
+#include "collector/tracectx/go_discovery.h"
 #include "collector/procs/proc_table.h"
 #include "collector/tracectx/process_ctx.h"
 #include "collector/pipeline/summary.h"
@@ -25,6 +26,7 @@ struct slot {
 	uint32_t pid;
 	uint8_t state;
 	bool publish_pending;	/* a coalesced publication awaits its re-read */
+	bool go;		/* its Go descriptor is in BPF (go_discovery.h) */
 	uint64_t *fail_ctr;	/* the reason counted when state == FAILED */
 	char *service_name;	/* heap, or NULL: few processes publish one */
 	/* threadlocal.attribute_key_map, owned (moved out of the process
@@ -34,14 +36,16 @@ struct slot {
 	uint32_t n_keys;
 	uint32_t last_publish_ms;	/* CLOCK_MONOTONIC_COARSE ms (mod 2^32) of the
 					 * last publication re-read; 0 = none */
+	struct sp_go_keys *go_keys;	/* a Go process's label keys, or NULL */
 };
 
-_Static_assert(sizeof(struct slot) == 40, "the slot table stays 40 B per slot");
+_Static_assert(sizeof(struct slot) == 48, "the slot table stays 48 B per slot");
 
 #define CTX_SERVICE_NAME_MAX 127
 
 struct sp_ctx_discovery {
 	struct sp_sampler *sampler;
+	struct sp_go_discovery *go;
 	struct sp_proc_table *procs;	/* borrowed, may be NULL */
 	const char *proc_root;
 	struct slot *slots;		/* open addressing, SP_CTX_DISCOVERY_MAX * 2;
@@ -79,7 +83,8 @@ struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char 
 	d->mask = 2 * SP_CTX_DISCOVERY_MAX - 1;
 	d->slots = calloc(d->mask + 1, sizeof(*d->slots));
 	d->pending = calloc(SP_CTX_DISCOVERY_MAX, sizeof(*d->pending));
-	if (!d->slots || !d->pending) {
+	d->go = sp_go_discovery__new(s, d->proc_root);
+	if (!d->slots || !d->pending || !d->go) {
 		sp_ctx_discovery__free(d);
 		return NULL;
 	}
@@ -101,6 +106,16 @@ static void slot_free_keys(struct slot *sl)
 	sl->n_keys = 0;
 }
 
+/* Forgets a slot's Go side: its descriptor leaves BPF, its keys go. */
+static void slot_drop_go(struct sp_ctx_discovery *d, struct slot *sl)
+{
+	if (sl->go)
+		sp_go_discovery__drop(d->go, sl->pid);
+	sl->go = false;
+	sp_go_keys__free(sl->go_keys);
+	sl->go_keys = NULL;
+}
+
 void sp_ctx_discovery__free(struct sp_ctx_discovery *d)
 {
 	if (!d)
@@ -109,9 +124,11 @@ void sp_ctx_discovery__free(struct sp_ctx_discovery *d)
 		for (uint32_t i = 0; i <= d->mask; i++) {
 			free(d->slots[i].service_name);
 			slot_free_keys(&d->slots[i]);
+			sp_go_keys__free(d->slots[i].go_keys);
 		}
 	free(d->slots);
 	free(d->pending);
+	sp_go_discovery__free(d->go);
 	free(d);
 }
 
@@ -135,6 +152,7 @@ void sp_ctx_discovery__forget(struct sp_ctx_discovery *d, uint32_t pid)
 		sp_sampler__del_tls_desc(d->sampler, pid);
 	free(d->slots[i].service_name);
 	slot_free_keys(&d->slots[i]);
+	slot_drop_go(d, &d->slots[i]);
 	d->used--;
 	/* Backward-shift deletion (linear probing, no tombstones): a later
 	 * member of the cluster moves into the hole unless its home slot is
@@ -244,6 +262,7 @@ static void slot_reset(struct sp_ctx_discovery *d, struct slot *sl)
 	free(sl->service_name);
 	sl->service_name = NULL;
 	slot_free_keys(sl);
+	slot_drop_go(d, sl);
 	sl->last_publish_ms = 0;
 	sl->publish_pending = false;	/* dropped from pending lazily */
 }
@@ -285,6 +304,24 @@ static bool publish_due(struct sp_ctx_discovery *d, uint32_t pid)
 	return true;
 }
 
+/* A Go executable gets its descriptor (and a slot, for its label keys);
+ * anything else costs no slot.  The slot of an exec'd process was reset
+ * already. */
+static void go_examine(struct sp_ctx_discovery *d, uint32_t pid)
+{
+	struct slot *sl = slot_for(d, pid, false);
+
+	if (sl && sl->go)
+		return;		/* examined since its last exec */
+	if (sp_go_discovery__examine(d->go, pid) != 1)
+		return;
+	sl = sl ? sl : slot_for(d, pid, true);
+	if (sl)
+		sl->go = true;
+	else
+		sp_go_discovery__drop(d->go, pid);	/* table full (counted) */
+}
+
 void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 {
 	struct sp_ctx_discovery *d = ctx;
@@ -295,9 +332,13 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 	if (why == SP_PROC_EXIT) {
 		sl = slot_for(d, pid, false);
 		if (sl && sl->state != SLOT_GONE) {
-			/* Frees its tls_descs entry for the next process now. */
+			/* Frees its tls_descs entry for the next process now;
+			 * the Go keys stay for samples still buffered. */
 			if (sl->state == SLOT_RESOLVED)
 				sp_sampler__del_tls_desc(d->sampler, pid);
+			if (sl->go)
+				sp_go_discovery__exited(d->go, pid);
+			sl->go = false;
 			sl->state = SLOT_GONE;
 			sl->publish_pending = false;	/* dropped from pending lazily */
 		}
@@ -310,6 +351,8 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 		return;		/* already examined (e.g. by the start-up scan) */
 	if (why == SP_PROC_PUBLISH && !publish_due(d, pid))
 		return;
+	if (why == SP_PROC_EXEC && sl)
+		slot_drop_go(d, sl);	/* a new image: examined again below */
 	if (why != SP_PROC_PUBLISH && d->procs) {
 		/* The process table has just read this process's maps: no
 		 * OTEL_CTX there means nothing published yet (a later publish
@@ -319,11 +362,14 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 
 		if (pi && !pi->gone && !pi->has_otel_ctx) {
 			d->skipped++;
+			go_examine(d, pid);
 			return;
 		}
 	}
 	if (why == SP_PROC_EXEC && sl)
 		slot_reset(d, sl);
+	if (why != SP_PROC_PUBLISH)
+		go_examine(d, pid);
 	examine(d, pid);
 }
 
@@ -358,8 +404,10 @@ void sp_ctx_discovery__scan(struct sp_ctx_discovery *d, bool all, const uint32_t
 	struct dirent *de;
 	DIR *dir;
 
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
+		go_examine(d, pids[i]);
 		examine(d, pids[i]);
+	}
 	if (!all)
 		return;
 	dir = opendir(d->proc_root);
@@ -374,6 +422,7 @@ void sp_ctx_discovery__scan(struct sp_ctx_discovery *d, bool all, const uint32_t
 		pid = strtoul(de->d_name, &end, 10);
 		if (*end || !pid || pid > 0x3fffffff)
 			continue;
+		go_examine(d, pid);
 		examine(d, pid);
 	}
 	closedir(dir);
@@ -397,14 +446,27 @@ const char *sp_ctx_discovery__attr_key(uint32_t pid, uint8_t key_index, void *ct
 	struct sp_ctx_discovery *d = ctx;
 	struct slot *sl = d ? slot_for(d, pid, false) : NULL;
 
+	if (sl && sl->go_keys && key_index >= SP_GO_KEY_BASE)
+		return sp_go_keys__name(sl->go_keys, key_index);
 	return sl && key_index < sl->n_keys && sl->keys[key_index][0] ?
 		sl->keys[key_index] : NULL;
+}
+
+int sp_ctx_discovery__go_key(uint32_t pid, const uint8_t *key, uint8_t len, void *ctx)
+{
+	struct sp_ctx_discovery *d = ctx;
+	struct slot *sl = d ? slot_for(d, pid, false) : NULL;
+
+	if (!sl)
+		return -1;	/* not a Go process we track: nothing names it */
+	return sp_go_keys__index(d->go, &sl->go_keys, key, len);
 }
 
 void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_summary *s)
 {
 	if (!d)
 		return;
+	s->go = *sp_go_discovery__stats(d->go);
 	s->ctx_procs_resolved = d->resolved;
 	s->ctx_procs_failed = d->failed;
 	s->ctx_publish_rereads = d->publish_rereads;

@@ -8,7 +8,9 @@
  * when a process publishes late (an SP_EV_CTX_PUBLISH event from the prctl
  * tracepoint).  Never per sample.
  *
- * What: the OTEP 4719 process context is read first (service name,
+ * What: a Go executable gets its Go descriptor (go_discovery.h: the
+ * goroutine label reader), whatever else it publishes.  Then the OTEP 4719
+ * process context is read (service name,
  * attribute key map); only a process that publishes one has its ELF files
  * searched for otel_thread_ctx_v1 (that search costs milliseconds, so it is
  * not done for every process on the machine).  Every failure is counted by
@@ -69,6 +71,10 @@ const char *sp_ctx_discovery__service_name(uint32_t pid, void *ctx);
 /* Name of thread-record attribute key_index in pid's attribute key map,
  * or NULL (snapshot's attr_key hook). */
 const char *sp_ctx_discovery__attr_key(uint32_t pid, uint8_t key_index, void *ctx);
+/* sp_consumer_go_key_fn: the index of a Go label key in pid's key table
+ * (go_discovery.h), -1 when pid is not a tracked Go process or its table
+ * is full. */
+int sp_ctx_discovery__go_key(uint32_t pid, const uint8_t *key, uint8_t len, void *ctx);
 void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_summary *s);
 
 #endif

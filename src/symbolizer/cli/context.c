@@ -154,7 +154,7 @@ void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_sta
 		fprintf(stderr,
 			SP_CLI_PROG ": locations %" PRIu64
 			": resolved %" PRIu64 " (dwarf %" PRIu64
-			", symtab %" PRIu64 ", inlined frames %" PRIu64
+			", symtab %" PRIu64 ", gopclntab %" PRIu64 ", inlined frames %" PRIu64
 			", kernel %" PRIu64 ", jit %" PRIu64 "), unresolved %" PRIu64
 			" (kernel %" PRIu64 ", jit %" PRIu64
 			", no mapping %" PRIu64 ", no build id %" PRIu64
@@ -162,7 +162,7 @@ void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_sta
 			", not found %" PRIu64 ", other %" PRIu64
 			"), already symbolized %" PRIu64 "\n",
 			ss->locations, ss->resolved, ss->resolved_dwarf,
-			ss->resolved_symtab, ss->inline_frames,
+			ss->resolved_symtab, ss->resolved_gopclntab, ss->inline_frames,
 			ss->resolved_kernel, ss->resolved_jit, ss->unresolved,
 			ss->unresolved_kernel, ss->unresolved_jit, ss->unresolved_no_mapping,
 			ss->unresolved_no_build_id, ss->unresolved_bad_build_id,

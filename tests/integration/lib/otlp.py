@@ -86,8 +86,11 @@ class _Dict:
                     ai += packed(w, x)
                 else:
                     d[f] = x
+            # a GNU id, else a Go binary's own (process.executable.build_id.go)
             bid = [v for k, v in (self.attrs[i] for i in ai)
                    if k == "process.executable.build_id.gnu"]
+            bid = bid or [v for k, v in (self.attrs[i] for i in ai)
+                          if k == "process.executable.build_id.go"]
             self.maps.append((S[d.get(4, 0)], bid[0] if bid else ""))
         self.locs = []
         for l in T[2]:

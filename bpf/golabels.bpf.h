@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * golabels.bpf.h - read the pprof labels of the goroutine the sampled
+ * thread runs, in the thread's own context, into the record being built.
+ *
+ * Why labels: Go code binds the active span to the goroutine with
+ * pprof.Do(ctx, pprof.Labels("trace_id", ..., "span_id", ...), f) (the
+ * OpenTelemetry practice; OTEP 4947 names it go_pprof_labels_v1).  A
+ * goroutine moves between OS threads, so a thread-local record cannot
+ * carry it; the goroutine itself does.
+ *
+ * Chain (struct sp_go_desc in abi.h): TP -> g (TLS slot) -> g.m -> m.curg
+ * -> curg.labels.  m.curg, not g: on the system stack (g0) or in a signal
+ * handler (gsignal) g is not the user goroutine, and m.curg is NULL when
+ * the M runs no goroutine (scheduler, idle, spinning): then there are no
+ * ids, never the ids of a goroutine that ran on this thread before.  In a
+ * blocking syscall or cgo call m.curg is still the caller: its labels.
+ *
+ * Labels, read with bounded reads into a per-CPU scratch:
+ *   map (Go <= 1.23): *lp = hmap; its 2^B buckets (B <= SP_GO_MAX_B), the
+ *     not-yet-evacuated slots of oldbuckets while the map is mid-grow, and
+ *     overflow chains, at most SP_GO_MAX_BUCKETS bucket reads; a slot is
+ *     live when tophash >= 5 (evacuated slots carry 2..4, so an entry is
+ *     seen exactly once); emptyRest (0) ends a chain.
+ *   slice (Go >= 1.24): lp = {array, len, cap}: one read of
+ *     min(len, SP_GO_MAX_LABELS) pairs.
+ * Either way at most SP_GO_MAX_LABELS {key, value} string pairs, then for
+ * each: key "trace_id" with a 32-char value and "span_id" with a 16-char
+ * value are parsed as lower-case hex (W3C); any other byte, another
+ * length, an all-zero id, an unreadable value or one id without the other
+ * drops both (SP_CNT_GO_BAD_IDS): never half-used.  Other labels are
+ * copied as {klen, vlen, key, value} entries into the attrs after the
+ * frames (abi.h), keys <= SP_GO_KEY_MAX, values cut to SP_GO_VALUE_MAX,
+ * as many as fit SP_CTX_ATTRS_MAX bytes; what is left out is counted
+ * (SP_CNT_GO_LABELS_CUT), as is a label whose strings fault
+ * (SP_CNT_GO_LABEL_ERR).  User space checks UTF-8 and names the keys.
+ *
+ * Accounting, one outcome per read (a process with a Go descriptor):
+ *   reads = GO_IDS + GO_NO_GOROUTINE + GO_NO_LABELS + GO_NO_IDS
+ *           + GO_BAD_IDS + GO_READ_ERR
+ * Status: SP_CTX_GO with ids; SP_CTX_GO_LABELS when labels without ids
+ * were copied; otherwise NULL (no goroutine / labels / ids), INVALID (bad
+ * ids) or READ_ERR.
+ *
+ * The loops run through bpf_loop, so the verifier checks each callback
+ * once, whatever the bounds.
+ */
+#ifndef SPANPROF_GOLABELS_BPF_H
+#define SPANPROF_GOLABELS_BPF_H
+
+#include "maps.bpf.h"
+
+static __always_inline struct sp_go_scratch *sp_go_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&go_scratch, &zero);
+}
+
+/* Lower-case hex digit value, or 16. */
+static __always_inline __u8 sp_go_nibble(__u8 c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return 16;
+}
+
+/* Parses n (16 or 8) bytes of id from 2n hex chars in gs->hex; 0 if the
+ * id is valid (hex, not all zero). */
+static __always_inline int sp_go_parse_hex(const __u8 *hex, __u8 *id, int n)
+{
+	__u8 any = 0;
+
+#pragma unroll
+	for (int i = 0; i < SP_TRACE_ID_LEN; i++) {
+		__u8 hi, lo;
+
+		if (i >= n)
+			break;
+		hi = sp_go_nibble(hex[2 * i]);
+		lo = sp_go_nibble(hex[2 * i + 1]);
+		if ((hi | lo) & 16)
+			return -1;
+		id[i] = hi << 4 | lo;
+		any |= id[i];
+	}
+	return any ? 0 : -1;
+}
+
+/* One bucket read and its live slots appended to the pairs; returns 1 to
+ * stop the walk. */
+static long sp_go_bucket_cb(__u32 i, void *ctx)
+{
+	struct sp_go_scratch *gs = sp_go_scratch();
+	struct sp_go_walk *w;
+	bool stop_chain = false;
+
+	if (!gs)
+		return 1;
+	w = &gs->walk;
+	if (!w->cur) {
+		/* next table slot: new buckets first, then old ones */
+		if (w->table < w->nb)
+			w->cur = w->buckets + (__u64)w->table * SP_GO_BUCKET_SIZE;
+		else if (w->table < w->nb + w->nold)
+			w->cur = w->oldbuckets + (__u64)(w->table - w->nb) * SP_GO_BUCKET_SIZE;
+		else
+			return 1;	/* every bucket seen */
+		w->table++;
+	}
+	if (bpf_probe_read_user(gs->bucket, sizeof(gs->bucket), (void *)w->cur)) {
+		w->label_err = 1;	/* a bucket we cannot see: its labels lost */
+		w->cur = 0;
+		return 0;
+	}
+	w->read_ok++;
+#pragma unroll
+	for (int k = 0; k < SP_GO_BUCKET_SLOTS; k++) {
+		__u8 th = gs->bucket[k];
+
+		if (stop_chain)
+			break;
+		if (th == SP_GO_TOPHASH_EMPTY_REST) {
+			stop_chain = true;
+			break;
+		}
+		if (th < SP_GO_TOPHASH_MIN)
+			continue;
+		if (w->n >= SP_GO_MAX_LABELS) {
+			w->cut = 1;
+			return 1;
+		}
+		__builtin_memcpy(&gs->pairs[w->n & (SP_GO_MAX_LABELS - 1)].key,
+				 &gs->bucket[SP_GO_BUCKET_KEYS + 16 * k], 16);
+		__builtin_memcpy(&gs->pairs[w->n & (SP_GO_MAX_LABELS - 1)].value,
+				 &gs->bucket[SP_GO_BUCKET_VALUES + 16 * k], 16);
+		w->n++;
+	}
+	w->cur = 0;
+	if (!stop_chain)
+		__builtin_memcpy(&w->cur, &gs->bucket[SP_GO_BUCKET_OVERFLOW], 8);
+	return 0;
+}
+
+/* An id label's value: exactly 2 * n lower-case hex chars. */
+static __always_inline void sp_go_id(struct sp_go_walk *w, struct sp_go_scratch *gs,
+				     const struct sp_go_str *v, __u8 *id, int n, __u8 *have)
+{
+	if (*have || v->len != 2 * (__u64)n ||
+	    bpf_probe_read_user(gs->hex, 2 * n, (void *)v->ptr) ||
+	    sp_go_parse_hex(gs->hex, id, n)) {
+		w->bad = 1;	/* duplicate, wrong length, unreadable, not hex */
+		return;
+	}
+	*have = 1;
+}
+
+/* One collected pair: an id, or an attribute entry. */
+static long sp_go_pair_cb(__u32 i, void *ctx)
+{
+	struct sp_go_scratch *gs = sp_go_scratch();
+	struct sp_go_walk *w;
+	struct sp_go_pair p;
+	__u64 kw = 0, klen, vlen;
+	__u32 o, need;
+
+	if (!gs)
+		return 1;
+	w = &gs->walk;
+	if (i >= w->n)
+		return 1;
+	p = gs->pairs[i & (SP_GO_MAX_LABELS - 1)];
+	klen = p.key.len;
+	vlen = p.value.len;
+	if (klen == 7 || klen == 8) {
+		/* "trace_id" / "span_id": one 8-byte word to compare */
+		if (bpf_probe_read_user(&kw, klen, (void *)p.key.ptr)) {
+			w->label_err = 1;
+			return 0;
+		}
+		if (klen == 8 && kw == 0x64695f6563617274ull) {	/* "trace_id" LE */
+			sp_go_id(w, gs, &p.value, w->trace_id, SP_TRACE_ID_LEN, &w->have_trace);
+			return 0;
+		}
+		if (klen == 7 && kw == 0x0064695f6e617073ull) {	/* "span_id" LE */
+			sp_go_id(w, gs, &p.value, w->span_id, SP_SPAN_ID_LEN, &w->have_span);
+			return 0;
+		}
+	}
+	if (klen == 0 || klen > SP_GO_KEY_MAX) {
+		w->cut = 1;
+		return 0;
+	}
+	if (vlen > SP_GO_VALUE_MAX) {
+		vlen = SP_GO_VALUE_MAX;
+		w->cut = 1;
+	}
+	need = 2 + klen + vlen;
+	if (w->attrs_len + need > SP_CTX_ATTRS_MAX) {
+		w->cut = 1;	/* a shorter label later may still fit */
+		return 0;
+	}
+	o = w->attrs_len & (SP_CTX_ATTRS_MAX - 1);
+	gs->attrs[o] = klen;
+	gs->attrs[o + 1] = vlen;
+	if (kw)
+		__builtin_memcpy(&gs->attrs[o + 2], &kw, 8);
+	else if (bpf_probe_read_user(&gs->attrs[o + 2], klen, (void *)p.key.ptr))
+		goto err;
+	if (vlen && bpf_probe_read_user(&gs->attrs[o + 2 + klen], vlen, (void *)p.value.ptr))
+		goto err;
+	w->attrs_len += need;
+	return 0;
+err:
+	w->label_err = 1;
+	return 0;
+}
+
+/* The pairs of a map[string]string label set (Go <= 1.23); 0 or -1 when
+ * the map cannot be read. */
+static __always_inline int sp_go_map_pairs(struct sp_go_walk *w, __u64 lp)
+{
+	__u8 hdr[SP_GO_HMAP_HDR];
+	__u64 h, count;
+	__u8 b, flags;
+
+	if (bpf_probe_read_user(&h, sizeof(h), (void *)lp))
+		return -1;
+	if (!h)
+		return 0;	/* nil map: no labels */
+	if (bpf_probe_read_user(hdr, sizeof(hdr), (void *)h))
+		return -1;
+	__builtin_memcpy(&count, &hdr[SP_GO_HMAP_COUNT], 8);
+	__builtin_memcpy(&w->buckets, &hdr[SP_GO_HMAP_BUCKETS], 8);
+	__builtin_memcpy(&w->oldbuckets, &hdr[SP_GO_HMAP_OLDBUCKETS], 8);
+	b = hdr[SP_GO_HMAP_B];
+	flags = hdr[SP_GO_HMAP_FLAGS];
+	if (!count || !w->buckets)
+		return 0;
+	if (b > SP_GO_MAX_B || count > SP_GO_MAX_LABELS) {
+		w->cut = 1;	/* read what the bounds allow */
+		if (b > SP_GO_MAX_B)
+			b = SP_GO_MAX_B;
+	}
+	w->nb = 1u << b;
+	if (w->oldbuckets)
+		w->nold = (flags & SP_GO_HMAP_SAME_SIZE_GROW) || !b ? w->nb : w->nb / 2;
+	if (w->nb + w->nold > SP_GO_MAX_BUCKETS)
+		w->cut = 1;
+	bpf_loop(SP_GO_MAX_BUCKETS, sp_go_bucket_cb, NULL, 0);
+	if (!w->read_ok)
+		return -1;	/* not one bucket readable: the map is */
+	if (w->cur || w->table < w->nb + w->nold)
+		w->cut = 1;	/* stopped by the read bound */
+	return 0;
+}
+
+/* The pairs of a sorted-slice label set (Go >= 1.24). */
+static __always_inline int sp_go_slice_pairs(struct sp_go_walk *w, __u64 lp)
+{
+	struct sp_go_scratch *gs = sp_go_scratch();
+	struct { __u64 array, len, cap; } sl;
+	__u32 n;
+
+	if (!gs || bpf_probe_read_user(&sl, sizeof(sl), (void *)lp))
+		return -1;
+	if (!sl.len)
+		return 0;
+	if (sl.len > sl.cap || !sl.array)
+		return -1;	/* not a slice header */
+	n = sl.len > SP_GO_MAX_LABELS ? SP_GO_MAX_LABELS : sl.len;
+	if (sl.len > SP_GO_MAX_LABELS)
+		w->cut = 1;
+	if (bpf_probe_read_user(gs->pairs, (n & (2 * SP_GO_MAX_LABELS - 1)) * SP_GO_LABEL_SIZE,
+				(void *)sl.array))
+		return -1;
+	w->n = n;
+	return 0;
+}
+
+/*
+ * Reads the labels of the goroutine the current thread runs, for a
+ * process with a Go descriptor; the record's ids and attrs are filled as
+ * the header comment says.  Returns false when tgid has no descriptor.
+ */
+static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
+{
+	struct sp_go_scratch *gs;
+	struct sp_go_desc *d;
+	struct task_struct *task;
+	struct sp_go_walk *w;
+	__u64 g, m, curg, lp;
+	__u32 outcome, nf;
+	int err;
+
+	if (!cfg_read_go)
+		return false;
+	d = bpf_map_lookup_elem(&go_descs, &tgid);
+	if (!d)
+		return false;
+	task = bpf_get_current_task_btf();
+	if (bpf_probe_read_user(&g, sizeof(g), (void *)(task->thread.fsbase + d->tls_g)))
+		goto read_err;
+	if (!g)
+		goto no_goroutine;
+	if (bpf_probe_read_user(&m, sizeof(m), (void *)(g + d->g_m)))
+		goto read_err;
+	if (!m)
+		goto no_goroutine;
+	if (bpf_probe_read_user(&curg, sizeof(curg), (void *)(m + d->m_curg)))
+		goto read_err;
+	if (!curg)
+		goto no_goroutine;
+	if (bpf_probe_read_user(&lp, sizeof(lp), (void *)(curg + d->g_labels)))
+		goto read_err;
+	gs = sp_go_scratch();
+	if (!gs)
+		goto read_err;
+	w = &gs->walk;
+	__builtin_memset(w, 0, sizeof(*w));
+	if (!lp) {
+		outcome = SP_CNT_GO_NO_LABELS;
+		s->hdr.ctx_status = SP_CTX_NULL;
+		goto count;
+	}
+	if (d->layout == SP_GO_LABELS_MAP)
+		err = sp_go_map_pairs(w, lp);
+	else if (d->layout == SP_GO_LABELS_SLICE)
+		err = sp_go_slice_pairs(w, lp);
+	else
+		err = -1;
+	if (err)
+		goto read_err;
+	if (w->n)
+		bpf_loop(SP_GO_MAX_LABELS, sp_go_pair_cb, NULL, 0);
+
+	if (w->cut)
+		sp_count(SP_CNT_GO_LABELS_CUT);
+	if (w->label_err)
+		sp_count(SP_CNT_GO_LABEL_ERR);
+	if (w->attrs_len) {
+		/* constant-size copy, as for OTEP attrs; attrs_len bytes count */
+		nf = (s->hdr.kstack_n + s->hdr.ustack_n) & 255;
+		__builtin_memcpy(&s->frames[nf], gs->attrs, SP_CTX_ATTRS_MAX);
+		s->hdr.ctx.attrs_len = w->attrs_len;
+	}
+	if (w->have_trace && w->have_span && !w->bad) {
+		__builtin_memcpy(s->hdr.ctx.trace_id, w->trace_id, SP_TRACE_ID_LEN);
+		__builtin_memcpy(s->hdr.ctx.span_id, w->span_id, SP_SPAN_ID_LEN);
+		s->hdr.ctx_status = SP_CTX_GO;
+		outcome = SP_CNT_GO_IDS;
+	} else {
+		if (w->bad || w->have_trace || w->have_span)
+			outcome = SP_CNT_GO_BAD_IDS;
+		else if (!w->n)
+			outcome = SP_CNT_GO_NO_LABELS;
+		else
+			outcome = SP_CNT_GO_NO_IDS;
+		if (s->hdr.ctx.attrs_len)
+			s->hdr.ctx_status = SP_CTX_GO_LABELS;
+		else
+			s->hdr.ctx_status = outcome == SP_CNT_GO_BAD_IDS ? SP_CTX_INVALID
+									: SP_CTX_NULL;
+	}
+	goto count;
+no_goroutine:
+	outcome = SP_CNT_GO_NO_GOROUTINE;
+	s->hdr.ctx_status = SP_CTX_NULL;
+	goto count;
+read_err:
+	outcome = SP_CNT_GO_READ_ERR;
+	s->hdr.ctx_status = SP_CTX_READ_ERR;
+count:
+	sp_count(outcome);
+	return true;
+}
+
+#endif /* SPANPROF_GOLABELS_BPF_H */

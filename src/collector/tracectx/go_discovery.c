@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+/*
+ * go_discovery.c - see go_discovery.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collector/pipeline/bpf_sampler.h"
+#include "collector/tracectx/go_discovery.h"
+
+struct file_key {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+};
+
+struct file_entry {
+	struct file_key key;
+	uint64_t used;		/* LRU clock; 0 = empty */
+	int rc;			/* sp_go_binary__read_fd's */
+	enum sp_go_fail why;
+	struct sp_go_binary bin;
+	bool parks_tried;	/* park probes attached (or failed) once */
+	int parks;		/* the sampler's handle, -1 none */
+	/* The last pid described from this file, 0 after it exited: the
+	 * same pid again is the same process (an exec event read after the
+	 * start-up scan already saw the new image, or a re-exec of the same
+	 * binary), described again but not counted again. */
+	uint32_t last_pid;
+};
+
+struct sp_go_discovery {
+	struct sp_sampler *sampler;
+	const char *proc_root;
+	struct file_entry files[SP_GO_FILE_CACHE];
+	uint64_t clock;
+	struct sp_go_stats st;
+};
+
+struct sp_go_keys {
+	uint32_t n;
+	char *names[SP_GO_PROC_KEYS];
+};
+
+struct sp_go_discovery *sp_go_discovery__new(struct sp_sampler *s, const char *proc_root)
+{
+	struct sp_go_discovery *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->sampler = s;
+	g->proc_root = proc_root ? proc_root : "/proc";
+	return g;
+}
+
+void sp_go_discovery__free(struct sp_go_discovery *g)
+{
+	free(g);
+}
+
+/* The cache entry of the file, read now if it is not cached. */
+static struct file_entry *file_info(struct sp_go_discovery *g, int fd)
+{
+	struct file_entry *victim = &g->files[0];
+	struct file_key k = { 0 };
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return NULL;
+	k.dev = st.st_dev;
+	k.ino = st.st_ino;
+	k.size = (uint64_t)st.st_size;
+	k.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	for (int i = 0; i < SP_GO_FILE_CACHE; i++) {
+		struct file_entry *e = &g->files[i];
+
+		if (e->used && !memcmp(&e->key, &k, sizeof(k))) {
+			e->used = ++g->clock;
+			g->st.cache_hits++;
+			return e;
+		}
+		if (e->used < victim->used)
+			victim = e;
+	}
+	if (victim->used && victim->parks >= 0)
+		sp_sampler__detach_go_parks(g->sampler, victim->parks);
+	memset(victim, 0, sizeof(*victim));
+	victim->parks = -1;
+	victim->key = k;
+	victim->used = ++g->clock;
+	victim->rc = sp_go_binary__read_fd(fd, &victim->bin, &victim->why);
+	g->st.files_read++;
+	return victim;
+}
+
+/* Goroutine park probes on the file, once, when asked (go_parks): through
+ * the process's exe link, which names the file even if it was replaced. */
+static void attach_parks(struct sp_go_discovery *g, struct file_entry *e, const char *exe)
+{
+	if (e->parks_tried || !sp_sampler__go_parks(g->sampler))
+		return;
+	e->parks_tried = true;
+	if (!e->bin.park_off) {
+		g->st.parks_unsupported++;
+		return;
+	}
+	e->parks = sp_sampler__attach_go_parks(g->sampler, exe, e->bin.park_off,
+					       e->bin.resume_off);
+	if (e->parks < 0) {
+		/* the first failure only; all are counted (summary, /metrics) */
+		if (!g->st.parks_failed++)
+			fprintf(stderr, "spanprof: cannot attach the goroutine park probes to the Go "
+				"executable of %s (%s): parked goroutines' waits are not recorded; "
+				"uprobes need CAP_SYS_ADMIN\n", exe,
+				strerror(-e->parks));
+	} else
+		g->st.parks_files++;
+}
+
+int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
+{
+	struct file_entry *e;
+	char path[PATH_MAX];
+	enum sp_go_fail why;
+	int fd, rc;
+
+	if (!g || !pid)
+		return 0;
+	if (snprintf(path, sizeof(path), "%s/%u/exe", g->proc_root, pid) >= (int)sizeof(path))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;	/* gone, a kernel thread, or not ours to read */
+	e = file_info(g, fd);
+	close(fd);
+	if (!e || e->rc == -ENOENT)
+		return 0;
+	if (e->rc) {
+		why = e->rc == -ENOTSUP ? e->why : SP_GO_FAIL_ELF;
+		g->st.procs_failed++;
+		g->st.fail[why < SP_GO_FAIL__MAX ? why : SP_GO_FAIL_ELF]++;
+		return -ENOTSUP;
+	}
+	rc = g->sampler ? sp_sampler__set_go_desc(g->sampler, pid, &e->bin.desc) : 0;
+	if (rc) {
+		g->st.procs_failed++;
+		g->st.bpf_map_full++;
+		return rc;
+	}
+	attach_parks(g, e, path);
+	if (e->last_pid != pid) {
+		g->st.procs++;
+		if (e->bin.offsets_from == SP_GO_FROM_DWARF)
+			g->st.procs_dwarf++;
+		else
+			g->st.procs_table++;
+	}
+	e->last_pid = pid;
+	return 1;
+}
+
+void sp_go_discovery__drop(struct sp_go_discovery *g, uint32_t pid)
+{
+	if (g && g->sampler)
+		sp_sampler__del_go_desc(g->sampler, pid);
+}
+
+void sp_go_discovery__exited(struct sp_go_discovery *g, uint32_t pid)
+{
+	if (!g)
+		return;
+	for (int i = 0; i < SP_GO_FILE_CACHE; i++)
+		if (g->files[i].last_pid == pid)
+			g->files[i].last_pid = 0;	/* a reused pid is a new process */
+	if (!g->sampler)
+		return;
+	sp_sampler__del_go_desc(g->sampler, pid);
+	if (sp_sampler__go_parks(g->sampler))
+		g->st.parks_gone += sp_sampler__drop_go_parks(g->sampler, pid);
+}
+
+const struct sp_go_stats *sp_go_discovery__stats(const struct sp_go_discovery *g)
+{
+	return &g->st;
+}
+
+int sp_go_keys__index(struct sp_go_discovery *g, struct sp_go_keys **keys, const uint8_t *key,
+		      uint8_t len)
+{
+	struct sp_go_keys *k = *keys;
+	char *name;
+
+	if (k)
+		for (uint32_t i = 0; i < k->n; i++)
+			if (strlen(k->names[i]) == len && !memcmp(k->names[i], key, len))
+				return SP_GO_KEY_BASE + (int)i;
+	if (memchr(key, 0, len))
+		goto full;	/* a NUL in a key cannot be named: drop it */
+	if (!k) {
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			goto full;
+		*keys = k;
+	}
+	if (k->n >= SP_GO_PROC_KEYS || !(name = strndup((const char *)key, len)))
+		goto full;
+	k->names[k->n] = name;
+	return SP_GO_KEY_BASE + (int)k->n++;
+full:
+	if (g)
+		g->st.keys_dropped++;
+	return -1;
+}
+
+const char *sp_go_keys__name(const struct sp_go_keys *keys, uint32_t idx)
+{
+	if (!keys || idx < SP_GO_KEY_BASE || idx - SP_GO_KEY_BASE >= keys->n)
+		return NULL;
+	return keys->names[idx - SP_GO_KEY_BASE];
+}
+
+void sp_go_keys__free(struct sp_go_keys *keys)
+{
+	if (!keys)
+		return;
+	for (uint32_t i = 0; i < keys->n; i++)
+		free(keys->names[i]);
+	free(keys);
+}
