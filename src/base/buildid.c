@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "base/buildid.h"
+#include "base/hex.h"
 #include "base/pin.h"
 
 #define NT_GNU_BUILD_ID_TYPE 3
@@ -290,8 +291,7 @@ out:
 
 void sp_buildid__hex(const struct sp_build_id *b, char *out)
 {
-	static const char digits[] = "0123456789abcdef";
-	size_t i, n;
+	size_t n;
 
 	if (!out)
 		return;
@@ -305,11 +305,7 @@ void sp_buildid__hex(const struct sp_build_id *b, char *out)
 	}
 	if (n > SP_BUILD_ID_MAX)
 		n = SP_BUILD_ID_MAX;
-	for (i = 0; i < n; i++) {
-		out[2 * i] = digits[b->id[i] >> 4];
-		out[2 * i + 1] = digits[b->id[i] & 0xf];
-	}
-	out[2 * n] = '\0';
+	sp_hex__encode(b ? b->id : NULL, n, out);
 }
 
 int sp_buildid__read_file(const char *path, char *out, size_t out_size)

@@ -18,4 +18,16 @@ static inline int sp_hex_digit(char c)
 	return -1;
 }
 
+/* Lower-case hex of b[0..n) into out (2n + 1 bytes), NUL-terminated. */
+static inline void sp_hex__encode(const unsigned char *b, unsigned long n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (unsigned long i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 0xf];
+	}
+	out[2 * n] = '\0';
+}
+
 #endif

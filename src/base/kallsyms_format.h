@@ -19,7 +19,19 @@
  *            as /proc/kallsyms prints it: ADDR 1..16 hex digits, TYPE one
  *            of t T w W (sp_kallsyms_format__is_text), NAME and MODULE
  *            1..SP_KALLSYMS_MAX_NAME printable bytes; address order;
- *            lines starting with '#' after the header are comments
+ *            lines starting with '#' after the header are comments, but
+ *   # module NAME build-id=HEX text=ADDR size=SIZE
+ *            (SP_KALLSYMS_MODULE_PREFIX) describes a loaded module at
+ *            capture time: its GNU build id ("-" when it has none) and the
+ *            runtime address and size of its .text, hex without 0x; a
+ *            module frame (module build id, offset in .text) is named with
+ *            the symbols of [NAME] at text + offset.  Readers that do not
+ *            know the line skip it as a comment.
+ *
+ * Kernel-image symbols (no [MODULE]) keep their runtime addresses; the
+ * snapshot's own _text symbol gives the slide of the boot it was taken in,
+ * so a location given as an offset from _text (docs/formats.md "Kernel
+ * frames") is looked up at snapshot _text + offset.
  *
  * Bounds both sides keep: a line is at most SP_KALLSYMS_MAX_LINE bytes, a
  * snapshot (and the /proc/kallsyms it is made from) at most
@@ -35,11 +47,18 @@
 #define SP_KALLSYMS_KEY_CAPTURED_AT "captured-at"
 #define SP_KALLSYMS_KEY_KERNEL "kernel"
 #define SP_KALLSYMS_KEY_BOOT_ID "boot-id"
+#define SP_KALLSYMS_KEY_TEXT "text"
+#define SP_KALLSYMS_KEY_SIZE "size"
+#define SP_KALLSYMS_MODULE_PREFIX "# module "
 #define SP_KALLSYMS_SUFFIX ".kallsyms.gz"	/* PROFILE.kallsyms.gz, DIR/BUILD_ID.kallsyms.gz */
 
 #define SP_KALLSYMS_MAX_BYTES (64u << 20)
 #define SP_KALLSYMS_MAX_LINE 1024
 #define SP_KALLSYMS_MAX_NAME 512	/* the kernel's KSYM_NAME_LEN */
+/* A symbol followed by nothing of its own image (or module) is taken to
+ * span at most this many bytes; the kernel image's text ends this far
+ * after its last symbol. */
+#define SP_KALLSYMS_TAIL_MAX (64u << 10)
 
 /* The symbol types a snapshot keeps: text, global or local, strong or weak. */
 static inline bool sp_kallsyms_format__is_text(char type)

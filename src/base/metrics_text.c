@@ -160,6 +160,14 @@ int sp_metrics__u64(struct sp_metrics_buf *b, const char *name, const char *cons
 	return sample(b, name, labels, s);
 }
 
+int sp_metrics__single_u64(struct sp_metrics_buf *b, const char *name, enum sp_metric_type t,
+			   const char *help, uint64_t v)
+{
+	int err = sp_metrics__family(b, name, t, help);
+
+	return err ? err : sp_metrics__u64(b, name, NULL, v);
+}
+
 /* The shortest of %.15g, %.16g, %.17g that reads back as exactly v (what
  * Prometheus's own clients print): 0.1 stays "0.1", and a Unix time such
  * as 1764597600.25 keeps every digit (%.9g rounded it to ten seconds). */

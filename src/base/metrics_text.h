@@ -54,6 +54,9 @@ int sp_metrics__u64(struct sp_metrics_buf *b, const char *name, const char *cons
 int sp_metrics__f64(struct sp_metrics_buf *b, const char *name, const char *const *labels,
 		    double v);
 
+/* A family of one unlabelled sample: __family then __u64. */
+int sp_metrics__single_u64(struct sp_metrics_buf *b, const char *name, enum sp_metric_type t,
+			   const char *help, uint64_t v);
 /* A finite double as the shortest decimal that reads back exactly (at most
  * 17 significant digits; out: at least 32 bytes).  sp_metrics__f64 uses it
  * for every finite value. */

@@ -49,6 +49,9 @@ struct sp_export_config {
 	const char *client_cert;	/* https: mTLS */
 	const char *client_key;
 	uint32_t max_attempts;		/* per batch, default 5 */
+	const char *content_type;	/* NULL: application/x-protobuf (the
+					 * uploader's host-symbol blobs say
+					 * application/octet-stream) */
 	uint32_t initial_backoff_ms;	/* default 1000 */
 	uint32_t max_backoff_ms;	/* default 30000 */
 	size_t queue_bytes;		/* default 16 MiB */

@@ -175,6 +175,7 @@ int sp_http_client__new(const struct sp_http_client_opts *o, struct sp_http_clie
 	struct sp_http_client *c = NULL;
 	struct hdr_ctx hc = { 0 };
 	CURLcode cc = CURLE_OK;
+	char ct[160];
 	int r;
 
 	*out = NULL;
@@ -194,7 +195,9 @@ int sp_http_client__new(const struct sp_http_client_opts *o, struct sp_http_clie
 	if (!c->body || !c->easy || !c->multi)
 		goto nomem;
 
-	if (push_header(c, "Content-Type: application/x-protobuf") ||
+	snprintf(ct, sizeof(ct), "Content-Type: %s",
+		 o->content_type ? o->content_type : "application/x-protobuf");
+	if (push_header(c, ct) ||
 	    (o->gzip && push_header(c, "Content-Encoding: gzip")) || push_header(c, "Expect:"))
 		goto nomem;
 	if (o->headers) {

@@ -8,7 +8,7 @@
  * by sp_http_client__wakeup from any thread (curl_multi_wakeup), which
  * aborts it as soon as *stop is true (also checked in the transfer's
  * progress callback).  Requests: POST url, Content-Type
- * application/x-protobuf, Content-Encoding: gzip when gzip, the custom
+ * application/x-protobuf (or opts.content_type), Content-Encoding: gzip when gzip, the custom
  * headers, User-Agent spanprof/0.1, no "Expect: 100-continue", no
  * redirects, http/https only, timeout_ms for the whole attempt, optional CA
  * bundle and client certificate/key.
@@ -37,6 +37,7 @@ struct sp_http_client_opts {
 	const char *client_cert;
 	const char *client_key;
 	const atomic_bool *stop;	/* abort transfers when true; may be NULL */
+	const char *content_type;	/* NULL: application/x-protobuf */
 };
 
 struct sp_http_result {

@@ -233,6 +233,7 @@ int sp_sender__new(const struct sp_export_config *cfg, const char *log_prefix,
 	ho.client_cert = s->cfg.client_cert;
 	ho.client_key = s->cfg.client_key;
 	ho.stop = stop;
+	ho.content_type = s->cfg.content_type;
 	r = sp_http_client__new(&ho, &s->http, err, err_len);
 	if (r)
 		goto fail;

@@ -35,7 +35,17 @@ struct ent {
 	uint8_t tail;		/* no known end: next symbol is elsewhere */
 };
 
+struct kmod {
+	char name[SP_KSYMS_MOD_NAME];
+	char build_id[SP_BUILDID_MAX_HEX + 1];	/* "" none */
+	uint64_t text, size;
+};
+
 struct sp_ksyms {
+	struct kmod *mods;
+	size_t n_mods;
+	uint64_t text;		/* _text (else _stext) of the kernel image */
+	uint64_t stext;
 	struct ent *e;
 	size_t n, cap;
 	char *arena;		/* offset 0 holds "" */
@@ -44,6 +54,7 @@ struct sp_ksyms {
 	char build_id[SP_BUILDID_MAX_HEX + 1];
 	char kernel[128];
 	char boot_id[64];
+	char boot_hex[33];	/* boot_id without dashes, "" unknown */
 	uint64_t captured_at;
 };
 
@@ -225,6 +236,10 @@ static int parse_sym(struct sp_ksyms *k, const char *l, size_t len,
 	}
 	if (k->n && addr < k->e[k->n - 1].addr)
 		st->unsorted = true;
+	if (!mod && name_len == 5 && !memcmp(name, "_text", 5) && !k->text)
+		k->text = addr;
+	if (!mod && name_len == 6 && !memcmp(name, "_stext", 6) && !k->stext)
+		k->stext = addr;
 	e.addr = addr;
 	e.rank = rank_of(type, name, name_len);
 	e.marker = is_marker(name, name_len);
@@ -304,7 +319,94 @@ static int parse_header(struct sp_ksyms *k, const char *l, size_t len)
 			k->captured_at = j == vl && vl < 20 ? v : 0;
 		}
 	}
+	{
+		size_t o = 0;
+
+		for (size_t j = 0; k->boot_id[j] && o < 32; j++)
+			if (sp_hex_digit(k->boot_id[j]) >= 0)
+				k->boot_hex[o++] = (char)(k->boot_id[j] | 0x20);
+			else if (k->boot_id[j] != '-')
+				break;
+		k->boot_hex[o == 32 ? 32 : 0] = '\0';
+	}
 	return sp_buildid__validate(k->build_id);
+}
+
+static int hex_u64(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!n || n > 16)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int d = sp_hex_digit(s[i]);
+
+		if (d < 0)
+			return -EINVAL;
+		v = v << 4 | (uint64_t)d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* "# module NAME build-id=HEX text=ADDR size=SIZE": 0 kept, 1 skipped
+ * (malformed: counted as a comment), <0 fatal. */
+static int parse_module(struct sp_ksyms *k, const char *l, size_t len)
+{
+	size_t pl = sizeof(SP_KALLSYMS_MODULE_PREFIX) - 1, i = pl, nl;
+	struct kmod m = { 0 };
+	bool have_text = false, have_size = false;
+
+	while (i < len && printable(l[i]))
+		i++;
+	nl = i - pl;
+	if (!nl || nl >= sizeof(m.name))
+		return 1;
+	memcpy(m.name, l + pl, nl);
+	while (i < len) {
+		const char *key, *val;
+		size_t kl, vl;
+
+		while (i < len && l[i] == ' ')
+			i++;
+		key = l + i;
+		while (i < len && l[i] != '=' && l[i] != ' ')
+			i++;
+		kl = (size_t)(l + i - key);
+		if (i == len || l[i] != '=')
+			return 1;
+		val = l + ++i;
+		while (i < len && l[i] != ' ')
+			i++;
+		vl = (size_t)(l + i - val);
+		if (KEY_IS(key, kl, SP_KALLSYMS_KEY_BUILD_ID)) {
+			if (vl == 1 && val[0] == '-')
+				continue;
+			if (vl > SP_BUILDID_MAX_HEX)
+				return 1;
+			memcpy(m.build_id, val, vl);
+			m.build_id[vl] = '\0';
+			if (sp_buildid__validate(m.build_id))
+				return 1;
+		} else if (KEY_IS(key, kl, SP_KALLSYMS_KEY_TEXT)) {
+			have_text = !hex_u64(val, vl, &m.text);
+		} else if (KEY_IS(key, kl, SP_KALLSYMS_KEY_SIZE)) {
+			have_size = !hex_u64(val, vl, &m.size);
+		}
+	}
+	if (!have_text || !have_size || !m.text || m.text + m.size < m.text)
+		return 1;
+	if (k->n_mods == SP_KSYMS_MAX_MODULES)
+		return 1;
+	if (!(k->n_mods & (k->n_mods + 1)) || !k->mods) {
+		struct kmod *q = realloc(k->mods, (2 * k->n_mods + 2) * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		k->mods = q;
+	}
+	k->mods[k->n_mods++] = m;
+	return 0;
 }
 
 static int line(struct sp_ksyms *k, const char *l, size_t len,
@@ -315,6 +417,15 @@ static int line(struct sp_ksyms *k, const char *l, size_t len,
 	st->lines++;
 	if (st->lines == 1)
 		return parse_header(k, l, len);
+	if (len > sizeof(SP_KALLSYMS_MODULE_PREFIX) - 1 &&
+	    !memcmp(l, SP_KALLSYMS_MODULE_PREFIX, sizeof(SP_KALLSYMS_MODULE_PREFIX) - 1)) {
+		rc = parse_module(k, l, len);
+		if (rc < 0)
+			return rc;
+		st->modules += rc == 0;
+		st->comments += rc == 1;
+		return 0;
+	}
 	if (len && l[0] == '#') {
 		st->comments++;
 		return 0;
@@ -498,6 +609,7 @@ void sp_ksyms__free(struct sp_ksyms *k)
 		return;
 	free(k->e);
 	free(k->arena);
+	free(k->mods);
 	free(k);
 }
 
@@ -524,6 +636,29 @@ uint64_t sp_ksyms__captured_at(const struct sp_ksyms *k)
 size_t sp_ksyms__count(const struct sp_ksyms *k)
 {
 	return k->n;
+}
+
+uint64_t sp_ksyms__text(const struct sp_ksyms *k)
+{
+	return k->text ? k->text : k->stext;
+}
+
+const char *sp_ksyms__boot_hex(const struct sp_ksyms *k)
+{
+	return k->boot_hex;
+}
+
+int sp_ksyms__module(const struct sp_ksyms *k, const char *build_id, const char **name,
+		     uint64_t *text, uint64_t *size)
+{
+	for (size_t i = 0; i < k->n_mods; i++)
+		if (k->mods[i].build_id[0] && !strcmp(k->mods[i].build_id, build_id)) {
+			*name = k->mods[i].name;
+			*text = k->mods[i].text;
+			*size = k->mods[i].size;
+			return 0;
+		}
+	return -ENOENT;
 }
 
 int sp_ksyms__resolve(const struct sp_ksyms *k, uint64_t addr,
@@ -637,6 +772,16 @@ int sp_ksyms_set__add_file(struct sp_ksyms_set *s, const char *path)
 	return err;
 }
 
+int sp_ksyms_set__add(struct sp_ksyms_set *s, struct sp_ksyms *k)
+{
+	int err;
+
+	pthread_mutex_lock(&s->mu);
+	err = hold(s, k);
+	pthread_mutex_unlock(&s->mu);
+	return err;
+}
+
 int sp_ksyms_set__add_dir(struct sp_ksyms_set *s, const char *dir)
 {
 	char *d;
@@ -715,6 +860,36 @@ const struct sp_ksyms *sp_ksyms_set__get(struct sp_ksyms_set *s,
 		remember_negative(s, build_id, ts.tv_sec);
 	}
 out:
+	pthread_mutex_unlock(&s->mu);
+	return k;
+}
+
+const struct sp_ksyms *sp_ksyms_set__get_boot(struct sp_ksyms_set *s, const char *boot_hex)
+{
+	struct sp_ksyms *k = NULL;
+
+	if (!s || !boot_hex || strlen(boot_hex) != 32)
+		return NULL;
+	pthread_mutex_lock(&s->mu);
+	for (uint32_t i = 0; i < s->n_held && !k; i++)
+		if (!strcmp(s->held[i]->boot_hex, boot_hex))
+			k = s->held[i];
+	pthread_mutex_unlock(&s->mu);
+	return k;
+}
+
+const struct sp_ksyms *sp_ksyms_set__get_module(struct sp_ksyms_set *s, const char *build_id,
+						const char **name, uint64_t *text,
+						uint64_t *size)
+{
+	struct sp_ksyms *k = NULL;
+
+	if (!s || !build_id || sp_buildid__validate(build_id))
+		return NULL;
+	pthread_mutex_lock(&s->mu);
+	for (uint32_t i = 0; i < s->n_held && !k; i++)
+		if (!sp_ksyms__module(s->held[i], build_id, name, text, size))
+			k = s->held[i];
 	pthread_mutex_unlock(&s->mu);
 	return k;
 }

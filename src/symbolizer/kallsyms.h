@@ -15,7 +15,10 @@
  *       # spanprof-kallsyms v1 build-id=HEX [key=value ...]
  *     with a valid build id (lower-case hex, even length, 2..128); else
  *     -EINVAL.  Unknown keys are ignored; captured-at, kernel and boot-id
- *     are kept for display.  Other lines starting with '#' are comments.
+ *     are kept for display.  "# module NAME build-id=HEX text=ADDR
+ *     size=SIZE" lines (base/kallsyms_format.h) are kept, at most
+ *     SP_KSYMS_MAX_MODULES (malformed ones count as comments); other lines
+ *     starting with '#' are comments.
  *   - Symbol lines are "ADDR TYPE NAME" or "ADDR TYPE NAME\t[MODULE]" (a
  *     space before '[' is accepted too) as in /proc/kallsyms: ADDR is 1..16
  *     hex digits (strict: no 0x, no sign, nothing else), TYPE one of
@@ -56,8 +59,10 @@
 #include "base/kallsyms_format.h"
 
 #define SP_KSYMS_MAX_SYMS (4u << 20)
-#define SP_KSYMS_TAIL_MAX (64u << 10)
+#define SP_KSYMS_TAIL_MAX SP_KALLSYMS_TAIL_MAX
 #define SP_KSYMS_SET_MAX 64
+#define SP_KSYMS_MAX_MODULES 8192
+#define SP_KSYMS_MOD_NAME 64
 #define SP_KSYMS_RETRY_S 60
 
 struct sp_ksyms_stats {
@@ -68,7 +73,8 @@ struct sp_ksyms_stats {
 	uint64_t malformed;		/* bad hex, fields, names */
 	uint64_t too_long;		/* lines over SP_KALLSYMS_MAX_LINE */
 	uint64_t duplicates;		/* same address as a kept symbol */
-	uint64_t comments;
+	uint64_t comments;		/* malformed "# module" lines included */
+	uint64_t modules;		/* "# module" lines kept */
 	bool unsorted;			/* input was not in address order */
 };
 
@@ -94,6 +100,15 @@ const char *sp_ksyms__kernel(const struct sp_ksyms *k);	/* "" unknown */
 const char *sp_ksyms__boot_id(const struct sp_ksyms *k);	/* "" unknown */
 uint64_t sp_ksyms__captured_at(const struct sp_ksyms *k);	/* 0 unknown */
 size_t sp_ksyms__count(const struct sp_ksyms *k);
+/* The runtime address of the kernel image's _text (else _stext) in the
+ * snapshot's boot; 0 when it lists neither. */
+uint64_t sp_ksyms__text(const struct sp_ksyms *k);
+/* The header's boot id as 32 lower-case hex digits, "" unknown. */
+const char *sp_ksyms__boot_hex(const struct sp_ksyms *k);
+/* The "# module" line of the module with this build id: 0 and its name,
+ * .text address and size; -ENOENT. */
+int sp_ksyms__module(const struct sp_ksyms *k, const char *build_id, const char **name,
+		     uint64_t *text, uint64_t *size);
 
 /* 0 and *out, or -ERANGE (not covered by any symbol). */
 int sp_ksyms__resolve(const struct sp_ksyms *k, uint64_t addr,
@@ -118,6 +133,8 @@ void sp_ksyms_set__free(struct sp_ksyms_set *s);	/* NULL-safe */
 /* Loads path now; 0, or the load's negative errno (nothing added).  A
  * second snapshot of an already held build id is dropped (counted), 0. */
 int sp_ksyms_set__add_file(struct sp_ksyms_set *s, const char *path);
+/* Takes a parsed snapshot k (freed here when refused or a duplicate). */
+int sp_ksyms_set__add(struct sp_ksyms_set *s, struct sp_ksyms *k);
 /* Remembers a directory of <build-id>.kallsyms.gz files (not opened yet;
  * at most 16 directories, else -E2BIG). */
 int sp_ksyms_set__add_dir(struct sp_ksyms_set *s, const char *dir);
@@ -126,6 +143,14 @@ int sp_ksyms_set__add_dir(struct sp_ksyms_set *s, const char *dir);
  * when none.  The snapshot stays valid until sp_ksyms_set__free(). */
 const struct sp_ksyms *sp_ksyms_set__get(struct sp_ksyms_set *s,
 					 const char *build_id);
+/* A held snapshot taken in the boot boot_hex (32 hex digits), or NULL
+ * (directories are not searched: boot ids name no file). */
+const struct sp_ksyms *sp_ksyms_set__get_boot(struct sp_ksyms_set *s, const char *boot_hex);
+/* A held snapshot listing the module with this build id (and its name,
+ * .text address and size in that snapshot's boot), or NULL. */
+const struct sp_ksyms *sp_ksyms_set__get_module(struct sp_ksyms_set *s, const char *build_id,
+						const char **name, uint64_t *text,
+						uint64_t *size);
 /* True when the set holds no snapshot and has no directory to look in. */
 bool sp_ksyms_set__empty(struct sp_ksyms_set *s);
 void sp_ksyms_set__stats(struct sp_ksyms_set *s, struct sp_ksyms_set_stats *st);

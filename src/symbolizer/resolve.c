@@ -42,6 +42,7 @@
 #include "gopcln_src.h"
 #include "grow.h"
 #include "linesrc.h"
+#include "plt.h"
 #include "res_cache.h"
 #include "resolve.h"
 #include "strpool.h"
@@ -86,6 +87,7 @@ struct load_seg {
 struct sym {
 	uint64_t lo, size;
 	const char *name;
+	uint8_t rank;		/* binding: 0 global, 1 local (and PLT), 2 weak */
 };
 
 enum mod_state {
@@ -203,14 +205,42 @@ static int load_segments(struct module *m, Elf *elf, bool *usable)
 	return 0;
 }
 
+static size_t underscores(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/* Several symbols at one address: the dedup below keeps the first, so
+ * the order says which names the address, whatever the table's order.
+ * perf's rules, so both name a sample alike: sized before unsized, not
+ * weak before weak (the vDSO's __vdso_clock_gettime, not its weak alias
+ * clock_gettime), global before local, fewer leading underscores, the
+ * longer name (glibc's __memmove_avx_unaligned_erms, not its alias
+ * __memcpy_avx_unaligned_erms), then the smaller name. */
 static int sym_cmp(const void *a, const void *b)
 {
 	const struct sym *x = a, *y = b;
+	size_t ux, uy;
 
 	if (x->lo != y->lo)
 		return x->lo < y->lo ? -1 : 1;
-	/* sized before unsized so the dedup below keeps the sized one */
-	return (y->size > 0) - (x->size > 0);
+	if ((x->size > 0) != (y->size > 0))
+		return (y->size > 0) - (x->size > 0);
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	ux = underscores(x->name);
+	uy = underscores(y->name);
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	ux = strlen(x->name);
+	uy = strlen(y->name);
+	if (ux != uy)
+		return ux > uy ? -1 : 1;
+	return strcmp(x->name, y->name);
 }
 
 static int load_symbols_from(struct module *m, Elf_Scn *scn, uint32_t *cap)
@@ -244,12 +274,57 @@ static int load_symbols_from(struct module *m, Elf_Scn *scn, uint32_t *cap)
 			return -ENOMEM;
 		m->syms[m->n_syms++] = (struct sym){
 			.lo = s.st_value, .size = s.st_size, .name = name,
+			.rank = GELF_ST_BIND(s.st_info) == STB_WEAK ? 2 :
+				GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0 : 1,
 		};
 	}
 	return 0;
 }
 
-static int load_symbols(struct module *m)
+/* "X@plt" symbols for the PLT stubs (plt.h), from the debug file or,
+ * when its PLT has no contents (NOBITS), from the executable itself
+ * (exec: its path when the load has found it already, else NULL). */
+static int load_plt(struct sp_debuginfo *di, struct module *m, const char *hint,
+		    const char *exec, uint32_t *cap)
+{
+	struct sp_plt_sym *ps = NULL;
+	size_t n = 0;
+	char *path = NULL;
+	Elf *elf = NULL;
+	int fd = -1, err;
+
+	err = sp_plt__symbols(m->elf, &ps, &n);
+	if (err == -ENODATA && (exec || !sp_debuginfo__find_exec(di, m->id, hint, &path)) &&
+	    (fd = sp_pin__open(exec ? exec : path, NULL)) >= 0 &&
+	    (elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)) && elf_kind(elf) == ELF_K_ELF)
+		err = sp_plt__symbols(elf, &ps, &n);
+	elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	if (err)
+		return err == -ENOMEM ? err : 0;	/* no PLT names: not fatal */
+	if (!n) {
+		free(ps);
+		return 0;
+	}
+	/* the names go into the module's pool: answers outlive ps */
+	for (size_t i = 0; !err && i < n; i++) {
+		const char *name = sp_strpool__intern(&m->pool, ps[i].name, strlen(ps[i].name));
+
+		if (!name || sp_grow((void **)&m->syms, cap, m->n_syms + 1, sizeof(*m->syms)))
+			err = -ENOMEM;
+		else
+			m->syms[m->n_syms++] = (struct sym){
+				.lo = ps[i].addr, .size = ps[i].size, .name = name, .rank = 1,
+			};
+	}
+	free(ps);
+	return err;
+}
+
+static int load_symbols(struct sp_debuginfo *di, struct module *m, const char *hint,
+			const char *exec)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
 	uint32_t cap = 0, w = 0;
@@ -266,6 +341,8 @@ static int load_symbols(struct module *m)
 			dynsym = scn;
 	}
 	err = load_symbols_from(m, symtab ? symtab : dynsym, &cap);
+	if (!err)
+		err = load_plt(di, m, hint, exec, &cap);
 	if (err || !m->n_syms)
 		return err;
 	qsort(m->syms, m->n_syms, sizeof(*m->syms), sym_cmp);
@@ -336,9 +413,11 @@ struct load_result {
 };
 
 /* Program headers from the executable itself when the debug file's are
- * unusable; without them only virtual addresses can be resolved. */
+ * unusable; without them only virtual addresses can be resolved.  *exec
+ * gets the executable's path when found (the caller frees it), so the
+ * PLT names need no second lookup. */
 static int exec_segments(struct sp_debuginfo *di, struct module *m,
-			 const char *hint, struct load_result *lr)
+			 const char *hint, struct load_result *lr, char **exec)
 {
 	char *path = NULL;
 	bool usable;
@@ -371,7 +450,7 @@ out:
 	elf_end(elf);
 	if (fd >= 0)
 		close(fd);
-	free(path);
+	*exec = path;
 	return err;
 }
 
@@ -382,6 +461,7 @@ out:
 static int module_load(struct sp_resolver *r, struct module *m, const char *hint,
 		       struct load_result *lr)
 {
+	char *exec = NULL;
 	bool usable;
 	int err;
 
@@ -403,11 +483,11 @@ static int module_load(struct sp_resolver *r, struct module *m, const char *hint
 	if (err == -ENOMEM)
 		goto fail;
 	if (!usable) {
-		err = exec_segments(r->di, m, hint, lr);
+		err = exec_segments(r->di, m, hint, lr, &exec);
 		if (err == -ENOMEM)
 			goto fail;
 	}
-	err = load_symbols(m);
+	err = load_symbols(r->di, m, hint, exec);
 	if (err)
 		goto fail;
 	m->dw = dwarf_begin_elf(m->elf, DWARF_C_READ, NULL);
@@ -438,8 +518,10 @@ static int module_load(struct sp_resolver *r, struct module *m, const char *hint
 			m->sources[m->n_sources++] =
 				(struct sp_linesrc){ &sp_gopcln_linesrc, src };
 	}
+	free(exec);
 	return 0;
 fail:
+	free(exec);
 	module_clear(m);
 	return err;
 }
@@ -659,7 +741,12 @@ static int resolve_common(struct sp_resolver *r, const char *build_id,
 		ADD(r->st.unresolved, 1);
 		return err;
 	}
-	if (!m->elf || (is_offset && offset_to_vaddr(m, addr, &va))) {
+	/* a module without a file may be forgotten and loaded again while a
+	 * thread that found it through its hint is here
+	 * (sp_resolver__forget_missing): a file seen before the module is
+	 * ready again is not used */
+	if (!LOAD(m->elf) || __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != MOD_READY ||
+	    (is_offset && offset_to_vaddr(m, addr, &va))) {
 		ADD(r->st.unresolved, 1);
 		return -ENOENT;
 	}
@@ -698,6 +785,46 @@ int sp_resolver__resolve_vaddr(struct sp_resolver *r, const char *build_id,
 			       struct sp_frames *out)
 {
 	return resolve_common(r, build_id, hint_path, vaddr, false, out);
+}
+
+int sp_resolver__load(struct sp_resolver *r, const char *build_id, const char *hint_path)
+{
+	struct module *m;
+	uint32_t mi;
+	int err;
+
+	if (sp_buildid__validate(build_id))
+		return -EINVAL;
+	/* get_module takes r->lock itself; a ready module's file is fixed
+	 * (forget_missing only clears modules without one) */
+	err = get_module(r, build_id, hint_path, &m, &mi);
+	if (!err && !LOAD(m->elf))
+		err = -ENOENT;
+	return err;
+}
+
+void sp_resolver__forget_missing(struct sp_resolver *r, const char *build_id)
+{
+	if (sp_buildid__validate(build_id))
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (uint32_t i = 0; i < r->n_mods; i++) {
+		struct module *m = r->mods[i];
+
+		/* a module found without any file answers nothing: safe to
+		 * load again (no string of it can be held anywhere).  Under
+		 * m->lock too: a thread that found m through its hint may be
+		 * about to look in it (lock order: r->lock, then m->lock) */
+		if (m->state == MOD_READY && !m->elf && !strcmp(m->id, build_id)) {
+			pthread_mutex_lock(&m->lock);
+			__atomic_store_n(&m->state, MOD_ABSENT, __ATOMIC_RELEASE);
+			__atomic_sub_fetch(&r->st.modules, 1, __ATOMIC_RELAXED);
+			__atomic_sub_fetch(&r->st.modules_no_debuginfo, !m->path, __ATOMIC_RELAXED);
+			module_clear(m);
+			pthread_mutex_unlock(&m->lock);
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
 }
 
 int sp_resolver__module_info(struct sp_resolver *r, const char *build_id,

@@ -19,6 +19,8 @@
  *     frame i.  Chains longer than SP_RES_MAX_FRAMES keep the innermost
  *     SP_RES_MAX_FRAMES - 1 frames and the real function (so stacks stay
  *     connected), drop the middle and count inline_truncated.
+ *   - Every module's function symbols include its PLT stubs, named
+ *     "X@plt" (plt.h).
  *   - Modules (one per build id) are opened once through the debug-info
  *     finder and kept for the resolver's life; at most max_modules of them
  *     (further build ids resolve to -ENOSPC, counted); stats.modules
@@ -134,6 +136,15 @@ int sp_resolver__resolve(struct sp_resolver *r, const char *build_id,
 int sp_resolver__resolve_vaddr(struct sp_resolver *r, const char *build_id,
 			       const char *hint_path, uint64_t vaddr,
 			       struct sp_frames *out);
+
+/* Opens the module of build_id now (as a resolve would): 0 when a file
+ * was found, -ENOENT when none, -ENOSPC, -ENOMEM. */
+int sp_resolver__load(struct sp_resolver *r, const char *build_id, const char *hint_path);
+
+/* A build id found without any file may have one now (serve stored an
+ * uploaded image): the next request looks again.  Modules that loaded a
+ * file are left alone. */
+void sp_resolver__forget_missing(struct sp_resolver *r, const char *build_id);
 
 /* Where a build id's module came from (after a resolve call opened it):
  * 0 and *path (module-owned) / *src / *has_dwarf, or -ENOENT. */

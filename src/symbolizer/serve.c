@@ -44,12 +44,14 @@
 #include "base/http_guard.h"
 #include "base/metrics_text.h"
 #include "base/rpc_status.h"
+#include "base/symstore.h"
 #include "export/sender.h"
 #include "profile/codec.h"
 #include "profile/profile.h"
 #include "symbolizer/membudget.h"
 #include "symbolizer/serve.h"
 #include "symbolizer/serve_intake.h"
+#include "symbolizer/store.h"
 #include "symbolizer/symbolize.h"
 
 #define PATH_PROFILES "/v1development/profiles"
@@ -66,6 +68,7 @@ enum ctr {
 	C_FORWARD_BYTES, C_ENCODE_ERRORS,
 	C_KERNEL_RESOLVED, C_KERNEL_NO_BUILD_ID, C_KERNEL_NO_SNAPSHOT,
 	C_KERNEL_MISMATCH, C_KERNEL_NOT_FOUND,
+	C_JIT_RESOLVED, C_JIT_NO_SNAPSHOT, C_JIT_NOT_FOUND, C_R503_STORE_NOT_OPEN,
 	C__MAX,
 };
 
@@ -90,6 +93,10 @@ static const char *const ctr_names[C__MAX] = {
 	[C_KERNEL_NO_SNAPSHOT] = "kernel_frames_unresolved_no_snapshot_total",
 	[C_KERNEL_MISMATCH] = "kernel_frames_unresolved_build_id_mismatch_total",
 	[C_KERNEL_NOT_FOUND] = "kernel_frames_unresolved_not_found_total",
+	[C_JIT_RESOLVED] = "jit_frames_resolved_total",
+	[C_JIT_NO_SNAPSHOT] = "jit_frames_unresolved_no_snapshot_total",
+	[C_JIT_NOT_FOUND] = "jit_frames_unresolved_not_found_total",
+	[C_R503_STORE_NOT_OPEN] = "rejected_store_not_open_total",
 	[C_FILES] = "files_written_total",
 	[C_FILE_ERRORS] = "file_errors_total",
 	[C_FORWARDED] = "forwarded_total",
@@ -106,7 +113,8 @@ static const char *const ctr_names[C__MAX] = {
 /* HELP text of each counter on /metrics (promtool wants one per family). */
 static const char *const ctr_help[C__MAX] = {
 	[C_REQUESTS] = "HTTP requests received, on any path",
-	[C_ACCEPTED] = "Profiles answered 200: written and/or forwarded",
+	[C_ACCEPTED] = "Profiles answered 200 (written and/or forwarded) and host-symbol "
+		       "uploads answered 200 (stored or already there)",
 	[C_R400] = "Requests refused as malformed gzip or protobuf (400)",
 	[C_R404] = "Requests for an unknown path (404)",
 	[C_R405] = "Requests with a method the path does not take (405)",
@@ -130,6 +138,12 @@ static const char *const ctr_help[C__MAX] = {
 	[C_KERNEL_MISMATCH] = "Kernel frames unnamed: no snapshot of that kernel build id",
 	[C_KERNEL_NOT_FOUND] =
 		"Kernel frames unnamed: the address is in no snapshot symbol",
+	[C_JIT_RESOLVED] = "JIT frames named from a perf-map snapshot",
+	[C_JIT_NO_SNAPSHOT] =
+		"JIT frames unnamed: their perf-map snapshot is missing or refused",
+	[C_JIT_NOT_FOUND] = "JIT frames unnamed: the address is in no perf-map entry",
+	[C_R503_STORE_NOT_OPEN] =
+		"Host-symbol uploads refused before the store was open (503)",
 	[C_FILES] = "Symbolized profiles written to --output-dir",
 	[C_FILE_ERRORS] = "Symbolized profiles that could not be written",
 	[C_FORWARDED] = "Symbolized profiles forwarded to the next hop",
@@ -177,6 +191,8 @@ struct server {
 	 * the daemon's threads, reads them only after */
 	atomic_bool senders_ready;
 	atomic_bool abort_forward;	/* the senders' stop: shutdown deadline */
+	/* the upload store, set once after the privilege drop */
+	struct sp_store *_Atomic store;
 };
 
 struct worker {
@@ -193,6 +209,7 @@ struct req {
 	unsigned int early_http;	/* the refusal to send at the end */
 	int early_rpc;
 	const char *early_why;
+	bool upload;			/* POST SP_SYMSTORE_UPLOAD_PATH */
 	struct sp_intake in;
 };
 
@@ -290,6 +307,60 @@ static void metric_cuts(struct sp_metrics_buf *b, const char *name, const char *
 	}
 }
 
+/* The upload store and the JIT lookups: what they hold and refused. */
+static void metrics_store(struct server *s, struct sp_metrics_buf *b)
+{
+	static const char *const kinds[] = { "", "kallsyms", "elf", "jit" };
+	static const char *const why[] = { "malformed", "mismatch", "too_large", "store_full",
+					   "write_error" };
+	const char *fam = METRIC_PREFIX "symbols_stored_total";
+	struct sp_store_stats st;
+	struct sp_jit_syms_stats js;
+
+	sp_store__stats(atomic_load(&s->store), &st);
+	metric(b, "symbols_uploads_total", SP_METRIC_COUNTER,
+	       "Host-symbol uploads received (POST " SP_SYMSTORE_UPLOAD_PATH ")", st.uploads);
+	sp_metrics__family(b, fam, SP_METRIC_COUNTER,
+			   "Host-symbol blobs written to the store, by kind");
+	for (int k = 1; k <= SP_SYMSTORE_KIND_MAX; k++) {
+		const char *const l[] = { "kind", kinds[k], NULL };
+
+		sp_metrics__u64(b, fam, l, st.stored[k]);
+	}
+	metric(b, "symbols_duplicates_total", SP_METRIC_COUNTER,
+	       "Uploads of a blob already stored (content-addressed)", st.duplicates);
+	fam = METRIC_PREFIX "symbols_refused_total";
+	sp_metrics__family(b, fam, SP_METRIC_COUNTER, "Host-symbol uploads refused, by reason");
+	{
+		const uint64_t v[] = { st.refused_malformed, st.refused_mismatch,
+				       st.refused_too_big, st.refused_full, st.write_errors };
+
+		for (int i = 0; i < 5; i++) {
+			const char *const l[] = { "reason", why[i], NULL };
+
+			sp_metrics__u64(b, fam, l, v[i]);
+		}
+	}
+	metric(b, "symbols_evicted_total", SP_METRIC_COUNTER,
+	       "JIT pieces removed from the store to stay under --store-max-bytes", st.evicted);
+	metric(b, "store_bytes", SP_METRIC_GAUGE, "Bytes in the host-symbol store", st.bytes);
+	metric(b, "store_files", SP_METRIC_GAUGE, "Files in the host-symbol store", st.files);
+	metric(b, "store_max_bytes", SP_METRIC_GAUGE, "The store's budget (--store-max-bytes)",
+	       st.max_bytes);
+	sp_jit_syms__stats(s->o->jit, &js);
+	metric(b, "jit_cache_bytes", SP_METRIC_GAUGE, "Bytes of parsed perf maps held",
+	       js.cache_bytes);
+	metric(b, "jit_cache_maps", SP_METRIC_GAUGE, "Parsed perf maps held", js.cached);
+	metric(b, "jit_cache_evictions_total", SP_METRIC_COUNTER,
+	       "Parsed perf maps dropped to stay under the cache budget", js.evictions);
+	metric(b, "jit_chains_refused_total", SP_METRIC_COUNTER,
+	       "Perf-map chains refused: a malformed piece or one not its parent's child",
+	       js.bad_piece);
+	metric(b, "jit_lines_refused_total", SP_METRIC_COUNTER,
+	       "Perf-map lines refused while parsing (bad hex, NUL bytes, bad ranges)",
+	       js.lines_refused);
+}
+
 static enum MHD_Result reply_metrics(struct server *s,
 				     struct MHD_Connection *c)
 {
@@ -341,6 +412,7 @@ static enum MHD_Result reply_metrics(struct server *s,
 	       "Address lookups the resolver cache did not hold", rs.cache_misses);
 	metric(&b, "cache_evictions_total", SP_METRIC_COUNTER,
 	       "Resolver cache entries evicted to make room", rs.cache_evictions);
+	metrics_store(s, &b);
 	ret = reply(c, MHD_HTTP_OK, b.p, b.len, "text/plain; version=0.0.4",
 		    false);
 	free(mem);
@@ -457,7 +529,8 @@ static enum MHD_Result first_call(struct server *s, struct MHD_Connection *c,
 		return reply_metrics(s, c);
 	if (!strcmp(method, "GET") && !strcmp(url, "/healthz"))
 		return reply_health(s, c);
-	if (strcmp(url, PATH_PROFILES)) {
+	r->upload = !strcmp(url, SP_SYMSTORE_UPLOAD_PATH) && s->o->store_dir;
+	if (strcmp(url, PATH_PROFILES) && !r->upload) {
 		s->ctr[C_R404]++;
 		return reply(c, MHD_HTTP_NOT_FOUND, "not found\n", 10,
 			     "text/plain", false);
@@ -468,10 +541,11 @@ static enum MHD_Result first_call(struct server *s, struct MHD_Connection *c,
 			     "text/plain", false);
 	}
 	if (!header_is(c, MHD_HTTP_HEADER_CONTENT_TYPE,
-		       "application/x-protobuf")) {
+		       r->upload ? "application/octet-stream" : "application/x-protobuf")) {
 		s->ctr[C_R415]++;
 		return reply_status(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, 3,
-				    "Content-Type must be application/x-protobuf");
+				    r->upload ? "Content-Type must be application/octet-stream"
+					      : "Content-Type must be application/x-protobuf");
 	}
 	ce = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 					 MHD_HTTP_HEADER_CONTENT_ENCODING);
@@ -487,11 +561,20 @@ static enum MHD_Result first_call(struct server *s, struct MHD_Connection *c,
 	r->started = true;
 	r->counted = true;
 	atomic_fetch_add(&s->inflight, 1);
-	sp_intake__init(&r->in, &s->budget, s->o->max_body, s->o->max_decompressed, gzip);
+	if (r->upload)	/* bytes, not a profile: the same budget, no decode */
+		sp_intake__init_raw(&r->in, &s->budget, s->o->max_body,
+				    SP_SYMSTORE_UPLOAD_HDR + SP_SYMSTORE_KEY_MAX + SP_STORE_MAX_PAYLOAD,
+				    gzip);
+	else
+		sp_intake__init(&r->in, &s->budget, s->o->max_body, s->o->max_decompressed,
+				gzip);
 	if (atomic_load(&s->stopping))
 		return refuse_early(s, c, r, C_R503_SHUTDOWN, MHD_HTTP_SERVICE_UNAVAILABLE, 14,
 				    "receiver shutting down; retry");
-	if (mono_ms() < atomic_load(&s->forward_down_until_ms))
+	if (r->upload && !atomic_load(&s->store))
+		return refuse_early(s, c, r, C_R503_STORE_NOT_OPEN, MHD_HTTP_SERVICE_UNAVAILABLE,
+				    14, "store not open yet; retry");
+	if (!r->upload && mono_ms() < atomic_load(&s->forward_down_until_ms))
 		return refuse_early(s, c, r, C_R503_FORWARD_DOWN, MHD_HTTP_SERVICE_UNAVAILABLE,
 				    14, "the next hop is not taking profiles; retry");
 	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -500,6 +583,74 @@ static enum MHD_Result first_call(struct server *s, struct MHD_Connection *c,
 		return refuse_early(s, c, r, C_R413, MHD_HTTP_CONTENT_TOO_LARGE, 8,
 				    "body too large");
 	return MHD_YES;
+}
+
+/* An intake's refusal, answered and counted. */
+static enum MHD_Result reply_refused(struct server *s, struct MHD_Connection *c,
+				     enum sp_intake_verdict v, const char *why)
+{
+	switch (v) {
+	case SP_INTAKE_TOO_LARGE:
+		s->ctr[C_R413]++;
+		return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8, why);
+	case SP_INTAKE_BUSY:
+		s->ctr[C_R503_BUDGET]++;
+		return reply_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, 14, why);
+	default:
+		s->ctr[C_R400]++;
+		return reply_status(c, MHD_HTTP_BAD_REQUEST, 3, why);
+	}
+}
+
+/* A host-symbol upload, whole and inflated by the intake (inside the
+ * budget): into the store, on the connection's thread.  The store's
+ * checks (a snapshot parsed, an image copied into a memfd) hold about the
+ * body's size again: taken first.  Every byte goes back before the
+ * answer (the client's next request may come before this connection
+ * completes). */
+static enum MHD_Result finish_upload(struct server *s, struct MHD_Connection *c,
+				     struct req *r)
+{
+	struct sp_store *st = atomic_load(&s->store);
+	enum sp_intake_verdict v;
+	const uint8_t *body;
+	size_t len;
+	char why[160] = "";
+	int err;
+
+	v = sp_intake__finish_raw(&r->in, &body, &len);
+	if (v != SP_INTAKE_OK)
+		return reply_refused(s, c, v, r->in.why);
+	if (r->in.held + len > s->budget.limit) {	/* could never fit: not a retry */
+		sp_intake__release(&r->in);
+		return reply_refused(s, c, SP_INTAKE_TOO_LARGE,
+				     "upload and its checks larger than the memory budget");
+	}
+	if (!sp_membudget__take(&s->budget, len)) {
+		sp_intake__release(&r->in);
+		s->ctr[C_R503_BUDGET]++;
+		return reply_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, 14,
+				    "receiver memory budget in use; retry");
+	}
+	err = sp_store__put(st, body, len, why, sizeof(why));
+	sp_membudget__give(&s->budget, len);
+	sp_intake__release(&r->in);
+	if (err >= 0) {
+		s->ctr[C_ACCEPTED]++;
+		return reply(c, MHD_HTTP_OK, "", 0, "application/octet-stream", false);
+	}
+	if (err == -E2BIG) {
+		s->ctr[C_R413]++;
+		return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8, why);
+	}
+	if (err == -ENOSPC)	/* counted by the store (refused_full) */
+		return reply_status(c, MHD_HTTP_INSUFFICIENT_STORAGE, 8, why);
+	if (err == -EINVAL) {
+		s->ctr[C_R400]++;
+		return reply_status(c, MHD_HTTP_BAD_REQUEST, 3, why);
+	}
+	/* counted by the store (write_errors) */
+	return reply_status(c, MHD_HTTP_INTERNAL_SERVER_ERROR, 13, why[0] ? why : strerror(-err));
 }
 
 static enum MHD_Result finish(struct server *s, struct MHD_Connection *c,
@@ -511,20 +662,11 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c,
 
 	if (r->answered)
 		return reply_status(c, r->early_http, r->early_rpc, r->early_why);
+	if (r->upload)
+		return finish_upload(s, c, r);
 	v = sp_intake__finish(&r->in, &j.p, &j.charge);
-	switch (v) {
-	case SP_INTAKE_OK:
-		break;
-	case SP_INTAKE_TOO_LARGE:
-		s->ctr[C_R413]++;
-		return reply_status(c, MHD_HTTP_CONTENT_TOO_LARGE, 8, r->in.why);
-	case SP_INTAKE_BUSY:
-		s->ctr[C_R503_BUDGET]++;
-		return reply_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, 14, r->in.why);
-	default:
-		s->ctr[C_R400]++;
-		return reply_status(c, MHD_HTTP_BAD_REQUEST, 3, r->in.why);
-	}
+	if (v != SP_INTAKE_OK)
+		return reply_refused(s, c, v, r->in.why);
 	err = enqueue(s, &j);
 	if (err) {
 		sp_profile__free(j.p);
@@ -683,6 +825,9 @@ static void count_symbolized(struct server *s, const struct sp_symbolize_stats *
 	s->ctr[C_KERNEL_NO_SNAPSHOT] += st->unresolved_kernel_no_snapshot;
 	s->ctr[C_KERNEL_MISMATCH] += st->unresolved_kernel_mismatch;
 	s->ctr[C_KERNEL_NOT_FOUND] += st->unresolved_kernel_not_found;
+	s->ctr[C_JIT_RESOLVED] += st->resolved_jit;
+	s->ctr[C_JIT_NO_SNAPSHOT] += st->unresolved_jit_no_snapshot;
+	s->ctr[C_JIT_NOT_FOUND] += st->unresolved_jit_not_found;
 }
 
 /* Symbolize, encode, write, forward; the verdict goes to the job.  Every
@@ -693,6 +838,9 @@ static void work(struct worker *w, struct job *j)
 {
 	struct server *s = w->s;
 	bool fw_gzip = w->fw && s->o->forward->gzip;
+	struct sp_symbolize_sources src = {
+		.resolver = s->o->resolver, .ksyms = s->o->ksyms, .jit = s->o->jit,
+	};
 	struct sp_symbolize_stats st;
 	uint8_t *enc = NULL, *gz = NULL;
 	size_t enc_len = 0, gz_len = 0;
@@ -707,7 +855,7 @@ static void work(struct worker *w, struct job *j)
 		why = "receiver memory budget in use; retry";
 		goto out;
 	}
-	if (sp_symbolize__profile_ks(s->o->resolver, s->o->ksyms, j->p, &st) == 0)
+	if (sp_symbolize__run(&src, j->p, &st) == 0)
 		count_symbolized(s, &st);
 	fp = sp_profile__footprint(j->p);
 	if (fp > j->charge + est)
@@ -1038,6 +1186,21 @@ int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 		err = -EACCES;
 		goto out;
 	}
+	if (o.store_dir) {
+		struct sp_store_opts sto = {
+			.dir = o.store_dir, .max_bytes = o.store_max_bytes, .ksyms = o.ksyms,
+			.resolver = o.resolver, .jit = o.jit,
+		};
+		struct sp_store *st = NULL;
+		char serr[300] = "";
+
+		err = sp_store__open(&sto, &st, serr, sizeof(serr));
+		if (err) {
+			fprintf(stderr, "spanprof-symbolizer: serve: --store-dir: %s\n", serr);
+			goto out;
+		}
+		atomic_store(&s->store, st);
+	}
 	err = make_senders(s);
 	if (err)
 		goto out;
@@ -1095,6 +1258,7 @@ out:
 				ctr_names[i], (uint64_t)s->ctr[i]);
 	for (uint32_t i = 0; s->workers && i < o.workers; i++)
 		sp_sender__free(s->workers[i].fw);
+	sp_store__free(atomic_load(&s->store));
 	sp_http_guard__free(s->guard);
 	sp_http_guard__free(s->admin_guard);
 	free(s->workers);

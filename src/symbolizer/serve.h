@@ -3,6 +3,17 @@
  * serve.h - the OTLP/HTTP profiles receiver of spanprof-symbolizer.
  *
  * Contract:
+ *   - POST /spanprof/v1/symbols (base/symstore.h: one host-symbol blob,
+ *     application/octet-stream, identity or gzip) with store_dir set:
+ *     read into the same memory budget as profiles (its bytes and the
+ *     inflated bytes taken as they grow, the store's checks taken before
+ *     them) on its connection's thread, under the same connection limits
+ *     and deadlines, then checked and stored by store.h; 200 stored or
+ *     already there, 400 malformed or not what its key says, 413 too
+ *     large, 503 budget in use, shutting down or the store not open yet
+ *     (it is opened after after_bind, as the user serve runs as), 507
+ *     store full (not retried by OTLP senders: the agent counts it), 404
+ *     without store_dir.
  *   - POST /v1development/profiles with Content-Type
  *     application/x-protobuf (an ExportProfilesServiceRequest), identity or
  *     gzip Content-Encoding.  The body is read, decoded and handed to a
@@ -66,6 +77,7 @@
 #include <sys/socket.h>
 
 #include "export/exporter.h"
+#include "jit_syms.h"
 #include "kallsyms.h"
 #include "resolve.h"
 
@@ -77,6 +89,10 @@ struct sp_serve_opts {
 	const char *output_dir;		/* NULL: no files */
 	struct sp_resolver *resolver;	/* required, shared, not owned */
 	struct sp_ksyms_set *ksyms;	/* kernel snapshots; NULL none; not owned */
+	struct sp_jit_syms *jit;	/* JIT perf-map pieces; NULL none; not owned */
+	/* host-symbol uploads (store.h) are written here; NULL: refused (404) */
+	const char *store_dir;
+	uint64_t store_max_bytes;	/* default 1 GiB */
 	const char *admin_listen;	/* NULL: no admin port */
 	uint32_t queue_len;		/* default 16 */
 	uint32_t workers;		/* default 1 */

@@ -27,6 +27,13 @@ void sp_intake__init(struct sp_intake *in, struct sp_membudget *b, size_t max_bo
 	in->walk.max_msgs = SP_DECODE_MAX_ENTRIES;
 }
 
+void sp_intake__init_raw(struct sp_intake *in, struct sp_membudget *b, size_t max_body,
+			 size_t max_plain, bool gzip)
+{
+	sp_intake__init(in, b, max_body, max_plain, gzip);
+	in->raw = true;
+}
+
 void sp_intake__release(struct sp_intake *in)
 {
 	free(in->buf);
@@ -60,7 +67,9 @@ static int grow(struct sp_intake *in, uint8_t **buf, size_t *cap, uint64_t *held
 		nc *= 2;
 	if (nc > max)
 		nc = max;
-	if (nc - *cap > in->budget->limit) {
+	/* what the intake would hold at once (the body, and the inflated
+	 * bytes when those grow): past the whole budget it never fits */
+	if (nc - *cap + *held + (held == &in->held ? 0 : in->held) > in->budget->limit) {
 		sp_intake__refuse(in, SP_INTAKE_TOO_LARGE, "body larger than the memory budget");
 		return -E2BIG;
 	}
@@ -85,8 +94,11 @@ static int grow(struct sp_intake *in, uint8_t **buf, size_t *cap, uint64_t *held
  * bytes held counted). */
 static int walk(struct sp_intake *in, const uint8_t *plain, size_t len, uint64_t held)
 {
-	int r = sp_pbcost__feed(&in->walk, plain, len);
+	int r;
 
+	if (in->raw)
+		return 0;
+	r = sp_pbcost__feed(&in->walk, plain, len);
 	if (r == -E2BIG) {
 		sp_intake__refuse(in, SP_INTAKE_TOO_LARGE, "request over the decoder's table limits");
 		return r;
@@ -122,9 +134,10 @@ void sp_intake__feed(struct sp_intake *in, const uint8_t *data, size_t n)
 		walk(in, in->buf, in->len, in->held);
 }
 
-/* Inflates in->buf into *plain, piece by piece, walking each. */
+/* Inflates in->buf into *plain (*plain_cap bytes), piece by piece,
+ * walking each. */
 static int inflate_walked(struct sp_intake *in, uint8_t **plain, size_t *plain_len,
-			  uint64_t *plain_held)
+			  size_t *plain_cap, uint64_t *plain_held)
 {
 	size_t cap = 0, have = 0;
 	z_stream zs;
@@ -183,6 +196,7 @@ static int inflate_walked(struct sp_intake *in, uint8_t **plain, size_t *plain_l
 	if (!err)
 		err = walk(in, *plain, have, in->held + *plain_held);
 	*plain_len = have;
+	*plain_cap = cap;
 	return err;
 }
 
@@ -190,7 +204,7 @@ enum sp_intake_verdict sp_intake__finish(struct sp_intake *in, struct sp_profile
 					 uint64_t *charge)
 {
 	uint8_t *plain = NULL;
-	size_t plain_len = 0;
+	size_t plain_len = 0, plain_cap = 0;
 	uint64_t plain_held = 0, predicted = 0, fp;
 	struct sp_profile *p = NULL;
 	int err;
@@ -199,7 +213,7 @@ enum sp_intake_verdict sp_intake__finish(struct sp_intake *in, struct sp_profile
 	*charge = 0;
 	if (in->verdict != SP_INTAKE_OK)
 		goto out;
-	if (in->gzip && inflate_walked(in, &plain, &plain_len, &plain_held))
+	if (in->gzip && inflate_walked(in, &plain, &plain_len, &plain_cap, &plain_held))
 		goto out;
 	if (sp_pbcost__finish(&in->walk, plain ? plain : in->buf, plain ? plain_len : in->len)) {
 		sp_intake__refuse(in, in->walk.err == -E2BIG ? SP_INTAKE_TOO_LARGE : SP_INTAKE_MALFORMED,
@@ -241,5 +255,34 @@ out:
 	free(plain);
 	sp_membudget__give(in->budget, plain_held);
 	sp_intake__release(in);
+	return in->verdict;
+}
+
+enum sp_intake_verdict sp_intake__finish_raw(struct sp_intake *in, const uint8_t **data,
+					     size_t *len)
+{
+	uint8_t *plain = NULL;
+	size_t plain_len = 0, plain_cap = 0;
+	uint64_t plain_held = 0;
+
+	*data = NULL;
+	*len = 0;
+	if (in->verdict != SP_INTAKE_OK)
+		return in->verdict;
+	if (in->gzip) {
+		if (inflate_walked(in, &plain, &plain_len, &plain_cap, &plain_held)) {
+			free(plain);
+			sp_membudget__give(in->budget, plain_held);
+			return in->verdict;
+		}
+		/* the inflated bytes replace the body (given back now) */
+		sp_intake__release(in);
+		in->buf = plain;
+		in->len = plain_len;
+		in->cap = plain_cap;
+		in->held = plain_held;
+	}
+	*data = in->buf;
+	*len = in->len;
 	return in->verdict;
 }

@@ -17,6 +17,11 @@
  *              profile keeps its footprint (sp_profile__footprint) taken,
  *              in *charge, for whoever holds it to give back.
  *
+ * Raw intake (__init_raw, __finish_raw): the same budget, bounds and
+ * inflating for a body that is bytes, not a profile (a host-symbol
+ * upload): no walk, no decode; the plain bytes stay in the intake, taken
+ * from the budget, until __release.
+ *
  * Verdicts (sticky: after a refusal, __feed only counts bytes):
  *   SP_INTAKE_OK          *out and *charge set
  *   SP_INTAKE_TOO_LARGE   413: over max_body, max_plain, the decoder's
@@ -49,6 +54,7 @@ struct sp_intake {
 	struct sp_membudget *budget;	/* not owned */
 	size_t max_body, max_plain;
 	bool gzip;
+	bool raw;			/* __init_raw: bytes, not a profile */
 	enum sp_intake_verdict verdict;
 	const char *why;
 	uint8_t *buf;			/* the body as received */
@@ -60,11 +66,17 @@ struct sp_intake {
 
 void sp_intake__init(struct sp_intake *in, struct sp_membudget *b, size_t max_body,
 		     size_t max_plain, bool gzip);
+void sp_intake__init_raw(struct sp_intake *in, struct sp_membudget *b, size_t max_body,
+			 size_t max_plain, bool gzip);
 void sp_intake__feed(struct sp_intake *in, const uint8_t *data, size_t n);
 /* Refuses at once (e.g. a Content-Length over max_body). */
 void sp_intake__refuse(struct sp_intake *in, enum sp_intake_verdict v, const char *why);
 enum sp_intake_verdict sp_intake__finish(struct sp_intake *in, struct sp_profile **out,
 					 uint64_t *charge);
+/* A raw intake's plain bytes (inflated when gzip), valid until
+ * __release; the verdict. */
+enum sp_intake_verdict sp_intake__finish_raw(struct sp_intake *in, const uint8_t **data,
+					     size_t *len);
 /* Gives back what the intake still holds (not the profile's charge). */
 void sp_intake__release(struct sp_intake *in);
 

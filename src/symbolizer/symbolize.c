@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_frames.h"
 #include "symbolize.h"
 
 static int32_t intern_or_zero(struct sp_profile *p, const char *s)
@@ -19,8 +20,8 @@ static int32_t intern_or_zero(struct sp_profile *p, const char *s)
 	return sp_profile__intern(p, s);
 }
 
-static int fill_location(struct sp_profile *p, struct sp_location *loc,
-			 const struct sp_frames *fr)
+int sp_symbolize__fill_location(struct sp_profile *p, struct sp_location *loc,
+				const struct sp_frames *fr)
 {
 	uint8_t n = fr->n < SP_MAX_INLINE ? fr->n : SP_MAX_INLINE;
 	struct sp_line lines[SP_MAX_INLINE];
@@ -55,65 +56,6 @@ static int fill_location(struct sp_profile *p, struct sp_location *loc,
 	return 0;
 }
 
-struct kcache {
-	int32_t mapping;		/* -1: nothing cached */
-	const struct sp_ksyms *k;
-};
-
-/* A kernel location: 0 resolved, 1 unresolved (counted), <0 error. */
-static int kernel_location(struct sp_ksyms_set *ks, struct sp_profile *p,
-			   struct sp_location *loc, struct kcache *kc,
-			   struct sp_symbolize_stats *st)
-{
-	char name[2 * SP_KALLSYMS_MAX_NAME + 8];
-	struct sp_frames fr = { .n = 1, .source = SP_RES_SYMTAB };
-	struct sp_ksyms_set_stats ss;
-	struct sp_mapping *m;
-	struct sp_ksym sym;
-	const char *id;
-	int err;
-
-	st->unresolved_kernel++;
-	if (loc->mapping <= 0 || (uint32_t)loc->mapping >= p->n_mappings) {
-		st->unresolved_kernel_no_build_id++;
-		return 1;
-	}
-	m = &p->mappings[loc->mapping];
-	id = sp_profile__str(p, m->build_id);
-	if (!*id || sp_buildid__validate(id)) {
-		st->unresolved_kernel_no_build_id++;
-		return 1;
-	}
-	if (kc->mapping != loc->mapping) {
-		kc->mapping = loc->mapping;
-		kc->k = sp_ksyms_set__get(ks, id);
-	}
-	if (!kc->k) {
-		sp_ksyms_set__stats(ks, &ss);
-		if (ss.loaded)
-			st->unresolved_kernel_mismatch++;
-		else
-			st->unresolved_kernel_no_snapshot++;
-		return 1;
-	}
-	if (sp_ksyms__resolve(kc->k, loc->address, &sym)) {
-		st->unresolved_kernel_not_found++;
-		return 1;
-	}
-	if (sym.module)
-		snprintf(name, sizeof(name), "%s [%s]", sym.name, sym.module);
-	else
-		snprintf(name, sizeof(name), "%s", sym.name);
-	fr.f[0] = (struct sp_frame){ .function = name, .linkage = sym.name };
-	err = fill_location(p, loc, &fr);
-	if (err)
-		return err;
-	p->mappings[loc->mapping].has_functions = true;
-	st->unresolved_kernel--;
-	st->resolved_kernel++;
-	return 0;
-}
-
 int sp_symbolize__profile(struct sp_resolver *r, struct sp_profile *p,
 			  struct sp_symbolize_stats *st)
 {
@@ -124,10 +66,20 @@ int sp_symbolize__profile_ks(struct sp_resolver *r, struct sp_ksyms_set *ks,
 			     struct sp_profile *p,
 			     struct sp_symbolize_stats *st)
 {
-	struct kcache kc = { .mapping = -1 };
+	struct sp_symbolize_sources src = { .resolver = r, .ksyms = ks };
+
+	return sp_symbolize__run(&src, p, st);
+}
+
+int sp_symbolize__run(const struct sp_symbolize_sources *src, struct sp_profile *p,
+		      struct sp_symbolize_stats *st)
+{
+	struct sp_host_frames_cache hc;
+	struct sp_resolver *r = src->resolver;
 	struct sp_frames fr;
 	int err = 0;
 
+	sp_host_frames__cache_init(&hc);
 	memset(st, 0, sizeof(*st));
 	for (uint32_t i = 1; i < p->n_locations; i++) {
 		struct sp_location *loc = &p->locations[i];
@@ -142,16 +94,19 @@ int sp_symbolize__profile_ks(struct sp_resolver *r, struct sp_ksyms_set *ks,
 			continue;
 		}
 		st->unresolved++;	/* undone below on success */
-		if (loc->frame_kind == SP_FRAME_KERNEL) {
-			rc = kernel_location(ks, p, loc, &kc, st);
-			if (rc < 0) {
-				err = rc;
-				goto out;
-			}
-			if (rc == 0) {
-				st->unresolved--;
-				st->resolved++;
-			}
+		rc = sp_host_frames__location(src, p, loc, &hc, st);
+		if (rc < 0) {
+			err = rc;
+			goto out;
+		}
+		if (rc == 0) {
+			st->unresolved--;
+			st->resolved++;
+		}
+		if (rc != SP_HOST_FRAMES_NOT_MINE)
+			continue;
+		if (!r) {
+			st->unresolved_other++;
 			continue;
 		}
 		if (loc->mapping <= 0 || (uint32_t)loc->mapping >= p->n_mappings) {
@@ -188,7 +143,7 @@ int sp_symbolize__profile_ks(struct sp_resolver *r, struct sp_ksyms_set *ks,
 			st->unresolved_other++;
 			continue;
 		}
-		err = fill_location(p, loc, &fr);
+		err = sp_symbolize__fill_location(p, loc, &fr);
 		if (err)
 			goto out;
 		/* p->mappings cannot move: nothing here adds mappings */
@@ -214,5 +169,6 @@ int sp_symbolize__profile_ks(struct sp_resolver *r, struct sp_ksyms_set *ks,
 		}
 	}
 out:
+	sp_host_frames__cache_release(&hc);
 	return err;
 }

@@ -14,18 +14,13 @@
  *     (has_inline_frames: DWARF was used, so inlined frames are expanded).
  *   - Frames that cannot be resolved keep their address and mapping and are
  *     counted by reason; nothing is dropped.
- *   - Kernel frames (frame_kind SP_FRAME_KERNEL, mapping "[kernel.kallsyms]"
- *     with the kernel's build id) are resolved with the kallsyms snapshot
- *     of that build id from ks (sp_symbolize__profile_ks; ks may be NULL):
- *     the runtime address is looked up as is (the snapshot and the profile
- *     come from the same boot, KASLR included).  The location gets one
- *     line whose Function is named after the symbol, "name [module]" for
- *     module symbols (system_name = the bare symbol), no file, line 0; the
- *     mapping gets has_functions.  Unresolved kernel frames are counted in
- *     unresolved_kernel and, by reason, in unresolved_kernel_*:
- *     no_build_id (no mapping or build id), no_snapshot (no snapshot at
- *     all), mismatch (snapshots are held, none with this build id),
- *     not_found (no symbol covers the address).
+ *   - Kernel frames (frame_kind SP_FRAME_KERNEL) and JIT frames (a
+ *     "[perf-map]" mapping) are resolved by host_frames.h: kernel image,
+ *     module and boot mappings from the kallsyms snapshots (and vmlinux
+ *     debug info by build id, with lines and inlined frames, when the
+ *     resolver finds one), JIT frames from the perf-map pieces.  Counted in
+ *     resolved_kernel / unresolved_kernel_* and resolved_jit /
+ *     unresolved_jit_*.
  *   - Only the location's lines, the mappings' flags, and the string and
  *     function tables change.  Returns 0 or a negative errno (-ENOMEM).
  */
@@ -35,6 +30,7 @@
 #include <stdint.h>
 
 #include "profile/profile.h"
+#include "jit_syms.h"
 #include "kallsyms.h"
 #include "resolve.h"
 
@@ -55,16 +51,35 @@ struct sp_symbolize_stats {
 	uint64_t unresolved_kernel_no_snapshot;
 	uint64_t unresolved_kernel_mismatch;	/* build id mismatch */
 	uint64_t unresolved_kernel_not_found;
+	uint64_t resolved_kernel_dwarf;	/* ... of them from vmlinux debug info */
+	uint64_t resolved_jit;		/* from a JIT perf-map snapshot */
+	uint64_t unresolved_jit;	/* sum of the two below */
+	uint64_t unresolved_jit_no_snapshot;	/* chain missing or broken */
+	uint64_t unresolved_jit_not_found;	/* address in no entry */
 	uint64_t unresolved_out_of_range;	/* address outside the mapping */
 	uint64_t unresolved_not_found;	/* no debug info or no symbol */
 	uint64_t unresolved_other;	/* -ENOSPC etc. */
 	uint64_t inline_frames;		/* lines beyond the first */
 };
 
+/* Where names come from; any may be NULL (its frames stay unresolved). */
+struct sp_symbolize_sources {
+	struct sp_resolver *resolver;	/* ELF/DWARF by build id (and vmlinux) */
+	struct sp_ksyms_set *ksyms;	/* kernel symbol snapshots */
+	struct sp_jit_syms *jit;	/* JIT perf-map pieces */
+};
+
+int sp_symbolize__run(const struct sp_symbolize_sources *src, struct sp_profile *p,
+		      struct sp_symbolize_stats *st);
 int sp_symbolize__profile(struct sp_resolver *r, struct sp_profile *p,
 			  struct sp_symbolize_stats *st);
 int sp_symbolize__profile_ks(struct sp_resolver *r, struct sp_ksyms_set *ks,
 			     struct sp_profile *p,
 			     struct sp_symbolize_stats *st);
+
+/* loc's lines from a resolver's frames (inlined first), functions added
+ * deduplicated; for host_frames.c.  0 or -ENOMEM. */
+int sp_symbolize__fill_location(struct sp_profile *p, struct sp_location *loc,
+				const struct sp_frames *fr);
 
 #endif /* SPANPROF_SYMBOLIZER_SYMBOLIZE_H */

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #include "profile/codec.h"
+#include "base/jit_piece.h"
+#include "base/symstore.h"
 #include "profile/profile.h"
 #include "../unit/cfi_elf.h"
 
@@ -119,5 +121,24 @@ int main(int argc, char **argv)
 	free(ot);
 	free(gz);
 	sp_profile__free(p);
+	{
+		/* a JIT piece with a parent, and the upload envelope around it */
+		static const char map[] = "7f213afc66c0 180 JS:*fib /srv/app/load.js:1:13\n";
+		struct sp_jit_id parent = { .b = { 7, 7, 7 } }, id;
+		uint8_t *pc = NULL, *env = NULL;
+		size_t pc_len, env_len;
+
+		if (sp_jit_piece__encode(SP_JIT_PERF_MAP, 42, &parent, 4096,
+					 (const uint8_t *)map, sizeof(map) - 1, &pc, &pc_len, &id) ||
+		    sp_symstore__upload_encode(SP_SYMSTORE_JIT, id.b, SP_JIT_ID_LEN, pc, pc_len,
+					       &env, &env_len)) {
+			fprintf(stderr, "make_seeds: encoding the JIT piece failed\n");
+			return 1;
+		}
+		rc |= put(argv[1], "fuzz_jit_piece", "piece-1", pc, pc_len);
+		rc |= put(argv[1], "fuzz_jit_piece", "upload-1", env, env_len);
+		free(pc);
+		free(env);
+	}
 	return rc;
 }

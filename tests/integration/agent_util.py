@@ -284,6 +284,45 @@ def start_symbolizer(port, outdir, workdir):
     fail("symbolizer serve did not listen")
 
 
+class StoreServe:
+    """`spanprof-symbolizer serve --store-dir` as nobody (serve's default as
+    root), with output and store directories of its own owned by nobody: it
+    shares no file with the agent.  .port, .out, .store, .log_path."""
+
+    def __init__(self, workdir, extra=()):
+        import pwd
+        import tempfile
+        nobody = pwd.getpwnam("nobody")
+        self.top = tempfile.mkdtemp(prefix="spanprof-serve-")
+        self.out = os.path.join(self.top, "out")
+        self.store = os.path.join(self.top, "store")
+        for x in (self.top, self.out, self.store):
+            os.makedirs(x, exist_ok=True)
+            os.chown(x, nobody.pw_uid, nobody.pw_gid)
+        self.port = free_port()
+        self.log_path = os.path.join(workdir, "serve.log")
+        log = open(self.log_path, "w")
+        self.p = subprocess.Popen([SYMBOLIZER, "serve", "--listen", "127.0.0.1:%d" % self.port,
+                                   "--output-dir", self.out, "--store-dir", self.store,
+                                   "--no-debuginfod"] + list(extra),
+                                  stdout=log, stderr=subprocess.STDOUT)
+        wait_for(lambda: self.p.poll() is not None or http_get(self.port, "/metrics")[0] == 200,
+                 15, what="serve's /metrics")
+        if self.p.poll() is not None:
+            fail("serve exited: %s" % open(self.log_path).read())
+
+    def stop(self):
+        """SIGTERM, wait; returns its log."""
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            self.p.wait(timeout=30)
+        return open(self.log_path).read()
+
+    def cleanup(self):
+        import shutil
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
 def busy(seconds, name="callchain"):
     """Starts a fixture that keeps a CPU busy."""
     exe = os.path.join(FIXTURES, name)

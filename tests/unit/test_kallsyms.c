@@ -9,7 +9,9 @@
  * bound; resolution edges (below the first symbol, exact starts, the last
  * byte before the next symbol, end markers, module tails).  The snapshot
  * set (files, lazy directories, misnamed files, invalid build ids) and
- * kernel frames in sp_symbolize__profile_ks with every counter.
+ * kernel frames in sp_symbolize__profile_ks with every counter, and
+ * through the layout (link-time image offsets against another boot's
+ * slid snapshot, module offsets by build id, boot-id slots).
  * Capture (src/collector/host/kallsyms.c) on fake inputs through
  * SPANPROF_KALLSYMS_PATH (all-zero addresses -> -EPERM, unsorted and
  * malformed lines) and, as root, on the real /proc/kallsyms: mode 0644,
@@ -503,6 +505,101 @@ static void test_symbolize_kernel_frames(void **state)
 	sp_profile__free(p);
 }
 
+/* Kernel frames through the collector's layout (kernel_layout.h): image
+ * frames as link-time addresses (memory_start = the link-time _text),
+ * module frames as (module build id, offset in .text), boot frames as
+ * (boot id, runtime address).  The snapshot is another boot's: its _text
+ * and every symbol moved by one KASLR slide, its modules loaded elsewhere,
+ * so only offsets name them right. */
+#define MOD_ID "abcdef0123456789abcdef0123456789abcdef01"
+#define BOOT "11111111-2222-3333-4444-555555555555"
+#define BOOT_HEX "11111111222233334444555555555555"
+static const char slid[] =
+	"# spanprof-kallsyms v1 build-id=" ID " captured-at=1 kernel=6.1.0-test boot-id=" BOOT "\n"
+	"# module mymod build-id=" MOD_ID " text=ffffffffc1230000 size=1000\n"
+	"ffffffff9a000000 T _text\n"
+	"ffffffff9a000100 T first_fn\n"			/* link-time 0x...81000100 */
+	"ffffffff9a000200 T second_fn\n"
+	"ffffffff9a000400 T _etext\n"
+	"ffffffffc1230000 t mod_a\t[mymod]\n"
+	"ffffffffc1230080 t mod_b\t[mymod]\n"
+	"ffffffffc2000000 t bpf_prog_feed_x\t[bpf]\n";
+
+static const char *name_of(struct sp_profile *p, int32_t loc)
+{
+	const struct sp_location *l = &p->locations[loc];
+
+	if (l->n_lines != 1)
+		return "";
+	return sp_profile__str(p, p->functions[l->lines[0].function].name);
+}
+
+static void test_symbolize_layout_frames(void **state)
+{
+	struct sp_profile *p = sp_profile__new();
+	struct sp_mapping km = { 0 }, mm = { 0 }, bm = { 0 }, om = { 0 };
+	struct sp_location l = { .frame_kind = SP_FRAME_KERNEL };
+	struct sp_symbolize_stats st;
+	struct sp_ksyms_set *s;
+	int32_t locs[7];
+	char path[PATH_MAX];
+
+	(void)state;
+	assert_non_null(p);
+	km.filename = sp_profile__intern(p, "[kernel.kallsyms]");
+	km.build_id = sp_profile__intern(p, ID);
+	km.memory_start = 0xffffffff81000000ull;	/* link-time _text */
+	km.memory_limit = 0xffffffff82000000ull;
+	mm.filename = sp_profile__intern(p, "[module:mymod]");
+	mm.build_id = sp_profile__intern(p, MOD_ID);
+	mm.memory_limit = 0x1000;
+	bm.filename = sp_profile__intern(p, "[kernel.boot]");
+	bm.build_id = sp_profile__intern(p, BOOT_HEX);
+	bm.memory_start = 0xffffffffc0000000ull;
+	om.filename = sp_profile__intern(p, "[kernel.boot]");	/* another boot */
+	om.build_id = sp_profile__intern(p, "99999999999999999999999999999999");
+	om.memory_start = 0xffffffffc0000000ull;
+	om.memory_limit = 1;
+	l.mapping = sp_profile__add_mapping(p, &km);
+	l.address = 0xffffffff81000123ull;		/* first_fn + 0x23 */
+	locs[0] = sp_profile__add_location(p, &l);
+	l.address = 0xffffffff81000200ull;		/* second_fn */
+	locs[1] = sp_profile__add_location(p, &l);
+	l.address = 0xffffffff80000000ull;		/* below memory_start */
+	locs[2] = sp_profile__add_location(p, &l);
+	l.mapping = sp_profile__add_mapping(p, &mm);
+	l.address = 0x84;				/* mod_b + 4 */
+	locs[3] = sp_profile__add_location(p, &l);
+	l.address = 0x2000;				/* past the module's size */
+	locs[4] = sp_profile__add_location(p, &l);
+	l.mapping = sp_profile__add_mapping(p, &bm);
+	l.address = 0xffffffffc2000010ull;		/* runtime, this boot */
+	locs[5] = sp_profile__add_location(p, &l);
+	l.mapping = sp_profile__add_mapping(p, &om);
+	l.address = 0xffffffffc2000010ull;		/* runtime of a boot not held */
+	locs[6] = sp_profile__add_location(p, &l);
+
+	assert_int_equal(sp_ksyms_set__new(&s), 0);
+	snprintf(path, sizeof(path), "%s/slid.kallsyms", tu_dir);
+	write_file(path, slid, strlen(slid));
+	assert_int_equal(sp_ksyms_set__add_file(s, path), 0);
+	assert_int_equal(sp_symbolize__profile_ks(NULL, s, p, &st), 0);
+	assert_string_equal(name_of(p, locs[0]), "first_fn");
+	assert_string_equal(name_of(p, locs[1]), "second_fn");
+	assert_string_equal(name_of(p, locs[2]), "");
+	assert_string_equal(name_of(p, locs[3]), "mod_b [mymod]");
+	assert_string_equal(name_of(p, locs[4]), "");
+	assert_string_equal(name_of(p, locs[5]), "bpf_prog_feed_x [bpf]");
+	assert_string_equal(name_of(p, locs[6]), "");
+	assert_int_equal(st.resolved_kernel, 4);
+	assert_int_equal(st.unresolved_kernel, 3);
+	assert_int_equal(st.unresolved_kernel_not_found, 2);	/* below, past the size */
+	assert_int_equal(st.unresolved_kernel_mismatch, 1);	/* the boot not held */
+	assert_int_equal(sp_profile__validate(p), 0);
+	sp_ksyms_set__free(s);
+	sp_profile__free(p);
+}
+
 /* ------------------------------------------------------------ capture */
 
 static struct sp_ksyms *load_capture(const char *path)
@@ -650,6 +747,7 @@ int main(void)
 		cmocka_unit_test(test_symbol_count_bound),
 		cmocka_unit_test(test_set_files_and_dirs),
 		cmocka_unit_test(test_symbolize_kernel_frames),
+		cmocka_unit_test(test_symbolize_layout_frames),
 		cmocka_unit_test(test_capture_fake),
 		cmocka_unit_test(test_capture_real),
 	};

@@ -372,6 +372,48 @@ static struct sp_proc_table *fake_table(uint32_t procs, uint32_t mappings, uint3
 	return t;
 }
 
+/* [vdso] with the configured image's build id and length; a [vdso] of
+ * another length (a 32-bit process's image) stays unknown.  Two
+ * processes' anonymous memory at one range are two entries. */
+static void test_fake_vdso_and_anon(void **state)
+{
+	static const char m1[] =
+		"7f0000000000-7f0000002000 r-xp 00000000 00:00 0 [vdso]\n"
+		"7f1000000000-7f1000100000 rwxp 00000000 00:00 0 \n";
+	static const char m2[] =
+		"7f0000000000-7f0000001000 r-xp 00000000 00:00 0 [vdso]\n"
+		"7f1000000000-7f1000100000 rwxp 00000000 00:00 0 \n";
+	struct sp_proc_table_config cfg = {
+		.max_procs = 8, .max_mappings = 64, .max_maps_per_proc = 64,
+		.buildid_cache_entries = 16, .refresh_interval_ns = 10 * MS, .proc_root = tu_dir,
+		.vdso_len = 0x2000,
+	};
+	const struct sp_mapping_info *m;
+	struct sp_proc_table *t;
+	uint32_t a, b;
+
+	(void)state;
+	cfg.vdso_build_id.len = 20;
+	memset(cfg.vdso_build_id.id, 0xab, 20);
+	fake_proc(201, m1, strlen(m1));
+	fake_proc(202, m2, strlen(m2));
+	t = sp_proc_table__new(&cfg);
+	assert_non_null(t);
+	m = sp_proc_table__mapping(t, sp_proc_table__resolve(t, 201, 0x7f0000001000ULL, MS));
+	assert_non_null(m);
+	assert_int_equal(m->kind, SP_MAP_VDSO);
+	assert_string_equal(m->path, "[vdso]");
+	assert_int_equal(m->build_id.len, 20);
+	assert_int_equal(m->build_id.id[19], 0xab);
+	assert_int_equal(sp_proc_table__resolve(t, 202, 0x7f0000000800ULL, MS), 0);
+	a = sp_proc_table__resolve(t, 201, 0x7f1000000010ULL, MS);
+	b = sp_proc_table__resolve(t, 202, 0x7f1000000010ULL, MS);
+	assert_true(a && b && a != b);
+	assert_int_equal(sp_proc_table__mapping(t, a)->pid, 201);
+	assert_int_equal(sp_proc_table__mapping(t, b)->pid, 202);
+	sp_proc_table__free(t);
+}
+
 static void test_fake_malformed_lines(void **state)
 {
 	char maps[16384];
@@ -420,12 +462,21 @@ static void test_fake_malformed_lines(void **state)
 	assert_string_equal(m->path, "/bin/last");
 	assert_int_equal(st->no_build_id, 3);
 
-	/* Read-only part of the file, JIT, vdso, the overlong line's range:
-	 * unmapped, and known ranges need no re-read. */
+	/* Read-only part of the file, vdso (no vDSO build id configured),
+	 * the overlong line's range: unmapped, and known ranges need no
+	 * re-read.  Anonymous executable memory (JIT) is this process's own
+	 * "[anon]" entry. */
 	assert_int_equal(sp_proc_table__resolve(t, 100, 0x400800, 1000 * MS), 0);
-	assert_int_equal(sp_proc_table__resolve(t, 100, 0x500000, 2000 * MS), 0);
+	id = sp_proc_table__resolve(t, 100, 0x500000, 2000 * MS);
+	m = sp_proc_table__mapping(t, id);
+	assert_non_null(m);
+	assert_int_equal(m->kind, SP_MAP_ANON);
+	assert_int_equal(m->pid, 100);
+	assert_string_equal(m->path, "[anon]");
+	assert_true(m->start == 0x500000 && m->limit == 0x600000 && !m->build_id.len);
+	assert_int_equal(st->addr_anon, 1);
 	assert_int_equal(sp_proc_table__resolve(t, 100, 0x7ffd00000010ULL, 3000 * MS), 0);
-	assert_int_equal(st->addr_unmapped, 3);
+	assert_int_equal(st->addr_unmapped, 2);
 	assert_int_equal(st->maps_reads, 1);	/* JIT/vdso are known ranges */
 	assert_int_equal(sp_proc_table__resolve(t, 100, 0x900800, 3000 * MS), 0);
 	assert_int_equal(st->maps_reads, 2);
@@ -1020,6 +1071,7 @@ int main(void)
 		cmocka_unit_test(test_child_exits_after_read),
 		cmocka_unit_test(test_pid_reuse),
 		cmocka_unit_test(test_fake_malformed_lines),
+		cmocka_unit_test(test_fake_vdso_and_anon),
 		cmocka_unit_test(test_fake_root_fallback),
 		cmocka_unit_test(test_fake_container_root),
 		cmocka_unit_test(test_fake_unreadable),

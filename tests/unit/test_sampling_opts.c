@@ -30,8 +30,8 @@
 #include "collector/pipeline/sampling_opts.h"
 
 static const struct sp_sampling_opts defaults = {
-	.hz = 97, .kernel = true, .trace_ctx = true, .ringbuf_bytes = 4u << 20, .poll_ms = 100,
-	.agg_budget = 64u << 20, .off_cpu_min_us = 10, .off_cpu_rate = 1000,
+	.hz = 97, .kernel = true, .trace_ctx = true, .jit = true, .ringbuf_bytes = 4u << 20,
+	.poll_ms = 100, .agg_budget = 64u << 20, .off_cpu_min_us = 10, .off_cpu_rate = 1000,
 };
 
 static const struct option own[] = {
@@ -90,7 +90,8 @@ static void test_every_option(void **state)
 {
 	const char *const args[] = {
 		"cmd", "-o", "x", "--mine", "-F", "997", "--no-kernel", "--idle",
-		"--no-trace-context", "--no-process-env", "--off-cpu", "--off-cpu-min-us", "5", "--off-cpu-sample", "3",
+		"--no-trace-context", "--no-jit", "--no-process-env", "--off-cpu", "--off-cpu-min-us",
+		"5", "--off-cpu-sample", "3",
 		"--off-cpu-kernel-threads", "--off-cpu-max-pending", "4", "--ctx-max-procs", "8",
 		"--ringbuf-size", "65536", "--poll-ms", "7", "--agg-budget", "1048576",
 		"--agg-entries", "99", NULL,
@@ -106,6 +107,7 @@ static void test_every_option(void **state)
 	assert_false(o.kernel);
 	assert_true(o.idle);
 	assert_false(o.trace_ctx);
+	assert_false(o.jit);
 	assert_true(o.no_process_env);
 	assert_true(o.off_cpu);
 	assert_int_equal(o.off_cpu_min_us, 5);
@@ -159,7 +161,7 @@ static void test_defaults_and_derived(void **state)
 	(void)state;
 	assert_int_equal(parse(none, &o, msg, sizeof(msg), &own_seen), 0);
 	assert_int_equal(o.hz, 97);
-	assert_true(o.kernel && o.trace_ctx && !o.idle && !o.off_cpu);
+	assert_true(o.kernel && o.trace_ctx && o.jit && !o.idle && !o.off_cpu);
 	assert_int_equal(o.agg_entries, 65536);		/* 64 MiB / 512 */
 	assert_int_equal(parse(budget, &o, msg, sizeof(msg), &own_seen), 0);
 	assert_int_equal(o.agg_entries, 2048);
@@ -306,7 +308,8 @@ static void test_unwind_options(void **state)
 static void test_usage_and_table(void **state)
 {
 	static const char *const names[] = {
-		"freq", "event", "cpu", "no-process-env", "no-kernel", "idle", "no-trace-context", "off-cpu", "off-cpu-min-us",
+		"freq", "event", "cpu", "no-process-env", "no-kernel", "idle", "no-trace-context",
+		"no-jit", "off-cpu", "off-cpu-min-us",
 		"off-cpu-sample", "off-cpu-rate", "off-cpu-kernel-threads", "off-cpu-max-pending",
 		"ctx-max-procs", "ringbuf-size", "poll-ms", "agg-budget", "agg-entries",
 		"unwind", "call-graph", "unwind-budget",

@@ -81,7 +81,9 @@
 #include "collector/agent/agent.h"
 #include "collector/agent/memguard.h"
 #include "collector/agent/metrics.h"
+#include "collector/agent/metrics_syms.h"
 #include "collector/agent/privs.h"
+#include "collector/host/hostsyms.h"
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/caps.h"
 #include "collector/pipeline/cli.h"
@@ -95,18 +97,21 @@
 #include "collector/unwind/unwinder.h"
 #include "collector/procs/target_select.h"
 #include "export/exporter.h"
+#include "export/uploader.h"
 #include "profile/profile.h"
 
 #define AGENT_VERSION "0.1.0"
 /* snapshot + encoding transient, in multiples of an aggregator's bytes */
 #define SNAPSHOT_FACTOR 3
+/* how long an interval's profile waits for its host symbols to be sent */
+#define SYMBOLS_FLUSH_MS 2000
 
 /* What sampling_opts.c parses, with the agent's defaults: 19 Hz (always
  * on, so cheap), two aggregators of 16 MiB and 16384 entries each,
  * off-CPU waits from 1 ms at about 200 captures per second per CPU. */
 static const struct sp_sampling_opts agent_defaults = {
-	.hz = 19, .kernel = true, .trace_ctx = true, .ringbuf_bytes = 4u << 20, .poll_ms = 100,
-	.agg_budget = 16u << 20, .agg_entries = 16384, .off_cpu_min_us = 1000,
+	.hz = 19, .kernel = true, .trace_ctx = true, .jit = true, .ringbuf_bytes = 4u << 20,
+	.poll_ms = 100, .agg_budget = 16u << 20, .agg_entries = 16384, .off_cpu_min_us = 1000,
 	.off_cpu_rate = 200,
 };
 
@@ -127,6 +132,8 @@ struct agent_opts {
 	uint32_t max_files;
 	size_t max_file_bytes;
 	double mem_high, mem_low;
+	bool upload_symbols;		/* ship host symbols to the endpoint (serve) */
+	size_t symbols_queue_bytes;
 	bool quiet;
 	struct sp_target_select *sel;	/* --select-*: built while parsing */
 };
@@ -156,6 +163,8 @@ struct agent {
 	struct sp_pipeline *pipe;	/* holds the current aggregator */
 	struct sp_container_ids *cids;	/* under the pipeline's lock */
 	struct sp_exporter *exp;
+	struct sp_uploader *up;		/* host symbols to the endpoint, or NULL */
+	char syms_dir[4096];		/* --output-dir DIR: DIR/syms */
 	struct sp_metrics_server *metrics;
 	size_t agg_fixed;		/* bytes_used of an empty aggregator */
 	uint64_t interval_start;	/* consumer thread */
@@ -225,6 +234,11 @@ static void usage(FILE *f)
 "      --mem-high PCT        memory guard: stop ingesting at PCT%% of the cgroup\n"
 "                            limit (default 75)\n"
 "      --mem-low PCT         resume below PCT%% (default 60)\n"
+"      --upload-symbols      also POST host symbols (kernel snapshot, vDSO, JIT\n"
+"                            maps) to {endpoint}/spanprof/v1/symbols: for an\n"
+"                            endpoint that is spanprof-symbolizer serve\n"
+"                            --store-dir\n"
+"      --symbols-queue-bytes B  host symbols waiting for upload (default 32 MiB)\n"
 "      --select-cgroup PATH  profile only processes whose cgroup path starts with\n"
 "                            PATH (any hierarchy; e.g. /kubepods/burstable/pod<uid>)\n"
 "      --select-exe EXE      ... or whose executable is EXE (full path or name)\n"
@@ -258,6 +272,7 @@ enum {
 	OPT_INTERVAL = 256, OPT_JITTER, OPT_ENDPOINT, OPT_HEADERS, OPT_COMPRESSION, OPT_TIMEOUT,
 	OPT_OUTPUT_DIR, OPT_MAX_FILES, OPT_MAX_FILE_BYTES, OPT_QUEUE_BYTES, OPT_DROP_POLICY,
 	OPT_METRICS_ADDR, OPT_SHUTDOWN, OPT_MEM_HIGH, OPT_MEM_LOW, OPT_HEALTH_STALL,
+	OPT_UPLOAD_SYMBOLS, OPT_SYMBOLS_QUEUE,
 	OPT_SELECT_CGROUP, OPT_SELECT_EXE, OPT_SELECT_SERVICE,
 };
 
@@ -363,6 +378,16 @@ static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
 					      "--mem-low %s: expected a percentage, 1..100", arg);
 		o->mem_low = d / 100;
 		break;
+	case OPT_UPLOAD_SYMBOLS:
+		o->upload_symbols = true;
+		break;
+	case OPT_SYMBOLS_QUEUE:
+		if (sp_cli__parse_u64(arg, 1ull << 34, &v) || v < (1u << 20))
+			return sp_cli__refuse(msg, len,
+					      "--symbols-queue-bytes %s"
+					      ": expected bytes, at least 1048576", arg);
+		o->symbols_queue_bytes = v;
+		break;
 	case OPT_SELECT_CGROUP:
 	case OPT_SELECT_EXE:
 	case OPT_SELECT_SERVICE: {
@@ -406,6 +431,8 @@ static int parse_opts(int argc, char **argv, struct agent_opts *o)
 		{ "mem-high", required_argument, NULL, OPT_MEM_HIGH },
 		{ "mem-low", required_argument, NULL, OPT_MEM_LOW },
 		{ "health-stall", required_argument, NULL, OPT_HEALTH_STALL },
+		{ "upload-symbols", no_argument, NULL, OPT_UPLOAD_SYMBOLS },
+		{ "symbols-queue-bytes", required_argument, NULL, OPT_SYMBOLS_QUEUE },
 		{ "select-cgroup", required_argument, NULL, OPT_SELECT_CGROUP },
 		{ "select-exe", required_argument, NULL, OPT_SELECT_EXE },
 		{ "select-service", required_argument, NULL, OPT_SELECT_SERVICE },
@@ -442,6 +469,29 @@ static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 		sp_container_ids__note(a->cids, pid);
 	if (why == SP_PROC_EXEC || why == SP_PROC_EXIT)
 		sp_target_select__forget(a->o.sel, pid);	/* decided again */
+}
+
+/* hostsyms' sink: host symbols to the uploader (the reader thread's JIT
+ * pieces and the worker's kernel snapshot and vDSO). */
+static int upload_sink(void *ctx, int kind, const uint8_t *key, size_t key_len,
+		       const uint8_t *data, size_t len)
+{
+	struct agent *a = ctx;
+	int r;
+
+	if (!a->up)
+		return 0;	/* no endpoint to ship to: the store (if any) has it */
+	r = sp_uploader__submit(a->up, kind, key, key_len, data, len);
+	return r > 0 ? 0 : r;	/* already delivered or queued: taken */
+}
+
+static void upload_lost(void *ctx, int kind, const uint8_t *key, size_t key_len)
+{
+	struct agent *a = ctx;
+
+	(void)key;
+	(void)key_len;
+	sp_hostsyms__lost(sp_pipeline__hostsyms(a->pipe), kind);
 }
 
 /* Pipeline gate: while the memory guard is engaged, samples are drained
@@ -662,6 +712,11 @@ static bool export_one(struct agent *a, struct sp_agg *g, uint64_t start, uint64
 	}
 	for (uint32_t i = 0; i < prof->n_samples; i++)
 		n += prof->samples[i].count;
+	/* the symbols a symbolizer needs for this profile go first */
+	sp_hostsyms__ship_kernel(sp_pipeline__hostsyms(a->pipe));
+	if (sp_hostsyms__profile_uses_vdso(prof))
+		sp_hostsyms__ship_vdso(sp_pipeline__hostsyms(a->pipe));
+	sp_uploader__flush(a->up, SYMBOLS_FLUSH_MS);
 	err = prof->n_samples ? sp_exporter__submit(a->exp, prof) : 0;
 	pthread_mutex_lock(&a->stats_lock);
 	a->ws.snapshot_ns_sum += sp_clock__mono_ns() - t0;
@@ -1121,6 +1176,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	sp_metrics__u64(b, "spanprof_export_files_total", L("outcome", "failed"), x.files_failed);
 	sp_metrics__u64(b, "spanprof_export_files_total", L("outcome", "removed"),
 			x.files_removed);
+	sp_agent_metrics__syms(b, sp_pipeline__hostsyms(a->pipe), a->up);
 
 	m_gauge(b, "spanprof_memguard_engaged",
 		"1 while the memory guard stops ingestion (usage above the high watermark)",
@@ -1237,7 +1293,16 @@ static int build_exporter(struct agent *a, char *err, size_t err_len)
 			 "OTEL_EXPORTER_OTLP_ENDPOINT) and/or --output-dir DIR");
 		return -EINVAL;
 	}
-	return sp_exporter__new(&c, &a->exp, err, err_len);
+	rc = sp_exporter__new(&c, &a->exp, err, err_len);
+	if (rc || !a->o.upload_symbols)
+		return rc;
+	if (!c.endpoint && !c.profiles_url) {
+		snprintf(err, err_len, "--upload-symbols needs --endpoint URL (spanprof-symbolizer "
+			 "serve --store-dir)");
+		return -EINVAL;
+	}
+	return sp_uploader__new(&c, a->o.symbols_queue_bytes, upload_lost, a, &a->up, err,
+				err_len);
 }
 
 int sp_agent__main(int argc, char **argv)
@@ -1247,12 +1312,21 @@ int sp_agent__main(int argc, char **argv)
 	pthread_t consumer_th, worker_th;
 	bool consumer_started = false, worker_started = false;
 	struct sp_pipeline_config pcfg;
+	struct sp_hostsyms_config hcfg;
 	struct sp_memguard_config gcfg;
+	bool ship;
 	sigset_t sigs;
 	struct timespec now;
 	uint64_t eff = 0, perm = 0;
 	int rc = 1, sig = 0;
 
+	/* A fixed mmap threshold: every large buffer is its own mapping and
+	 * goes back to the kernel when freed.  glibc's default raises the
+	 * threshold after a large free (here: reading /proc/kallsyms at
+	 * start), after which large buffers come from the heap and stay
+	 * resident: the agent's idle RSS went from 6 to 32 MB, and the
+	 * memory guard could not release (test_agent_memguard.py). */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	a = calloc(1, sizeof(*a));
 	if (!a) {
 		fprintf(stderr, "spanprof agent: out of memory\n");
@@ -1300,8 +1374,21 @@ int sp_agent__main(int argc, char **argv)
 		fprintf(stderr, "spanprof agent: out of memory\n");
 		goto out;
 	}
+	/* Host symbols go somewhere only with --upload-symbols or an output
+	 * directory: else none are copied.  The kernel snapshot is taken now,
+	 * before the privilege drop (kernel addresses need it). */
+	ship = a->o.upload_symbols || a->o.output_dir;
+	hcfg = (struct sp_hostsyms_config){
+		.keep_kernel_snapshot = ship, .no_jit = !ship, .sink = upload_sink,
+		.sink_ctx = a, .log_prefix = "spanprof agent: ",
+		.jit = { .min_interval_ns = 1000000000ull },
+	};
+	if (a->o.output_dir &&
+	    (size_t)snprintf(a->syms_dir, sizeof(a->syms_dir), "%s/syms", a->o.output_dir) <
+		    sizeof(a->syms_dir))
+		hcfg.store_dir = a->syms_dir;
 	pcfg = (struct sp_pipeline_config){ .opts = &a->o.s, .on_proc = on_proc, .on_proc_ctx = a,
-					    .gate = admit, .gate_ctx = a,
+					    .gate = admit, .gate_ctx = a, .hostsyms = &hcfg,
 					    .exclude = sp_target_select__active(a->o.sel) };
 	if (sp_pipeline__new(&pcfg, &a->pipe, err, sizeof(err))) {
 		fprintf(stderr, "spanprof agent: %s\n", err);
@@ -1447,6 +1534,11 @@ out:
 					     w.samples_memguard),
 			(unsigned long long)x.samples_dropped);
 	}
+	/* the perf-map reader stops before the uploader it feeds, the uploader
+	 * (whose losses go back to the host symbols) before the pipeline */
+	if (a->pipe)
+		sp_hostsyms__stop_jit(sp_pipeline__hostsyms(a->pipe));
+	sp_uploader__free(a->up);
 	sp_exporter__free(a->exp);
 	sp_pipeline__free(a->pipe);
 	sp_agg__free(a->spare);

@@ -18,10 +18,11 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "base/hex.h"
+#include "base/write_all.h"
 #include "collector/host/kallsyms.h"
+#include "profile/codec.h"
 #include "profile/fileio.h"
 
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
@@ -103,78 +104,61 @@ static void read_boot_id(char *out, size_t len)
 	token(out);
 }
 
-/* The cause of a failed gz call, read at once: zlib reports Z_ERRNO when its
- * own write(2) failed and leaves that call's errno in place (ENOSPC on a full
- * disk); any other zlib error is -EIO. */
-static int gz_cause(gzFile gz)
+/* The snapshot text (header, module comments, kept lines) gzip'd into a
+ * new buffer. */
+static int gzip_snapshot(const char *header, const struct sp_kmod *mods, size_t n_mods,
+			 const char *raw, const struct kline *k, size_t n, uint8_t **out,
+			 size_t *out_len)
 {
-	int e = errno, zerr = Z_OK;
+	size_t len = strlen(header), cap = len + 1, o;
+	char *text, line[256];
+	int rc;
 
-	gzerror(gz, &zerr);
-	return zerr == Z_ERRNO && e > 0 ? -e : -EIO;
-}
-
-static int write_snapshot(int fd, const char *header, const char *raw,
-			  const struct kline *k, size_t n)
-{
-	int dfd = dup(fd), rc = 0, zrc;
-	gzFile gz;
-
-	if (dfd < 0)
-		return -errno;
-	gz = gzdopen(dfd, "wb6");
-	if (!gz) {
-		close(dfd);
+	for (size_t i = 0; i < n; i++)
+		cap += k[i].len + 1;
+	cap += n_mods * sizeof(line);
+	text = malloc(cap);
+	if (!text)
 		return -ENOMEM;
+	memcpy(text, header, len);
+	o = len;
+	for (size_t i = 0; i < n_mods; i++) {
+		char hex[2 * SP_BUILD_ID_MAX + 1];
+		int w;
+
+		sp_buildid__hex(&mods[i].build_id, hex);
+		w = snprintf(line, sizeof(line), SP_KALLSYMS_MODULE_PREFIX "%s "
+			     SP_KALLSYMS_KEY_BUILD_ID "=%s " SP_KALLSYMS_KEY_TEXT "=%llx "
+			     SP_KALLSYMS_KEY_SIZE "=%llx\n", mods[i].name, hex[0] ? hex : "-",
+			     (unsigned long long)mods[i].text, (unsigned long long)mods[i].size);
+		if (w > 0 && (size_t)w < sizeof(line)) {
+			memcpy(text + o, line, (size_t)w);
+			o += (size_t)w;
+		}
 	}
-	gzbuffer(gz, 1 << 16);
-	if (gzputs(gz, header) < 0)
-		rc = gz_cause(gz);
-	for (size_t i = 0; i < n && !rc; i++) {
-		if (gzwrite(gz, raw + k[i].off, k[i].len) != (int)k[i].len ||
-		    gzputc(gz, '\n') < 0)
-			rc = gz_cause(gz);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(text + o, raw + k[i].off, k[i].len);
+		o += k[i].len;
+		text[o++] = '\n';
 	}
-	errno = 0;
-	zrc = gzclose(gz);	/* flushes: the usual place a full disk shows */
-	if (zrc != Z_OK && !rc)
-		rc = zrc == Z_ERRNO && errno > 0 ? -errno : -EIO;
-	if (!rc && fsync(fd))
-		rc = -errno;
+	rc = sp_gzip((const uint8_t *)text, o, out, out_len);
+	free(text);
 	return rc;
 }
 
-int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_id,
-			 char *err, size_t err_len)
+/* The text symbols of src, sorted: *raw holds the file, *k the kept lines.
+ * Also _text and the end of the image's text (the last symbol without a
+ * module, plus the tail a symbolizer grants it). */
+static int read_text(const char *src, char **raw_out, struct kline **k_out, size_t *n_out,
+		     uint64_t *text, uint64_t *image_end, char *err, size_t err_len)
 {
-	const char *src = getenv(SP_KALLSYMS_PATH_ENV);
-	char hex[2 * SP_BUILD_ID_MAX + 1], boot[64], header[512];
-	char *raw = NULL, *tmp = NULL;
-	struct sp_build_id kid;
+	char *raw = NULL;
 	struct kline *k = NULL;
 	size_t raw_len = 0, n = 0, cap = 0, skipped = 0, zeros = 0, start;
+	uint64_t last_vm = 0, t = 0;
 	bool nonzero = false;
-	struct utsname u;
-	struct timespec now;
-	int fd = -1, rc;
+	int rc;
 
-	if (!src || !*src)
-		src = "/proc/kallsyms";
-	if (!out_path || !*out_path) {
-		say(err, err_len, "kallsyms: no output path");
-		return -EINVAL;
-	}
-	if (kernel_id && kernel_id->len) {
-		kid = *kernel_id;
-	} else {
-		rc = sp_buildid__kernel(&kid);
-		if (rc) {
-			say(err, err_len, "kallsyms: no kernel build id in /sys/kernel/notes: %s",
-			    strerror(-rc));
-			return rc;
-		}
-	}
-	sp_buildid__hex(&kid, hex);
 	rc = sp_read_path(src, SP_KALLSYMS_MAX_BYTES, (uint8_t **)&raw, &raw_len);
 	if (rc) {
 		say(err, err_len, "kallsyms: %s: %s%s", src, strerror(-rc),
@@ -199,6 +183,12 @@ int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_
 			continue;
 		}
 		nonzero = true;
+		if (!memchr(raw + i, '[', len)) {
+			if (addr > last_vm)
+				last_vm = addr;
+			if (len >= 8 && !memcmp(raw + i + len - 6, " _text", 6) && !t)
+				t = addr;
+		}
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 1 << 16;
 			struct kline *q = realloc(k, nc * sizeof(*q));
@@ -227,7 +217,76 @@ int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_
 		goto out;
 	}
 	qsort(k, n, sizeof(*k), cmp_kline);
+	if (text)
+		*text = t;
+	if (image_end)
+		*image_end = last_vm + SP_KALLSYMS_TAIL_MAX;
+out:
+	if (rc) {
+		free(raw);
+		free(k);
+		raw = NULL;
+		k = NULL;
+		n = 0;
+	}
+	*raw_out = raw;
+	*k_out = k;
+	*n_out = n;
+	return rc;
+}
 
+static const char *kallsyms_src(void)
+{
+	const char *src = getenv(SP_KALLSYMS_PATH_ENV);
+
+	return src && *src ? src : "/proc/kallsyms";
+}
+
+int sp_kallsyms__text_range(uint64_t *text, uint64_t *image_end, char *err, size_t err_len)
+{
+	struct kline *k;
+	char *raw;
+	size_t n;
+	int rc = read_text(kallsyms_src(), &raw, &k, &n, text, image_end, err, err_len);
+
+	free(raw);
+	free(k);
+	if (!rc && !*text) {
+		say(err, err_len, "kallsyms: no _text symbol in %s", kallsyms_src());
+		rc = -ENOENT;
+	}
+	return rc;
+}
+
+int sp_kallsyms__snapshot(const struct sp_build_id *kernel_id, const struct sp_kmod *mods,
+			  size_t n_mods, uint8_t **gz, size_t *gz_len, char *err,
+			  size_t err_len)
+{
+	const char *src = kallsyms_src();
+	char hex[2 * SP_BUILD_ID_MAX + 1], boot[64], header[512];
+	char *raw = NULL;
+	struct sp_build_id kid;
+	struct kline *k = NULL;
+	size_t n = 0;
+	struct utsname u;
+	struct timespec now;
+	int rc;
+
+	*gz = NULL;
+	if (kernel_id && kernel_id->len) {
+		kid = *kernel_id;
+	} else {
+		rc = sp_buildid__kernel(&kid);
+		if (rc) {
+			say(err, err_len, "kallsyms: no kernel build id in /sys/kernel/notes: %s",
+			    strerror(-rc));
+			return rc;
+		}
+	}
+	sp_buildid__hex(&kid, hex);
+	rc = read_text(src, &raw, &k, &n, NULL, NULL, err, err_len);
+	if (rc)
+		return rc;
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (uname(&u))
 		snprintf(u.release, sizeof(u.release), "unknown");
@@ -238,7 +297,36 @@ int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_
 		 "=%llu " SP_KALLSYMS_KEY_KERNEL "=%s%s%s\n", hex,
 		 (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec,
 		 u.release, boot[0] ? " " SP_KALLSYMS_KEY_BOOT_ID "=" : "", boot);
+	rc = gzip_snapshot(header, mods, n_mods, raw, k, n, gz, gz_len);
+	if (rc)
+		say(err, err_len, "kallsyms: compressing the snapshot: %s", strerror(-rc));
+	free(k);
+	free(raw);
+	return rc;
+}
 
+int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_id,
+			 char *err, size_t err_len)
+{
+	return sp_kallsyms__capture_mods(out_path, kernel_id, NULL, 0, err, err_len);
+}
+
+int sp_kallsyms__capture_mods(const char *out_path, const struct sp_build_id *kernel_id,
+			      const struct sp_kmod *mods, size_t n_mods, char *err,
+			      size_t err_len)
+{
+	uint8_t *gz = NULL;
+	size_t gz_len = 0;
+	char *tmp = NULL;
+	int fd = -1, rc;
+
+	if (!out_path || !*out_path) {
+		say(err, err_len, "kallsyms: no output path");
+		return -EINVAL;
+	}
+	rc = sp_kallsyms__snapshot(kernel_id, mods, n_mods, &gz, &gz_len, err, err_len);
+	if (rc)
+		return rc;
 	if (asprintf(&tmp, "%s.tmp.XXXXXX", out_path) < 0) {
 		tmp = NULL;
 		rc = -ENOMEM;
@@ -257,7 +345,9 @@ int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_
 		say(err, err_len, "kallsyms: chmod %s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	rc = write_snapshot(fd, header, raw, k, n);
+	rc = sp_write_all(fd, gz, gz_len);
+	if (!rc && fsync(fd))
+		rc = -errno;
 	if (rc) {
 		say(err, err_len, "kallsyms: writing %s: %s", tmp, strerror(-rc));
 		goto out;
@@ -283,7 +373,6 @@ out:
 		unlink(tmp);
 		free(tmp);
 	}
-	free(k);
-	free(raw);
+	free(gz);
 	return rc;
 }

@@ -27,11 +27,11 @@
  *   - kernel_id may be NULL or empty: the running kernel's build id is
  *     then read from /sys/kernel/notes (-ENOENT if there is none).
  *   - Writes out_path atomically: a temporary file in the same directory
- *     (O_EXCL, random suffix), gzip'd, fsync'd, mode 0644 (the report
+ *     (O_EXCL, random suffix), the gzip'd snapshot, fsync'd, mode 0644 (the report
  *     runs unprivileged and must read it), then rename(2).  On failure the
  *     temporary file is removed and out_path is untouched.
- *   - Memory: the kept lines once plus 16 bytes per symbol, freed before
- *     returning.  Not for the ingest path: call it once per recording.
+ *   - Memory: the file once, 16 bytes per kept symbol, the snapshot text
+ *     and its gzip'd copy, freed before returning.  Not for the ingest path: call it once per recording.
  *   - Returns 0 or a negative errno; err (may be NULL) gets a one-line
  *     reason on failure.
  */
@@ -39,13 +39,27 @@
 #define SPANPROF_COLLECTOR_KALLSYMS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/buildid.h"
 #include "base/kallsyms_format.h"
+#include "collector/host/kernel_layout.h"
 
 #define SP_KALLSYMS_PATH_ENV "SPANPROF_KALLSYMS_PATH"
 
 int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_id,
 			 char *err, size_t err_len);
+/* The same with a "# module" line for each of mods (kernel_layout.h). */
+int sp_kallsyms__capture_mods(const char *out_path, const struct sp_build_id *kernel_id,
+			      const struct sp_kmod *mods, size_t n_mods, char *err,
+			      size_t err_len);
+/* The snapshot's gzip'd bytes in *gz (free() them), for an upload. */
+int sp_kallsyms__snapshot(const struct sp_build_id *kernel_id, const struct sp_kmod *mods,
+			  size_t n_mods, uint8_t **gz, size_t *gz_len, char *err,
+			  size_t err_len);
+/* The runtime address of _text and the end of the kernel image's text
+ * (its last text symbol without a module + SP_KALLSYMS_TAIL_MAX), from the
+ * same source and with the same bounds as a capture. */
+int sp_kallsyms__text_range(uint64_t *text, uint64_t *image_end, char *err, size_t err_len);
 
 #endif /* SPANPROF_COLLECTOR_KALLSYMS_H */

@@ -3,11 +3,13 @@
  * consumer.c - see consumer.h.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/consumer.h"
 #include "collector/tracectx/ctx_attrs.h"
+#include "collector/procs/jit_maps.h"
 #include "collector/procs/proc_table.h"
 #include "collector/unwind/unwinder.h"
 #include "profile/profile.h"
@@ -24,6 +26,7 @@ static void handle_proc_event(struct sp_consumer *c, const struct sp_event *e)
 	if (e->type == SP_EV_EXEC) {
 		c->stats.received_exec++;
 		sp_proc_table__on_exec(c->procs, e->pid, e->comm, e->ts_ns);
+		sp_jit_maps__forget(c->jit, e->pid);	/* a new image: a new map */
 		if (c->on_proc)
 			c->on_proc(e->pid, SP_PROC_EXEC, c->on_proc_ctx);
 	} else if (e->type == SP_EV_CTX_PUBLISH) {
@@ -78,6 +81,7 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 				    .attrs = c->attrs };
 	uint32_t kmap = sp_proc_table__kernel_mapping(c->procs);
 	uint32_t n = e->kstack_n + e->ustack_n;
+	bool anon = false;
 	int first_sight;
 
 	if (e->type == SP_EV_ONCPU)
@@ -99,9 +103,16 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 	for (uint32_t i = e->kstack_n; i < n; i++) {
 		c->addrs[i] = frames[i];
 		c->mappings[i] = sp_proc_table__resolve(c->procs, e->pid, frames[i], e->ts_ns);
-		if (!c->mappings[i])
+		if (!c->mappings[i]) {
 			c->stats.frames_unresolved++;
+		} else if (sp_proc_table__mapping(c->procs, c->mappings[i])->kind == SP_MAP_ANON) {
+			c->stats.frames_unresolved++;
+			c->stats.frames_anon++;
+			anon = true;
+		}
 	}
+	if (anon)
+		sp_jit_maps__note(c->jit, e->pid, e->ts_ns);
 	c->stats.frames += n;
 	if (first_sight && c->on_proc)
 		c->on_proc(e->pid, SP_PROC_FIRST_SIGHT, c->on_proc_ctx);

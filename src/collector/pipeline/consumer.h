@@ -22,6 +22,7 @@
 
 struct sp_proc_table;
 struct sp_agg;
+struct sp_jit_maps;
 struct sp_unwinder;
 
 struct sp_consumer_stats {
@@ -38,7 +39,10 @@ struct sp_consumer_stats {
 	uint64_t ustack_truncated;
 	uint64_t ustack_empty;		/* user task sampled without user frames */
 	uint64_t frames;
-	uint64_t frames_unresolved;	/* user frame in no known mapping */
+	uint64_t frames_unresolved;	/* user frame in no known mapping, or in
+					 * anonymous executable memory */
+	uint64_t frames_anon;		/* ... the latter (JIT code: named later
+					 * when its process publishes a perf map) */
 	uint64_t ustack_walked;		/* samples with user frames */
 	uint64_t ustack_root;		/* ... reaching the thread root */
 	uint64_t ustack_frames;		/* user frames */
@@ -77,6 +81,8 @@ struct sp_consumer {
 	struct sp_agg *agg;		/* borrowed; swapped by the owner */
 	sp_consumer_proc_fn on_proc;
 	void *on_proc_ctx;
+	struct sp_jit_maps *jit;	/* borrowed, may be NULL: told of samples in
+					 * anonymous executable memory and of execs */
 	struct sp_unwinder *unwinder;	/* borrowed, may be NULL: told of exits
 					 * and new executable mappings */
 	sp_consumer_go_key_fn go_key;

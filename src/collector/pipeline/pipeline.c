@@ -11,6 +11,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "collector/host/hostsyms.h"
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/bpf_sampler.h"
 #include "collector/pipeline/clock.h"
@@ -31,6 +32,8 @@ struct sp_pipeline {
 	struct sp_sampler *sampler;
 	struct sp_proc_table *procs;
 	struct sp_ctx_discovery *disc;
+	struct sp_hostsyms *hs;		/* NULL without cfg.hostsyms */
+	bool hs_started;		/* consumer's thread */
 	struct ring_buffer *rb;
 	struct sp_unw_bpf *unw_bpf;	/* NULL with --unwind fp */
 	struct sp_unwinder *unw;	/* NULL with --unwind fp */
@@ -176,6 +179,7 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 		     size_t err_len)
 {
 	struct sp_sampler_config scfg;
+	struct sp_proc_table_config pc = { 0 };
 	struct sp_pipeline *p;
 	struct sp_agg *agg = NULL;
 	int rc = -ENOMEM;
@@ -196,8 +200,21 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	rc = identity_from_env(p, err, err_len);
 	if (rc)
 		goto fail;
+	if (cfg->hostsyms) {
+		struct sp_hostsyms_config hc = *cfg->hostsyms;
+
+		hc.kernel = p->opts.kernel;
+		hc.no_jit = hc.no_jit || !p->opts.jit;
+		rc = sp_hostsyms__new(&hc, &p->hs);
+		if (rc) {
+			snprintf(err, err_len, "cannot set up the host symbols: %s", strerror(-rc));
+			goto fail;
+		}
+		sp_hostsyms__proc_config(p->hs, &pc);
+	}
+	p->cfg.hostsyms = NULL;		/* not ours to keep */
 	rc = -ENOMEM;
-	p->procs = sp_proc_table__new(NULL);
+	p->procs = sp_proc_table__new(&pc);
 	if (!p->opts.no_process_env)
 		p->env = sp_proc_env__new(0, 0, NULL);
 	agg = sp_agg__new(&p->acfg);
@@ -210,6 +227,7 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	agg = NULL;
 	p->cons.on_proc = on_proc;
 	p->cons.on_proc_ctx = p;
+	sp_hostsyms__consumer(p->hs, &p->cons);
 	sampler_config(p, &scfg);
 	rc = sp_sampler__open_load(&scfg, &p->sampler, err, err_len);
 	if (rc)
@@ -253,6 +271,7 @@ void sp_pipeline__free(struct sp_pipeline *p)
 	sp_ctx_discovery__free(p->disc);
 	sp_agg__free(p->cons.agg);
 	sp_proc_table__free(p->procs);
+	sp_hostsyms__free(p->hs);
 	sp_proc_env__free(p->env);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -300,6 +319,17 @@ int sp_pipeline__pump(struct sp_pipeline *p, char *err, size_t err_len)
 	struct pollfd pfd = { .fd = ring_buffer__epoll_fd(p->rb), .events = POLLIN };
 	int timeout = (int)p->opts.poll_ms;
 
+	if (!p->hs_started) {
+		int rc = sp_hostsyms__start(p->hs);
+
+		if (rc) {
+			snprintf(err, err_len, "cannot start the perf-map reader: %s",
+				 strerror(-rc));
+			return rc;
+		}
+		p->hs_started = true;
+	}
+
 	/* Samples do not wake us (see bpf/stack.bpf.h): poll returns on
 	 * process events, a filling ring, or the timeout.  Right after an
 	 * exec the timeout is short, so a process that lives tens of
@@ -331,6 +361,7 @@ void sp_pipeline__stop(struct sp_pipeline *p, uint64_t bpf[SP_CNT__MAX])
 	if (bpf)
 		sp_sampler__read_counters(p->sampler, bpf);
 	drain(p);
+	sp_jit_maps__drain(sp_hostsyms__jit(p->hs), SP_PIPELINE_JIT_DRAIN_MS);
 }
 
 struct sp_agg *sp_pipeline__swap(struct sp_pipeline *p, struct sp_agg *next, uint64_t *epoch)
@@ -368,12 +399,15 @@ int sp_pipeline__snapshot(struct sp_pipeline *p, struct sp_agg *g, struct sp_sna
 	so->service_name_ctx = p->disc;
 	so->attr_key = sp_ctx_discovery__attr_key;
 	so->attr_key_ctx = p->disc;
+	sp_hostsyms__snapshot_opts(p->hs, so);
 	so->env_ident = p->env ? env_ident : NULL;
 	so->env_ident_ctx = p->env;
 	so->common_attrs = &p->common;
 	so->host_name = p->host_name[0] ? p->host_name : NULL;
 	so->attrs_dropped = &p->attrs_dropped;
 	pthread_mutex_lock(&p->lock);
+	sp_kernel_layout__refresh(sp_hostsyms__kernel(p->hs),
+				  sp_clock__mono_ns() / 1000000000ull);
 	rc = sp_snapshot__build(g, p->procs, so, out);
 	pthread_mutex_unlock(&p->lock);
 	return rc;
@@ -384,6 +418,7 @@ static void on_release(uint32_t pid, void *ctx)
 	struct sp_pipeline *p = ctx;
 
 	sp_ctx_discovery__forget(p->disc, pid);
+	sp_jit_maps__forget(sp_hostsyms__jit(p->hs), pid);
 	sp_proc_env__forget(p->env, pid);
 }
 
@@ -421,6 +456,8 @@ void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s)
 		s->env = *sp_proc_env__stats(p->env);
 	s->res_attrs_dropped = p->attrs_dropped;
 	pthread_mutex_unlock(&p->lock);
+	sp_jit_maps__stats(sp_hostsyms__jit(p->hs), &s->jit);
+	sp_hostsyms__stats(p->hs, &s->hostsyms);
 }
 
 int sp_pipeline__read_counters(const struct sp_pipeline *p, uint64_t out[SP_CNT__MAX])
@@ -441,4 +478,9 @@ struct sp_unwinder *sp_pipeline__unwinder(const struct sp_pipeline *p)
 uint32_t sp_pipeline__n_cpus(const struct sp_pipeline *p)
 {
 	return sp_sampler__n_cpus(p->sampler);
+}
+
+struct sp_hostsyms *sp_pipeline__hostsyms(const struct sp_pipeline *p)
+{
+	return p->hs;
 }

@@ -7,16 +7,20 @@
  * maps reads; not with --unwind fp), the current aggregator (swappable),
  * and drain and stop.  `spanprof record`
  * and `spanprof agent` both run exactly this, so what one gets the other
- * gets: discovery reuses the maps the process table just read (one maps
+ * gets: host symbols (collector/host/hostsyms.h: kernel frames by the
+ * layout, the vDSO mapping, JIT perf maps noted by the consumer), discovery reuses the maps the process table just read (one maps
  * read per new process), the ring is drained every 10 ms for 250 ms after
  * an exec (so a process living tens of milliseconds has its samples and
  * the maps re-reads they trigger handled while it is alive), and the same
  * sampling options (sampling_opts.h) configure it.
  *
- * Life:  __new (loads BPF, nothing sampled yet) -> __add_target (filtered
- *        runs) -> __start (attach, then one /proc scan for trace contexts)
- *        -> __pump in a loop -> __stop (sampling off, ring drained to its
- *        last record) -> __snapshot / __fill_summary -> __free.
+ * Life:  __new (loads BPF, reads the host's kernel layout and vDSO,
+ *        nothing sampled yet) -> __add_target (filtered runs) -> __start
+ *        (attach, then one /proc scan for trace contexts) -> __pump in a
+ *        loop (the first one starts the perf-map reader thread, which so
+ *        has the pumping thread's capabilities) -> __stop (sampling off,
+ *        ring drained to its last record, the perf-map reads it asked for
+ *        done) -> __snapshot / __fill_summary -> __free.
  *
  * Threads: __pump, __swap and __stop belong to one thread (the consumer's).
  * The process table and discovery are shared with whoever snapshots and
@@ -39,6 +43,8 @@
 #include "spanprof/abi.h"
 
 struct sp_agg;
+struct sp_hostsyms_config;
+struct sp_hostsyms;
 struct sp_profile;
 struct sp_snapshot_opts;
 struct sp_summary;
@@ -51,6 +57,7 @@ struct sp_pipeline;
 
 #define SP_PIPELINE_FAST_DRAIN_MS 10			/* drain period after an exec */
 #define SP_PIPELINE_FAST_DRAIN_NS (250ull * 1000 * 1000)	/* ... for this long */
+#define SP_PIPELINE_JIT_DRAIN_MS 2000			/* __stop's wait for perf maps */
 
 /* Called for every on-CPU and off-CPU sample record before the consumer,
  * on the consumer's thread: false drops it (the gate counts what it drops;
@@ -68,6 +75,11 @@ struct sp_pipeline_config {
 	void *on_proc_ctx;
 	sp_pipeline_gate_fn gate;	/* optional */
 	void *gate_ctx;
+	/* Host symbols: where they go (store directory, sink) and the
+	 * command's limits; .kernel comes from opts, .no_jit is or-ed with
+	 * !opts->jit.  NULL: none (kernel frames keep runtime addresses, no
+	 * vDSO build id, no perf maps read). */
+	const struct sp_hostsyms_config *hostsyms;
 };
 
 /* Allocates the process table and one aggregator, opens and loads BPF,
@@ -91,7 +103,9 @@ int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, 
 int sp_pipeline__pump(struct sp_pipeline *p, char *err, size_t err_len);
 /* Stops sampling and drains the ring to its last record; bpf (may be NULL)
  * gets the counters read between two drains, so every record they count as
- * sent has been consumed or is counted as lost in transit. */
+ * sent has been consumed or is counted as lost in transit.  Then waits (at
+ * most SP_PIPELINE_JIT_DRAIN_MS) for the perf-map reads the last samples
+ * asked for, so the final profile names their chains. */
 void sp_pipeline__stop(struct sp_pipeline *p, uint64_t bpf[SP_CNT__MAX]);
 
 /* Makes next the current aggregator (NULL: none; __pump must not run
@@ -104,21 +118,27 @@ struct sp_agg *sp_pipeline__new_agg(const struct sp_pipeline *p);
 struct sp_agg *sp_pipeline__agg(const struct sp_pipeline *p);	/* the current one */
 
 /* Profile of aggregator g (not changed): so's times and clock are the
- * caller's; the period, service names and attribute keys are filled
- * here. */
+ * caller's; the period, service names, attribute keys, kernel layout
+ * (refreshed first: a module loaded since has its slot) and JIT heads are
+ * filled here. */
 int sp_pipeline__snapshot(struct sp_pipeline *p, struct sp_agg *g, struct sp_snapshot_opts *so,
 			  struct sp_profile **out);
 /* Everything referring to epoch is exported: recycle what only it used and
- * forget processes gone since (their discovery state too). */
+ * forget processes gone since (their discovery and perf-map state too). */
 void sp_pipeline__release(struct sp_pipeline *p, uint64_t epoch);
 
 /* Fills s's frequency, CPUs, off-CPU settings, consumer, current
- * aggregator, process-table and discovery fields (not s->bpf). */
+ * aggregator, process-table, discovery, perf-map and host-symbol fields
+ * (not s->bpf). */
 void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s);
 int sp_pipeline__read_counters(const struct sp_pipeline *p, uint64_t out[SP_CNT__MAX]);
 /* The consumer's counters, for its own thread (status lines). */
 const struct sp_consumer_stats *sp_pipeline__consumer_stats(const struct sp_pipeline *p);
 uint32_t sp_pipeline__n_cpus(const struct sp_pipeline *p);
+/* The host symbols (owned by the pipeline, NULL without cfg.hostsyms):
+ * for shipping the kernel snapshot and the vDSO, and the stop order of a
+ * sink that outlives neither (hostsyms.h). */
+struct sp_hostsyms *sp_pipeline__hostsyms(const struct sp_pipeline *p);
 /* The user-stack unwinder (collector/unwind/unwinder.h; thread safe), NULL
  * with --unwind fp: the agent tells it of memory pressure and shows its
  * tables on /metrics. */

@@ -70,6 +70,9 @@ static const struct opt_def defs[] = {
 	  "nor Go goroutines' pprof labels", NULL, 0 },
 	{ "no-go-labels", 0, NULL, K_SET, F(no_go_labels), 0, 0, NULL,
 	  "do not read Go goroutines' pprof labels", NULL, 0 },
+	{ "no-jit", 0, NULL, K_CLEAR, F(jit), 0, 0, NULL,
+	  "do not copy JIT perf maps (/tmp/perf-PID.map) for\n"
+	  "the symbolizer", NULL, 0 },
 	{ "no-process-env", 0, NULL, K_SET, F(no_process_env), 0, 0, NULL,
 	  "do not read the processes' OTEL_SERVICE_NAME and\n"
 	  "OTEL_RESOURCE_ATTRIBUTES (/proc/PID/environ)", NULL, 0 },

@@ -34,6 +34,7 @@ struct sp_sampling_opts {
 	bool kernel;			/* kernel stacks (--no-kernel clears) */
 	bool idle;			/* also stream idle-CPU samples */
 	bool trace_ctx;			/* read OTEP 4947 contexts (--no-trace-context) */
+	bool jit;			/* copy JIT perf maps for the symbolizer (--no-jit) */
 	bool no_go_labels;		/* do not read Go goroutines' pprof labels */
 	bool no_process_env;		/* --no-process-env: no /proc/PID/environ reads */
 	uint32_t ringbuf_bytes;		/* power of two */

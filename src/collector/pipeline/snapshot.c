@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "base/buildid.h"
+#include "collector/host/kernel_layout.h"
 #include "collector/pipeline/aggregator.h"
+#include "collector/procs/jit_maps.h"
 #include "collector/tracectx/ctx_attrs.h"
 #include "collector/procs/proc_env.h"
 #include "collector/procs/proc_table.h"
@@ -26,8 +28,11 @@ struct builder {
 	struct sp_profile *p;
 	struct sp_proc_table *procs;
 	const struct sp_snapshot_opts *o;
-	int32_t *map_index;		/* registry id -> profile mapping, 0 = not yet */
+	int32_t *map_index;		/* registry id -> profile mapping, 0 = not yet,
+					 * MAP_NONE = none */
 	uint32_t n_map_index;
+	int32_t *kslot_index;		/* kernel layout slot -> profile mapping */
+	uint32_t n_kslots;
 	struct pid_slot *pids;		/* open addressing, power of two */
 	uint32_t pid_mask;
 	int32_t host_name;
@@ -43,6 +48,8 @@ static const char *const reason_names[] = {
 	[SP_OFF_RUNQ] = "runqueue",
 	[SP_OFF_OTHER] = "other",
 };
+
+#define MAP_NONE INT32_MIN
 
 static const char *base_name(const char *path)
 {
@@ -154,33 +161,78 @@ static int32_t resource_for(struct builder *b, uint32_t pid, const char *comm)
 	return idx;
 }
 
+static int32_t add_mapping(struct builder *b, const char *path, const char *hex,
+			   uint64_t start, uint64_t limit, uint64_t offset)
+{
+	struct sp_mapping m = { 0 };
+
+	m.memory_start = start;
+	m.memory_limit = limit;
+	m.file_offset = offset;
+	m.filename = sp_profile__intern(b->p, path ? path : "");
+	if (hex && hex[0])
+		m.build_id = sp_profile__intern(b->p, hex);
+	if (m.filename < 0 || m.build_id < 0)
+		return -ENOMEM;
+	return sp_profile__add_mapping(b->p, &m);
+}
+
+/* Anonymous executable memory: a "[perf-map]" mapping naming the head of
+ * the process's JIT chain, or none. */
+static int32_t jit_mapping(struct builder *b, const struct sp_mapping_info *mi)
+{
+	char hex[SP_JIT_ID_HEX + 1];
+	struct sp_jit_id head;
+	uint8_t source;
+
+	if (sp_jit_maps__head(b->o->jit, mi->pid, &source, &head))
+		return MAP_NONE;
+	sp_jit_id__hex(&head, hex);
+	return add_mapping(b, source == SP_JIT_JITDUMP ? "[jitdump]" : "[perf-map]", hex,
+			   mi->start, mi->limit, 0);
+}
+
 static int32_t mapping_for(struct builder *b, uint32_t id)
 {
 	const struct sp_mapping_info *mi;
-	struct sp_mapping m = { 0 };
 	char hex[2 * SP_BUILD_ID_MAX + 1];
 	int32_t idx;
 
 	if (!id || id >= b->n_map_index)
 		return 0;
 	if (b->map_index[id])
-		return b->map_index[id];
+		return b->map_index[id] == MAP_NONE ? 0 : b->map_index[id];
 	mi = sp_proc_table__mapping(b->procs, id);
 	if (!mi)
 		return 0;
-	m.memory_start = mi->start;
-	m.memory_limit = mi->limit;
-	m.file_offset = mi->offset;
-	m.filename = sp_profile__intern(b->p, mi->path ? mi->path : "");
-	if (mi->build_id.len) {
+	if (mi->kind == SP_MAP_ANON) {
+		idx = jit_mapping(b, mi);
+	} else {
 		sp_buildid__hex(&mi->build_id, hex);
-		m.build_id = sp_profile__intern(b->p, hex);
+		idx = add_mapping(b, mi->path, hex, mi->start, mi->limit, mi->offset);
 	}
-	if (m.filename < 0 || m.build_id < 0)
-		return -ENOMEM;
-	idx = sp_profile__add_mapping(b->p, &m);
-	if (idx > 0)
+	if (idx > 0 || idx == MAP_NONE)
 		b->map_index[id] = idx;
+	return idx == MAP_NONE ? 0 : idx;
+}
+
+/* A kernel frame through the layout: its slot's mapping and location. */
+static int32_t kernel_frame(struct builder *b, uint64_t addr, uint64_t *loc)
+{
+	uint32_t slot = sp_kernel_layout__map(b->o->kernel, addr, loc);
+	const struct sp_kernel_slot *ks;
+	char hex[2 * SP_BUILD_ID_MAX + 1];
+	int32_t idx;
+
+	if (slot >= b->n_kslots)
+		return 0;
+	if (b->kslot_index[slot])
+		return b->kslot_index[slot];
+	ks = sp_kernel_layout__slot(b->o->kernel, slot);
+	sp_buildid__hex(&ks->build_id, hex);
+	idx = add_mapping(b, ks->filename, hex, ks->start, ks->limit, ks->offset);
+	if (idx > 0)
+		b->kslot_index[slot] = idx;
 	return idx;
 }
 
@@ -239,12 +291,14 @@ static int add_entry(const struct sp_agg_entry *e, void *ctx)
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct sp_location l = { 0 };
-		int32_t m = mapping_for(b, e->frames.mappings[i]);
+		uint64_t a = e->frames.addrs[i] - (i > 0 && e->frames.addrs[i] ? 1 : 0);
+		int32_t m = i < k->n_kernel && b->o->kernel ? kernel_frame(b, a, &a)
+							    : mapping_for(b, e->frames.mappings[i]);
 
 		if (m < 0)
 			return m;
 		l.mapping = m;
-		l.address = e->frames.addrs[i] - (i > 0 && e->frames.addrs[i] ? 1 : 0);
+		l.address = a;
 		l.frame_kind = i < k->n_kernel ? SP_FRAME_KERNEL : SP_FRAME_NATIVE;
 		b->locs[i] = sp_profile__add_location(b->p, &l);
 		if (b->locs[i] < 0)
@@ -314,7 +368,9 @@ int sp_snapshot__build(struct sp_agg *agg, struct sp_proc_table *procs,
 	b.pids = malloc(cap * sizeof(*b.pids));
 	b.n_map_index = sp_proc_table__n_mappings(procs) + 1;
 	b.map_index = calloc(b.n_map_index, sizeof(*b.map_index));
-	if (!b.pids || !b.map_index)
+	b.n_kslots = sp_kernel_layout__n_slots(o->kernel);
+	b.kslot_index = calloc(b.n_kslots + 1, sizeof(*b.kslot_index));
+	if (!b.pids || !b.map_index || !b.kslot_index)
 		goto out;
 	for (uint32_t i = 0; i < cap; i++)
 		b.pids[i].resource = -1;
@@ -340,5 +396,6 @@ out:
 	sp_profile__free(b.p);
 	free(b.pids);
 	free(b.map_index);
+	free(b.kslot_index);
 	return err;
 }

@@ -4,7 +4,8 @@
  * process table: the hand-over point from the collector to the exporters.
  *
  * Runs on the export path (it allocates the profile); never on the
- * ring-buffer hot path.  Addresses: the leaf frame of each stack keeps its
+ * ring-buffer hot path.  Reads the kernel layout and the JIT heads, never
+ * a file.  Addresses: the leaf frame of each stack keeps its
  * address; every other frame is a return address and is reported minus one
  * so that it falls inside the call instruction (pprof's convention, and what
  * makes a symbolizer name the calling line, not the next one).
@@ -15,6 +16,8 @@
 #include <stdint.h>
 
 struct sp_agg;
+struct sp_jit_maps;
+struct sp_kernel_layout;
 struct sp_otel_attrs;
 struct sp_proc_env_ident;
 struct sp_proc_table;
@@ -54,6 +57,19 @@ struct sp_snapshot_opts {
 	 * returning NULL exports the attribute as "attr.<key_index>". */
 	const char *(*attr_key)(uint32_t pid, uint8_t key_index, void *ctx);
 	void *attr_key_ctx;
+	/* Optional: where the kernel's code is (host/kernel_layout.h).  With
+	 * it, kernel frames become locations that mean the same on every host
+	 * and boot: [kernel.kallsyms] at link-time addresses, [module:NAME] at
+	 * offsets in the module's .text, [kernel.boot] for code placed at run
+	 * time.  Without it, one [kernel.kallsyms] mapping of runtime
+	 * addresses (the registry's kernel entry). */
+	struct sp_kernel_layout *kernel;
+	/* Optional: JIT symbol snapshots (procs/jit_maps.h).  A frame in a
+	 * process's anonymous executable memory gets a "[perf-map]" mapping
+	 * whose build id names the head piece of that process's chain;
+	 * without a chain (or without this) it has no mapping (0), as any
+	 * unknown frame. */
+	struct sp_jit_maps *jit;
 };
 
 int sp_snapshot__build(struct sp_agg *agg, struct sp_proc_table *procs,

@@ -132,6 +132,21 @@ static void print_offcpu(FILE *f, const struct sp_summary *s)
 	fputc('\n', f);
 }
 
+/* JIT perf maps: what was read, what was refused and why. */
+static void print_jit(FILE *f, const struct sp_summary *s)
+{
+	const struct sp_jit_maps_stats *j = &s->jit;
+
+	fprintf(f, "  JIT perf maps: processes %" PRIu64 " (with a map %" PRIu64 "), pieces %"
+		PRIu64 " (%" PRIu64 " bytes), checks %" PRIu64 "; refused: no map %" PRIu64
+		", not a regular file %" PRIu64 ", wrong owner %" PRIu64 ", stale %" PRIu64
+		", unreadable %" PRIu64 ", truncated %" PRIu64 ", over the total budget %" PRIu64
+		", not stored %" PRIu64 ", notes dropped %" PRIu64 "\n", j->procs,
+		j->procs_with_map, j->pieces, j->piece_bytes, j->checks, j->no_map,
+		j->not_regular, j->wrong_owner, j->stale, j->unreadable, j->truncated,
+		j->over_budget, j->sink_refused, j->notes_dropped);
+}
+
 /* Go processes: descriptors, and what the label reads found (one outcome
  * per read, bpf/golabels.bpf.h). */
 static void print_go(FILE *f, const struct sp_summary *s)
@@ -202,9 +217,12 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 		fprintf(f, "  %" PRIu64 " samples written without their timestamp (raise "
 			"--agg-budget for per-event timestamps)\n", s->agg.timestamps_dropped);
 	fprintf(f, "  stacks: kernel truncated %" PRIu64 ", user truncated %" PRIu64
-		", user empty %" PRIu64 "; frames %" PRIu64 ", unresolved user frames %" PRIu64 "\n",
+		", user empty %" PRIu64 "; frames %" PRIu64 ", unresolved user frames %" PRIu64
+		" (in anonymous executable memory %" PRIu64 ")\n",
 		c->kstack_truncated, c->ustack_truncated, c->ustack_empty, c->frames,
-		c->frames_unresolved);
+		c->frames_unresolved, c->frames_anon);
+	if (s->jit.notes)
+		print_jit(f, s);
 	fprintf(f, "  processes %" PRIu64 ": maps read %" PRIu64 ", gone before read %" PRIu64
 		", unreadable %" PRIu64 ", mappings without build id %" PRIu64 "\n",
 		s->procs.procs_seen, s->procs.maps_reads, s->procs.maps_gone,
@@ -269,15 +287,32 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"malformed\": %" PRIu64 ", \"aggregated\": %" PRIu64 ", \"agg_dropped\": %" PRIu64
 		", \"kstack_truncated\": %" PRIu64 ", \"ustack_truncated\": %" PRIu64
 		", \"ustack_empty\": %" PRIu64 ", \"frames\": %" PRIu64
-		", \"frames_unresolved\": %" PRIu64 ", \"ctx_samples\": %" PRIu64
+		", \"frames_unresolved\": %" PRIu64 ", \"frames_anon\": %" PRIu64
+		", \"ctx_samples\": %" PRIu64
 		", \"attrs_samples\": %" PRIu64 ", \"attrs_dropped\": %" PRIu64
 		", \"go_samples\": %" PRIu64 ", \"go_labels_samples\": %" PRIu64
 		", \"go_labels_bad_utf8\": %" PRIu64 "},\n",
 		c->received_oncpu, c->received_offcpu, c->received_exec, c->received_exit,
 		c->received_publish, c->malformed, c->aggregated, c->agg_dropped, c->kstack_truncated,
 		c->ustack_truncated, c->ustack_empty, c->frames, c->frames_unresolved,
-		c->ctx_samples, c->attrs_samples, c->attrs_dropped, c->go_samples,
+		c->frames_anon, c->ctx_samples, c->attrs_samples, c->attrs_dropped, c->go_samples,
 		c->go_labels_samples, c->go_labels_bad_utf8);
+	fprintf(f, "  \"jit\": {\"notes\": %" PRIu64 ", \"notes_dropped\": %" PRIu64
+		", \"checks\": %" PRIu64 ", \"no_map\": %" PRIu64 ", \"not_regular\": %" PRIu64
+		", \"wrong_owner\": %" PRIu64 ", \"stale\": %" PRIu64 ", \"unreadable\": %" PRIu64
+		", \"reads\": %" PRIu64 ", \"bytes_read\": %" PRIu64 ", \"pieces\": %" PRIu64
+		", \"piece_bytes\": %" PRIu64 ", \"restarts\": %" PRIu64 ", \"truncated\": %" PRIu64
+		", \"over_budget\": %" PRIu64
+		", \"sink_refused\": %" PRIu64 ", \"procs_full\": %" PRIu64 ", \"procs\": %" PRIu64
+		", \"procs_with_map\": %" PRIu64 ", \"store_writes\": %" PRIu64
+		", \"store_errors\": %" PRIu64 "},\n",
+		s->jit.notes, s->jit.notes_dropped, s->jit.checks, s->jit.no_map,
+		s->jit.not_regular, s->jit.wrong_owner, s->jit.stale, s->jit.unreadable,
+		s->jit.reads, s->jit.bytes_read, s->jit.pieces, s->jit.piece_bytes,
+		s->jit.restarts, s->jit.truncated, s->jit.over_budget, s->jit.sink_refused,
+		s->jit.procs_full,
+		s->jit.procs, s->jit.procs_with_map, s->hostsyms.store_writes,
+		s->hostsyms.store_errors);
 	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64
 		", \"dropped_entries_full\": %" PRIu64 ", \"dropped_bytes_full\": %" PRIu64
 		", \"timestamps_dropped\": %" PRIu64 ", \"entries\": %u, \"bytes_used\": %zu"
@@ -288,12 +323,13 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 	fprintf(f, "  \"procs\": {\"procs_seen\": %" PRIu64 ", \"procs_table_full\": %" PRIu64
 		", \"maps_reads\": %" PRIu64 ", \"maps_gone\": %" PRIu64
 		", \"maps_unreadable\": %" PRIu64 ", \"no_build_id\": %" PRIu64
-		", \"addr_unmapped\": %" PRIu64 ", \"mappings_full\": %" PRIu64
+		", \"addr_unmapped\": %" PRIu64 ", \"addr_anon\": %" PRIu64
+		", \"mappings_full\": %" PRIu64
 		", \"files_timed_out\": %" PRIu64 ", \"files_skipped\": %" PRIu64 "},\n",
 		s->procs.procs_seen, s->procs.procs_table_full, s->procs.maps_reads,
 		s->procs.maps_gone, s->procs.maps_unreadable, s->procs.no_build_id,
-		s->procs.addr_unmapped, s->procs.mappings_full, s->procs.files_timed_out,
-		s->procs.files_skipped);
+		s->procs.addr_unmapped, s->procs.addr_anon, s->procs.mappings_full,
+		s->procs.files_timed_out, s->procs.files_skipped);
 	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
 		PRIu64 ", \"procs_failed\": %" PRIu64 ", \"publish_rereads\": %" PRIu64
 		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64

@@ -30,6 +30,8 @@
 
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/consumer.h"
+#include "collector/host/hostsyms.h"
+#include "collector/procs/jit_maps.h"
 #include "collector/procs/proc_env.h"
 #include "collector/procs/proc_table.h"
 #include "collector/unwind/unwinder.h"
@@ -74,6 +76,9 @@ struct sp_summary {
 	uint32_t off_cpu_rate;
 	uint64_t offcpu_ns[SP_OFF_OTHER + 1];	/* estimated ns written, by reason */
 	uint64_t offcpu_waits[SP_OFF_OTHER + 1];	/* captured waits written */
+	/* host symbol data: JIT perf maps, store writes */
+	struct sp_jit_maps_stats jit;
+	struct sp_hostsyms_stats hostsyms;
 	/* user-stack unwinding */
 	bool unwind_fp;			/* --unwind fp */
 	bool mmap_watch;		/* PROT_EXEC mmap/mprotect watched */

@@ -55,9 +55,11 @@
  * before any of their maps were read (their samples are lost).
  *
  * Per process only executable mappings are kept.  File-backed ones get a
- * registry id; anonymous executable memory (JIT, [vdso], ...) is kept as an
- * id-0 range so addresses in it count as addr_unmapped without re-reading
- * maps on every sample.
+ * registry id, and so do anonymous executable memory (a per-process
+ * "[anon]" entry: JIT code) and [vdso] (with the vDSO's build id, when
+ * configured); other named specials ([vsyscall], [anon:x], ...) are kept
+ * as id-0 ranges so addresses in them count as addr_unmapped without
+ * re-reading maps on every sample.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -85,6 +87,7 @@
 #define PROC_EARLY_REREADS 4	/* per exec; see sp_proc_table__resolve */
 #define PROC_KERNEL_START 0xffff800000000000ULL
 #define PROC_KERNEL_PATH "[kernel.kallsyms]"
+#define PROC_ANON_PATH "[anon]"
 
 #define PROC_NONE UINT32_MAX		/* end of an index chain */
 #define PROC_STR_PER_MAPPING 128	/* path bytes cap = this * max_mappings */
@@ -279,9 +282,9 @@ static void proc_str_put(struct sp_proc_table *t, struct proc_str *p)
 
 static uint32_t proc_mapping_hash(const char *path, size_t path_len,
 				  const struct sp_build_id *b, uint64_t start,
-				  uint64_t limit, uint64_t offset)
+				  uint64_t limit, uint64_t offset, uint32_t pid)
 {
-	uint64_t h = XXH3_64bits(path, path_len);
+	uint64_t h = XXH3_64bits_withSeed(path, path_len, pid);
 
 	h ^= XXH3_64bits_withSeed(b->id, b->len, b->len);
 	h = XXH3_64bits_withSeed(&start, sizeof(start), h);
@@ -350,14 +353,15 @@ static void proc_mapping_free(struct sp_proc_table *t, uint32_t id)
 	t->stats.mappings_released++;
 }
 
-/* Id of (path, build id, start, limit, offset) with one more reference
- * (the caller's map entry), registering it if new; 0 when the registry or
- * its path bytes are full (counted). */
+/* Id of (path, build id, start, limit, offset, pid) with one more
+ * reference (the caller's map entry), registering it if new; 0 when the
+ * registry or its path bytes are full (counted).  pid is 0 except for
+ * SP_MAP_ANON. */
 static uint32_t proc_register(struct sp_proc_table *t, const char *path, size_t path_len,
 			      const struct sp_build_id *b, uint64_t start,
-			      uint64_t limit, uint64_t offset, bool kernel)
+			      uint64_t limit, uint64_t offset, uint8_t kind, uint32_t pid)
 {
-	uint32_t h = proc_mapping_hash(path, path_len, b, start, limit, offset);
+	uint32_t h = proc_mapping_hash(path, path_len, b, start, limit, offset, pid);
 	struct proc_mapping *m;
 	struct proc_str *str;
 	uint32_t i, id;
@@ -370,7 +374,8 @@ static uint32_t proc_register(struct sp_proc_table *t, const char *path, size_t 
 		if (m->hash == h && m->str->len == path_len &&
 		    !memcmp(m->str->s, path, path_len) && m->info.start == start &&
 		    m->info.limit == limit && m->info.offset == offset &&
-		    m->info.build_id.len == b->len && m->info.build_id.kind == b->kind &&
+		    m->info.pid == pid && m->info.build_id.len == b->len &&
+		    m->info.build_id.kind == b->kind &&
 		    !memcmp(m->info.build_id.id, b->id, b->len)) {
 			if (!m->refs++)
 				proc_dead_del(t, id);	/* back in use as is */
@@ -399,7 +404,9 @@ static uint32_t proc_register(struct sp_proc_table *t, const char *path, size_t 
 	m->info.offset = offset;
 	m->info.build_id = *b;
 	m->info.path = str->s;
-	m->info.kernel = kernel;
+	m->info.kernel = kind == SP_MAP_KERNEL;
+	m->info.kind = kind;
+	m->info.pid = pid;
 	m->str = str;
 	m->refs = 1;
 	m->hash = h;
@@ -678,13 +685,27 @@ static int proc_take_line(const struct sp_map_entry *e, void *ctx)
 		if (e->path_len == 6 && !memcmp(e->path, "[vdso]", 6))
 			lm->vdso = true;
 	}
-	/* Named specials ([vdso], [vsyscall], [anon:x]) have no file. */
-	if (e->path_len == 0 || e->path[0] == '[')
+	if (e->path_len == 0) {
+		/* JIT code lives here: one entry per process and range */
+		memset(&b, 0, sizeof(b));
+		m->id = proc_register(t, PROC_ANON_PATH, sizeof(PROC_ANON_PATH) - 1, &b,
+				      e->start, e->end, 0, SP_MAP_ANON, sc->p->pid);
+		return 0;
+	}
+	if (e->path_len == 6 && !memcmp(e->path, "[vdso]", 6) && t->cfg.vdso_len &&
+	    e->end - e->start == t->cfg.vdso_len) {
+		m->id = proc_register(t, e->path, e->path_len, &t->cfg.vdso_build_id,
+				      e->start, e->end, 0, SP_MAP_VDSO, 0);
+		return 0;
+	}
+	/* Other named specials ([vsyscall], [anon:x], ...) have no file. */
+	if (e->path[0] == '[')
 		return 0;
 	proc_build_id(t, sc->p->pid, e, &b, lm);
 	if (!b.len)
 		t->stats.no_build_id++;
-	m->id = proc_register(t, e->path, e->path_len, &b, e->start, e->end, e->offset, false);
+	m->id = proc_register(t, e->path, e->path_len, &b, e->start, e->end, e->offset,
+			      SP_MAP_FILE, 0);
 	if (lm && m->id) {
 		lm->path = t->mappings[m->id].info.path;
 		lm->build_id = &t->mappings[m->id].info.build_id;
@@ -902,7 +923,7 @@ struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
 	if (sp_buildid__kernel(&kb))
 		memset(&kb, 0, sizeof(kb));
 	if (proc_register(t, PROC_KERNEL_PATH, strlen(PROC_KERNEL_PATH), &kb,
-			  PROC_KERNEL_START, UINT64_MAX, 0, true) != 1) {
+			  PROC_KERNEL_START, UINT64_MAX, 0, SP_MAP_KERNEL, 0) != 1) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -987,6 +1008,8 @@ uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
 		t->stats.addr_unmapped++;
 		return 0;
 	}
+	if (t->mappings[m->id].info.kind == SP_MAP_ANON)
+		t->stats.addr_anon++;
 	return m->id;
 }
 

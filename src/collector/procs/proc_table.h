@@ -7,7 +7,12 @@
  * Mappings are interned in a global registry: a mapping id (>= 1) names one
  * (path, build id, start, limit, file offset).  Id 0 means "unknown".  The
  * kernel has its own registry entry (path "[kernel.kallsyms]", the
- * kernel's build id), valid until __free.
+ * kernel's build id), valid until __free.  A process's [vdso] is a "[vdso]"
+ * entry with the vDSO image's build id (when the config gives it), and its
+ * anonymous executable memory (JIT code) a per-process "[anon]" entry
+ * (kind SP_MAP_ANON, pid set: a JIT symbol snapshot is per process); both
+ * count as addr_anon resolutions, the latter also as unresolved frames
+ * until a snapshot names them (pipeline/snapshot.h).
  *
  * Lifetimes: ingest is split into epochs (the agent: one per exported
  * aggregator).  An id handed out by __resolve during epoch E, and the
@@ -60,6 +65,19 @@ struct sp_proc_table_config {
 	uint32_t file_timeout_ms;
 	uint32_t file_max_stuck;
 	const char *proc_root;		/* default "/proc"; tests point elsewhere */
+	/* The vDSO image's build id and length (host/vdso.h); len 0: [vdso]
+	 * mappings stay anonymous.  A process's [vdso] of another length (a
+	 * 32-bit process's image) is not given this id. */
+	struct sp_build_id vdso_build_id;
+	uint64_t vdso_len;
+};
+
+enum sp_mapping_kind {
+	SP_MAP_FILE = 0,	/* a mapped file, keyed by its build id */
+	SP_MAP_KERNEL = 1,	/* the kernel (registry id 1) */
+	SP_MAP_VDSO = 2,	/* a process's [vdso]: the vDSO image's build id */
+	SP_MAP_ANON = 3,	/* anonymous executable memory of one process
+				 * (JIT code): path "[anon]", pid set, no id */
 };
 
 struct sp_mapping_info {
@@ -69,6 +87,8 @@ struct sp_mapping_info {
 	struct sp_build_id build_id;	/* len 0 = file had none / unreadable */
 	const char *path;		/* owned by the table */
 	bool kernel;
+	uint8_t kind;			/* enum sp_mapping_kind */
+	uint32_t pid;			/* SP_MAP_ANON: the process; else 0 */
 };
 
 struct sp_proc_info {
@@ -97,6 +117,7 @@ struct sp_proc_table_stats {
 					 * marked, mapping kept without an id */
 	uint64_t files_skipped;		/* marked earlier, or every helper stuck */
 	uint64_t addr_unmapped;		/* address in no known mapping */
+	uint64_t addr_anon;		/* address in anonymous executable memory */
 	uint64_t procs_released;	/* gone processes forgotten by __release */
 	uint64_t mappings_released;	/* registry ids recycled by __release */
 	/* Gauges, current values. */

@@ -19,7 +19,8 @@
  * exits, or SIGINT/SIGTERM -> stop it (the ring drained to its last
  * record) -> snapshot -> encode -> write -> print the summary (every sample
  * accounted for).  What is record's own: the targets, the output file, the
- * kernel symbol snapshot, the summary and the report child.
+ * kernel symbol snapshot and FILE.syms/ (the host symbols' store: the
+ * vDSO, JIT perf-map pieces), the summary and the report child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +39,9 @@
 #include <unistd.h>
 
 #include "base/buildid.h"
+#include "base/symstore.h"
+#include "base/write_all.h"
+#include "collector/host/hostsyms.h"
 #include "collector/host/kallsyms.h"
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/caps.h"
@@ -59,8 +63,9 @@
  * recording wants detail), one 64 MiB aggregator, every off-CPU wait from
  * 10 us. */
 static const struct sp_sampling_opts record_defaults = {
-	.hz = 97, .kernel = true, .trace_ctx = true, .ringbuf_bytes = 4u << 20, .poll_ms = 100,
-	.agg_budget = 64u << 20, .agg_entries = 0, .off_cpu_min_us = 10, .off_cpu_rate = 1000,
+	.hz = 97, .kernel = true, .trace_ctx = true, .jit = true, .ringbuf_bytes = 4u << 20,
+	.poll_ms = 100, .agg_budget = 64u << 20, .agg_entries = 0, .off_cpu_min_us = 10,
+	.off_cpu_rate = 1000,
 };
 
 struct record_opts {
@@ -326,36 +331,23 @@ static bool targets_exited(const int *pidfds, uint32_t n)
 	return true;
 }
 
-static int write_all(int fd, const uint8_t *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
-
 /* Kernel frames are addresses; the symbolizer names them from a snapshot
  * of /proc/kallsyms taken here (data capture, not symbolization), written
  * next to the profile as FILE.kallsyms.gz (docs/formats.md).  Failure is a
  * note: the profile is complete without it. */
-static void capture_kallsyms(const char *output)
+static void capture_kallsyms(const char *output, struct sp_hostsyms *hs)
 {
 	char path[PATH_MAX], err[256] = "";
 	struct sp_build_id kid;
+	const struct sp_kmod *mods;
+	size_t n_mods;
 	int rc;
 
 	if (snprintf(path, sizeof(path), "%s" SP_KALLSYMS_SUFFIX, output) >= (int)sizeof(path))
 		return;
+	mods = sp_kernel_layout__modules(sp_hostsyms__kernel(hs), &n_mods);
 	rc = sp_buildid__kernel(&kid);
-	rc = rc ? rc : sp_kallsyms__capture(path, &kid, err, sizeof(err));
+	rc = rc ? rc : sp_kallsyms__capture_mods(path, &kid, mods, n_mods, err, sizeof(err));
 	if (rc)
 		fprintf(stderr, "spanprof record: no kernel symbol snapshot: %s\n",
 			err[0] ? err : strerror(-rc));
@@ -481,7 +473,7 @@ static int write_profile(const struct record_opts *o, int fd, uint64_t reserved,
 		if (err)
 			goto out;
 	}
-	err = write_all(fd, gz ? gz : raw, gz ? gz_len : raw_len);
+	err = sp_write_all(fd, gz ? gz : raw, gz ? gz_len : raw_len);
 	/* the reservation may be longer than the profile */
 	if (!err && reserved > (gz ? gz_len : raw_len) &&
 	    ftruncate(fd, (off_t)(gz ? gz_len : raw_len)))
@@ -512,6 +504,8 @@ int sp_record__main(int argc, char **argv)
 	struct record_opts o;
 	struct sp_pipeline *pipe = NULL;
 	struct sp_pipeline_config pcfg;
+	struct sp_hostsyms_config hcfg = { .log_prefix = "spanprof record: " };
+	char syms_dir[PATH_MAX];
 	struct sp_agg *agg = NULL;
 	struct sp_profile *prof = NULL;
 	struct sp_summary sum = { 0 };
@@ -541,8 +535,16 @@ int sp_record__main(int argc, char **argv)
 		out_close(&out);	/* removes the temporary file */
 		return 1;
 	}
+	/* FILE.syms/: what the symbolizer needs from this host besides
+	 * FILE.kallsyms.gz (the vDSO, JIT perf-map pieces) */
+	if (snprintf(syms_dir, sizeof(syms_dir), "%s" SP_SYMS_DIR_SUFFIX, o.output) >=
+	    (int)sizeof(syms_dir)) {
+		fprintf(stderr, "spanprof record: output path too long: %s\n", o.output);
+		goto out;
+	}
+	hcfg.store_dir = syms_dir;
 	pcfg = (struct sp_pipeline_config){ .opts = &o.s, .filter_pids = !o.all,
-					    .filter_tids = o.n_tids > 0 };
+					    .filter_tids = o.n_tids > 0, .hostsyms = &hcfg };
 	if (sp_pipeline__new(&pcfg, &pipe, err_msg, sizeof(err_msg))) {
 		fprintf(stderr, "spanprof record: %s\n", err_msg);
 		goto out;
@@ -696,7 +698,10 @@ int sp_record__main(int argc, char **argv)
 		goto out;
 	}
 	if (o.s.kernel)
-		capture_kallsyms(o.output);
+		capture_kallsyms(o.output, sp_pipeline__hostsyms(pipe));
+	if (sp_hostsyms__profile_uses_vdso(prof))
+		sp_hostsyms__ship_vdso(sp_pipeline__hostsyms(pipe));
+	sp_hostsyms__stats(sp_pipeline__hostsyms(pipe), &sum.hostsyms);	/* the vDSO's write */
 	sp_summary__print(stderr, &sum);
 	if (o.summary_json && sp_summary__write_json(o.summary_json, &sum))
 		fprintf(stderr, "spanprof record: cannot write %s: %s\n", o.summary_json,

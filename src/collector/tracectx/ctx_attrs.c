@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "base/utf8.h"
 #include "collector/tracectx/ctx_attrs.h"
 
 uint32_t sp_ctx_attrs__decode(const uint8_t *buf, size_t len,
@@ -53,61 +54,15 @@ uint32_t sp_ctx_attrs__canon(const uint8_t *buf, size_t len, uint8_t dst[SP_CTX_
 	return off;
 }
 
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 (RFC 3629: no
- * overlongs, no surrogates, nothing above U+10FFFF). */
-static unsigned utf8_seq(const uint8_t *s, size_t n)
-{
-	unsigned len, i;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
-
 void sp_ctx_attrs__string(const struct sp_ctx_attr *a, char dst[256])
 {
-	size_t i = 0, o = 0;
-
-	while (i < a->len) {
-		unsigned k = utf8_seq(a->value + i, a->len - i);
-
-		if (k == 1 && (a->value[i] < 0x20 || a->value[i] == 0x7f))
-			k = 0;
-		if (!k) {
-			dst[o++] = '?';
-			i++;
-			continue;
-		}
-		memcpy(dst + o, a->value + i, k);
-		o += k;
-		i += k;
-	}
-	dst[o] = 0;
+	sp_utf8__sanitize(a->value, a->len, dst);
 }
 
 bool sp_ctx_attrs__utf8_valid(const uint8_t *s, size_t n)
 {
 	for (size_t i = 0; i < n;) {
-		unsigned k = utf8_seq(s + i, n - i);
+		unsigned k = sp_utf8__seq(s + i, n - i);
 
 		if (!k)
 			return false;

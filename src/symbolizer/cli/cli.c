@@ -41,12 +41,16 @@ static const struct sp_cli_opt opts_kallsyms[] = {
 	  "kernel symbol snapshot (repeatable; matched by build id)" },
 	{ "kallsyms-dir", required_argument, SP_OPT_KALLSYMS_DIR, "DIR",
 	  "directory of BUILD_ID.kallsyms.gz files (repeatable)" },
+	{ "store", required_argument, SP_OPT_STORE, "DIR",
+	  "host-symbol store: kernel snapshots, vDSO, JIT perf maps (repeatable)" },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
 static const struct sp_cli_opt opts_kallsyms_in[] = {
 	{ "no-kallsyms", no_argument, SP_OPT_NO_KALLSYMS, NULL,
 	  "do not load IN.kallsyms.gz (default: when present)" },
+	{ "no-syms-dir", no_argument, SP_OPT_NO_SYMS_DIR, NULL,
+	  "do not use the store IN.syms/ (default: when present)" },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
@@ -300,6 +304,11 @@ static int group_opt(const struct sp_cli *p, struct sp_common_opts *c, int val,
 		return add_path(p, "--kallsyms-dir", c->ks_dirs, &c->n_ks_dirs, arg);
 	case SP_OPT_NO_KALLSYMS:
 		c->no_kallsyms = true;
+		return 0;
+	case SP_OPT_STORE:
+		return add_path(p, "--store", c->stores, &c->n_stores, arg);
+	case SP_OPT_NO_SYMS_DIR:
+		c->no_syms_dir = true;
 		return 0;
 	case SP_OPT_ALLOW_ROOT:
 		c->allow_root = true;

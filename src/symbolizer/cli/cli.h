@@ -54,8 +54,9 @@ enum {
 enum {
 	SP_OPTG_DEBUGINFO = 1u << 0,	/* --debug-dir, --no-debuginfod */
 	SP_OPTG_CACHE = 1u << 1,	/* --cache-entries */
-	SP_OPTG_KALLSYMS = 1u << 2,	/* --kallsyms, --kallsyms-dir */
-	SP_OPTG_KALLSYMS_IN = 1u << 3,	/* --no-kallsyms (IN.kallsyms.gz) */
+	SP_OPTG_KALLSYMS = 1u << 2,	/* --kallsyms, --kallsyms-dir, --store */
+	SP_OPTG_KALLSYMS_IN = 1u << 3,	/* --no-kallsyms (IN.kallsyms.gz),
+					 * --no-syms-dir (IN.syms/) */
 	SP_OPTG_PRIVS = 1u << 4,	/* --allow-root, --user */
 };
 
@@ -64,7 +65,7 @@ enum {
 enum {
 	SP_OPT_DEBUG_DIR = 256, SP_OPT_NO_DEBUGINFOD, SP_OPT_CACHE,
 	SP_OPT_KALLSYMS, SP_OPT_KALLSYMS_DIR, SP_OPT_NO_KALLSYMS,
-	SP_OPT_ALLOW_ROOT, SP_OPT_USER,
+	SP_OPT_ALLOW_ROOT, SP_OPT_USER, SP_OPT_STORE, SP_OPT_NO_SYMS_DIR,
 	SP_OPT_CMD = 512,
 };
 
@@ -87,6 +88,9 @@ struct sp_common_opts {
 	const char *ks_dirs[SP_CLI_MAX_DIRS];	/* --kallsyms-dir */
 	size_t n_ks_dirs;
 	bool no_kallsyms;
+	const char *stores[SP_CLI_MAX_DIRS];	/* --store */
+	size_t n_stores;
+	bool no_syms_dir;
 	bool allow_root;
 	const char *user;			/* NULL: nobody */
 	bool quiet;

@@ -101,8 +101,11 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	err = sp_sym_ctx__prepare(&x, &o.c, !o.no_symbolize, &in, o.in);
 	if (err)
 		goto out;
-	if (!o.no_symbolize)
-		err = sp_symbolize__profile_ks(x.res, x.ks, in.p, &ss);
+	if (!o.no_symbolize) {
+		struct sp_symbolize_sources src = sp_sym_ctx__sources(&x);
+
+		err = sp_symbolize__run(&src, in.p, &ss);
+	}
 	if (err)
 		goto out;
 	if (o.no_timestamps)

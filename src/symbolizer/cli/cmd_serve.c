@@ -32,6 +32,7 @@ enum {
 	OPT_MAX_BODY, OPT_FWD_HEADERS, OPT_FWD_COMPRESSION, OPT_FWD_TIMEOUT, OPT_FWD_CA,
 	OPT_FWD_CERT, OPT_FWD_KEY, OPT_FWD_ATTEMPTS, OPT_SHUTDOWN, OPT_ADMIN, OPT_BUDGET,
 	OPT_MAX_CONNS, OPT_PER_IP, OPT_HEADER_TIMEOUT, OPT_BODY_TIMEOUT, OPT_DOWN_HOLD,
+	OPT_STORE_DIR, OPT_STORE_MAX,
 };
 
 struct serve_opts {
@@ -39,6 +40,8 @@ struct serve_opts {
 	const char *listen;
 	const char *admin_listen;
 	const char *output_dir;
+	const char *store_dir;
+	uint64_t store_max;
 	uint32_t queue, workers, max_body, budget_mib, max_conns, per_ip;
 	uint32_t header_ms, body_ms, down_hold_ms;
 	bool down_hold_set;
@@ -85,6 +88,10 @@ static const struct sp_cli_opt serve_options[] = {
 	{ "forward-attempts", required_argument, OPT_FWD_ATTEMPTS, "N",
 	  "attempts per profile on 429/502/503/504 or no answer (default 2: the\n"
 	  "                            client waits for them; then 503, it resends)" },
+	{ "store-dir", required_argument, OPT_STORE_DIR, "DIR",
+	  "accept host-symbol uploads (kernel snapshots, vDSO, JIT maps) into DIR" },
+	{ "store-max-bytes", required_argument, OPT_STORE_MAX, "B",
+	  "the store's disk budget; oldest JIT maps go first (default 1 GiB)" },
 	{ "queue", required_argument, OPT_QUEUE, "N",
 	  "decoded profiles waiting for a worker (default 16)" },
 	{ "workers", required_argument, OPT_WORKERS, "N",
@@ -232,6 +239,21 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 		case OPT_OUTPUT_DIR:
 			o->output_dir = optarg;
 			break;
+		case OPT_STORE_DIR:
+			if (o->store_dir || o->c.n_stores == SP_CLI_MAX_DIRS)
+				return sp_cli__bad(&p, "--store-dir is given once");
+			o->store_dir = optarg;
+			o->c.stores[o->c.n_stores++] = optarg;	/* read there too */
+			break;
+		case OPT_STORE_MAX:
+			errno = 0;
+			o->store_max = strtoull(optarg, &end, 10);
+			/* strtoull takes "-1" as its wrap-around */
+			if (optarg[0] < '0' || optarg[0] > '9' || errno || *end ||
+			    o->store_max < (1u << 20))
+				return sp_cli__bad(&p, "--store-max-bytes %s: want bytes, at least "
+						   "1048576", optarg);
+			break;
 		case OPT_QUEUE:
 			r = sp_cli__u32(&p, "--queue", optarg, 1, 1u << 20, &o->queue);
 			if (r)
@@ -307,6 +329,8 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 		.forward_down_hold_ms = o.down_hold_set ? o.down_hold_ms : 5000,
 		.forward = o.fwd.profiles_url ? &o.fwd : NULL,
 		.output_dir = o.output_dir,
+		.store_dir = o.store_dir,
+		.store_max_bytes = o.store_max,
 		.queue_len = o.queue,
 		.workers = o.workers,
 		.max_body = o.max_body,
@@ -325,6 +349,7 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 		goto out;
 	so.resolver = x.res;
 	so.ksyms = x.ks;
+	so.jit = x.jit;
 	err = sp_serve__run(&so, &stop_flag);
 	if (!o.c.quiet && !err)
 		sp_sym_ctx__print_stats(&x, NULL);
@@ -338,10 +363,11 @@ const struct sp_cmd sp_cmd_serve = {
 	.operands = "",
 	.summary = "OTLP/HTTP receiver: symbolize, then write files and/or forward",
 	.about = "  POST /v1development/profiles (application/x-protobuf, identity or\n"
-		 "  gzip); GET /metrics, /healthz.  200 only once every destination has\n"
-		 "  the profile (file synced, next hop answered 2xx), else 503 + Retry-After\n"
-		 "  (the sender keeps it).  Forwarding follows OTLP/HTTP's retry rules;\n"
-		 "  unset --forward-* values come from OTEL_EXPORTER_OTLP_* variables.\n",
+		 "  gzip); with --store-dir, POST /spanprof/v1/symbols (host symbols an\n"
+		 "  agent ships); GET /metrics, /healthz.  200 only once every destination\n"
+		 "  has the profile (file synced, next hop answered 2xx), else 503 +\n"
+		 "  Retry-After (the sender keeps it).  Forwarding follows OTLP/HTTP's retry\n"
+		 "  rules; unset --forward-* values come from OTEL_EXPORTER_OTLP_* variables.\n",
 	.opts = serve_options,
 	.groups = SP_OPTG_DEBUGINFO | SP_OPTG_CACHE | SP_OPTG_KALLSYMS | SP_OPTG_PRIVS,
 	.run = run,

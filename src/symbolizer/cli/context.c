@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/symstore.h"
 #include "symbolizer/cli/context.h"
 #include "symbolizer/cli/privs.h"
 
@@ -42,6 +43,26 @@ int sp_sym_ctx__load_ksyms(struct sp_sym_ctx *x, const struct sp_common_opts *c,
 			return err;
 		}
 	}
+	err = sp_jit_syms__new(NULL, &x->jit);
+	if (err)
+		return err;
+	for (size_t i = 0; i < c->n_stores; i++)
+		x->stores[x->n_stores++] = c->stores[i];
+	if (!c->no_syms_dir && in && strcmp(in, "-") &&
+	    (size_t)snprintf(x->in_store, sizeof(x->in_store), "%s" SP_SYMS_DIR_SUFFIX, in) <
+		    sizeof(x->in_store) &&
+	    !access(x->in_store, F_OK))
+		x->stores[x->n_stores++] = x->in_store;
+	for (size_t i = 0; i < x->n_stores; i++) {
+		err = sp_ksyms_set__add_dir(x->ks, x->stores[i]);
+		if (!err)
+			err = sp_jit_syms__add_dir(x->jit, x->stores[i]);
+		if (err) {
+			fprintf(stderr, SP_CLI_PROG ": --store %s: %s\n", x->stores[i],
+				strerror(-err));
+			return err;
+		}
+	}
 	if (c->no_kallsyms || !in || !strcmp(in, "-") ||
 	    (size_t)snprintf(def, sizeof(def), "%s" SP_KALLSYMS_SUFFIX, in) >= sizeof(def) ||
 	    access(def, F_OK))
@@ -58,18 +79,20 @@ int sp_sym_ctx__load_ksyms(struct sp_sym_ctx *x, const struct sp_common_opts *c,
 
 int sp_sym_ctx__open(struct sp_sym_ctx *x, const struct sp_common_opts *c)
 {
-	static const char *const def_dirs[] = { "/usr/lib/debug" };
+	const char *dirs[2 * SP_CLI_MAX_DIRS + 2];
 	struct sp_debuginfo_opts dopts = {
-		.dirs = c->dirs, .n_dirs = c->n_dirs,
-		.no_debuginfod = c->no_debuginfod,
+		.dirs = dirs, .no_debuginfod = c->no_debuginfod,
 	};
 	struct sp_resolver_opts ropts = { .cache_entries = c->cache_entries };
 	int err;
 
-	if (!c->n_dirs) {
-		dopts.dirs = def_dirs;
-		dopts.n_dirs = 1;
-	}
+	/* the stores hold ELF images (the vDSO) under .build-id/ too */
+	for (size_t i = 0; i < c->n_dirs; i++)
+		dirs[dopts.n_dirs++] = c->dirs[i];
+	if (!c->n_dirs)
+		dirs[dopts.n_dirs++] = "/usr/lib/debug";
+	for (size_t i = 0; i < x->n_stores; i++)
+		dirs[dopts.n_dirs++] = x->stores[i];
 	err = sp_debuginfo__new(&dopts, &x->di);
 	if (!err) {
 		ropts.di = x->di;
@@ -106,9 +129,17 @@ void sp_sym_ctx__close(struct sp_sym_ctx *x)
 	sp_resolver__free(x->res);
 	sp_debuginfo__free(x->di);
 	sp_ksyms_set__free(x->ks);
+	sp_jit_syms__free(x->jit);
 	x->res = NULL;
 	x->di = NULL;
 	x->ks = NULL;
+	x->jit = NULL;
+}
+
+struct sp_symbolize_sources sp_sym_ctx__sources(const struct sp_sym_ctx *x)
+{
+	return (struct sp_symbolize_sources){ .resolver = x->res, .ksyms = x->ks,
+					      .jit = x->jit };
 }
 
 void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_stats *ss)
@@ -124,16 +155,16 @@ void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_sta
 			SP_CLI_PROG ": locations %" PRIu64
 			": resolved %" PRIu64 " (dwarf %" PRIu64
 			", symtab %" PRIu64 ", gopclntab %" PRIu64 ", inlined frames %" PRIu64
-			", kernel %" PRIu64 "), unresolved %" PRIu64
-			" (kernel %" PRIu64
+			", kernel %" PRIu64 ", jit %" PRIu64 "), unresolved %" PRIu64
+			" (kernel %" PRIu64 ", jit %" PRIu64
 			", no mapping %" PRIu64 ", no build id %" PRIu64
 			", bad build id %" PRIu64 ", out of range %" PRIu64
 			", not found %" PRIu64 ", other %" PRIu64
 			"), already symbolized %" PRIu64 "\n",
 			ss->locations, ss->resolved, ss->resolved_dwarf,
 			ss->resolved_symtab, ss->resolved_gopclntab, ss->inline_frames,
-			ss->resolved_kernel, ss->unresolved,
-			ss->unresolved_kernel, ss->unresolved_no_mapping,
+			ss->resolved_kernel, ss->resolved_jit, ss->unresolved,
+			ss->unresolved_kernel, ss->unresolved_jit, ss->unresolved_no_mapping,
 			ss->unresolved_no_build_id, ss->unresolved_bad_build_id,
 			ss->unresolved_out_of_range, ss->unresolved_not_found,
 			ss->unresolved_other, ss->already);
@@ -142,12 +173,25 @@ void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_sta
 			SP_CLI_PROG ": kernel: resolved %" PRIu64
 			", unresolved %" PRIu64 " (no snapshot %" PRIu64
 			", build id mismatch %" PRIu64 ", not found %" PRIu64
-			", no build id %" PRIu64 ")\n",
+			", no build id %" PRIu64 "); from vmlinux debug info %" PRIu64 "\n",
 			ss->resolved_kernel, ss->unresolved_kernel,
 			ss->unresolved_kernel_no_snapshot,
 			ss->unresolved_kernel_mismatch,
 			ss->unresolved_kernel_not_found,
-			ss->unresolved_kernel_no_build_id);
+			ss->unresolved_kernel_no_build_id, ss->resolved_kernel_dwarf);
+	if (ss && (ss->resolved_jit || ss->unresolved_jit)) {
+		struct sp_jit_syms_stats js;
+
+		sp_jit_syms__stats(x->jit, &js);
+		fprintf(stderr,
+			SP_CLI_PROG ": jit: resolved %" PRIu64 ", unresolved %" PRIu64
+			" (no snapshot %" PRIu64 ", not found %" PRIu64 "); perf-map chains %"
+			PRIu64 " (missing %" PRIu64 ", refused %" PRIu64 ", too big %" PRIu64
+			", lines refused %" PRIu64 ")\n",
+			ss->resolved_jit, ss->unresolved_jit, ss->unresolved_jit_no_snapshot,
+			ss->unresolved_jit_not_found, js.chains_loaded, js.missing, js.bad_piece,
+			js.too_big, js.lines_refused);
+	}
 	sp_ksyms_set__stats(x->ks, &ks_st);
 	if (ks_st.loaded || ks_st.load_failed || ks_st.dir_lookups)
 		fprintf(stderr,

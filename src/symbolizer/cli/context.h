@@ -8,7 +8,10 @@
  *   line), every --kallsyms-dir DIR (searched later, per build id), and,
  *   unless --no-kallsyms or in is NULL or "-", IN.kallsyms.gz next to the
  *   input when it exists (a failure is a warning).  Loads before the
- *   privilege drop, like the input.
+ *   privilege drop, like the input.  Also the host-symbol stores: every
+ *   --store DIR and IN.syms/ (unless --no-syms-dir), each searched for
+ *   kernel snapshots (as a --kallsyms-dir), ELF images by build id (as a
+ *   --debug-dir: the vDSO) and JIT pieces.
  * sp_sym_ctx__open: the finder (--debug-dir, default /usr/lib/debug;
  *   --no-debuginfod) and the resolver (--cache-entries).
  * sp_sym_ctx__prepare: what `file` and `report` do once their outputs are
@@ -35,7 +38,15 @@ struct sp_sym_ctx {
 	struct sp_debuginfo *di;
 	struct sp_resolver *res;
 	struct sp_ksyms_set *ks;	/* NULL: no kernel snapshots */
+	struct sp_jit_syms *jit;	/* JIT pieces of the stores */
+	/* host-symbol stores (base/symstore.h): every --store, IN.syms/ */
+	const char *stores[SP_CLI_MAX_DIRS + 1];
+	size_t n_stores;
+	char in_store[4096];		/* IN.syms when used */
 };
+
+/* The three sources for sp_symbolize__run. */
+struct sp_symbolize_sources sp_sym_ctx__sources(const struct sp_sym_ctx *x);
 
 int sp_sym_ctx__load_ksyms(struct sp_sym_ctx *x, const struct sp_common_opts *c,
 			   const char *in);

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+/*
+ * host_frames.c - kernel, module, boot and JIT frames (contract:
+ * host_frames.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gelf.h>
+
+#include "base/pin.h"
+#include "host_frames.h"
+#include "perf_map.h"
+
+#define FN_KERNEL "[kernel.kallsyms]"
+#define FN_BOOT "[kernel.boot]"
+#define FN_MODULE "[module:"
+#define FN_PERF_MAP "[perf-map]"
+
+void sp_host_frames__cache_init(struct sp_host_frames_cache *hc)
+{
+	memset(hc, 0, sizeof(*hc));
+	hc->mapping = -1;
+}
+
+void sp_host_frames__cache_release(struct sp_host_frames_cache *hc)
+{
+	(void)hc;	/* everything in it is borrowed */
+}
+
+/* The value of symbol name (any type) in the ELF file at path. */
+static int elf_symbol(const char *path, const char *name, uint64_t *out)
+{
+	Elf *elf = NULL;
+	Elf_Scn *scn = NULL;
+	int fd = sp_pin__open(path, NULL), err = -ENOENT;
+
+	if (fd < 0)
+		return fd;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (elf && err && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+
+			if (!gelf_getsym(d, (int)i, &s))
+				break;
+			n = elf_strptr(elf, sh.sh_link, s.st_name);
+			if (n && !strcmp(n, name) && s.st_shndx != SHN_UNDEF) {
+				*out = s.st_value;
+				err = 0;
+				break;
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/* vmlinux of build id found by the resolver, and its _text. */
+static bool vmlinux(const struct sp_symbolize_sources *src, const char *id,
+		    struct sp_host_frames_cache *hc)
+{
+	const char *path = NULL;
+
+	if (hc->vm_state)
+		return hc->vm_state == 2;
+	hc->vm_state = 1;
+	if (!src->resolver || sp_resolver__load(src->resolver, id, NULL) ||
+	    sp_resolver__module_info(src->resolver, id, &path, NULL, NULL) || !path)
+		return false;
+	if (elf_symbol(path, "_text", &hc->vm_text) && elf_symbol(path, "_stext", &hc->vm_text))
+		return false;
+	hc->vm_state = 2;
+	return true;
+}
+
+/* One line named after a snapshot symbol. */
+static int fill_ksym(struct sp_profile *p, struct sp_location *loc, const struct sp_ksym *sym)
+{
+	char name[2 * SP_KALLSYMS_MAX_NAME + 8];
+	struct sp_frames fr = { .n = 1, .source = SP_RES_SYMTAB };
+
+	if (sym->module)
+		snprintf(name, sizeof(name), "%s [%s]", sym->name, sym->module);
+	else
+		snprintf(name, sizeof(name), "%s", sym->name);
+	fr.f[0] = (struct sp_frame){ .function = name, .linkage = sym->name };
+	return sp_symbolize__fill_location(p, loc, &fr);
+}
+
+/* Why no snapshot answered: none held at all, or none of this key. */
+static void count_missing(const struct sp_symbolize_sources *src, struct sp_symbolize_stats *st)
+{
+	struct sp_ksyms_set_stats ss;
+
+	sp_ksyms_set__stats(src->ksyms, &ss);
+	if (ss.loaded)
+		st->unresolved_kernel_mismatch++;
+	else
+		st->unresolved_kernel_no_snapshot++;
+}
+
+static int kernel_location(const struct sp_symbolize_sources *src, struct sp_profile *p,
+			   struct sp_location *loc, struct sp_host_frames_cache *hc,
+			   struct sp_symbolize_stats *st)
+{
+	struct sp_mapping *m;
+	const char *id, *fname;
+	struct sp_ksym sym;
+	uint64_t rt;
+	bool legacy, module, boot;
+	int err;
+
+	st->unresolved_kernel++;
+	if (loc->mapping <= 0 || (uint32_t)loc->mapping >= p->n_mappings) {
+		st->unresolved_kernel_no_build_id++;
+		return 1;
+	}
+	m = &p->mappings[loc->mapping];
+	id = sp_profile__str(p, m->build_id);
+	fname = sp_profile__str(p, m->filename);
+	if (!*id || sp_buildid__validate(id)) {
+		st->unresolved_kernel_no_build_id++;
+		return 1;
+	}
+	boot = !strcmp(fname, FN_BOOT);
+	module = !strncmp(fname, FN_MODULE, sizeof(FN_MODULE) - 1);
+	legacy = !boot && !module && m->memory_start <= SP_KERNEL_LEGACY_START;
+	if (hc->mapping != loc->mapping) {
+		hc->mapping = loc->mapping;
+		hc->vm_state = 0;
+		hc->mod_name = NULL;
+		if (boot)
+			hc->k = sp_ksyms_set__get_boot(src->ksyms, id);
+		else if (module)
+			hc->k = sp_ksyms_set__get_module(src->ksyms, id, &hc->mod_name,
+							 &hc->mod_text, &hc->mod_size);
+		else
+			hc->k = sp_ksyms_set__get(src->ksyms, id);
+	}
+	if (!boot && !module && !legacy && loc->address >= m->memory_start &&
+	    vmlinux(src, id, hc)) {
+		struct sp_frames fr;
+
+		if (!sp_resolver__resolve_vaddr(src->resolver, id, NULL,
+						hc->vm_text + (loc->address - m->memory_start), &fr)) {
+			err = sp_symbolize__fill_location(p, loc, &fr);
+			if (err)
+				return err;
+			m = &p->mappings[loc->mapping];
+			m->has_functions = m->has_filenames = m->has_line_numbers = true;
+			m->has_inline_frames = true;
+			st->resolved_kernel_dwarf++;
+			goto resolved;
+		}
+	}
+	if (!hc->k) {
+		count_missing(src, st);
+		return 1;
+	}
+	if (boot || legacy) {
+		rt = loc->address;
+	} else if (module) {
+		if (loc->address >= hc->mod_size) {
+			st->unresolved_kernel_not_found++;
+			return 1;
+		}
+		rt = hc->mod_text + loc->address;
+	} else {
+		if (loc->address < m->memory_start || !sp_ksyms__text(hc->k)) {
+			st->unresolved_kernel_not_found++;
+			return 1;
+		}
+		rt = sp_ksyms__text(hc->k) + (loc->address - m->memory_start);
+	}
+	if (sp_ksyms__resolve(hc->k, rt, &sym) ||
+	    (module && (!sym.module || strcmp(sym.module, hc->mod_name)))) {
+		st->unresolved_kernel_not_found++;
+		return 1;
+	}
+	err = fill_ksym(p, loc, &sym);
+	if (err)
+		return err;
+	p->mappings[loc->mapping].has_functions = true;
+resolved:
+	st->unresolved_kernel--;
+	st->resolved_kernel++;
+	return 0;
+}
+
+static int jit_location(const struct sp_symbolize_sources *src, struct sp_profile *p,
+			struct sp_location *loc, struct sp_symbolize_stats *st)
+{
+	struct sp_frames fr = { .n = 1, .source = SP_RES_SYMTAB };
+	char name[SP_PERF_MAP_NAME_BUF];
+	const char *id = sp_profile__str(p, p->mappings[loc->mapping].build_id);
+	int err;
+
+	st->unresolved_jit++;
+	err = src->jit ? sp_jit_syms__resolve(src->jit, id, loc->address, name, sizeof(name))
+		       : -ENOENT;
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		if (err == -ERANGE)
+			st->unresolved_jit_not_found++;
+		else
+			st->unresolved_jit_no_snapshot++;
+		return 1;
+	}
+	fr.f[0] = (struct sp_frame){ .function = name };
+	err = sp_symbolize__fill_location(p, loc, &fr);
+	if (err)
+		return err;
+	p->mappings[loc->mapping].has_functions = true;
+	st->unresolved_jit--;
+	st->resolved_jit++;
+	return 0;
+}
+
+int sp_host_frames__location(const struct sp_symbolize_sources *src, struct sp_profile *p,
+			     struct sp_location *loc, struct sp_host_frames_cache *hc,
+			     struct sp_symbolize_stats *st)
+{
+	if (loc->frame_kind == SP_FRAME_KERNEL)
+		return kernel_location(src, p, loc, hc, st);
+	if (loc->mapping > 0 && (uint32_t)loc->mapping < p->n_mappings &&
+	    !strcmp(sp_profile__str(p, p->mappings[loc->mapping].filename), FN_PERF_MAP))
+		return jit_location(src, p, loc, st);
+	return SP_HOST_FRAMES_NOT_MINE;
+}

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * perf_map.c - parse a perf map and flatten its overlaps (contract:
+ * perf_map.h).
+ *
+ * Flattening ("the later line wins"): entries sorted by start; a sweep
+ * over every start and end address keeps the entries covering the current
+ * point in a max-heap by line number (expired ones are popped lazily);
+ * between two consecutive boundaries the heap's top owns the addresses.
+ * Adjacent pieces of one entry merge back into one segment.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hex.h"
+#include "base/utf8.h"
+#include "perf_map.h"
+
+struct ent {
+	uint64_t start, end;
+	uint32_t name;		/* arena offset */
+	uint32_t seq;		/* line order */
+};
+
+struct seg {
+	uint64_t start, end;
+	uint64_t ent_start;	/* where the owning entry starts */
+	uint32_t name;
+};
+
+struct sp_perf_map {
+	struct seg *segs;
+	size_t n_segs;
+	char *arena;
+	size_t arena_len;
+};
+
+static bool blank(uint8_t c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Hex field at l[*i..n): optional 0x, 1..16 digits; then *i past it. */
+static int hex_field(const uint8_t *l, size_t n, size_t *i, uint64_t *out)
+{
+	size_t j = *i, d0;
+	uint64_t v = 0;
+	int d;
+
+	if (j + 1 < n && l[j] == '0' && (l[j + 1] == 'x' || l[j + 1] == 'X'))
+		j += 2;
+	d0 = j;
+	while (j < n && (d = sp_hex_digit((char)l[j])) >= 0) {
+		if (j - d0 == 16)
+			return -EINVAL;
+		v = v << 4 | (uint64_t)d;
+		j++;
+	}
+	if (j == d0 || (j < n && !blank(l[j])))
+		return -EINVAL;
+	*i = j;
+	*out = v;
+	return 0;
+}
+
+static int arena_add(struct sp_perf_map *m, size_t *cap, const uint8_t *s, size_t n,
+		     uint32_t *off)
+{
+	/* sanitizing never grows the text; +1 for the NUL */
+	if (m->arena_len + n + 1 > *cap) {
+		size_t nc = *cap ? *cap : 4096;
+		char *a;
+
+		while (nc < m->arena_len + n + 1)
+			nc *= 2;
+		if (nc > UINT32_MAX)
+			return -E2BIG;
+		a = realloc(m->arena, nc);
+		if (!a)
+			return -ENOMEM;
+		m->arena = a;
+		*cap = nc;
+	}
+	*off = (uint32_t)m->arena_len;
+	m->arena_len += sp_utf8__sanitize(s, n, m->arena + m->arena_len) + 1;
+	return 0;
+}
+
+/* One line without its '\n': 0 taken or skipped (counted), <0 fatal. */
+static int parse_line(struct sp_perf_map *m, size_t *acap, struct ent **e, size_t *n,
+		      size_t *cap, const uint8_t *l, size_t len, struct sp_perf_map_stats *st)
+{
+	uint64_t start, size;
+	size_t i = 0;
+	struct ent x;
+	int err;
+
+	st->lines++;
+	if (memchr(l, '\0', len)) {
+		st->nul++;
+		return 0;
+	}
+	while (len && (blank(l[len - 1]) || l[len - 1] == '\r'))
+		len--;
+	while (i < len && blank(l[i]))
+		i++;
+	if (hex_field(l, len, &i, &start))
+		goto bad;
+	while (i < len && blank(l[i]))
+		i++;
+	if (hex_field(l, len, &i, &size))
+		goto bad;
+	while (i < len && blank(l[i]))
+		i++;
+	if (i == len)
+		goto bad;
+	if (!size || start + size < start) {
+		st->bad_range++;
+		return 0;
+	}
+	if (*n == SP_PERF_MAP_MAX_ENTRIES)
+		return -E2BIG;
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 1024;
+		struct ent *q = realloc(*e, nc * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		*e = q;
+		*cap = nc;
+	}
+	if (len - i > SP_PERF_MAP_MAX_NAME) {
+		st->long_names++;
+		len = i + SP_PERF_MAP_MAX_NAME;
+	}
+	x.start = start;
+	x.end = start + size;
+	x.seq = (uint32_t)*n;
+	err = arena_add(m, acap, l + i, len - i, &x.name);
+	if (err)
+		return err;
+	(*e)[(*n)++] = x;
+	st->entries++;
+	return 0;
+bad:
+	st->malformed++;
+	return 0;
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+	const struct ent *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* max-heap of entry indexes by line number */
+static void heap_push(uint32_t *h, size_t *n, const struct ent *e, uint32_t v)
+{
+	size_t i = (*n)++;
+
+	while (i) {
+		size_t p = (i - 1) / 2;
+
+		if (e[h[p]].seq >= e[v].seq)
+			break;
+		h[i] = h[p];
+		i = p;
+	}
+	h[i] = v;
+}
+
+static void heap_pop(uint32_t *h, size_t *n, const struct ent *e)
+{
+	uint32_t v = h[--(*n)];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && e[h[c + 1]].seq > e[h[c]].seq)
+			c++;
+		if (e[v].seq >= e[h[c]].seq)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = v;
+}
+
+static int flatten(struct sp_perf_map *m, struct ent *e, size_t n, struct sp_perf_map_stats *st)
+{
+	uint64_t *b = NULL, *covered = NULL;
+	uint32_t *heap = NULL, *owner = NULL;
+	size_t nb = 0, hn = 0, k = 0, ns = 0;
+	int err = -ENOMEM;
+
+	if (!n)
+		return 0;
+	qsort(e, n, sizeof(*e), ent_cmp);
+	b = malloc(2 * n * sizeof(*b));
+	heap = malloc(n * sizeof(*heap));
+	covered = calloc(n, sizeof(*covered));
+	owner = malloc(2 * n * sizeof(*owner));
+	m->segs = malloc(2 * n * sizeof(*m->segs));
+	if (!b || !heap || !covered || !owner || !m->segs)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		b[nb++] = e[i].start;
+		b[nb++] = e[i].end;
+	}
+	qsort(b, nb, sizeof(*b), u64_cmp);
+	{
+		size_t w = 0;
+
+		for (size_t i = 0; i < nb; i++)
+			if (!w || b[w - 1] != b[i])
+				b[w++] = b[i];
+		nb = w;
+	}
+	for (size_t bi = 0; bi + 1 < nb; bi++) {
+		uint64_t at = b[bi], next = b[bi + 1];
+		uint32_t top;
+
+		while (k < n && e[k].start <= at)
+			heap_push(heap, &hn, e, (uint32_t)k++);
+		while (hn && e[heap[0]].end <= at)
+			heap_pop(heap, &hn, e);
+		if (!hn)
+			continue;
+		top = heap[0];
+		covered[top] += next - at;
+		if (ns && m->segs[ns - 1].end == at && owner[ns - 1] == top) {
+			m->segs[ns - 1].end = next;
+			continue;
+		}
+		m->segs[ns] = (struct seg){ .start = at, .end = next, .ent_start = e[top].start,
+					    .name = e[top].name };
+		owner[ns] = top;
+		ns++;
+	}
+	m->n_segs = ns;
+	for (size_t i = 0; i < n; i++)
+		st->overlaps += covered[i] < e[i].end - e[i].start;
+	st->segments = ns;
+	err = 0;
+out:
+	free(b);
+	free(heap);
+	free(covered);
+	free(owner);
+	return err;
+}
+
+int sp_perf_map__parse(const uint8_t *buf, size_t len, struct sp_perf_map **out,
+		       struct sp_perf_map_stats *st_out)
+{
+	struct sp_perf_map_stats st = { 0 };
+	struct sp_perf_map *m;
+	struct ent *e = NULL;
+	size_t n = 0, cap = 0, acap = 0, pos = 0;
+	int err = 0;
+
+	*out = NULL;
+	if (len > SP_PERF_MAP_MAX_BYTES)
+		return -EFBIG;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	while (pos < len) {
+		const uint8_t *nl = memchr(buf + pos, '\n', len - pos);
+
+		if (!nl) {
+			st.partial_tail = len - pos;
+			break;
+		}
+		err = parse_line(m, &acap, &e, &n, &cap, buf + pos, (size_t)(nl - (buf + pos)),
+				 &st);
+		if (err)
+			goto out;
+		pos = (size_t)(nl - buf) + 1;
+	}
+	err = flatten(m, e, n, &st);
+out:
+	free(e);
+	if (st_out)
+		*st_out = st;
+	if (err) {
+		sp_perf_map__free(m);
+		return err;
+	}
+	*out = m;
+	return 0;
+}
+
+void sp_perf_map__free(struct sp_perf_map *m)
+{
+	if (!m)
+		return;
+	free(m->segs);
+	free(m->arena);
+	free(m);
+}
+
+int sp_perf_map__resolve(const struct sp_perf_map *m, uint64_t addr, const char **name,
+			 uint64_t *start)
+{
+	size_t lo = 0, hi = m ? m->n_segs : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->segs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= m->segs[lo - 1].end)
+		return -ERANGE;
+	*name = m->arena + m->segs[lo - 1].name;
+	if (start)
+		*start = m->segs[lo - 1].ent_start;
+	return 0;
+}
+
+size_t sp_perf_map__bytes(const struct sp_perf_map *m)
+{
+	return m ? sizeof(*m) + m->n_segs * sizeof(*m->segs) + m->arena_len : 0;
+}

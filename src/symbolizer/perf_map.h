@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_map.h - a JIT runtime's perf map (the text of /tmp/perf-PID.map, as
+ * the collector copied it) parsed into an address index.
+ *
+ * Input is untrusted (any process can write a perf map):
+ *   - One entry per '\n'-terminated line: START SIZE NAME.  START and SIZE
+ *     are hex, 1..16 digits, with or without a 0x/0X prefix (V8 and Python
+ *     write none, JDK 17's jcmd Compiler.perfmap writes 0x and 16 digits);
+ *     fields are separated by runs of spaces or tabs; NAME is the rest of
+ *     the line (spaces included, trailing blanks and '\r' dropped),
+ *     1..SP_PERF_MAP_MAX_NAME bytes (longer names are cut, counted), made
+ *     valid UTF-8 (base/utf8.h).  A last line without '\n' is not read (a
+ *     runtime may be writing it).
+ *   - Refused and counted, never fatal: bad hex or missing fields
+ *     (malformed), a NUL byte anywhere in the line (nul), SIZE 0 or
+ *     START + SIZE past 2^64 (bad_range).
+ *   - At most SP_PERF_MAP_MAX_ENTRIES entries (more: -E2BIG), input at most
+ *     SP_PERF_MAP_MAX_BYTES (-EFBIG).
+ *   - Overlaps: the later line wins where lines overlap (code freed and
+ *     reused, a tier replacing another: the newest description is the one
+ *     in force), as Parca's perf-map reader decides; what is left of an
+ *     earlier entry still answers for its own addresses.
+ *   - Built once, immutable after: resolve is thread safe.  Memory: 24
+ *     bytes per segment (at most 2 per entry) + the names; building
+ *     takes O(n log n) whatever the overlaps.
+ */
+#ifndef SPANPROF_SYMBOLIZER_PERF_MAP_H
+#define SPANPROF_SYMBOLIZER_PERF_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_PERF_MAP_MAX_NAME 4096
+#define SP_PERF_MAP_MAX_ENTRIES (8u << 20)
+#define SP_PERF_MAP_NAME_BUF (SP_PERF_MAP_MAX_NAME + 1)
+#define SP_PERF_MAP_MAX_BYTES (1024ull << 20)
+
+struct sp_perf_map_stats {
+	uint64_t lines;
+	uint64_t entries;		/* accepted */
+	uint64_t malformed;
+	uint64_t nul;
+	uint64_t bad_range;
+	uint64_t long_names;		/* cut to SP_PERF_MAP_MAX_NAME */
+	uint64_t partial_tail;		/* bytes after the last '\n' */
+	uint64_t overlaps;		/* entries (partly) hidden by a later one */
+	uint64_t segments;
+};
+
+struct sp_perf_map;
+
+int sp_perf_map__parse(const uint8_t *buf, size_t len, struct sp_perf_map **out,
+		       struct sp_perf_map_stats *st);
+void sp_perf_map__free(struct sp_perf_map *m);	/* NULL-safe */
+
+/* The entry covering addr: 0 and *name (valid while m lives), *start;
+ * -ERANGE when none does. */
+int sp_perf_map__resolve(const struct sp_perf_map *m, uint64_t addr, const char **name,
+			 uint64_t *start);
+size_t sp_perf_map__bytes(const struct sp_perf_map *m);	/* memory held */
+
+#endif /* SPANPROF_SYMBOLIZER_PERF_MAP_H */

@@ -1,0 +1,122 @@
+"""perfcmp.py - spanprof against `perf` on the same run of the same process.
+
+sample_both(pid, seconds, d, spanprof_record): `perf record -p PID` and
+    `spanprof record -p PID` over the same seconds; returns (spanprof's
+    profile, perf.data).
+perf_flat(data): {symbol: samples} of the leaves from `perf report`
+    ("[.] " / "[k] " prefixes dropped; an address perf could not name,
+    "0x...", counts as "[unknown]", as spanprof's unnamed leaves do).
+pprof_flat(path): {function: samples} of the leaves of a symbolized pprof
+    file, named by the out-of-line function of the leaf location (the last
+    line: perf names symbols, not inlined frames); unnamed leaves are
+    "[unknown]".
+tvd(a, b): total variation distance of two count dicts, in points (0..100).
+sampling_floor(a, b): the TVD two independent samplings of the same
+    distribution (the pooled one) with these totals show, mean of 200
+    multinomial draws: what sampling noise alone gives.
+"""
+import gzip
+import random
+import re
+import subprocess
+
+from lib.pb import fields, packed
+
+
+def sample_both(pid, seconds, d, spanprof_record, freq=97, perf_freq=199):
+    out = d + "/spanprof.pb.gz"
+    data = d + "/perf.data"
+    perf = subprocess.Popen(["perf", "record", "-F", str(perf_freq), "-p", str(pid),
+                             "-o", data, "--", "sleep", str(seconds)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, _, err = spanprof_record(["-F", str(freq), "-p", str(pid), "-d", str(seconds),
+                                 "-o", out])
+    perf.wait(timeout=120)
+    if perf.returncode:
+        raise RuntimeError("perf record -p %d failed (rc %d; did the process end before %d "
+                           "s?): %s" % (pid, perf.returncode, seconds,
+                                        perf.stderr.read().decode()[-500:]))
+    return out, data, err
+
+
+def perf_flat(data):
+    p = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
+                        "--sort", "sym", "-F", "sample,sym"],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode:
+        raise RuntimeError("perf report failed: %s" % p.stderr[-500:])
+    out = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"^\s*(\d+)\s+\[(.)\]\s+(.*?)\s*$", line)
+        if m:
+            name = m.group(3)
+            if re.match(r"^0x[0-9a-f]+$", name):
+                name = "[unknown]"
+            out[name] = out.get(name, 0) + int(m.group(1))
+    return out
+
+
+def pprof_flat(path):
+    raw = open(path, "rb").read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    strings, funcs, locs, samples = [], {}, {}, []
+    for fn, wt, v in fields(raw):
+        if fn == 6:
+            strings.append(v.decode())
+        elif fn == 5:
+            dd = dict((f, x) for f, _, x in fields(v))
+            funcs[dd.get(1, 0)] = dd.get(2, 0)
+        elif fn == 4:
+            lid, fids = 0, []
+            for f, w, x in fields(v):
+                if f == 1:
+                    lid = x
+                elif f == 4:
+                    fids.append(dict((a, y) for a, _, y in fields(x)).get(1, 0))
+            locs[lid] = fids
+        elif fn == 2:
+            ls, vals = [], []
+            for f, w, x in fields(v):
+                if f == 1:
+                    ls += packed(w, x)
+                elif f == 2:
+                    vals += packed(w, x)
+            samples.append((ls, vals))
+    out = {}
+    for ls, vals in samples:
+        if not ls:
+            continue
+        fids = locs.get(ls[0], [])
+        name = strings[funcs.get(fids[-1], 0)] if fids else ""
+        name = name or "[unknown]"
+        out[name] = out.get(name, 0) + (vals[0] if vals else 1)
+    return out
+
+
+def tvd(a, b):
+    ta, tb = float(sum(a.values())), float(sum(b.values()))
+    if not ta or not tb:
+        return 100.0
+    keys = set(a) | set(b)
+    return 50.0 * sum(abs(a.get(k, 0) / ta - b.get(k, 0) / tb) for k in keys)
+
+
+def sampling_floor(a, b, trials=200, seed=1):
+    rng = random.Random(seed)
+    pooled = {}
+    for dct in (a, b):
+        for k, v in dct.items():
+            pooled[k] = pooled.get(k, 0) + v
+    keys = list(pooled)
+    weights = [pooled[k] for k in keys]
+    na, nb = sum(a.values()), sum(b.values())
+    tot = 0.0
+    for _ in range(trials):
+        da, db = {}, {}
+        for k in rng.choices(keys, weights, k=na):
+            da[k] = da.get(k, 0) + 1
+        for k in rng.choices(keys, weights, k=nb):
+            db[k] = db.get(k, 0) + 1
+        tot += tvd(da, db)
+    return tot / trials

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""JIT frames from Node's perf map, named off the collection path (root).
+
+A Node program with two hot JavaScript functions (evalHotHeavy called
+twice as often as evalHotLight, the same body) runs with
+--perf-basic-prof, which writes /tmp/perf-PID.map as V8 compiles.
+
+1. record: `perf record -p PID` and `spanprof record -p PID` sample the
+   same seconds of the same process.  spanprof copies the perf map into
+   X.syms/jit/ (the collector names nothing); `spanprof-symbolizer file`
+   names the frames from that copy; `go tool pprof -symbolize=none -top`
+   (an independent reader that does not symbolize) shows both names, and
+   the heavy function's share of the two is within 5 points of perf's
+   share from `perf report` on the same run.
+2. agent -> serve: Node runs in its own mount and pid namespaces (its
+   /tmp is a private tmpfs the host cannot see, its pid there is not the
+   host's), so the perf map is reachable only as /proc/PID/root/tmp/
+   perf-NSPID.map.  `spanprof agent --upload-symbols` ships the map's
+   pieces to `spanprof-symbolizer serve --store-dir` running as nobody
+   (no access to the process or its files) over HTTP; the profiles serve
+   writes name both functions; serve's /metrics counts the stored JIT
+   pieces.
+Exit 0 pass, 77 skip, else fail.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spt  # noqa: E402
+from spt import check, fail  # noqa: E402
+from agent_util import Agent, StoreServe, http_get, otlp_files, wait_for  # noqa: E402
+from lib import perfcmp  # noqa: E402
+from lib.otlp import read_otlp  # noqa: E402
+
+SYM = os.path.join(spt.BUILD, "spanprof-symbolizer")
+HEAVY, LIGHT = "evalHotHeavy", "evalHotLight"
+
+JS = r"""
+function evalHotHeavy(n){let s=0;for(let i=0;i<n;i++){s+=Math.sqrt(i)*1.0001;}return s;}
+function evalHotLight(n){let s=0;for(let i=0;i<n;i++){s+=Math.sqrt(i)*1.0001;}return s;}
+const end = Date.now() + (+process.argv[2] || 5) * 1000;
+let t = 0;
+while (Date.now() < end) { t += evalHotHeavy(200000); t += evalHotHeavy(200000);
+                           t += evalHotLight(200000); }
+if (t < 0) console.log(t);
+"""
+
+
+def need(tool):
+    p = shutil.which(tool)
+    if not p:
+        fail("%s is not installed: run scripts/deps.sh" % tool)
+    return p
+
+
+def shares(flat):
+    """{HEAVY: pct, LIGHT: pct} of all samples, from a {name: samples} flat profile."""
+    tot = float(sum(flat.values())) or 1.0
+    out = {HEAVY: 0.0, LIGHT: 0.0}
+    for name, n in flat.items():
+        for k in out:
+            if k in name:
+                out[k] += 100.0 * n / tot
+    return out
+
+
+def heavy_share(s):
+    tot = s[HEAVY] + s[LIGHT]
+    return 100.0 * s[HEAVY] / tot if tot else 0.0
+
+
+def part_record(d):
+    js = os.path.join(d, "hot.js")
+    with open(js, "w") as f:
+        f.write(JS)
+    node = subprocess.Popen(["node", "--perf-basic-prof", js, "12"], cwd=d)
+    try:
+        time.sleep(2)		# compiled and hot before either starts
+        out, perf_data, err = perfcmp.sample_both(node.pid, 5, d, spt.record)
+    finally:
+        node.kill()
+        node.wait()
+    jit = os.path.join(out + ".syms", "jit")
+    check(os.path.isdir(jit) and os.listdir(jit),
+          "record copied the perf map into X.syms/jit/ (%s)" % err.strip().splitlines()[-4:])
+    check("JIT perf maps: processes 1 (with a map 1)" in err,
+          "the summary counts the process with a map")
+    sym = os.path.join(d, "node.sym.pb.gz")
+    p = subprocess.run([SYM, "file", out, "-o", sym], capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode:
+        fail("spanprof-symbolizer file failed: %s" % p.stderr)
+    # go tool pprof reads the names as they are in the file (no symbolization)
+    env = dict(os.environ, HOME=d, PPROF_TMPDIR=d)
+    top = subprocess.run(["go", "tool", "pprof", "-symbolize=none", "-top", sym],
+                         capture_output=True, text=True, timeout=120, env=env)
+    print(top.stdout[:1500])
+    check(top.returncode == 0 and HEAVY in top.stdout and LIGHT in top.stdout,
+          "go tool pprof -symbolize=none shows both JS functions")
+    ours = shares(perfcmp.pprof_flat(sym))
+    theirs = shares(perfcmp.perf_flat(perf_data))
+    print("spanprof %s; perf %s" % (ours, theirs))
+    check(ours[HEAVY] > 20 and ours[LIGHT] > 10,
+          "spanprof names both JS functions (%.1f%%, %.1f%%)" % (ours[HEAVY], ours[LIGHT]))
+    check(theirs[HEAVY] > 20 and theirs[LIGHT] > 10,
+          "perf names both (%.1f%%, %.1f%%)" % (theirs[HEAVY], theirs[LIGHT]))
+    a, b = heavy_share(ours), heavy_share(theirs)
+    check(abs(a - b) <= 5.0,
+          "heavy:light split %.1f%% vs perf's %.1f%% on the same run (within 5 points)"
+          % (a, b))
+
+
+def part_agent(d):
+    srv = StoreServe(d)
+    port, out = srv.port, srv.out
+    # Node in private mount and pid namespaces: its /tmp is a tmpfs only
+    # it sees, the script is written there, its pid there is small.
+    sh = ("mount -t tmpfs tmpfs /tmp && cat > /tmp/hot.js && "
+          "exec node --perf-basic-prof /tmp/hot.js 14")
+    node = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--pid",
+                             "--fork", "--mount-proc", "sh", "-c", sh],
+                            stdin=subprocess.PIPE)
+    node.stdin.write(JS.encode())
+    node.stdin.close()
+    agent = None
+    try:
+        agent = Agent(["--endpoint", "http://127.0.0.1:%d" % port, "--upload-symbols",
+                       "--interval", "3", "--jitter", "0", "-F", "97"], d)
+        time.sleep(9)
+        rc, _ = agent.stop()
+        check(rc == 0, "agent exited 0")
+        files = wait_for(lambda: otlp_files(out), 20, what="serve's output files")
+        time.sleep(1)
+        files = otlp_files(out)
+    finally:
+        if agent:
+            agent.kill()
+        node.kill()
+        node.wait()
+    st, metrics = http_get(port, "/metrics")
+    log = srv.stop()
+    if agent:
+        print(agent.text()[-3000:])
+    print(log[-2000:])
+    heavy = light = total = 0
+    for f in otlp_files(out):
+        for s in read_otlp(f):
+            if s["kind"] != "samples":
+                continue
+            leaf = s["funcs"][0] if s["funcs"] else ""
+            total += s["count"]
+            if HEAVY in leaf:
+                heavy += s["count"]
+            elif LIGHT in leaf:
+                light += s["count"]
+    check(heavy > 0 and light > 0,
+          "serve (as nobody, from uploaded pieces) names both JS functions: %d and %d of %d "
+          "samples in %d files" % (heavy, light, total, len(files)))
+    check(heavy > light, "the heavy function has more samples (%d > %d)" % (heavy, light))
+    m = re.search(r'^spanprof_symbolizer_symbols_stored_total\{kind="jit"\} (\d+)$', metrics,
+                  re.M)
+    check(st == 200 and m and int(m.group(1)) > 0,
+          "serve's /metrics counts stored JIT pieces (%s)" % (m.group(0) if m else
+                                                             "no such series"))
+    srv.cleanup()
+
+
+def main():
+    spt.require_root()
+    need("node")
+    need("perf")
+    need("go")
+    need("unshare")
+    d = spt.tmpdir()
+    part_record(d)
+    part_agent(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

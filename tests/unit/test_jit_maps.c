@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_jit_maps.c - the collector's perf-map snapshots against a fake
+ * /proc tree (PROC/PID/status, stat, and root/ as the process's root
+ * directory): the namespace pid in the file name, pieces that chain as
+ * the file grows (a last line being written waits), a rewritten file
+ * starting a new chain, the owner and staleness rules, non-regular files
+ * (FIFO, symlink to /dev/zero, directory) refused without blocking, the
+ * per-process and per-check bounds, a sink that refuses, forget, a full
+ * queue, and the reader thread.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <time.h>
+
+#include "base/jit_piece.h"
+#include "collector/procs/jit_maps.h"
+#include "testutil.h"
+
+#define MS 1000000ull
+#define MAX_PIECES 64
+
+struct sink {
+	int refuse;			/* refuse the next N */
+	uint32_t n;
+	struct sp_jit_piece pc[MAX_PIECES];
+	uint8_t *buf[MAX_PIECES];
+};
+
+static struct sink sk;
+
+static int sink(void *ctx, const struct sp_jit_id *id, const uint8_t *piece, size_t len)
+{
+	struct sink *s = ctx;
+
+	if (s->refuse) {
+		s->refuse--;
+		return -ENOSPC;
+	}
+	assert_true(s->n < MAX_PIECES);
+	s->buf[s->n] = malloc(len);
+	memcpy(s->buf[s->n], piece, len);
+	assert_int_equal(sp_jit_piece__decode(s->buf[s->n], len, id, &s->pc[s->n]), 0);
+	s->n++;
+	return 0;
+}
+
+static void sink_reset(void)
+{
+	for (uint32_t i = 0; i < sk.n; i++)
+		free(sk.buf[i]);
+	memset(&sk, 0, sizeof(sk));
+}
+
+static void wfile(const char *path, const char *s)
+{
+	assert_int_equal(tu_write_file(path, s, strlen(s)), 0);
+}
+
+/* PROC/pid with status (uid, NSpid) and stat (starttime in ticks since
+ * boot); root/tmp made. */
+static void fake_pid(uint32_t pid, uint32_t uid, uint32_t nspid, unsigned long long start)
+{
+	char p[PATH_MAX], buf[512];
+
+	snprintf(p, sizeof(p), "%s/%u", tu_dir, pid);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%u/root", tu_dir, pid);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%u/root/tmp", tu_dir, pid);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%u/status", tu_dir, pid);
+	snprintf(buf, sizeof(buf), "Name:\tnode\nUid:\t%u\t%u\t%u\t%u\nNSpid:\t%u\t%u\n", uid, uid,
+		 uid, uid, pid, nspid);
+	wfile(p, buf);
+	snprintf(p, sizeof(p), "%s/%u/stat", tu_dir, pid);
+	snprintf(buf, sizeof(buf), "%u (no de) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n",
+		 pid, start);
+	wfile(p, buf);
+}
+
+static void map_path(char *p, size_t n, uint32_t pid, uint32_t nspid)
+{
+	snprintf(p, n, "%s/%u/root/tmp/perf-%u.map", tu_dir, pid, nspid);
+}
+
+static struct sp_jit_maps *make(uint64_t per_proc, uint64_t per_check, uint32_t queue)
+{
+	struct sp_jit_maps_config c = {
+		.proc_root = tu_dir, .min_interval_ns = 100 * MS, .no_thread = true,
+		.max_bytes_per_proc = per_proc, .max_read_per_check = per_check,
+		.queue_len = queue, .max_procs = 8, .sink = sink, .sink_ctx = &sk,
+	};
+	struct sp_jit_maps *j = NULL;
+
+	assert_int_equal(sp_jit_maps__new(&c, &j), 0);
+	return j;
+}
+
+static uint64_t t_ns = 1000 * MS;
+
+/* One check of pid, as a sample would trigger it. */
+static void check(struct sp_jit_maps *j, uint32_t pid)
+{
+	t_ns += 200 * MS;
+	sp_jit_maps__note(j, pid, t_ns);
+	sp_jit_maps__run_pending(j, t_ns);
+}
+
+static void test_chain_grows(void **state)
+{
+	char p[PATH_MAX];
+	struct sp_jit_maps_stats st;
+	struct sp_jit_maps *j;
+	struct sp_jit_id head;
+	uint8_t src;
+	FILE *f;
+
+	(void)state;
+	sink_reset();
+	fake_pid(300, getuid(), 7, 0);
+	map_path(p, sizeof(p), 300, 7);
+	wfile(p, "1000 10 a\n2000 10 b\n");
+	j = make(0, 0, 0);
+	assert_int_equal(sp_jit_maps__head(j, 300, &src, &head), -ENOENT);
+	check(j, 300);
+	assert_int_equal(sk.n, 1);
+	assert_int_equal(sk.pc[0].offset, 0);
+	assert_true(sp_jit_id__is_zero(&sk.pc[0].parent));
+	assert_int_equal(sk.pc[0].len, 20);
+	assert_int_equal(sk.pc[0].pid, 300);
+	assert_int_equal(sp_jit_maps__head(j, 300, &src, &head), 0);
+	assert_int_equal(src, SP_JIT_PERF_MAP);
+	assert_memory_equal(head.b, sk.pc[0].id.b, SP_JIT_ID_LEN);
+
+	/* nothing new: no piece; a note within the interval: no check */
+	check(j, 300);
+	sp_jit_maps__note(j, 300, t_ns + 1);
+	sp_jit_maps__run_pending(j, t_ns + 1);
+	assert_int_equal(sk.n, 1);
+
+	/* grows by a line and a half: the half waits */
+	f = fopen(p, "a");
+	fputs("3000 10 c\n4000 10 d", f);
+	fclose(f);
+	check(j, 300);
+	assert_int_equal(sk.n, 2);
+	assert_int_equal(sk.pc[1].offset, 20);
+	assert_memory_equal(sk.pc[1].parent.b, sk.pc[0].id.b, SP_JIT_ID_LEN);
+	assert_int_equal(sk.pc[1].len, 10);
+	assert_memory_equal(sk.pc[1].data, "3000 10 c\n", 10);
+	f = fopen(p, "a");
+	fputs("\n", f);
+	fclose(f);
+	check(j, 300);
+	assert_int_equal(sk.n, 3);
+	assert_int_equal(sk.pc[2].offset, 30);
+	assert_memory_equal(sk.pc[2].data, "4000 10 d\n", 10);
+	assert_int_equal(sp_jit_maps__head(j, 300, &src, &head), 0);
+	assert_memory_equal(head.b, sk.pc[2].id.b, SP_JIT_ID_LEN);
+
+	/* rewritten (as jcmd does): a new chain from 0 */
+	wfile(p, "9000 10 z\n1000 10 a\n2000 10 b\n3000 10 c\n");
+	check(j, 300);
+	assert_int_equal(sk.n, 4);
+	assert_int_equal(sk.pc[3].offset, 0);
+	assert_true(sp_jit_id__is_zero(&sk.pc[3].parent));
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.restarts, 1);
+	assert_int_equal(st.pieces, 4);
+	assert_int_equal(st.procs_with_map, 1);
+
+	/* forgotten: no head any more */
+	sp_jit_maps__forget(j, 300);
+	assert_int_equal(sp_jit_maps__head(j, 300, &src, &head), -ENOENT);
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.procs, 0);
+	sp_jit_maps__free(j);
+	sink_reset();
+}
+
+static void test_refusals(void **state)
+{
+	char p[PATH_MAX];
+	struct sp_jit_maps_stats st;
+	struct sp_jit_maps *j;
+	struct timespec ts;
+
+	(void)state;
+	sink_reset();
+	j = make(0, 0, 0);
+
+	/* no map */
+	fake_pid(301, getuid(), 301, 0);
+	check(j, 301);
+	/* another owner in status */
+	fake_pid(302, getuid() + 1000, 302, 0);
+	map_path(p, sizeof(p), 302, 302);
+	wfile(p, "1000 10 a\n");
+	check(j, 302);
+	/* stale: modified an hour before the process started */
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	fake_pid(303, getuid(), 303, (unsigned long long)ts.tv_sec * sysconf(_SC_CLK_TCK));
+	map_path(p, sizeof(p), 303, 303);
+	wfile(p, "1000 10 a\n");
+	{
+		struct timespec t[2];
+
+		clock_gettime(CLOCK_REALTIME, &t[0]);
+		t[0].tv_sec -= 3600;
+		t[1] = t[0];
+		assert_int_equal(utimensat(AT_FDCWD, p, t, 0), 0);
+	}
+	check(j, 303);
+	/* FIFO, symlink to /dev/zero, directory: refused, nothing blocks */
+	fake_pid(304, getuid(), 304, 0);
+	map_path(p, sizeof(p), 304, 304);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	check(j, 304);
+	/* a symlink to a FIFO (resolved inside the process's root: a fake
+	 * root has no /dev/zero, test_jit_hostile.py tries the real one) */
+	fake_pid(305, getuid(), 305, 0);
+	map_path(p, sizeof(p), 305, 305);
+	assert_int_equal(symlink("/tmp/fifo", p), 0);
+	snprintf(p, sizeof(p), "%s/%u/root/tmp/fifo", tu_dir, 305);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	check(j, 305);
+	fake_pid(306, getuid(), 306, 0);
+	map_path(p, sizeof(p), 306, 306);
+	assert_int_equal(mkdir(p, 0755), 0);
+	check(j, 306);
+	/* a symlink out of the root resolves inside it: nothing there */
+	fake_pid(307, getuid(), 307, 0);
+	map_path(p, sizeof(p), 307, 307);
+	{
+		char target[PATH_MAX];
+
+		snprintf(target, sizeof(target), "%s/%u/root/tmp/real", tu_dir, 302);
+		assert_int_equal(symlink(target, p), 0);
+	}
+	check(j, 307);
+	/* the process is gone */
+	check(j, 399);
+
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.checks, 8);
+	assert_int_equal(st.no_map, 2);		/* 301, 307 */
+	assert_int_equal(st.wrong_owner, 1);
+	assert_int_equal(st.stale, 1);
+	assert_int_equal(st.not_regular, 3);
+	assert_int_equal(st.unreadable, 1);
+	assert_int_equal(st.pieces, 0);
+	assert_int_equal(sk.n, 0);
+	sp_jit_maps__free(j);
+}
+
+static void test_bounds(void **state)
+{
+	char p[PATH_MAX], line[32];
+	struct sp_jit_maps_stats st;
+	struct sp_jit_maps *j;
+	FILE *f;
+
+	(void)state;
+	sink_reset();
+	fake_pid(310, getuid(), 310, 0);
+	map_path(p, sizeof(p), 310, 310);
+	f = fopen(p, "w");
+	for (int i = 0; i < 1000; i++) {
+		snprintf(line, sizeof(line), "%x 10 f%05d\n", 0x10000 + 16 * i, i);
+		fputs(line, f);	/* 16 bytes each */
+	}
+	fclose(f);
+	/* per process 8000 bytes, per check 3000 */
+	j = make(8000, 3000, 0);
+	check(j, 310);
+	assert_int_equal(sk.n, 1);
+	assert_int_equal(sk.pc[0].len, 2992);	/* cut after the last whole line */
+	check(j, 310);
+	check(j, 310);
+	check(j, 310);
+	check(j, 310);
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.truncated, 1);
+	assert_int_equal(st.bytes_read, 8000);
+	assert_int_equal(sk.pc[sk.n - 1].offset + sk.pc[sk.n - 1].len, 8000);
+	for (uint32_t i = 1; i < sk.n; i++)
+		assert_memory_equal(sk.pc[i].parent.b, sk.pc[i - 1].id.b, SP_JIT_ID_LEN);
+	sp_jit_maps__free(j);
+
+	/* a sink that refuses: the chain breaks and starts over whole */
+	sink_reset();
+	j = make(0, 0, 0);
+	sk.refuse = 1;
+	check(j, 310);
+	assert_int_equal(sk.n, 0);
+	check(j, 310);
+	assert_int_equal(sk.n, 1);
+	assert_int_equal(sk.pc[0].offset, 0);
+	assert_int_equal(sk.pc[0].len, 16000);
+	/* restart_all: the next check ships the whole file again */
+	sp_jit_maps__restart_all(j);
+	check(j, 310);
+	assert_int_equal(sk.n, 2);
+	assert_int_equal(sk.pc[1].offset, 0);
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.sink_refused, 1);
+	sp_jit_maps__free(j);
+
+	/* the total budget: two processes' maps of 16000 bytes each, 20000
+	 * bytes for both and no refill: the first is copied whole, the
+	 * second up to the budget (cut after a whole line), then waits */
+	sink_reset();
+	fake_pid(312, getuid(), 312, 0);
+	{
+		char q[PATH_MAX];
+		struct sp_jit_maps_config c = {
+			.proc_root = tu_dir, .min_interval_ns = 100 * MS, .no_thread = true,
+			.max_procs = 8, .burst_bytes = 20000, .no_refill = true, .sink = sink,
+			.sink_ctx = &sk,
+		};
+
+		map_path(q, sizeof(q), 312, 312);
+		assert_int_equal(link(p, q), 0);	/* the same 16000 bytes */
+		assert_int_equal(sp_jit_maps__new(&c, &j), 0);
+	}
+	check(j, 310);
+	check(j, 312);
+	assert_int_equal(sk.n, 2);
+	assert_int_equal(sk.pc[0].len, 16000);
+	assert_int_equal(sk.pc[1].len, 4000);	/* 250 whole lines of 16 */
+	check(j, 312);				/* nothing left: nothing read */
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.bytes_read, 20000);
+	assert_int_equal(st.over_budget, 2);
+	assert_int_equal(sk.n, 2);
+	sp_jit_maps__free(j);
+
+	/* a full queue drops the note (counted) */
+	sink_reset();
+	j = make(0, 0, 1);
+	fake_pid(311, getuid(), 311, 0);
+	sp_jit_maps__note(j, 310, t_ns);
+	sp_jit_maps__note(j, 311, t_ns);
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.notes_dropped, 1);
+	sp_jit_maps__run_pending(j, t_ns);
+	sp_jit_maps__free(j);
+	sink_reset();
+}
+
+static void test_thread(void **state)
+{
+	struct sp_jit_maps_config c = {
+		.proc_root = tu_dir, .min_interval_ns = 1, .sink = sink, .sink_ctx = &sk,
+	};
+	char p[PATH_MAX];
+	struct sp_jit_maps *j = NULL;
+	struct sp_jit_id head;
+	uint8_t src;
+
+	(void)state;
+	sink_reset();
+	fake_pid(320, getuid(), 2, 0);
+	map_path(p, sizeof(p), 320, 2);
+	wfile(p, "1000 10 threaded\n");
+	assert_int_equal(sp_jit_maps__new(&c, &j), 0);
+	assert_int_equal(sp_jit_maps__start(j), 0);
+	sp_jit_maps__note(j, 320, 5);
+	assert_int_equal(sp_jit_maps__drain(j, 5000), 0);
+	assert_int_equal(sp_jit_maps__head(j, 320, &src, &head), 0);
+	assert_int_equal(sk.n, 1);
+	sp_jit_maps__free(j);
+	sp_jit_maps__free(NULL);
+	sink_reset();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chain_grows),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_thread),
+	};
+
+	return cmocka_run_group_tests_name("jit_maps", tests, tu_setup_dir, tu_teardown_dir);
+}
