@@ -120,7 +120,7 @@ check("`systemd-analyze security` scores it **%.1f %s**" % (score, m.group(2)) i
 bset = directive(unit, "CapabilityBoundingSet").split()
 check(bset and all(c.startswith("CAP_") for c in bset), "bounding set: %s" % " ".join(bset))
 privs = open(os.path.join(ROOT, "src/collector/agent/privs.c")).read()
-needed_fn = privs[privs.index("uint64_t sp_privs__needed(void)"):]
+needed_fn = privs[privs.index("uint64_t sp_privs__needed("):]
 needed_fn = needed_fn[:needed_fn.index("\n}\n")]
 kept = set(re.findall(r"BIT\((CAP_[A-Z_]+)\)", needed_fn)) - {"CAP_SYS_ADMIN"}
 check(kept and kept <= set(bset), "bounding set holds what the agent keeps after attach (%s)"
