@@ -190,10 +190,18 @@ bid = read_buildid(spin)
 ns_out = os.path.join(BUILD, "test-logs", "systemd-ns-profiles")
 shutil.rmtree(ns_out, ignore_errors=True)
 os.makedirs(ns_out)
-inner = ("mount -t proc -o hidepid=invisible proc /proc && mount -t tmpfs tmpfs /tmp && "
+# The build directory is bound at a staging point outside /tmp and /home
+# first: a checkout under /tmp (CI's, perhaps) would otherwise vanish under
+# the empty tmpfs with the agent's binary and its output directory.
+stage = "/run/spanprof-test-ns-%d" % os.getpid()
+os.makedirs(stage, exist_ok=True)
+inner = ("mount --bind {build} {stage} && "
+         "mount -t proc -o hidepid=invisible proc /proc && mount -t tmpfs tmpfs /tmp && "
          "mount -t tmpfs tmpfs /home && test ! -e {spin} || exit 90; "
-         "exec {sp} {spb} agent -q -F 97 --interval 1 --output-dir {out} --max-files 5 "
-         "--metrics-addr none").format(spin=spin, sp=" ".join(setpriv), spb=SPANPROF, out=ns_out)
+         "exec {sp} {stage}/spanprof agent -q -F 97 --interval 1 --output-dir {out} "
+         "--max-files 5 --metrics-addr none").format(
+             build=BUILD, stage=stage, spin=spin, sp=" ".join(setpriv),
+             out=os.path.join(stage, os.path.relpath(ns_out, BUILD)))
 ns_log = open(os.path.join(d, "ns-agent.log"), "w")
 ag = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
                       stdout=ns_log, stderr=subprocess.STDOUT)
@@ -208,6 +216,7 @@ try:
 except subprocess.TimeoutExpired:
     ag.kill()
     fail("agent in the emulated namespace did not exit on SIGTERM")
+os.rmdir(stage)	# the namespace, and its bind mount, are gone with the agent
 ns_text = open(os.path.join(d, "ns-agent.log")).read()
 check(rc == 0, "agent with hidepid=invisible /proc, private /tmp and /home: exit 0 (%d) %s"
       % (rc, ns_text[-300:]))

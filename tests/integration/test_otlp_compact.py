@@ -44,7 +44,11 @@ def sym_file(out, *args):
 
 compact_path = sym_file(os.path.join(d, "compact.otlp.pb"), "--no-timestamps")
 pprof_path = sym_file(os.path.join(d, "compact.pb"), "--format", "pprof")
+# what record wrote beside the profile for the symbolizer: the kernel
+# snapshot and the host symbols (FILE.syms/: the vDSO, JIT pieces)
 shutil.copy(ts_path + ".kallsyms.gz", compact_path + ".kallsyms.gz")
+if os.path.isdir(ts_path + ".syms"):
+    shutil.copytree(ts_path + ".syms", compact_path + ".syms")
 
 # ------------------------------------------------ 1. the suite's reader
 ts_s, c_s = read_otlp(ts_path), read_otlp(compact_path)
