@@ -199,16 +199,20 @@ inner = ("mount --bind {build} {stage} && "
          "mount -t proc -o hidepid=invisible proc /proc && mount -t tmpfs tmpfs /tmp && "
          "mount -t tmpfs tmpfs /home && test ! -e {spin} || exit 90; "
          "exec {sp} {stage}/spanprof agent -q -F 97 --interval 1 --output-dir {out} "
-         "--max-files 5 --metrics-addr none").format(
+         "--max-files 50 --metrics-addr none").format(
              build=BUILD, stage=stage, spin=spin, sp=" ".join(setpriv),
              out=os.path.join(stage, os.path.relpath(ns_out, BUILD)))
 ns_log = open(os.path.join(d, "ns-agent.log"), "w")
 ag = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
                       stdout=ns_log, stderr=subprocess.STDOUT)
-time.sleep(1.5)
+# The victim starts once the agent writes its first interval (it is
+# sampling), not after a fixed sleep that a slow machine could outrun.
+au.wait_for(lambda: ag.poll() is not None or
+            [f for f in os.listdir(ns_out) if not f.startswith(".")], 30,
+            what="a first profile file from the agent in the emulated namespace")
 victim = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                            spin, "2500"])
-victim.wait(timeout=30)
+victim_rc = victim.wait(timeout=30)
 time.sleep(1.5)
 ag.send_signal(signal.SIGTERM)
 try:
@@ -220,15 +224,24 @@ os.rmdir(stage)	# the namespace, and its bind mount, are gone with the agent
 ns_text = open(os.path.join(d, "ns-agent.log")).read()
 check(rc == 0, "agent with hidepid=invisible /proc, private /tmp and /home: exit 0 (%d) %s"
       % (rc, ns_text[-300:]))
-hits = 0
+check(victim_rc == 0, "the victim ran as nobody from %s (exit %d)" % (spin, victim_rc))
+hits = total = 0
+seen = {}	# (mapping name, build id) -> samples of the victim: the diagnosis
 for f in os.listdir(ns_out):
     if f.startswith("."):
         continue
     for smp in read_otlp(os.path.join(ns_out, f)):
-        if smp["pid"] == victim.pid and any(fr[1] == bid for fr in smp["stack"]):
+        if smp["pid"] != victim.pid:
+            continue
+        total += smp["count"]
+        if any(fr[1] == bid for fr in smp["stack"]):
             hits += smp["count"]
+        for key in {(fr[0], fr[1]) for fr in smp["stack"]}:
+            seen[key] = seen.get(key, 0) + smp["count"]
 check(hits > 0, "a nobody-owned binary in the host's /tmp is profiled with its build id from "
-      "inside the agent's namespace (%d samples)" % hits)
+      "inside the agent's namespace (%d of %d samples; build id %s; the victim's mappings: %s; "
+      "agent: %s)" % (hits, total, bid, sorted(seen.items())[:8],
+                      "" if hits else ns_text[-600:]))
 shutil.rmtree(ns_out)
 shutil.rmtree(d)
 print("PASS")
