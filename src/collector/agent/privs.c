@@ -15,7 +15,6 @@
 #include "collector/agent/privs.h"
 #include "collector/pipeline/caps.h"
 
-
 #define BIT(c) (1ull << (c))
 
 static const char *const cap_names[] = {
