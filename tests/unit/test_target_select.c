@@ -52,6 +52,21 @@ static const char *svc_of(uint32_t pid, bool look_again, void *ctx)
 	return pid == 12 ? "cart" : pid == 13 ? late_name : pid == 14 || pid == 11 ? "other" : NULL;
 }
 
+/* root/PID/cgroup holding text. */
+static void write_cgroup(const char *root, int pid, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d", root, pid);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%d/cgroup", root, pid);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 static void test_selectors_and_cache(void **state)
 {
 	char root[] = "/tmp/test_target_select.XXXXXX", path[256], big[300], cmd[300];
@@ -79,15 +94,8 @@ static void test_selectors_and_cache(void **state)
 	assert_int_equal(sp_target_select__add_cgroup(t, "/kubepods/burstable/pod1234"), 0);
 	assert_int_equal(sp_target_select__add_service(t, "cart"), 0);
 	sp_target_select__set_service(t, svc_of, NULL);
-	for (int pid = 12; pid <= 14; pid++) {
-		snprintf(path, sizeof(path), "%s/%d", root, pid);
-		mkdir(path, 0755);
-		snprintf(path, sizeof(path), "%s/%d/cgroup", root, pid);
-		f = fopen(path, "w");
-		assert_non_null(f);
-		fputs("0::/system.slice/y.service\n", f);
-		fclose(f);
-	}
+	for (int pid = 12; pid <= 14; pid++)
+		write_cgroup(root, pid, "0::/system.slice/y.service\n");
 	assert_true(sp_target_select__wants(t, 12, 1000, NULL));	/* by service.name */
 	assert_false(sp_target_select__wants(t, 14, 1000, &fresh));	/* another name */
 	assert_true(fresh);
@@ -123,15 +131,8 @@ static void test_selectors_and_cache(void **state)
 		assert_false(sp_target_select__wants(t, 13, now + 100000, NULL));
 	}
 	assert_int_equal(sp_target_select__stats(t)->deferred, 2);
-	for (int pid = 10; pid <= 11; pid++) {
-		snprintf(path, sizeof(path), "%s/%d", root, pid);
-		mkdir(path, 0755);
-		snprintf(path, sizeof(path), "%s/%d/cgroup", root, pid);
-		f = fopen(path, "w");
-		assert_non_null(f);
-		fputs(pid == 10 ? v1 : "0::/system.slice/x.service\n", f);
-		fclose(f);
-	}
+	for (int pid = 10; pid <= 11; pid++)
+		write_cgroup(root, pid, pid == 10 ? v1 : "0::/system.slice/x.service\n");
 	assert_true(sp_target_select__wants(t, 10, 0, &fresh));
 	assert_true(fresh);
 	assert_true(sp_target_select__wants(t, 10, 0, &fresh));
