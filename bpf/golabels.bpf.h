@@ -394,10 +394,14 @@ static __always_inline int sp_go_g_fields(struct sp_go_scratch *gs, const struct
  * Freeing happens only in sweeping, and sweeping frees only objects the
  * last mark found unreachable; runtime.mheap_.sweepgen grows by 2 in
  * gcSweep at every mark termination, with the world stopped
- * (src/runtime/mgc.go).  An entry holds the sweepgen read before its
- * labels were: at a later sample with the same sweepgen, the set at that
- * address was reachable (a goroutine held it) then and now, with no mark
- * termination in between, so it was not freed: the same immutable set.
+ * (src/runtime/mgc.go).  An entry holds the sweepgen read in the program
+ * run that parsed it, during which the set stayed reachable (the holding
+ * goroutine's thread is the one running this program: it cannot drop its
+ * labels meanwhile).  At a later sample with the same sweepgen and the
+ * same address held by a goroutine: had the parsed set been freed and
+ * the address reused since, a mark termination would have come after the
+ * parse (the set was still held then) and bumped sweepgen; it did not,
+ * so it is the same immutable set.
  * A different sweepgen is a miss (the entry is parsed again and
  * replaced).  sweepgen is a u32 that would need 2^31 GC cycles of one
  * process to come back.  The descriptor's seq in the key separates
@@ -424,9 +428,6 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 	gs = sp_go_scratch();
 	if (!gs)
 		goto read_err;
-	/* the GC cycle first: what is read after it is no older */
-	cache = cfg_go_cache && d->sweepgen &&
-		!bpf_probe_read_user(&gen, sizeof(gen), (void *)d->sweepgen);
 	task = bpf_get_current_task_btf();
 	if (bpf_probe_read_user(&g, sizeof(g), (void *)(task->thread.fsbase + d->tls_g)))
 		goto read_err;
@@ -452,6 +453,11 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 		s->hdr.ctx_status = SP_CTX_NULL;
 		goto count;
 	}
+	/* The GC cycle, read in the same program run as lp and the set's
+	 * contents: while it runs, the goroutine holding lp cannot run (its
+	 * thread is here), so the set stays reachable and is not freed. */
+	cache = cfg_go_cache && d->sweepgen &&
+		!bpf_probe_read_user(&gen, sizeof(gen), (void *)d->sweepgen);
 	if (cache) {
 		gs->key.tgid = tgid;
 		gs->key.seq = d->seq;
