@@ -30,9 +30,9 @@ Go process instead: build/fixtures/go/golabels -mode spans, 8 goroutines
 on GOMAXPROCS=2 flat out, each running spans under pprof labels
 (trace_id, span_id, worker: a map of 3 entries, Go 1.19) and gaps without
 them; B runs with --no-go-labels.  The timed figure is then the Go read
-(descriptor lookups, g -> m -> curg -> labels, the map's header and
-bucket, each label's key and the ids' values, the worker label copied as
-an attribute).  A fourth instance, timed too, runs with
+(descriptor lookups, TLS g -> g.labels, the label cache's GC cycle and
+lookup; on a miss the map's header and bucket, each label's key and the
+ids' values, the worker label copied as an attribute).  A fourth instance, timed too, runs with
 SPANPROF_BENCH_NO_GO_CACHE=1: the same read without the cache of parsed
 label sets (go_label_cache), so "timed" vs "timed, no cache" is the
 cache's effect on the same samples; each instance's cache hits and
