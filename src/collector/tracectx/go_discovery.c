@@ -148,7 +148,7 @@ int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 		g->st.fail[why < SP_GO_FAIL__MAX ? why : SP_GO_FAIL_ELF]++;
 		return -ENOTSUP;
 	}
-	/* A number of its own, never 0 nor reused (2^32 descriptors): the label
+	/* A number of its own, never 0, not reused before 2^32 descriptors: the label
 	 * cache keys on it, so entries of an earlier image or of an earlier
 	 * process with this pid can never be hit (bpf/golabels.bpf.h). */
 	desc = e->bin.desc;
