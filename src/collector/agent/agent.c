@@ -1415,7 +1415,7 @@ int sp_agent__main(int argc, char **argv)
 	}
 	if (err[0] && !a->o.quiet)
 		fprintf(stderr, "spanprof agent: %s\n", err);
-	sp_privs__current(&eff, &perm);
+	sp_caps__current(&eff, &perm);
 	sp_privs__names(perm, names, sizeof(names));
 
 	if (build_exporter(a, err, sizeof(err))) {
