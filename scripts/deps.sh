@@ -27,14 +27,39 @@ for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
     || missing+=("$p")
 done
-if [ "${#missing[@]}" -eq 0 ]; then
-  exit 0
+if [ "${#missing[@]}" -ne 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "spanprof deps: missing packages: ${missing[*]}; run this script as root (sudo $0)" >&2
+    exit 1
+  fi
+  echo "spanprof deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "spanprof deps: missing packages: ${missing[*]}; run this script as root (sudo $0)" >&2
-  exit 1
+
+# A real Go >= 1.24 program (Debian has Go 1.19 only, and no registry here
+# ships a newer Go toolchain): TypeScript's native compiler, tsgo, a
+# stripped Go 1.26 binary on npm, pinned (npm checks the tarball's
+# integrity).  tests/integration/test_go_real_go126.py runs it and fails,
+# naming this script, when it is missing.
+tsgo_pkg=@typescript/native-preview-linux-x64@7.0.0-dev.20260707.2
+tsgo_dir=/var/cache/spanprof-deps/tsgo-7.0.0-dev.20260707.2
+if [ ! -x "$tsgo_dir/package/lib/tsgo" ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "spanprof deps: $tsgo_pkg (npm) missing; run this script as root (sudo $0)" >&2
+    exit 1
+  fi
+  if ! command -v npm >/dev/null; then
+    # Debian's nodejs comes without it (a NodeSource nodejs has its own)
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  echo "spanprof deps: fetching $tsgo_pkg (npm) into $tsgo_dir" >&2
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$tsgo_pkg" >/dev/null)
+  mkdir -p "$tsgo_dir"
+  tar xzf "$tmp"/*.tgz -C "$tsgo_dir"
+  rm -rf "$tmp"
+  test -x "$tsgo_dir/package/lib/tsgo"
 fi
-echo "spanprof deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
