@@ -24,8 +24,10 @@ from spt import *
 
 require_root()
 TSGO = "/var/cache/spanprof-deps/tsgo-7.0.0-dev.20260707.2/package/lib/tsgo"
-check(os.access(TSGO, os.X_OK), "tsgo (npm @typescript/native-preview-linux-x64) at %s: "
-      "missing, run scripts/deps.sh as root" % TSGO)
+if not os.access(TSGO, os.X_OK):
+    # from npm, not Debian: CI's machines reach Debian's archive only
+    skip("tsgo (npm @typescript/native-preview-linux-x64) not at %s: scripts/deps.sh "
+         "fetches it as root when the npm registry is reachable" % TSGO)
 ver = subprocess.run(["go", "version", TSGO], capture_output=True, text=True).stdout.split()
 check(len(ver) == 2 and ver[1].startswith("go1.26"), "tsgo is a Go 1.26 binary: %s" % ver)
 d = tmpdir()
