@@ -72,15 +72,17 @@ int floor_fp_walk(struct bpf_perf_event_data *ctx)
 	task = bpf_get_current_task_btf();
 	if (!task->mm)
 		return 0;
-	if (PT_REGS_IP(&ctx->regs) >= FLOOR_KERNEL_MIN) {
+	/* ctx fields read at fixed offsets first: the verifier refuses a
+	 * ctx pointer merged with the BTF pointer of bpf_task_pt_regs. */
+	pc = ctx->regs.ip;
+	sp = ctx->regs.sp;
+	bp = ctx->regs.bp;
+	asm volatile("" : "+r"(pc), "+r"(sp), "+r"(bp));
+	if (pc >= FLOOR_KERNEL_MIN) {
 		r = (struct pt_regs *)bpf_task_pt_regs(task);
 		pc = r->ip;
 		sp = r->sp;
 		bp = r->bp;
-	} else {
-		pc = ctx->regs.ip;
-		sp = ctx->regs.sp;
-		bp = ctx->regs.bp;
 	}
 	b = bpf_map_lookup_elem(&floor_fp_buf, &zero);
 	if (!b)
