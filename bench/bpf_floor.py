@@ -65,7 +65,7 @@ def one(load_bin, dur, timed, bpftrace):
         sp[k] = B.spawn([B.SPANPROF, "record", "-a", "-F", "97", "-d", str(dur), "--no-report",
                          "-q", "-o", os.path.join(B.WORK, f"bpffloor-{k}.pb.gz"),
                          "--summary-json", js[k], *flags], env=env)
-    floor = subprocess.Popen([FP_FLOOR, "-F", "97", *FLOORS], stdout=subprocess.PIPE, text=True)
+    floor = subprocess.Popen([FP_FLOOR, "-F", "97", "-d", str(dur + 330), *FLOORS], stdout=subprocess.PIPE, text=True)
     if floor.stdout.readline().strip() != "ready":
         B.die(f"{FP_FLOOR} did not start (see its message above)")
     bts = [(n, B.spawn(["bpftrace", "-e", prog])) for n, prog in BPFTRACE] if bpftrace else []

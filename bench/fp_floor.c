@@ -3,12 +3,14 @@
  * fp_floor.c - loader of bench/fp_floor.bpf.c's floor probes for
  * bench/bpf_floor.py.  A benchmark instrument, not part of spanprof.
  *
- *   fp_floor [-F HZ] [PROG...]     PROG: empty, fp_walk, kstack (default all)
+ *   fp_floor [-F HZ] [-d SECONDS] [PROG...]
+ *                                  PROG: empty, fp_walk, kstack (default all)
  *
  * Opens one PERF_COUNT_SW_CPU_CLOCK event per online CPU at HZ (default 97,
  * sp_oncpu's event exactly) for each program asked, attaches the program,
  * prints "ready" on stdout once all are attached, and stays until SIGINT or
- * SIGTERM; then prints, per probe with a buffer, "NAME samples N frames M"
+ * SIGTERM (or SECONDS have passed: a bench that dies leaves no probe
+ * running); then prints, per probe with a buffer, "NAME samples N frames M"
  * (summed over CPUs).  Costs are read by the bench from bpftool
  * (kernel.bpf_stats_enabled), by program name (floor_*).
  *
@@ -81,12 +83,14 @@ int main(int argc, char **argv)
 	struct fp_floor_bpf *skel = NULL;
 	static const char *const all[] = { "empty", "fp_walk", "kstack" };
 	struct bpf_program *want[3] = { 0 };
-	unsigned hz = 97;
+	unsigned hz = 97, secs = 0;
 	int ncpu, nwant = 0, rc = 1, opt;
 
-	while ((opt = getopt(argc, argv, "F:")) != -1) {
-		if (opt != 'F' || (hz = strtoul(optarg, NULL, 10)) == 0) {
-			fprintf(stderr, "usage: fp_floor [-F HZ] [empty|fp_walk|kstack...]\n");
+	while ((opt = getopt(argc, argv, "F:d:")) != -1) {
+		if (opt == 'd') {
+			secs = strtoul(optarg, NULL, 10);
+		} else if (opt != 'F' || (hz = strtoul(optarg, NULL, 10)) == 0) {
+			fprintf(stderr, "usage: fp_floor [-F HZ] [-d SECONDS] [empty|fp_walk|kstack...]\n");
 			return 2;
 		}
 	}
@@ -140,6 +144,8 @@ int main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGALRM, on_signal);
+	alarm(secs);
 	printf("ready\n");
 	fflush(stdout);
 	while (!stop)
