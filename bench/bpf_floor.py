@@ -20,6 +20,10 @@ these for D s, each at 97 Hz on every CPU, together:
   empty      floor_empty: a perf_event program that returns at once
   kstack     floor_kstack: bpf_get_stack of the kernel stack on the
              samples that hit kernel mode (as sp_oncpu does)
+With --pid, spanprof records -p LOAD and the floor probes return at once
+on other processes' samples: on a shared machine all walk the same
+stacks (with -a each walks whatever ran, and the default unwinder goes
+deeper than a frame-pointer walk in code without frame pointers).
 With --bpftrace, also the kernel's own walkers through bpftrace (the
 previous floors of this script): 'profile:hz:97 { @[ustack] = count(); }'
 and the same with kstack.
@@ -34,7 +38,7 @@ walked), fp_floor's buffer (its whole run).  Printed: per repetition, each
 program and spanprof / floor in the same run; then medians and spread.
 
 Run as root from the repository root, after `make -j2`:
-  python3 bench/bpf_floor.py [--duration 15] [--reps 3] [--timed] [--bpftrace]
+  python3 bench/bpf_floor.py [--duration 15] [--reps 3] [--timed] [--pid] [--bpftrace]
 """
 import argparse
 import json
@@ -54,7 +58,7 @@ BPFTRACE = [("bt_ustack", "profile:hz:97 { @[ustack] = count(); }"),
 SPANPROFS = (("dwarf", []), ("fp", ["--unwind", "fp"]))
 
 
-def one(load_bin, dur, timed, bpftrace):
+def one(load_bin, dur, timed, bpftrace, only_load):
     load = B.spawn([load_bin, str(dur + 6), "2"])
     time.sleep(0.5)
     t0 = time.monotonic()
@@ -62,10 +66,12 @@ def one(load_bin, dur, timed, bpftrace):
     js, sp = {}, {}
     for k, flags in SPANPROFS:
         js[k] = os.path.join(B.WORK, f"bpffloor-{k}.json")
-        sp[k] = B.spawn([B.SPANPROF, "record", "-a", "-F", "97", "-d", str(dur), "--no-report",
+        target = ["-p", str(load.pid)] if only_load else ["-a"]
+        sp[k] = B.spawn([B.SPANPROF, "record", *target, "-F", "97", "-d", str(dur), "--no-report",
                          "-q", "-o", os.path.join(B.WORK, f"bpffloor-{k}.pb.gz"),
                          "--summary-json", js[k], *flags], env=env)
-    floor = subprocess.Popen([FP_FLOOR, "-F", "97", "-d", str(dur + 330), *FLOORS], stdout=subprocess.PIPE, text=True)
+    floor = subprocess.Popen([FP_FLOOR, "-F", "97", "-d", str(dur + 330),
+                              *(["-p", str(load.pid)] if only_load else []), *FLOORS], stdout=subprocess.PIPE, text=True)
     if floor.stdout.readline().strip() != "ready":
         B.die(f"{FP_FLOOR} did not start (see its message above)")
     bts = [(n, B.spawn(["bpftrace", "-e", prog])) for n, prog in BPFTRACE] if bpftrace else []
@@ -122,6 +128,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--timed", action="store_true",
                     help="spanprof also times its user-stack walk and context read")
+    ap.add_argument("--pid", action="store_true",
+                    help="spanprof record -p LOAD and the floor likewise: only the load's "
+                    "samples are walked (on a shared machine, the same stacks for all)")
     ap.add_argument("--bpftrace", action="store_true",
                     help="also the kernel's walkers through bpftrace")
     args = ap.parse_args()
@@ -130,12 +139,13 @@ def main():
         B.die(f"{FP_FLOOR} missing: run `make -j2` first")
     load_bin = B.build_load()
     print(f"# bpf_floor: {B.machine()}; D={args.duration} s, {args.reps} repetitions, 97 Hz, "
-          "all programs attached together on bench/load_mixed (frame pointers, 2 threads)")
+          "all programs attached together on bench/load_mixed (frame pointers, 2 threads)" +
+          ("; only the load's samples walked (-p)" if args.pid else "; record -a"))
     names = [k for k, _ in SPANPROFS] + list(FLOORS) + \
         ([n for n, _ in BPFTRACE] if args.bpftrace else [])
     runs = []
     for rep in range(args.reps):
-        r = one(load_bin, args.duration, args.timed, args.bpftrace)
+        r = one(load_bin, args.duration, args.timed, args.bpftrace, args.pid)
         runs.append(r)
         line = "  ".join(f"{k} {B.fmt(r[k])} (n={r[k + '_n']})" for k in names)
         depth = "  ".join(f"{k} {r[k + '_depth']:.1f}" for k in ("dwarf", "fp", "fp_walk")

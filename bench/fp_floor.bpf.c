@@ -15,7 +15,8 @@
  *   floor_kstack   bpf_get_stack of the kernel stack when the sample hit
  *                  kernel mode (as sp_oncpu with kernel stacks on)
  *
- * Same sample selection as sp_oncpu under record -a: idle (tid 0) returns
+ * Same sample selection as sp_oncpu under record -a (or -p PID: the
+ * loader's -p sets target_tgid): idle (tid 0) returns
  * at once; kernel threads (no mm) have no user stack; in kernel mode the
  * user registers are the task's entry frame (bpf_task_pt_regs).
  *
@@ -30,6 +31,10 @@
 #include "spanprof/abi.h"
 
 #define FLOOR_KERNEL_MIN 0xffff800000000000ULL
+
+/* Set by the loader (-p): only this process's samples are walked, as
+ * spanprof record -p streams only its target's. 0: every process. */
+const volatile __u32 target_tgid = 0;
 
 struct floor_buf {
 	__u64 samples;
@@ -67,7 +72,9 @@ int floor_fp_walk(struct bpf_perf_event_data *ctx)
 	__u64 pc, sp, bp;
 	__u32 zero = 0, n;
 
-	if ((__u32)bpf_get_current_pid_tgid() == 0)
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if ((__u32)id == 0 || (target_tgid && (__u32)(id >> 32) != target_tgid))
 		return 0;
 	task = bpf_get_current_task_btf();
 	if (!task->mm)
@@ -111,7 +118,8 @@ int floor_kstack(struct bpf_perf_event_data *ctx)
 	__u32 zero = 0;
 	long n;
 
-	if (PT_REGS_IP(&ctx->regs) < FLOOR_KERNEL_MIN)
+	if (PT_REGS_IP(&ctx->regs) < FLOOR_KERNEL_MIN ||
+	    (target_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != target_tgid))
 		return 0;
 	b = bpf_map_lookup_elem(&floor_k_buf, &zero);
 	if (!b)

@@ -3,9 +3,10 @@
  * fp_floor.c - loader of bench/fp_floor.bpf.c's floor probes for
  * bench/bpf_floor.py.  A benchmark instrument, not part of spanprof.
  *
- *   fp_floor [-F HZ] [-d SECONDS] [PROG...]
+ *   fp_floor [-F HZ] [-d SECONDS] [-p PID] [PROG...]
  *                                  PROG: empty, fp_walk, kstack (default all)
  *
+ * -p PID: fp_walk and kstack return at once on other processes' samples.
  * Opens one PERF_COUNT_SW_CPU_CLOCK event per online CPU at HZ (default 97,
  * sp_oncpu's event exactly) for each program asked, attaches the program,
  * prints "ready" on stdout once all are attached, and stays until SIGINT or
@@ -83,18 +84,27 @@ int main(int argc, char **argv)
 	struct fp_floor_bpf *skel = NULL;
 	static const char *const all[] = { "empty", "fp_walk", "kstack" };
 	struct bpf_program *want[3] = { 0 };
-	unsigned hz = 97, secs = 0;
+	unsigned hz = 97, secs = 0, pid = 0;
 	int ncpu, nwant = 0, rc = 1, opt;
 
-	while ((opt = getopt(argc, argv, "F:d:")) != -1) {
-		if (opt == 'd') {
+	while ((opt = getopt(argc, argv, "F:d:p:")) != -1) {
+		if (opt == 'p') {
+			pid = strtoul(optarg, NULL, 10);
+		} else if (opt == 'd') {
 			secs = strtoul(optarg, NULL, 10);
 		} else if (opt != 'F' || (hz = strtoul(optarg, NULL, 10)) == 0) {
-			fprintf(stderr, "usage: fp_floor [-F HZ] [-d SECONDS] [empty|fp_walk|kstack...]\n");
+			fprintf(stderr, "usage: fp_floor [-F HZ] [-d SECONDS] [-p PID] [empty|fp_walk|kstack...]\n");
 			return 2;
 		}
 	}
-	skel = fp_floor_bpf__open_and_load();
+	skel = fp_floor_bpf__open();
+	if (skel) {
+		skel->rodata->target_tgid = pid;
+		if (fp_floor_bpf__load(skel)) {
+			fp_floor_bpf__destroy(skel);
+			skel = NULL;
+		}
+	}
 	if (!skel) {
 		fprintf(stderr, "fp_floor: loading the floor probes failed: %s\n", strerror(errno));
 		return 1;
