@@ -16,9 +16,9 @@
  *                  kernel mode (as sp_oncpu with kernel stacks on)
  *
  * Same sample selection as sp_oncpu under record -a (or -p PID: the
- * loader's -p sets target_tgid): idle (tid 0) returns
- * at once; kernel threads (no mm) have no user stack; in kernel mode the
- * user registers are the task's entry frame (bpf_task_pt_regs).
+ * loader's -p sets target_tgid): idle (tid 0) returns at once; kernel
+ * threads (no mm) have no user stack; in kernel mode the user registers
+ * are the task's entry frame (bpf_task_pt_regs).
  *
  * floor_fp_walk and floor_kstack add 1 to samples and their frame count to
  * frames in their per-CPU buffer (the one write beside the pcs, read by the
@@ -65,14 +65,13 @@ int floor_empty(struct bpf_perf_event_data *ctx)
 SEC("perf_event")
 int floor_fp_walk(struct bpf_perf_event_data *ctx)
 {
+	__u64 id = bpf_get_current_pid_tgid();
 	struct { __u64 bp, ra; } rec;
 	struct task_struct *task;
 	struct floor_buf *b;
 	struct pt_regs *r;
 	__u64 pc, sp, bp;
 	__u32 zero = 0, n;
-
-	__u64 id = bpf_get_current_pid_tgid();
 
 	if ((__u32)id == 0 || (target_tgid && (__u32)(id >> 32) != target_tgid))
 		return 0;
