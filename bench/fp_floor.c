@@ -98,16 +98,15 @@ int main(int argc, char **argv)
 		}
 	}
 	skel = fp_floor_bpf__open();
-	if (skel) {
-		skel->rodata->target_tgid = pid;
-		if (fp_floor_bpf__load(skel)) {
-			fp_floor_bpf__destroy(skel);
-			skel = NULL;
-		}
-	}
 	if (!skel) {
-		fprintf(stderr, "fp_floor: loading the floor probes failed: %s\n", strerror(errno));
+		fprintf(stderr, "fp_floor: opening the floor probes failed: %s\n", strerror(errno));
 		return 1;
+	}
+	skel->rodata->target_tgid = pid;
+	opt = fp_floor_bpf__load(skel);
+	if (opt) {
+		fprintf(stderr, "fp_floor: loading the floor probes failed: %s\n", strerror(-opt));
+		goto out;
 	}
 	if (optind == argc) {
 		argv = (char **)all;
