@@ -437,6 +437,11 @@ static int read_proc_text(uint64_t **out, size_t *n)
 		if (sscanf(line, "%llx %c %599s", &a, &t, name) != 3 || !a ||
 		    !sp_kallsyms_format__is_text(t))
 			continue;
+		/* BPF programs and ftrace trampolines come and go while the
+		 * test runs (other tests load BPF): the two snapshots are taken
+		 * at different moments, so only what stays put is compared */
+		if (strstr(line, "[bpf]") || strstr(line, "[__builtin__ftrace]"))
+			continue;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 1 << 16;
 			*out = realloc(*out, cap * sizeof(**out));
@@ -446,6 +451,11 @@ static int read_proc_text(uint64_t **out, size_t *n)
 	}
 	fclose(f);
 	return 0;
+}
+
+static bool volatile_name(const char *name)
+{
+	return !strncmp(name, "bpf_prog_", 9) || !strncmp(name, "bpf_trampoline_", 15);
 }
 
 static void test_subset_real(void **state)
@@ -458,7 +468,7 @@ static void test_subset_real(void **state)
 	struct sp_profile *pf, *ps;
 	struct sp_build_id id;
 	uint64_t *syms = NULL, seed = 0x9e3779b97f4a7c15ull;
-	size_t n_syms = 0, n_mods, n_locs = 0, agree = 0;
+	size_t n_syms = 0, n_mods, n_locs = 0, agree = 0, moved = 0;
 	int32_t *lf, *ls;
 	char full[PATH_MAX], sub[PATH_MAX], err[320] = "";
 
@@ -519,6 +529,10 @@ static void test_subset_real(void **state)
 	symbolize_with(full, pf, &st_full);
 	symbolize_with(sub, ps, &st_sub);
 	for (size_t i = 0; i < n_locs; i++) {
+		if (volatile_name(name_of(pf, lf[i])) || volatile_name(name_of(ps, ls[i]))) {
+			moved++;	/* an offset that ran into a BPF image */
+			continue;
+		}
 		if (strcmp(name_of(pf, lf[i]), name_of(ps, ls[i])))
 			fail_msg("location %zu: whole snapshot %s, subset %s", i,
 				 name_of(pf, lf[i]), name_of(ps, ls[i]));
@@ -530,7 +544,8 @@ static void test_subset_real(void **state)
 		      "snapshot %ld bytes, subset %ld bytes\n", n_locs, st_full.resolved_kernel,
 		      n_mods, file_size(full), file_size(sub));
 	assert_true(file_size(sub) < file_size(full));
-	assert_int_equal(agree, n_locs);
+	assert_int_equal(agree + moved, n_locs);
+	assert_true(moved < n_locs / 50);
 
 	/* a small profile: 20 locations make a small file */
 	{
