@@ -115,13 +115,15 @@ def part_record(d):
           % (a, b))
 
 
-def part_agent(d):
+def part_agent(d, node_flags="--perf-basic-prof"):
+    """Also run by test_jit_jitdump.py with --perf-prof (a jitdump in the
+    working directory, /tmp here, and no perf map)."""
     srv = StoreServe(d)
     port, out = srv.port, srv.out
     # Node in private mount and pid namespaces: its /tmp is a tmpfs only
     # it sees, the script is written there, its pid there is small.
-    sh = ("mount -t tmpfs tmpfs /tmp && cat > /tmp/hot.js && "
-          "exec node --perf-basic-prof /tmp/hot.js 14")
+    sh = ("mount -t tmpfs tmpfs /tmp && cat > /tmp/hot.js && cd /tmp && "
+          "exec node %s /tmp/hot.js 14" % node_flags)
     node = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--pid",
                              "--fork", "--mount-proc", "sh", "-c", sh],
                             stdin=subprocess.PIPE)
