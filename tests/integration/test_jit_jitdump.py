@@ -24,7 +24,6 @@ collection path (root).
    both functions (test_jit_node.part_agent with the jitdump flag).
 Exit 0 pass, 77 skip, else fail.
 """
-import gzip
 import os
 import re
 import shutil
@@ -36,58 +35,8 @@ import spt  # noqa: E402
 from spt import check, fail  # noqa: E402
 from agent_util import wait_for  # noqa: E402
 from lib import perfcmp  # noqa: E402
-from lib.pb import fields, packed  # noqa: E402
 import test_jit_node  # noqa: E402
-from test_jit_node import HEAVY, JS, LIGHT, heavy_share, need, shares  # noqa: E402
-
-SYM = os.path.join(spt.BUILD, "spanprof-symbolizer")
-
-
-def leaves(path):
-    """[(mapping file, address, leaf function name, count)] of a pprof file."""
-    raw = open(path, "rb").read()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    strings, funcs, locs, maps, out = [], {}, {}, {}, []
-    samples = []
-    for fn, wt, v in fields(raw):
-        if fn == 6:
-            strings.append(v.decode("utf-8", "replace"))
-        elif fn == 5:
-            d = dict((f, x) for f, _, x in fields(v))
-            funcs[d.get(1, 0)] = d.get(2, 0)
-        elif fn == 3:
-            d = dict((f, x) for f, _, x in fields(v))
-            maps[d.get(1, 0)] = d.get(5, 0)
-        elif fn == 4:
-            lid, mid, addr, fids = 0, 0, 0, []
-            for f, w, x in fields(v):
-                if f == 1:
-                    lid = x
-                elif f == 2:
-                    mid = x
-                elif f == 3:
-                    addr = x
-                elif f == 4:
-                    fids.append(dict((a, y) for a, _, y in fields(x)).get(1, 0))
-            locs[lid] = (mid, addr, fids[-1] if fids else 0)
-        elif fn == 2:
-            ls, vals = [], []
-            for f, w, x in fields(v):
-                if f == 1:
-                    ls += packed(w, x)
-                elif f == 2:
-                    vals += packed(w, x)
-            samples.append((ls, vals))
-    for ls, vals in samples:
-        if not ls or ls[0] not in locs:
-            continue
-        mid, addr, fid = locs[ls[0]]
-        name = strings[funcs.get(fid, 0)] if fid in funcs else ""
-        out.append((strings[maps.get(mid, 0)] if mid in maps else "", addr, name,
-                    vals[0] if vals else 0))
-    return out
-
+from test_jit_node import HEAVY, JS, LIGHT, need  # noqa: E402
 
 def perf_map_lookup(path):
     """addr -> name from a perf map, the later line winning (as the
@@ -153,21 +102,11 @@ def part_record(d):
     mapped = set(m["file"] for m in spt.read_pprof(out)["mappings"].values())
     check("[jitdump]" in mapped and "[perf-map]" not in mapped,
           "the JIT mapping names the jitdump chain (mappings: %s)" % sorted(mapped)[:12])
-    sym = os.path.join(d, "node.sym.pb.gz")
-    p = subprocess.run([SYM, "file", out, "-o", sym], capture_output=True, text=True,
-                       timeout=300)
-    if p.returncode:
-        fail("spanprof-symbolizer file failed: %s" % p.stderr)
-    env = dict(os.environ, HOME=d, PPROF_TMPDIR=d)
-    top = subprocess.run(["go", "tool", "pprof", "-symbolize=none", "-top", sym],
-                         capture_output=True, text=True, timeout=120, env=env)
-    print(top.stdout[:1500])
-    check(top.returncode == 0 and HEAVY in top.stdout and LIGHT in top.stdout,
-          "go tool pprof -symbolize=none shows both JS functions")
+    sym = test_jit_node.symbolize_shows_both(d, out)
     # the same names as the perf map gives the same addresses
     agree = disagree = unnamed = 0
     bad = []
-    for mfile, addr, name, n in leaves(sym):
+    for mfile, addr, name, n in perfcmp.pprof_leaves(sym):
         if mfile != "[jitdump]":
             continue
         ref = look(addr)
@@ -183,17 +122,7 @@ def part_record(d):
     check(agree > 50 and disagree <= 0.02 * (agree + disagree),
           "the jitdump names JIT leaves as the perf map does (%d agree, %d differ: %s)"
           % (agree, disagree, bad[:3]))
-    ours = shares(perfcmp.pprof_flat(sym))
-    theirs = shares(perfcmp.perf_flat(perf_data))
-    print("spanprof (jitdump) %s; perf (perf map) %s" % (ours, theirs))
-    check(ours[HEAVY] > 20 and ours[LIGHT] > 10,
-          "spanprof names both JS functions (%.1f%%, %.1f%%)" % (ours[HEAVY], ours[LIGHT]))
-    check(theirs[HEAVY] > 20 and theirs[LIGHT] > 10,
-          "perf names both (%.1f%%, %.1f%%)" % (theirs[HEAVY], theirs[LIGHT]))
-    a, b = heavy_share(ours), heavy_share(theirs)
-    check(abs(a - b) <= 5.0,
-          "heavy:light split %.1f%% vs perf's %.1f%% on the same run (within 5 points)"
-          % (a, b))
+    test_jit_node.split_like_perf(sym, perf_data)
 
 
 def main():

@@ -90,18 +90,31 @@ def part_record(d):
           "record copied the perf map into X.syms/jit/ (%s)" % err.strip().splitlines()[-4:])
     check("JIT perf maps: processes 1 (with a map 1)" in err,
           "the summary counts the process with a map")
+    sym = symbolize_shows_both(d, out)
+    split_like_perf(sym, perf_data)
+
+
+def symbolize_shows_both(d, out):
+    """spanprof-symbolizer file on out; go tool pprof -symbolize=none (it
+    reads the names as they are in the file) must show both functions.
+    Returns the symbolized profile's path."""
     sym = os.path.join(d, "node.sym.pb.gz")
     p = subprocess.run([SYM, "file", out, "-o", sym], capture_output=True, text=True,
                        timeout=300)
     if p.returncode:
         fail("spanprof-symbolizer file failed: %s" % p.stderr)
-    # go tool pprof reads the names as they are in the file (no symbolization)
     env = dict(os.environ, HOME=d, PPROF_TMPDIR=d)
     top = subprocess.run(["go", "tool", "pprof", "-symbolize=none", "-top", sym],
                          capture_output=True, text=True, timeout=120, env=env)
     print(top.stdout[:1500])
     check(top.returncode == 0 and HEAVY in top.stdout and LIGHT in top.stdout,
           "go tool pprof -symbolize=none shows both JS functions")
+    return sym
+
+
+def split_like_perf(sym, perf_data):
+    """Both functions named, by spanprof and by perf, and the heavy:light
+    split within 5 points of perf's on the same run."""
     ours = shares(perfcmp.pprof_flat(sym))
     theirs = shares(perfcmp.perf_flat(perf_data))
     print("spanprof %s; perf %s" % (ours, theirs))
