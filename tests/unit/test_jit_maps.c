@@ -488,17 +488,38 @@ static void test_jitdump(void **state)
 	assert_int_equal(sk.n, 4);
 	sp_jit_maps__stats(j, &st);
 	assert_int_equal(st.jitdump_refused, 1);
+	check(j, 330);		/* unchanged: not read, not counted again */
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.jitdump_refused, 1);
+	assert_int_equal(st.unreadable, 0);
+
+	/* a record size that cannot be followed: the loads before it are shipped */
+	free(bad.b);
+	memset(&bad, 0, sizeof(bad));
+	jd_header(&bad);
+	jd_load(&bad, 0x7f0000050000, 0x10, 1, "kept");
+	jd_u32(&bad, SP_JIT_CODE_LOAD);
+	jd_u32(&bad, 8);
+	jd_u64(&bad, 0);
+	jd_load(&bad, 0x7f0000060000, 0x10, 2, "never");
+	put_dump(330, 9, &bad, "r-xp");
+	check(j, 330);
+	assert_int_equal(sk.n, 5);
+	assert_memory_equal(sk.pc[4].data, "7f0000050000 10 kept\n", sk.pc[4].len);
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.jitdump_refused, 2);
+	assert_int_equal(st.unreadable, 0);
 
 	/* not executable, or another pid's name: not this process's jitdump;
 	 * the perf map is read instead (a new chain, from the other source) */
 	wfile(p, "1000 10 from_the_perf_map\n");
 	put_dump(330, 9, &jb, "r--p");
 	check(j, 330);
-	assert_int_equal(sk.n, 5);
-	assert_int_equal(sk.pc[4].source, SP_JIT_PERF_MAP);
+	assert_int_equal(sk.n, 6);
+	assert_int_equal(sk.pc[5].source, SP_JIT_PERF_MAP);
 	put_dump(330, 10, &jb, "r-xp");
 	check(j, 330);
-	assert_int_equal(sk.n, 5);
+	assert_int_equal(sk.n, 6);
 	assert_int_equal(sp_jit_maps__head(j, 330, &src, &head), 0);
 	assert_int_equal(src, SP_JIT_PERF_MAP);
 	sp_jit_maps__free(j);

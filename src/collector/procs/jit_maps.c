@@ -346,24 +346,33 @@ static int ship_jitdump(struct sp_jit_maps *j, struct work *w, int fd, uint64_t 
 			break;
 		}
 		err = sp_jitdump__convert(&c->jd, read_fd, &fd, size, (char *)j->buf, cap, &n, &js);
-		if (!err && n)
-			err = emit(j, w, j->buf, n);
+		if (n) {	/* lines before a refusal are good ones */
+			int e = emit(j, w, j->buf, n);
+
+			if (e) {
+				err = e;
+				break;
+			}
+			left -= n;
+		}
 		if (err)
 			break;
-		left -= n;
 		if (c->jd.off == before || n == 0)
 			break;	/* all there is, for now */
 	}
-	if (!err && c->jd.off) {
+	if ((!err || err == c->jd.state) && c->jd.off) {
 		/* what identifies the bytes taken: the header, the last record's end */
 		uint64_t f = c->jd.off;
+		int e;
 
 		c->first_len = f < SP_JIT_VERIFY_BYTES ? (uint32_t)f : SP_JIT_VERIFY_BYTES;
 		c->last_len = c->first_len;
-		err = pread_all(fd, c->first, c->first_len, 0);
-		if (!err)
-			err = pread_all(fd, c->last, c->last_len, f - c->last_len);
-		if (!err)
+		e = pread_all(fd, c->first, c->first_len, 0);
+		if (!e)
+			e = pread_all(fd, c->last, c->last_len, f - c->last_len);
+		if (e)
+			err = e;	/* a read error: the chain breaks */
+		else
 			c->fdone = f;
 	}
 	pthread_mutex_lock(&j->lock);
@@ -435,7 +444,12 @@ static int dump_line(const struct sp_map_entry *e, void *ctx)
 }
 
 /* Text of a jitdump: at most max_bytes_per_proc in the chain, at most
- * max_read_per_check per check, within the total budget. */
+ * max_read_per_check per check, within the total budget.  A file refused
+ * (jitdump.h: header, byte order, an unusable record size) is counted and
+ * is not an error: what was shipped before stays the chain, the refusal
+ * is sticky until the file is replaced, and it is counted again only when
+ * the file changes (the check before it skips an unchanged file).  0, or
+ * a negative errno of a read or the sink (the chain is then broken). */
 static int check_jitdump(struct sp_jit_maps *j, struct work *w, int fd)
 {
 	struct jproc *c = &w->c;
@@ -449,8 +463,10 @@ static int check_jitdump(struct sp_jit_maps *j, struct work *w, int fd)
 	budget_return(j, avail - (c->done - before));
 	c->more = false;
 	pthread_mutex_lock(&j->lock);
-	if (err == -EINVAL || err == -EPROTO || err == -EBADMSG)
+	if (err == -EINVAL || err == -EPROTO || err == -EBADMSG) {
 		j->st.jitdump_refused++;
+		err = 0;
+	}
 	if (more && avail < want) {
 		j->st.over_budget++;
 		c->more = true;
@@ -521,9 +537,11 @@ static void check(struct sp_jit_maps *j, struct work *w)
 		w->outcome = O_UNREADABLE;
 		goto out;
 	}
+	/* a jitdump refused at its header is read again from the start when it
+	 * changes (nothing of it was kept to compare) */
 	if (c->source != source || c->dev != (uint64_t)st.st_dev ||
 	    c->ino != (uint64_t)st.st_ino || c->broken || (uint64_t)st.st_size < c->fdone ||
-	    !unchanged(j, fd, c)) {
+	    (c->jd.state < 0 && !c->jd.off) || !unchanged(j, fd, c)) {
 		if (c->has_head || c->broken) {
 			pthread_mutex_lock(&j->lock);
 			j->st.restarts++;

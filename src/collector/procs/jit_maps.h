@@ -19,7 +19,8 @@
  * into: max_bytes_per_proc of text per chain, max_read_per_check per check,
  * the total budget; the code bytes are skipped, never read.  A file whose
  * header is refused (another byte order, version or machine, a record size
- * that cannot be followed) is counted in jitdump_refused; records refused
+ * that cannot be followed) is counted in jitdump_refused, once per change
+ * of the file (the loads before the refusal stay shipped); records refused
  * inside it in jitdump_bad_records (jitdump.h says which).
  *
  * Which file: PROC/PID/root/tmp/perf-NSPID.map, NSPID the pid as the

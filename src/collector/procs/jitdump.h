@@ -137,7 +137,9 @@ void sp_jitdump__reset(struct sp_jitdump *d);
  * the read function's negative errno (nothing of the failing record
  * taken), or, when the file is refused (bad header: -EINVAL; other byte
  * order, version or machine: -EPROTO; a record size below 16: -EBADMSG),
- * that errno, also left in d->state: later calls return it at once. */
+ * that errno, also left in d->state: later calls return it at once.  In
+ * every case the lines of the records taken before it are in out and
+ * counted in *out_len. */
 int sp_jitdump__convert(struct sp_jitdump *d, sp_jitdump_read_fn rd, void *ctx, uint64_t size,
 			char *out, size_t cap, size_t *out_len, struct sp_jitdump_stats *st);
 
