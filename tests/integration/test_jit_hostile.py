@@ -75,7 +75,8 @@ JS = ("function spin(n){let s=0;for(let i=0;i<n;i++){s+=Math.sqrt(i);}return s;}
 # spanprof look for the process's JIT symbols) and maps jit-PID.dump r-x.
 HELPER = r"""
 import ctypes, mmap, os, sys, threading, time
-code = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+code = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                 prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
 code.write(b"\xeb\xfe")
 spin = ctypes.CFUNCTYPE(None)(ctypes.addressof(ctypes.c_char.from_buffer(code)))
 fd = os.open("jit-%d.dump" % os.getpid(), os.O_RDWR | os.O_CREAT, 0o644)
@@ -84,6 +85,7 @@ marker = mmap.mmap(fd, 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.
 threading.Thread(target=spin, daemon=True).start()
 print("ready", flush=True)
 time.sleep(float(sys.argv[1]))
+os._exit(0)	# the spinning thread is never joined
 """
 
 

@@ -36,7 +36,7 @@ from spt import check, fail  # noqa: E402
 from agent_util import wait_for  # noqa: E402
 from lib import perfcmp  # noqa: E402
 import test_jit_node  # noqa: E402
-from test_jit_node import HEAVY, JS, LIGHT, need  # noqa: E402
+from test_jit_node import HEAVY, JS, LIGHT  # noqa: E402
 
 def perf_map_lookup(path):
     """addr -> name from a perf map, the later line winning (as the
@@ -126,11 +126,7 @@ def part_record(d):
 
 
 def main():
-    spt.require_root()
-    need("node")
-    need("perf")
-    need("go")
-    need("unshare")
+    test_jit_node.need_all()
     d = spt.tmpdir()
     part_record(d)
     test_jit_node.part_agent(d, "--perf-prof")

@@ -185,12 +185,15 @@ def part_agent(d, node_flags="--perf-basic-prof"):
     srv.cleanup()
 
 
-def main():
+def need_all():
+    """Root and every tool the Node JIT tests run."""
     spt.require_root()
-    need("node")
-    need("perf")
-    need("go")
-    need("unshare")
+    for tool in ("node", "perf", "go", "unshare"):
+        need(tool)
+
+
+def main():
+    need_all()
     d = spt.tmpdir()
     part_record(d)
     part_agent(d)
