@@ -3,7 +3,8 @@
 """JIT frames named from Node's jitdump (V8 --perf-prof), off the
 collection path (root).
 
-1. record: Node runs the two hot functions of test_jit_node.py (2:1) with
+1. record: Node runs the two hot functions of test_jit_node.py (2:1; the
+   script is JS_DUMP below: V8 buffers its jitdump, see there) with
    --perf-prof (V8 writes ./jit-PID.dump and maps its first page
    executable) and --perf-basic-prof (the perf map of the same code, for
    the comparison).  `perf record -p PID` and `spanprof record -p PID`
@@ -36,7 +37,33 @@ from spt import check, fail  # noqa: E402
 from agent_util import wait_for  # noqa: E402
 from lib import perfcmp  # noqa: E402
 import test_jit_node  # noqa: E402
-from test_jit_node import HEAVY, JS, LIGHT  # noqa: E402
+from test_jit_node import HEAVY, LIGHT  # noqa: E402
+
+# The functions and split of test_jit_node.py.  V8 block-buffers its
+# jitdump (2 MiB, perf-jit.cc: setvbuf _IOFBF) and perf reads it after the
+# process ends; a live reader sees only what was flushed.  So after a
+# warm-up (the hot functions reach their last tier) the script compiles
+# enough throw-away code to push their records out (verified here: the
+# perf map's last addresses of both functions are in the file after it),
+# then writes ./steady and runs the measured loop.
+JS_DUMP = r"""
+function evalHotHeavy(n){let s=0;for(let i=0;i<n;i++){s+=Math.sqrt(i)*1.0001;}return s;}
+function evalHotLight(n){let s=0;for(let i=0;i<n;i++){s+=Math.sqrt(i)*1.0001;}return s;}
+function round(){ let t = evalHotHeavy(200000); t += evalHotHeavy(200000);
+                  return t + evalHotLight(200000); }
+let t = 0;
+const warm = Date.now() + 1500;
+while (Date.now() < warm) t += round();
+for (let i = 0; i < 4000; i++) {
+  const f = new Function("x", "let s=0; for (let j=0;j<x;j++) s+=j*" + i + "; return s;");
+  for (let k = 0; k < 50; k++) t += f(20);
+}
+require("fs").writeFileSync("steady", "");
+const end = Date.now() + (+process.argv[2] || 5) * 1000;
+while (Date.now() < end) t += round();
+if (t < 0) console.log(t);
+"""
+
 
 def perf_map_lookup(path):
     """addr -> name from a perf map, the later line winning (as the
@@ -76,11 +103,13 @@ def perf_map_has_hot(pid):
 def part_record(d):
     js = os.path.join(d, "hot.js")
     with open(js, "w") as f:
-        f.write(JS)
+        f.write(JS_DUMP)
     node = subprocess.Popen(["node", "--perf-prof", "--perf-basic-prof", js, "30"], cwd=d)
     try:
-        wait_for(lambda: maps_have_dump(node.pid) and perf_map_has_hot(node.pid), 20,
-                 what="node's jit-%d.dump mapping and both functions optimized" % node.pid)
+        wait_for(lambda: maps_have_dump(node.pid) and perf_map_has_hot(node.pid) and
+                 os.path.exists(os.path.join(d, "steady")), 30,
+                 what="node's jit-%d.dump mapping, both functions optimized and flushed"
+                 % node.pid)
         summary = os.path.join(d, "summary.json")
         rec = lambda args: spt.record(args + ["--summary-json", summary])  # noqa: E731
         out, perf_data, err = perfcmp.sample_both(node.pid, 5, d, rec)
@@ -129,7 +158,7 @@ def main():
     test_jit_node.need_all()
     d = spt.tmpdir()
     part_record(d)
-    test_jit_node.part_agent(d, "--perf-prof")
+    test_jit_node.part_agent(d, "--perf-prof", JS_DUMP)
     shutil.rmtree(d, ignore_errors=True)
 
 

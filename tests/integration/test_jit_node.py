@@ -128,9 +128,9 @@ def split_like_perf(sym, perf_data):
           % (a, b))
 
 
-def part_agent(d, node_flags="--perf-basic-prof"):
+def part_agent(d, node_flags="--perf-basic-prof", js=JS):
     """Also run by test_jit_jitdump.py with --perf-prof (a jitdump in the
-    working directory, /tmp here, and no perf map)."""
+    working directory, /tmp here, and no perf map) and its script."""
     srv = StoreServe(d)
     port, out = srv.port, srv.out
     # Node in private mount and pid namespaces: its /tmp is a tmpfs only
@@ -140,7 +140,7 @@ def part_agent(d, node_flags="--perf-basic-prof"):
     node = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--pid",
                              "--fork", "--mount-proc", "sh", "-c", sh],
                             stdin=subprocess.PIPE)
-    node.stdin.write(JS.encode())
+    node.stdin.write(js.encode())
     node.stdin.close()
     agent = None
     try:
