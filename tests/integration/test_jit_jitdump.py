@@ -41,26 +41,31 @@ from test_jit_node import HEAVY, LIGHT  # noqa: E402
 
 # The functions and split of test_jit_node.py.  V8 block-buffers its
 # jitdump (2 MiB, perf-jit.cc: setvbuf _IOFBF) and perf reads it after the
-# process ends; a live reader sees only what was flushed.  So after a
-# warm-up (the hot functions reach their last tier) the script compiles
-# enough throw-away code to push their records out (verified here: the
-# perf map's last addresses of both functions are in the file after it),
-# then writes ./steady and runs the measured loop.
+# process ends; a live reader sees only what was flushed.  So the loop
+# compiles enough throw-away code to push the records out, twice (the
+# first churn's call site is new to the optimized loop, which V8 then
+# deoptimizes and compiles again: the second churn pushes that code out),
+# then writes ./steady.  Verified here: afterwards the perf map's last
+# addresses of both functions are in the file.
 JS_DUMP = r"""
 function evalHotHeavy(n){let s=0;for(let i=0;i<n;i++){s+=Math.sqrt(i)*1.0001;}return s;}
 function evalHotLight(n){let s=0;for(let i=0;i<n;i++){s+=Math.sqrt(i)*1.0001;}return s;}
-function round(){ let t = evalHotHeavy(200000); t += evalHotHeavy(200000);
-                  return t + evalHotLight(200000); }
-let t = 0;
-const warm = Date.now() + 1500;
-while (Date.now() < warm) t += round();
-for (let i = 0; i < 4000; i++) {
-  const f = new Function("x", "let s=0; for (let j=0;j<x;j++) s+=j*" + i + "; return s;");
-  for (let k = 0; k < 50; k++) t += f(20);
+function churn(n, t) {
+  for (let i = 0; i < n; i++) {
+    const f = new Function("x", "let s=0; for (let j=0;j<x;j++) s+=j*" + i + "; return s;");
+    for (let k = 0; k < 50; k++) t += f(20);
+  }
+  return t;
 }
-require("fs").writeFileSync("steady", "");
-const end = Date.now() + (+process.argv[2] || 5) * 1000;
-while (Date.now() < end) t += round();
+const start = Date.now(), end = start + (+process.argv[2] || 5) * 1000;
+let t = 0, churned = 0;
+while (Date.now() < end) {
+  t += evalHotHeavy(200000); t += evalHotHeavy(200000); t += evalHotLight(200000);
+  if (churned < 2 && Date.now() > start + 1500 * (churned + 1)) {
+    t = churn(8000, t);
+    if (++churned == 2) require("fs").writeFileSync("steady", "");
+  }
+}
 if (t < 0) console.log(t);
 """
 
@@ -117,9 +122,14 @@ def part_record(d):
     finally:
         node.kill()
         node.wait()
-        for f in ("/tmp/perf-%d.map" % node.pid,):
-            if os.path.exists(f):
-                os.unlink(f)
+    try:
+        check_record(d, out, perf_data, err, summary, look)
+    finally:
+        if os.path.exists("/tmp/perf-%d.map" % node.pid):	# perf report read it
+            os.unlink("/tmp/perf-%d.map" % node.pid)
+
+
+def check_record(d, out, perf_data, err, summary, look):
     j = spt.load_json(summary)["jit"]
     print("summary jit: %s" % j)
     check(j["jitdump_checks"] > 0 and j["jitdump_loads"] > 100 and j["jitdump_refused"] == 0,
