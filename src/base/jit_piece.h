@@ -9,7 +9,9 @@
  *
  *   offset  size  field
  *   0       8     magic "SPJITPC1"
- *   8       1     source: 1 perf map (/tmp/perf-PID.map), 2 jitdump
+ *   8       1     source: 1 perf map (/tmp/perf-PID.map), 2 jitdump (its
+ *                 code loads as perf-map text, converted by the collector:
+ *                 collector/procs/jitdump.h); one source per chain
  *   9       3     reserved, 0
  *   12      4     pid the collector read it from (host pid; informational)
  *   16      16    parent: id of the piece holding the bytes before these
@@ -18,7 +20,7 @@
  *                 chain's total length; 0 with no parent)
  *   40      8     data length N (1..SP_JIT_PIECE_MAX_DATA)
  *   48      N     data: the file's bytes [offset, offset + N), cut after a
- *                 complete line (perf map) or record (jitdump)
+ *                 complete line (both sources are perf-map text)
  *
  * All integers little-endian.  id = XXH3-128 of bytes [8, 48 + N): the
  * piece with its parent's id, so a head id commits to the whole chain.

@@ -17,6 +17,7 @@
 #define FN_BOOT SP_KALLSYMS_FN_BOOT
 #define FN_MODULE SP_KALLSYMS_FN_MODULE
 #define FN_PERF_MAP "[perf-map]"
+#define FN_JITDUMP "[jitdump]"
 
 void sp_host_frames__cache_init(struct sp_host_frames_cache *hc)
 {
@@ -234,8 +235,11 @@ int sp_host_frames__location(const struct sp_symbolize_sources *src, struct sp_p
 {
 	if (loc->frame_kind == SP_FRAME_KERNEL)
 		return kernel_location(src, p, loc, hc, st);
-	if (loc->mapping > 0 && (uint32_t)loc->mapping < p->n_mappings &&
-	    !strcmp(sp_profile__str(p, p->mappings[loc->mapping].filename), FN_PERF_MAP))
-		return jit_location(src, p, loc, st);
+	if (loc->mapping > 0 && (uint32_t)loc->mapping < p->n_mappings) {
+		const char *fn = sp_profile__str(p, p->mappings[loc->mapping].filename);
+
+		if (!strcmp(fn, FN_PERF_MAP) || !strcmp(fn, FN_JITDUMP))
+			return jit_location(src, p, loc, st);
+	}
 	return SP_HOST_FRAMES_NOT_MINE;
 }

@@ -22,8 +22,9 @@
  *       with that build id ("# module" line), in NAME's symbols.
  *   "[kernel.boot]"      build id field = the boot id; runtime address,
  *       looked up in a snapshot of that boot only.
- *   "[perf-map]"         build id field = a JIT chain's head piece;
- *       absolute address, looked up in that chain's perf map.
+ *   "[perf-map]", "[jitdump]"  build id field = a JIT chain's head piece;
+ *       absolute address, looked up in that chain's perf-map text (a
+ *       jitdump's code loads arrive converted to it by the collector).
  *
  * Kernel names are "symbol" or "symbol [module]" (system_name = the bare
  * symbol), one line, no file (snapshots) - or the DWARF chain (vmlinux).

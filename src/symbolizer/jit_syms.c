@@ -173,9 +173,12 @@ static int load_chain(struct sp_jit_syms *js, const struct sp_jit_id *head,
 		err = read_piece(js, &id, &buf, &len, &pc);
 		if (err)
 			break;
-		if (pc.source != SP_JIT_PERF_MAP || (n && pc.offset + pc.len != parts[n - 1].pc.offset)) {
+		/* perf-map text either way: copied from a perf map, or converted
+		 * from a jitdump by the collector; one source per chain */
+		if ((n && (pc.source != parts[0].pc.source ||
+			   pc.offset + pc.len != parts[n - 1].pc.offset))) {
 			free(buf);
-			err = -EINVAL;	/* not a perf map, or not its parent */
+			err = -EINVAL;	/* not its parent */
 			break;
 		}
 		total += pc.len;

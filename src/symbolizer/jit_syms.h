@@ -2,7 +2,8 @@
 /*
  * jit_syms.h - names for JIT frames from the perf-map pieces a collector
  * shipped (base/jit_piece.h), looked up by the head piece a profile's
- * "[perf-map]" mapping names in its build-id field.
+ * "[perf-map]" or "[jitdump]" mapping names in its build-id field (both
+ * sources carry perf-map text; a chain's pieces must all be of one).
  *
  * Contract:
  *   - Pieces are files DIR/jit/<id>.piece in the store directories given

@@ -21,6 +21,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE \
 FUZZ_LIB_SRCS := $(wildcard src/base/*.c src/profile/*.c) \
 	src/collector/tracectx/process_ctx.c src/collector/tracectx/tls_elf.c \
 	src/collector/tracectx/ctx_attrs.c src/collector/procs/otel_env.c \
+	src/collector/procs/jitdump.c \
 	src/collector/unwind/cfi_extract.c src/collector/unwind/unwind_table.c \
 	src/collector/tracectx/go_binary.c src/collector/tracectx/go_offsets.c \
 	src/export/http_parse.c src/export/otlp_response.c src/symbolizer/kallsyms.c \

@@ -90,18 +90,31 @@ def part_record(d):
           "record copied the perf map into X.syms/jit/ (%s)" % err.strip().splitlines()[-4:])
     check("JIT perf maps: processes 1 (with a map 1)" in err,
           "the summary counts the process with a map")
+    sym = symbolize_shows_both(d, out)
+    split_like_perf(sym, perf_data)
+
+
+def symbolize_shows_both(d, out):
+    """spanprof-symbolizer file on out; go tool pprof -symbolize=none (it
+    reads the names as they are in the file) must show both functions.
+    Returns the symbolized profile's path."""
     sym = os.path.join(d, "node.sym.pb.gz")
     p = subprocess.run([SYM, "file", out, "-o", sym], capture_output=True, text=True,
                        timeout=300)
     if p.returncode:
         fail("spanprof-symbolizer file failed: %s" % p.stderr)
-    # go tool pprof reads the names as they are in the file (no symbolization)
     env = dict(os.environ, HOME=d, PPROF_TMPDIR=d)
     top = subprocess.run(["go", "tool", "pprof", "-symbolize=none", "-top", sym],
                          capture_output=True, text=True, timeout=120, env=env)
     print(top.stdout[:1500])
     check(top.returncode == 0 and HEAVY in top.stdout and LIGHT in top.stdout,
           "go tool pprof -symbolize=none shows both JS functions")
+    return sym
+
+
+def split_like_perf(sym, perf_data):
+    """Both functions named, by spanprof and by perf, and the heavy:light
+    split within 5 points of perf's on the same run."""
     ours = shares(perfcmp.pprof_flat(sym))
     theirs = shares(perfcmp.perf_flat(perf_data))
     print("spanprof %s; perf %s" % (ours, theirs))
@@ -115,17 +128,19 @@ def part_record(d):
           % (a, b))
 
 
-def part_agent(d):
+def part_agent(d, node_flags="--perf-basic-prof", js=JS):
+    """Also run by test_jit_jitdump.py with --perf-prof (a jitdump in the
+    working directory, /tmp here, and no perf map) and its script."""
     srv = StoreServe(d)
     port, out = srv.port, srv.out
     # Node in private mount and pid namespaces: its /tmp is a tmpfs only
     # it sees, the script is written there, its pid there is small.
-    sh = ("mount -t tmpfs tmpfs /tmp && cat > /tmp/hot.js && "
-          "exec node --perf-basic-prof /tmp/hot.js 14")
+    sh = ("mount -t tmpfs tmpfs /tmp && cat > /tmp/hot.js && cd /tmp && "
+          "exec node %s /tmp/hot.js 14" % node_flags)
     node = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--pid",
                              "--fork", "--mount-proc", "sh", "-c", sh],
                             stdin=subprocess.PIPE)
-    node.stdin.write(JS.encode())
+    node.stdin.write(js.encode())
     node.stdin.close()
     agent = None
     try:
@@ -170,12 +185,15 @@ def part_agent(d):
     srv.cleanup()
 
 
-def main():
+def need_all():
+    """Root and every tool the Node JIT tests run."""
     spt.require_root()
-    need("node")
-    need("perf")
-    need("go")
-    need("unshare")
+    for tool in ("node", "perf", "go", "unshare"):
+        need(tool)
+
+
+def main():
+    need_all()
     d = spt.tmpdir()
     part_record(d)
     part_agent(d)

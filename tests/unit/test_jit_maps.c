@@ -7,7 +7,12 @@
  * starting a new chain, the owner and staleness rules, non-regular files
  * (FIFO, symlink to /dev/zero, directory) refused without blocking, the
  * per-process and per-check bounds, a sink that refuses, forget, a full
- * queue, and the reader thread.
+ * queue, and the reader thread.  Jitdumps: found by their executable
+ * mapping in PROC/PID/maps (jit-NSPID.dump), preferred over the perf map,
+ * converted to perf-map text that chains as the dump grows (a record being
+ * written waits), a rewritten dump starting over, a refused header
+ * counted, a mapping that is not executable or names another pid ignored,
+ * and the per-process bound on the text.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +23,7 @@
 
 #include "base/jit_piece.h"
 #include "collector/procs/jit_maps.h"
+#include "jitdump_build.h"
 #include "testutil.h"
 
 #define MS 1000000ull
@@ -378,6 +384,167 @@ static void test_thread(void **state)
 	sink_reset();
 }
 
+/* root/srv/jit-NSPID.dump with j's bytes, and PROC/pid/maps naming it
+ * (perms as given) after an unrelated line. */
+static void put_dump(uint32_t pid, uint32_t nspid, const struct jd_buf *jb, const char *perms)
+{
+	char p[PATH_MAX], line[PATH_MAX + 128];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%u/root/srv", tu_dir, pid);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%u/root/srv/jit-%u.dump", tu_dir, pid, nspid);
+	assert_int_equal(tu_write_file(p, jb->b, jb->len), 0);
+	assert_int_equal(stat(p, &st), 0);
+	snprintf(line, sizeof(line),
+		 "55d000000000-55d000001000 r-xp 00000000 fe:00 12 /usr/bin/node\n"
+		 "7f0000000000-7f0000001000 %s 00000000 fe:00 %llu /srv/jit-%u.dump\n", perms,
+		 (unsigned long long)st.st_ino, nspid);
+	snprintf(p, sizeof(p), "%s/%u/maps", tu_dir, pid);
+	wfile(p, line);
+}
+
+static void test_jitdump(void **state)
+{
+	char p[PATH_MAX];
+	struct sp_jit_maps_stats st;
+	struct sp_jit_maps *j;
+	struct sp_jit_id head;
+	struct jd_buf jb = { 0 }, bad = { 0 };
+	size_t half;
+	uint8_t src;
+
+	(void)state;
+	sink_reset();
+	fake_pid(330, getuid(), 9, 0);
+	map_path(p, sizeof(p), 330, 9);
+	wfile(p, "1000 10 from_the_perf_map\n");
+	jd_header(&jb);
+	jd_other(&jb, SP_JIT_CODE_UNWINDING_INFO, 64);
+	jd_load(&jb, 0x7f0000010000, 0x40, 1, "JS:*hot /srv/a.js:1:1");
+	put_dump(330, 9, &jb, "r-xp");
+	j = make(0, 0, 0);
+	check(j, 330);
+	assert_int_equal(sk.n, 1);
+	assert_int_equal(sk.pc[0].source, SP_JIT_JITDUMP);
+	assert_int_equal(sk.pc[0].len, strlen("7f0000010000 40 JS:*hot /srv/a.js:1:1\n"));
+	assert_memory_equal(sk.pc[0].data, "7f0000010000 40 JS:*hot /srv/a.js:1:1\n", sk.pc[0].len);
+	assert_int_equal(sp_jit_maps__head(j, 330, &src, &head), 0);
+	assert_int_equal(src, SP_JIT_JITDUMP);
+
+	/* grows by a load and half a record: the half waits */
+	jd_load(&jb, 0x7f0000020000, 0x20, 2, "JS:*warm /srv/a.js:2:1");
+	half = jb.len;
+	jd_load(&jb, 0x7f0000030000, 0x20, 3, "JS:*late /srv/a.js:3:1");
+	{
+		char dp[PATH_MAX];
+		FILE *f;
+
+		snprintf(dp, sizeof(dp), "%s/330/root/srv/jit-9.dump", tu_dir);
+		f = fopen(dp, "r+");
+
+		assert_non_null(f);
+		fseek(f, 0, SEEK_END);
+		fwrite(jb.b + (size_t)ftell(f), 1, half + 20 - (size_t)ftell(f), f);
+		fclose(f);
+		check(j, 330);
+		assert_int_equal(sk.n, 2);
+		assert_int_equal(sk.pc[1].offset, sk.pc[0].len);
+		assert_memory_equal(sk.pc[1].parent.b, sk.pc[0].id.b, SP_JIT_ID_LEN);
+		assert_memory_equal(sk.pc[1].data, "7f0000020000 20 JS:*warm /srv/a.js:2:1\n",
+				    sk.pc[1].len);
+		f = fopen(dp, "r+");
+		fseek(f, 0, SEEK_END);
+		fwrite(jb.b + half + 20, 1, jb.len - half - 20, f);
+		fclose(f);
+		check(j, 330);
+		assert_int_equal(sk.n, 3);
+		assert_memory_equal(sk.pc[2].data, "7f0000030000 20 JS:*late /srv/a.js:3:1\n",
+				    sk.pc[2].len);
+	}
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.jitdump_loads, 3);
+	assert_int_equal(st.jitdump_skipped, 1);
+	assert_true(st.jitdump_checks >= 3);
+	assert_int_equal(st.restarts, 0);
+
+	/* rewritten from the start (another file at that name): a new chain */
+	free(jb.b);
+	memset(&jb, 0, sizeof(jb));
+	jd_header(&jb);
+	jd_load(&jb, 0x7f0000040000, 0x10, 1, "JS:*new /srv/b.js:1:1");
+	put_dump(330, 9, &jb, "r-xp");
+	check(j, 330);
+	assert_int_equal(sk.n, 4);
+	assert_true(sp_jit_id__is_zero(&sk.pc[3].parent));
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.restarts, 1);
+
+	/* a header that is not a jitdump's: refused, counted, nothing shipped */
+	jd_header_raw(&bad, SP_JITDUMP_MAGIC_SWAPPED, 1, SP_JITDUMP_HDR, EM_X86_64);
+	jd_load(&bad, 0x1000, 0x10, 1, "x");
+	put_dump(330, 9, &bad, "r-xp");
+	check(j, 330);
+	assert_int_equal(sk.n, 4);
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.jitdump_refused, 1);
+	check(j, 330);		/* unchanged: not read, not counted again */
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.jitdump_refused, 1);
+	assert_int_equal(st.unreadable, 0);
+
+	/* a record size that cannot be followed: the loads before it are shipped */
+	free(bad.b);
+	memset(&bad, 0, sizeof(bad));
+	jd_header(&bad);
+	jd_load(&bad, 0x7f0000050000, 0x10, 1, "kept");
+	jd_u32(&bad, SP_JIT_CODE_LOAD);
+	jd_u32(&bad, 8);
+	jd_u64(&bad, 0);
+	jd_load(&bad, 0x7f0000060000, 0x10, 2, "never");
+	put_dump(330, 9, &bad, "r-xp");
+	check(j, 330);
+	assert_int_equal(sk.n, 5);
+	assert_memory_equal(sk.pc[4].data, "7f0000050000 10 kept\n", sk.pc[4].len);
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.jitdump_refused, 2);
+	assert_int_equal(st.unreadable, 0);
+
+	/* not executable, or another pid's name: not this process's jitdump;
+	 * the perf map is read instead (a new chain, from the other source) */
+	wfile(p, "1000 10 from_the_perf_map\n");
+	put_dump(330, 9, &jb, "r--p");
+	check(j, 330);
+	assert_int_equal(sk.n, 6);
+	assert_int_equal(sk.pc[5].source, SP_JIT_PERF_MAP);
+	put_dump(330, 10, &jb, "r-xp");
+	check(j, 330);
+	assert_int_equal(sk.n, 6);
+	assert_int_equal(sp_jit_maps__head(j, 330, &src, &head), 0);
+	assert_int_equal(src, SP_JIT_PERF_MAP);
+	sp_jit_maps__free(j);
+	sink_reset();
+
+	/* the per-process bound applies to the text: two lines fit, counted */
+	free(jb.b);
+	memset(&jb, 0, sizeof(jb));
+	jd_header(&jb);
+	for (uint64_t i = 0; i < 10; i++)
+		jd_load(&jb, 0x1000 + 0x100 * i, 0x10, i, "f");
+	put_dump(330, 9, &jb, "r-xp");
+	j = make(SP_JITDUMP_LINE_MAX + 15, 0, 0);
+	check(j, 330);
+	check(j, 330);
+	assert_int_equal(sk.n, 1);
+	assert_int_equal(sk.pc[0].len, 20);
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.truncated, 1);
+	sp_jit_maps__free(j);
+	sink_reset();
+	free(jb.b);
+	free(bad.b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -385,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_thread),
+		cmocka_unit_test(test_jitdump),
 	};
 
 	return cmocka_run_group_tests_name("jit_maps", tests, tu_setup_dir, tu_teardown_dir);

@@ -168,19 +168,57 @@ static void test_many_overlapping(void **state)
 
 /* ------------------------------------------------------------ chains */
 
-static void put_piece(const char *dir, const struct sp_jit_id *parent, uint64_t off,
-		      const char *data, struct sp_jit_id *id)
+static void put_piece_of(uint8_t source, const char *dir, const struct sp_jit_id *parent,
+			 uint64_t off, const char *data, struct sp_jit_id *id)
 {
 	char hex[SP_JIT_ID_HEX + 1];
 	uint8_t *p;
 	size_t len;
 
-	assert_int_equal(sp_jit_piece__encode(SP_JIT_PERF_MAP, 42, parent, off,
+	assert_int_equal(sp_jit_piece__encode(source, 42, parent, off,
 					      (const uint8_t *)data, strlen(data), &p, &len, id), 0);
 	sp_jit_id__hex(id, hex);
 	assert_int_equal(sp_symstore__write(dir, SP_SYMSTORE_JIT, hex, p, len), 0);
 	assert_int_equal(sp_symstore__write(dir, SP_SYMSTORE_JIT, hex, p, len), -EEXIST);
 	free(p);
+}
+
+static void put_piece(const char *dir, const struct sp_jit_id *parent, uint64_t off,
+		      const char *data, struct sp_jit_id *id)
+{
+	put_piece_of(SP_JIT_PERF_MAP, dir, parent, off, data, id);
+}
+
+/* Pieces converted from a jitdump (source 2) carry perf-map text too: a
+ * chain of them resolves; a chain that mixes sources is refused. */
+static void test_jitdump_chains(void **state)
+{
+	static const char a[] = "7f0000010000 40 JS:*hot /srv/a.js:1:1\n",
+			  b[] = "7f0000020000 20 JS:*warm /srv/a.js:2:1\n";
+	struct sp_jit_id i1, i2, m2;
+	char dir[PATH_MAX], hex[SP_JIT_ID_HEX + 1], name[64];
+	struct sp_jit_syms *js;
+	struct sp_jit_syms_stats st;
+
+	(void)state;
+	tu_path(dir, sizeof(dir), "store_jitdump");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	put_piece_of(SP_JIT_JITDUMP, dir, NULL, 0, a, &i1);
+	put_piece_of(SP_JIT_JITDUMP, dir, &i1, strlen(a), b, &i2);
+	put_piece_of(SP_JIT_PERF_MAP, dir, &i1, strlen(a), b, &m2);
+	assert_int_equal(sp_jit_syms__new(NULL, &js), 0);
+	assert_int_equal(sp_jit_syms__add_dir(js, dir), 0);
+	sp_jit_id__hex(&i2, hex);
+	assert_int_equal(sp_jit_syms__resolve(js, hex, 0x7f0000010008, name, sizeof(name)), 0);
+	assert_string_equal(name, "JS:*hot /srv/a.js:1:1");
+	assert_int_equal(sp_jit_syms__resolve(js, hex, 0x7f0000020008, name, sizeof(name)), 0);
+	assert_string_equal(name, "JS:*warm /srv/a.js:2:1");
+	sp_jit_id__hex(&m2, hex);
+	assert_int_equal(sp_jit_syms__resolve(js, hex, 0x7f0000010008, name, sizeof(name)),
+			 -ENOENT);
+	sp_jit_syms__stats(js, &st);
+	assert_true(st.bad_piece >= 1);
+	sp_jit_syms__free(js);
 }
 
 static void test_chains(void **state)
@@ -385,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_piece_format),
 		cmocka_unit_test(test_store_layout),
 		cmocka_unit_test(test_chains),
+		cmocka_unit_test(test_jitdump_chains),
 	};
 
 	return cmocka_run_group_tests_name("perf_map", tests, tu_setup_dir, tu_teardown_dir);

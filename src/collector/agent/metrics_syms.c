@@ -17,6 +17,7 @@ void sp_agent_metrics__syms(struct sp_metrics_buf *b, struct sp_hostsyms *hs,
 {
 	static const char jr[] = "spanprof_jit_maps_refused_total";
 	static const char uo[] = "spanprof_symbols_upload_blobs_total";
+	static const char jd[] = "spanprof_jitdump_refused_total";
 	struct sp_jit_maps_stats j;
 	struct sp_hostsyms_stats h;
 	struct sp_kernel_layout_stats k;
@@ -52,6 +53,18 @@ void sp_agent_metrics__syms(struct sp_metrics_buf *b, struct sp_hostsyms *hs,
 		j.restarts);
 	gauge(b, "spanprof_jit_maps_processes", "Processes whose perf map is followed",
 	      j.procs_with_map);
+	counter(b, "spanprof_jitdump_checks_total",
+		"Checks that found a process's jitdump (jit-PID.dump mapped executable)",
+		j.jitdump_checks);
+	counter(b, "spanprof_jitdump_code_loads_total",
+		"Jitdump code loads and moves turned into perf-map lines", j.jitdump_loads);
+	sp_metrics__family(b, jd, SP_METRIC_COUNTER,
+			   "Jitdump content not used, by reason");
+	sp_metrics__u64(b, jd, L("reason", "file_refused"), j.jitdump_refused);
+	sp_metrics__u64(b, jd, L("reason", "bad_record"), j.jitdump_bad_records);
+	sp_metrics__u64(b, jd, L("reason", "move_unknown"), j.jitdump_moves_unknown);
+	sp_metrics__u64(b, jd, L("reason", "name_cut"), j.jitdump_names_cut);
+	sp_metrics__u64(b, jd, L("reason", "info_skipped"), j.jitdump_skipped);
 
 	gauge(b, "spanprof_kernel_modules", "Loadable modules mapped for kernel frames",
 	      k.modules);

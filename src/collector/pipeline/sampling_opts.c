@@ -71,8 +71,8 @@ static const struct opt_def defs[] = {
 	{ "no-go-labels", 0, NULL, K_SET, F(no_go_labels), 0, 0, NULL,
 	  "do not read Go goroutines' pprof labels", NULL, 0 },
 	{ "no-jit", 0, NULL, K_CLEAR, F(jit), 0, 0, NULL,
-	  "do not copy JIT perf maps (/tmp/perf-PID.map) for\n"
-	  "the symbolizer", NULL, 0 },
+	  "do not copy JIT perf maps (/tmp/perf-PID.map) or\n"
+	  "jitdumps (jit-PID.dump) for the symbolizer", NULL, 0 },
 	{ "no-process-env", 0, NULL, K_SET, F(no_process_env), 0, 0, NULL,
 	  "do not read the processes' OTEL_SERVICE_NAME and\n"
 	  "OTEL_RESOURCE_ATTRIBUTES (/proc/PID/environ)", NULL, 0 },

@@ -145,6 +145,13 @@ static void print_jit(FILE *f, const struct sp_summary *s)
 		j->procs_with_map, j->pieces, j->piece_bytes, j->checks, j->no_map,
 		j->not_regular, j->wrong_owner, j->stale, j->unreadable, j->truncated,
 		j->over_budget, j->sink_refused, j->notes_dropped);
+	if (j->jitdump_checks)
+		fprintf(f, "  JIT jitdumps: checks %" PRIu64 ", code loads %" PRIu64
+			"; refused: files %" PRIu64 ", records %" PRIu64 ", moves of unknown code %"
+			PRIu64 "; names cut %" PRIu64 ", records skipped (debug/unwind info) %"
+			PRIu64 "\n", j->jitdump_checks, j->jitdump_loads, j->jitdump_refused,
+			j->jitdump_bad_records, j->jitdump_moves_unknown, j->jitdump_names_cut,
+			j->jitdump_skipped);
 }
 
 /* Go processes: descriptors, and what the label reads found (one outcome
@@ -304,14 +311,20 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"piece_bytes\": %" PRIu64 ", \"restarts\": %" PRIu64 ", \"truncated\": %" PRIu64
 		", \"over_budget\": %" PRIu64
 		", \"sink_refused\": %" PRIu64 ", \"procs_full\": %" PRIu64 ", \"procs\": %" PRIu64
-		", \"procs_with_map\": %" PRIu64 ", \"store_writes\": %" PRIu64
+		", \"procs_with_map\": %" PRIu64 ", \"jitdump_checks\": %" PRIu64
+		", \"jitdump_loads\": %" PRIu64 ", \"jitdump_refused\": %" PRIu64
+		", \"jitdump_bad_records\": %" PRIu64 ", \"jitdump_skipped\": %" PRIu64
+		", \"jitdump_moves_unknown\": %" PRIu64 ", \"jitdump_names_cut\": %" PRIu64
+		", \"store_writes\": %" PRIu64
 		", \"store_errors\": %" PRIu64 "},\n",
 		s->jit.notes, s->jit.notes_dropped, s->jit.checks, s->jit.no_map,
 		s->jit.not_regular, s->jit.wrong_owner, s->jit.stale, s->jit.unreadable,
 		s->jit.reads, s->jit.bytes_read, s->jit.pieces, s->jit.piece_bytes,
 		s->jit.restarts, s->jit.truncated, s->jit.over_budget, s->jit.sink_refused,
 		s->jit.procs_full,
-		s->jit.procs, s->jit.procs_with_map, s->hostsyms.store_writes,
+		s->jit.procs, s->jit.procs_with_map, s->jit.jitdump_checks, s->jit.jitdump_loads,
+		s->jit.jitdump_refused, s->jit.jitdump_bad_records, s->jit.jitdump_skipped,
+		s->jit.jitdump_moves_unknown, s->jit.jitdump_names_cut, s->hostsyms.store_writes,
 		s->hostsyms.store_errors);
 	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64
 		", \"dropped_entries_full\": %" PRIu64 ", \"dropped_bytes_full\": %" PRIu64

@@ -19,9 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/maps_reader.h"
 #include "base/pin.h"
 #include "base/small_file.h"
 #include "collector/procs/jit_maps.h"
+#include "collector/procs/jitdump.h"
 
 #define NONE UINT32_MAX
 #define STALE_SLACK_NS (20ull * 1000 * 1000)
@@ -38,7 +40,12 @@ struct jproc {
 	uint64_t dev, ino;
 	int64_t mtime_ns;
 	uint64_t size;			/* file size at the last read */
-	uint64_t done;			/* bytes shipped */
+	uint64_t done;			/* bytes shipped (the chain's length) */
+	uint64_t fdone;			/* file bytes taken: = done for a perf map,
+					 * the next record's offset for a jitdump */
+	uint8_t source;			/* enum sp_jit_source of the chain */
+	struct sp_jitdump jd;		/* jitdump conversion state; its slot table
+					 * is this entry's, in sp_jit_maps.slots */
 	bool has_head, broken, truncated;
 	bool more;			/* the last check stopped at max_read_per_check */
 	struct sp_jit_id head;
@@ -57,6 +64,10 @@ struct sp_jit_maps {
 	uint32_t *heads, mask, free_head;
 	uint32_t *ring, ring_head, ring_len;
 	uint8_t *buf;			/* SP_JIT_PIECE_MAX_DATA, the reader's */
+	/* max_procs * SP_JITDUMP_SLOTS, one table per entry, touched only by
+	 * the reader (calloc'd: pages of entries without a jitdump are never
+	 * touched, so they cost address space, not memory) */
+	struct sp_jitdump_slot *slots;
 	uint64_t budget;		/* bytes all processes may still copy */
 	uint64_t budget_ns;		/* CLOCK_MONOTONIC of its last refill */
 	struct sp_jit_maps_stats st;
@@ -93,6 +104,7 @@ static struct jproc *insert(struct sp_jit_maps *j, uint32_t pid)
 	j->free_head = p->next;
 	gen = p->gen + 1;
 	memset(p, 0, sizeof(*p));
+	p->jd.slots = &j->slots[(size_t)i * SP_JITDUMP_SLOTS];
 	p->gen = gen;
 	p->pid = pid;
 	p->used = true;
@@ -218,7 +230,7 @@ static bool unchanged(struct sp_jit_maps *j, int fd, const struct jproc *c)
 
 	if (c->first_len && (pread_all(fd, b, c->first_len, 0) || memcmp(b, c->first, c->first_len)))
 		return false;
-	if (c->last_len && (pread_all(fd, b, c->last_len, c->done - c->last_len) ||
+	if (c->last_len && (pread_all(fd, b, c->last_len, c->fdone - c->last_len) ||
 			    memcmp(b, c->last, c->last_len)))
 		return false;
 	return true;
@@ -227,6 +239,8 @@ static bool unchanged(struct sp_jit_maps *j, int fd, const struct jproc *c)
 static void restart(struct jproc *c)
 {
 	c->done = 0;
+	c->fdone = 0;
+	sp_jitdump__reset(&c->jd);
 	c->has_head = false;
 	c->broken = false;
 	c->truncated = false;
@@ -234,18 +248,49 @@ static void restart(struct jproc *c)
 	memset(&c->head, 0, sizeof(c->head));
 }
 
-/* Ships the file's bytes [c->done, limit), cut after the last '\n'.
+/* Hands data[0, n) to the sink as the chain's next piece.  0, or a
+ * negative errno (the chain is then broken). */
+static int emit(struct sp_jit_maps *j, struct work *w, const uint8_t *data, size_t n)
+{
+	struct jproc *c = &w->c;
+	struct sp_jit_id id;
+	uint8_t *piece;
+	size_t plen;
+	int err;
+
+	err = sp_jit_piece__encode(c->source, w->pid, c->has_head ? &c->head : NULL, c->done,
+				   data, n, &piece, &plen, &id);
+	if (err)
+		return err;
+	err = j->cfg.sink(j->cfg.sink_ctx, &id, piece, plen);
+	free(piece);
+	pthread_mutex_lock(&j->lock);
+	if (err) {
+		j->st.sink_refused++;
+	} else {
+		j->st.pieces++;
+		j->st.piece_bytes += plen;
+		j->st.bytes_read += n;
+	}
+	pthread_mutex_unlock(&j->lock);
+	if (err)
+		return err;
+	c->head = id;
+	c->has_head = true;
+	c->done += n;
+	return 0;
+}
+
+/* Ships the perf map's bytes [c->done, limit), cut after the last '\n'.
  * 0, or a negative errno (the chain is then broken). */
-static int ship(struct sp_jit_maps *j, struct work *w, int fd, uint64_t limit)
+static int ship_map(struct sp_jit_maps *j, struct work *w, int fd, uint64_t limit)
 {
 	struct jproc *c = &w->c;
 
 	while (c->done < limit) {
 		uint64_t want = limit - c->done;
 		size_t n = want > SP_JIT_PIECE_MAX_DATA ? SP_JIT_PIECE_MAX_DATA : (size_t)want;
-		struct sp_jit_id id;
-		uint8_t *piece;
-		size_t plen;
+		bool first = !c->done;
 		int err;
 
 		err = pread_all(fd, j->buf, n, c->done);
@@ -258,34 +303,86 @@ static int ship(struct sp_jit_maps *j, struct work *w, int fd, uint64_t limit)
 			if (!n)
 				return 0;
 		}
-		err = sp_jit_piece__encode(SP_JIT_PERF_MAP, w->pid, c->has_head ? &c->head : NULL,
-					   c->done, j->buf, n, &piece, &plen, &id);
+		err = emit(j, w, j->buf, n);
 		if (err)
 			return err;
-		err = j->cfg.sink(j->cfg.sink_ctx, &id, piece, plen);
-		free(piece);
-		if (err) {
-			pthread_mutex_lock(&j->lock);
-			j->st.sink_refused++;
-			pthread_mutex_unlock(&j->lock);
-			return err;
-		}
-		if (!c->done) {
+		if (first) {
 			c->first_len = n < SP_JIT_VERIFY_BYTES ? (uint32_t)n : SP_JIT_VERIFY_BYTES;
 			memcpy(c->first, j->buf, c->first_len);
 		}
 		c->last_len = n < SP_JIT_VERIFY_BYTES ? (uint32_t)n : SP_JIT_VERIFY_BYTES;
 		memcpy(c->last, j->buf + n - c->last_len, c->last_len);
-		c->head = id;
-		c->has_head = true;
-		c->done += n;
-		pthread_mutex_lock(&j->lock);
-		j->st.pieces++;
-		j->st.piece_bytes += plen;
-		j->st.bytes_read += n;
-		pthread_mutex_unlock(&j->lock);
+		c->fdone = c->done;
 	}
 	return 0;
+}
+
+static int read_fd(void *ctx, uint8_t *buf, size_t len, uint64_t off)
+{
+	return pread_all(*(int *)ctx, buf, len, off);
+}
+
+/* Converts the jitdump's records from c->fdone on into perf-map text
+ * (jitdump.h) and ships at most max_text bytes of it; *more: stopped at
+ * max_text with records left.  0, or a negative errno: the file refused
+ * (counted by the caller) or a read or the sink failed (the chain is
+ * then broken). */
+static int ship_jitdump(struct sp_jit_maps *j, struct work *w, int fd, uint64_t size,
+			uint64_t max_text, bool *more)
+{
+	struct jproc *c = &w->c;
+	struct sp_jitdump_stats js = { 0 };
+	uint64_t left = max_text;
+	int err = 0;
+
+	*more = false;
+	for (;;) {
+		size_t cap = left < SP_JIT_PIECE_MAX_DATA ? (size_t)left : SP_JIT_PIECE_MAX_DATA;
+		size_t n = 0;
+		uint64_t before = c->jd.off;
+
+		if (cap < SP_JITDUMP_LINE_MAX) {
+			*more = c->jd.state == 0 && c->jd.off < size;
+			break;
+		}
+		err = sp_jitdump__convert(&c->jd, read_fd, &fd, size, (char *)j->buf, cap, &n, &js);
+		if (n) {	/* lines before a refusal are good ones */
+			int e = emit(j, w, j->buf, n);
+
+			if (e) {
+				err = e;
+				break;
+			}
+			left -= n;
+		}
+		if (err)
+			break;
+		if (c->jd.off == before || n == 0)
+			break;	/* all there is, for now */
+	}
+	if ((!err || err == c->jd.state) && c->jd.off) {
+		/* what identifies the bytes taken: the header, the last record's end */
+		uint64_t f = c->jd.off;
+		int e;
+
+		c->first_len = f < SP_JIT_VERIFY_BYTES ? (uint32_t)f : SP_JIT_VERIFY_BYTES;
+		c->last_len = c->first_len;
+		e = pread_all(fd, c->first, c->first_len, 0);
+		if (!e)
+			e = pread_all(fd, c->last, c->last_len, f - c->last_len);
+		if (e)
+			err = e;	/* a read error: the chain breaks */
+		else
+			c->fdone = f;
+	}
+	pthread_mutex_lock(&j->lock);
+	j->st.jitdump_loads += js.loads + js.moves;
+	j->st.jitdump_moves_unknown += js.moves_unknown;
+	j->st.jitdump_bad_records += js.bad_record + js.bad_range + js.bad_name;
+	j->st.jitdump_skipped += js.debug_info + js.skipped;
+	j->st.jitdump_names_cut += js.names_cut;
+	pthread_mutex_unlock(&j->lock);
+	return err;
 }
 
 /* Up to want bytes of the total budget (refilled at bytes_per_sec, up to
@@ -321,10 +418,74 @@ enum outcome {
 	O_NONE, O_NO_MAP, O_NOT_REGULAR, O_WRONG_OWNER, O_STALE, O_UNREADABLE, O_READ,
 };
 
+/* The process's jitdump: an executable mapping of a file whose name ends
+ * in "/jit-NSPID.dump" (the runtime maps the dump's first page PROT_EXEC
+ * so that profilers find it, as perf does), pinned through
+ * sp_pin__mapping (map_files or the path inside the process's root, the
+ * maps line's inode either way).  fd stays -ENOENT when there is none. */
+struct dump_find {
+	const char *proc_root;
+	uint32_t pid;
+	char name[32];
+	size_t name_len;
+	int fd;
+	struct stat st;
+};
+
+static int dump_line(const struct sp_map_entry *e, void *ctx)
+{
+	struct dump_find *f = ctx;
+
+	if (!(e->perms & SP_MAP_X) || e->path_len < f->name_len ||
+	    memcmp(e->path + e->path_len - f->name_len, f->name, f->name_len))
+		return 0;
+	f->fd = sp_pin__mapping(f->proc_root, f->pid, e, &f->st);
+	return 1;
+}
+
+/* Text of a jitdump: at most max_bytes_per_proc in the chain, at most
+ * max_read_per_check per check, within the total budget.  A file refused
+ * (jitdump.h: header, byte order, an unusable record size) is counted and
+ * is not an error: what was shipped before stays the chain, the refusal
+ * is sticky until the file is replaced, and it is counted again only when
+ * the file changes (the check before it skips an unchanged file).  0, or
+ * a negative errno of a read or the sink (the chain is then broken). */
+static int check_jitdump(struct sp_jit_maps *j, struct work *w, int fd)
+{
+	struct jproc *c = &w->c;
+	uint64_t room = c->done < j->cfg.max_bytes_per_proc ? j->cfg.max_bytes_per_proc - c->done : 0;
+	uint64_t want = room < j->cfg.max_read_per_check ? room : j->cfg.max_read_per_check;
+	uint64_t avail = budget_take(j, want), before = c->done;
+	bool more;
+	int err;
+
+	err = ship_jitdump(j, w, fd, c->size, avail, &more);
+	budget_return(j, avail - (c->done - before));
+	c->more = false;
+	pthread_mutex_lock(&j->lock);
+	if (err == -EINVAL || err == -EPROTO || err == -EBADMSG) {
+		j->st.jitdump_refused++;
+		err = 0;
+	}
+	if (more && avail < want) {
+		j->st.over_budget++;
+		c->more = true;
+	} else if (more && want == room && !c->truncated) {
+		j->st.truncated++;	/* the chain stops here */
+		c->truncated = true;
+	} else if (more && want < room) {
+		c->more = true;		/* the rest at the next check */
+	}
+	pthread_mutex_unlock(&j->lock);
+	return err;
+}
+
 static void check(struct sp_jit_maps *j, struct work *w)
 {
 	struct jproc *c = &w->c;
 	char path[256], *sbuf = (char *)j->buf;
+	struct dump_find df = { .proc_root = j->proc_root, .pid = w->pid, .fd = -ENOENT };
+	uint8_t source = SP_JIT_PERF_MAP;
 	struct pinfo pi;
 	struct stat st;
 	uint64_t limit, before, avail;
@@ -334,13 +495,24 @@ static void check(struct sp_jit_maps *j, struct work *w)
 	w->outcome = O_UNREADABLE;
 	if (proc_info(j, w->pid, &pi, sbuf))
 		return;
-	snprintf(path, sizeof(path), "%s/%u/root", j->proc_root, w->pid);
-	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
-		return;
-	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pi.nspid);
-	pfd = sp_pin__path(rootfd, path, 0, &st);
-	close(rootfd);
+	df.name_len = (size_t)snprintf(df.name, sizeof(df.name), "/jit-%u.dump", pi.nspid);
+	sp_maps_reader__scan(j->proc_root, w->pid, dump_line, &df, NULL);
+	if (df.fd != -ENOENT) {
+		source = SP_JIT_JITDUMP;
+		pfd = df.fd;
+		st = df.st;
+		pthread_mutex_lock(&j->lock);
+		j->st.jitdump_checks++;
+		pthread_mutex_unlock(&j->lock);
+	} else {
+		snprintf(path, sizeof(path), "%s/%u/root", j->proc_root, w->pid);
+		rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0)
+			return;
+		snprintf(path, sizeof(path), "/tmp/perf-%u.map", pi.nspid);
+		pfd = sp_pin__path(rootfd, path, 0, &st);
+		close(rootfd);
+	}
 	if (pfd < 0) {
 		w->outcome = pfd == -ENOENT ? O_NO_MAP : pfd == -EINVAL ? O_NOT_REGULAR
 									 : O_UNREADABLE;
@@ -356,27 +528,37 @@ static void check(struct sp_jit_maps *j, struct work *w)
 		goto out;
 	}
 	w->outcome = O_NONE;
-	if (c->dev == (uint64_t)st.st_dev && c->ino == (uint64_t)st.st_ino &&
-	    c->mtime_ns == mtime && c->size == (uint64_t)st.st_size && !c->broken && !c->more)
+	if (c->source == source && c->dev == (uint64_t)st.st_dev &&
+	    c->ino == (uint64_t)st.st_ino && c->mtime_ns == mtime &&
+	    c->size == (uint64_t)st.st_size && !c->broken && !c->more)
 		goto out;	/* nothing new */
 	fd = sp_pin__reopen(pfd, &st, NULL);
 	if (fd < 0) {
 		w->outcome = O_UNREADABLE;
 		goto out;
 	}
-	if (c->dev != (uint64_t)st.st_dev || c->ino != (uint64_t)st.st_ino || c->broken ||
-	    (uint64_t)st.st_size < c->done || !unchanged(j, fd, c)) {
+	/* a jitdump refused at its header is read again from the start when it
+	 * changes (nothing of it was kept to compare) */
+	if (c->source != source || c->dev != (uint64_t)st.st_dev ||
+	    c->ino != (uint64_t)st.st_ino || c->broken || (uint64_t)st.st_size < c->fdone ||
+	    (c->jd.state < 0 && !c->jd.off) || !unchanged(j, fd, c)) {
 		if (c->has_head || c->broken) {
 			pthread_mutex_lock(&j->lock);
 			j->st.restarts++;
 			pthread_mutex_unlock(&j->lock);
 		}
 		restart(c);
+		c->source = source;
 	}
 	c->dev = (uint64_t)st.st_dev;
 	c->ino = (uint64_t)st.st_ino;
 	c->mtime_ns = mtime;
 	c->size = (uint64_t)st.st_size;
+	before = c->done;
+	if (source == SP_JIT_JITDUMP) {
+		err = check_jitdump(j, w, fd);
+		goto shipped;
+	}
 	limit = c->size;
 	if (limit > j->cfg.max_bytes_per_proc) {
 		limit = j->cfg.max_bytes_per_proc;
@@ -399,9 +581,9 @@ static void check(struct sp_jit_maps *j, struct work *w)
 		j->st.over_budget++;
 		pthread_mutex_unlock(&j->lock);
 	}
-	before = c->done;
-	err = ship(j, w, fd, limit);
+	err = ship_map(j, w, fd, limit);
 	budget_return(j, avail - (c->done - before));	/* a tail left for later */
+shipped:
 	if (err) {
 		c->broken = true;
 		w->outcome = O_UNREADABLE;
@@ -437,6 +619,9 @@ static void apply(struct sp_jit_maps *j, const struct work *w)
 	p->mtime_ns = w->c.mtime_ns;
 	p->size = w->c.size;
 	p->done = w->c.done;
+	p->fdone = w->c.fdone;
+	p->source = w->c.source;
+	p->jd = w->c.jd;
 	p->has_head = w->c.has_head;
 	p->broken = w->c.broken;
 	p->truncated = w->c.truncated;
@@ -537,7 +722,8 @@ int sp_jit_maps__new(const struct sp_jit_maps_config *cfg, struct sp_jit_maps **
 	j->procs = calloc(j->cfg.max_procs, sizeof(*j->procs));
 	j->ring = calloc(j->cfg.queue_len, sizeof(*j->ring));
 	j->buf = malloc(SP_JIT_PIECE_MAX_DATA > STATUS_MAX ? SP_JIT_PIECE_MAX_DATA : STATUS_MAX);
-	if (!j->proc_root || !j->heads || !j->procs || !j->ring || !j->buf) {
+	j->slots = calloc((size_t)j->cfg.max_procs * SP_JITDUMP_SLOTS, sizeof(*j->slots));
+	if (!j->proc_root || !j->heads || !j->procs || !j->ring || !j->buf || !j->slots) {
 		sp_jit_maps__free(j);
 		return -ENOMEM;
 	}
@@ -583,6 +769,7 @@ void sp_jit_maps__free(struct sp_jit_maps *j)
 	pthread_cond_destroy(&j->idle);
 	pthread_cond_destroy(&j->work);
 	pthread_mutex_destroy(&j->lock);
+	free(j->slots);
 	free(j->buf);
 	free(j->ring);
 	free(j->procs);
@@ -632,7 +819,7 @@ int sp_jit_maps__head(struct sp_jit_maps *j, uint32_t pid, uint8_t *source, stru
 	pthread_mutex_lock(&j->lock);
 	p = find(j, pid);
 	if (p && p->has_head && !p->forgotten) {
-		*source = SP_JIT_PERF_MAP;
+		*source = p->source;
 		*id = p->head;
 		err = 0;
 	}

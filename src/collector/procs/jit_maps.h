@@ -2,9 +2,26 @@
 /*
  * jit_maps.h - JIT symbol snapshots: the bytes of the perf maps that
  * runtimes publish (V8 --perf-basic-prof, `jcmd PID Compiler.perfmap`,
- * Python -X perf), copied while the process lives, as content-addressed
- * pieces (base/jit_piece.h) for the symbolizer.  Nothing here reads a
- * name out of them (design invariant 2).
+ * Python -X perf), copied while the process lives, or the code loads of
+ * its jitdump (V8 --perf-prof, perf's JVMTI agent, Python 3.13 -X
+ * perf_jit, .NET) converted to the same perf-map text (jitdump.h), as
+ * content-addressed pieces (base/jit_piece.h) for the symbolizer.
+ * Nothing here looks an address up (design invariant 2).
+ *
+ * Which jitdump: the file behind an executable mapping, in PROC/PID/maps,
+ * whose name ends in "/jit-NSPID.dump" (runtimes map the dump's first page
+ * PROT_EXEC for profilers to find it; perf finds it the same way), pinned
+ * by the maps line's inode (base/pin.h sp_pin__mapping: map_files, or the
+ * path inside the process's root).  A process with a jitdump is read from
+ * it, not from its perf map (one chain per process; a process whose source
+ * changes starts a new chain).  The same checks as a perf map apply
+ * (regular, owner, staleness), the same bounds apply to the text it turns
+ * into: max_bytes_per_proc of text per chain, max_read_per_check per check,
+ * the total budget; the code bytes are skipped, never read.  A file whose
+ * header is refused (another byte order, version or machine, a record size
+ * that cannot be followed) is counted in jitdump_refused, once per change
+ * of the file (the loads before the refusal stay shipped); records refused
+ * inside it in jitdump_bad_records (jitdump.h says which).
  *
  * Which file: PROC/PID/root/tmp/perf-NSPID.map, NSPID the pid as the
  * process's own pid namespace sees it (the last field of NSpid: in
@@ -47,7 +64,10 @@
  *
  * Threads: every call may come from any thread; one mutex, never held
  * across file I/O.  Memory: max_procs small entries, a queue of
- * queue_len pids, one read buffer of SP_JIT_PIECE_MAX_DATA on the reader.
+ * queue_len pids, one read buffer of SP_JIT_PIECE_MAX_DATA on the reader,
+ * and per entry a table of SP_JITDUMP_SLOTS recent jitdump loads (16 bytes
+ * each, for MOVE records; calloc'd at once, its pages touched only for
+ * processes with a jitdump).
  */
 #ifndef SPANPROF_COLLECTOR_JIT_MAPS_H
 #define SPANPROF_COLLECTOR_JIT_MAPS_H
@@ -99,6 +119,13 @@ struct sp_jit_maps_stats {
 					 * total budget was spent; the rest later */
 	uint64_t sink_refused;
 	uint64_t procs_full;
+	uint64_t jitdump_checks;	/* checks that found a jitdump mapping */
+	uint64_t jitdump_loads;		/* code loads (and moves) turned into lines */
+	uint64_t jitdump_refused;	/* files refused: header, byte order, sizes */
+	uint64_t jitdump_bad_records;	/* records refused (sizes, names, ranges) */
+	uint64_t jitdump_skipped;	/* DEBUG_INFO, UNWINDING_INFO, unknown ids */
+	uint64_t jitdump_moves_unknown;	/* MOVE of a load no longer remembered */
+	uint64_t jitdump_names_cut;	/* names over SP_JITDUMP_NAME_MAX */
 	uint64_t procs;			/* gauge: processes tracked */
 	uint64_t procs_with_map;	/* gauge: ... whose chain has a head */
 };

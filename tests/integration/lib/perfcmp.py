@@ -6,6 +6,7 @@ sample_both(pid, seconds, d, spanprof_record): `perf record -p PID` and
 perf_flat(data): {symbol: samples} of the leaves from `perf report`
     ("[.] " / "[k] " prefixes dropped; an address perf could not name,
     "0x...", counts as "[unknown]", as spanprof's unnamed leaves do).
+pprof_leaves(path): [(mapping file, address, leaf name, count)] per sample.
 pprof_flat(path): {function: samples} of the leaves of a symbolized pprof
     file, named by the out-of-line function of the leaf location (the last
     line: perf names symbols, not inlined frames); unnamed leaves are
@@ -56,25 +57,35 @@ def perf_flat(data):
     return out
 
 
-def pprof_flat(path):
+def pprof_leaves(path):
+    """[(mapping file, address, leaf function name, count)], one per sample
+    of a pprof file; the name is the out-of-line function of the leaf
+    location ("" when unnamed), the count its first value (1 without)."""
     raw = open(path, "rb").read()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    strings, funcs, locs, samples = [], {}, {}, []
+    strings, funcs, locs, maps, samples = [], {}, {}, {}, []
     for fn, wt, v in fields(raw):
         if fn == 6:
             strings.append(v.decode())
         elif fn == 5:
             dd = dict((f, x) for f, _, x in fields(v))
             funcs[dd.get(1, 0)] = dd.get(2, 0)
+        elif fn == 3:
+            dd = dict((f, x) for f, _, x in fields(v))
+            maps[dd.get(1, 0)] = dd.get(5, 0)
         elif fn == 4:
-            lid, fids = 0, []
+            lid, mid, addr, fids = 0, 0, 0, []
             for f, w, x in fields(v):
                 if f == 1:
                     lid = x
+                elif f == 2:
+                    mid = x
+                elif f == 3:
+                    addr = x
                 elif f == 4:
                     fids.append(dict((a, y) for a, _, y in fields(x)).get(1, 0))
-            locs[lid] = fids
+            locs[lid] = (mid, addr, fids)
         elif fn == 2:
             ls, vals = [], []
             for f, w, x in fields(v):
@@ -83,14 +94,22 @@ def pprof_flat(path):
                 elif f == 2:
                     vals += packed(w, x)
             samples.append((ls, vals))
-    out = {}
+    out = []
     for ls, vals in samples:
         if not ls:
             continue
-        fids = locs.get(ls[0], [])
+        mid, addr, fids = locs.get(ls[0], (0, 0, []))
         name = strings[funcs.get(fids[-1], 0)] if fids else ""
+        out.append((strings[maps[mid]] if mid in maps else "", addr, name,
+                    vals[0] if vals else 1))
+    return out
+
+
+def pprof_flat(path):
+    out = {}
+    for _, _, name, n in pprof_leaves(path):
         name = name or "[unknown]"
-        out[name] = out.get(name, 0) + (vals[0] if vals else 1)
+        out[name] = out.get(name, 0) + n
     return out
 
 

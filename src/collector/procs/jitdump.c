@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+/*
+ * jitdump.c - jitdump records to perf-map lines (contract and byte
+ * layout: jitdump.h).
+ *
+ * Each record is read in steps: its 16-byte header (id, size), then for
+ * a LOAD its fixed fields, then at most SP_JITDUMP_NAME_MAX + 1 bytes of
+ * the name, which ends where the code starts (the record's last code_size
+ * bytes); the code bytes and every other record's payload are skipped by
+ * offset, so a 100 MiB dump of code costs the reads of its names.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collector/procs/jitdump.h"
+
+#if defined(__x86_64__)
+#define HOST_MACH EM_X86_64
+#elif defined(__aarch64__)
+#define HOST_MACH EM_AARCH64
+#elif defined(__i386__)
+#define HOST_MACH EM_386
+#else
+#define HOST_MACH 0	/* not checked */
+#endif
+
+#define PREFIX_MAX (SP_JITDUMP_LOAD_FIXED + SP_JITDUMP_NAME_MAX + 1)
+
+static uint32_t u32_at(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t u64_at(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+void sp_jitdump__reset(struct sp_jitdump *d)
+{
+	d->off = 0;
+	d->state = 0;
+	if (d->slots)
+		memset(d->slots, 0, SP_JITDUMP_SLOTS * sizeof(*d->slots));
+}
+
+static int read_header(struct sp_jitdump *d, sp_jitdump_read_fn rd, void *ctx, uint64_t size)
+{
+	uint8_t h[SP_JITDUMP_HDR];
+	uint32_t magic, total;
+	int err;
+
+	if (size < SP_JITDUMP_HDR)
+		return 0;	/* being written */
+	err = rd(ctx, h, sizeof(h), 0);
+	if (err)
+		return err;
+	magic = u32_at(h);
+	if (magic == SP_JITDUMP_MAGIC_SWAPPED)
+		return d->state = -EPROTO;
+	if (magic != SP_JITDUMP_MAGIC)
+		return d->state = -EINVAL;
+	total = u32_at(h + 8);
+	if (u32_at(h + 4) != SP_JITDUMP_VERSION || (HOST_MACH && u32_at(h + 12) != HOST_MACH))
+		return d->state = -EPROTO;
+	if (total < SP_JITDUMP_HDR || total > SP_JITDUMP_HDR_MAX)
+		return d->state = -EINVAL;
+	if (size >= total)
+		d->off = total;
+	return 0;
+}
+
+/* Appends "START SIZE NAME\n"; name is n bytes (control bytes made '?'). */
+static void put_line(char *out, size_t *out_len, uint64_t addr, uint64_t len, const uint8_t *name,
+		     size_t n)
+{
+	char *p = out + *out_len;
+
+	p += sprintf(p, "%llx %llx ", (unsigned long long)addr, (unsigned long long)len);
+	for (size_t i = 0; i < n; i++)
+		*p++ = name[i] < 0x20 || name[i] == 0x7f ? '?' : (char)name[i];
+	*p++ = '\n';
+	*out_len = (size_t)(p - out);
+}
+
+/* Reads the LOAD record at off (rsize bytes) into b: its fixed fields,
+ * then its name, never the code after it (code_size tells where the code
+ * starts: the record's last code_size bytes).  0 and *name, *n, *cut; a
+ * negative errno from rd; or a counter's reason (BAD_*, positive). */
+enum { BAD_RECORD = 1, BAD_NAME, BAD_RANGE };
+
+static int read_load(sp_jitdump_read_fn rd, void *ctx, uint64_t off, uint32_t rsize, uint8_t *b,
+		     const uint8_t **name, size_t *n, int *cut)
+{
+	uint64_t code_addr, code_size, area;
+	const uint8_t *nul;
+	size_t nl;
+	int err;
+
+	*cut = 0;
+	err = rd(ctx, b, SP_JITDUMP_LOAD_FIXED, off);
+	if (err)
+		return err;
+	code_addr = u64_at(b + 32);
+	code_size = u64_at(b + 40);
+	if (code_size > rsize - SP_JITDUMP_LOAD_FIXED - 1)
+		return BAD_RECORD;	/* no room for a name and the code */
+	area = rsize - SP_JITDUMP_LOAD_FIXED - code_size;
+	nl = area > SP_JITDUMP_NAME_MAX + 1 ? SP_JITDUMP_NAME_MAX + 1 : (size_t)area;
+	err = rd(ctx, b + SP_JITDUMP_LOAD_FIXED, nl, off + SP_JITDUMP_LOAD_FIXED);
+	if (err)
+		return err;
+	nul = memchr(b + SP_JITDUMP_LOAD_FIXED, 0, nl);
+	if (nul) {
+		*n = (size_t)(nul - (b + SP_JITDUMP_LOAD_FIXED));
+	} else if (area > SP_JITDUMP_NAME_MAX) {
+		*n = SP_JITDUMP_NAME_MAX;	/* longer: cut, the rest never read */
+		*cut = 1;
+	} else {
+		return BAD_RECORD;	/* the name runs into the code */
+	}
+	if (!*n)
+		return BAD_NAME;
+	if (!code_size || code_addr + code_size < code_addr)
+		return BAD_RANGE;
+	*name = b + SP_JITDUMP_LOAD_FIXED;
+	return 0;
+}
+
+static void count_bad(struct sp_jitdump_stats *st, int why)
+{
+	if (why == BAD_RECORD)
+		st->bad_record++;
+	else if (why == BAD_NAME)
+		st->bad_name++;
+	else
+		st->bad_range++;
+}
+
+/* A MOVE: the line for its new place, named from the remembered LOAD. */
+static int do_move(struct sp_jitdump *d, sp_jitdump_read_fn rd, void *ctx, const uint8_t *m,
+		   char *out, size_t *out_len, struct sp_jitdump_stats *st)
+{
+	uint64_t new_addr = u64_at(m + 40), code_size = u64_at(m + 48), idx = u64_at(m + 56);
+	struct sp_jitdump_slot *s = d->slots ? &d->slots[idx % SP_JITDUMP_SLOTS] : NULL;
+	uint8_t b[PREFIX_MAX];
+	const uint8_t *name;
+	size_t n;
+	uint32_t rsize;
+	int err, cut;
+
+	if (!code_size || new_addr + code_size < new_addr) {
+		st->bad_range++;
+		return 0;
+	}
+	if (!s || !s->off || s->code_index != idx) {
+		st->moves_unknown++;
+		return 0;
+	}
+	err = rd(ctx, b, SP_JITDUMP_REC_HDR, s->off);
+	if (err)
+		return err;
+	rsize = u32_at(b + 4);
+	if (u32_at(b) != SP_JIT_CODE_LOAD || rsize < SP_JITDUMP_LOAD_FIXED + 1) {
+		st->moves_unknown++;	/* the file there is not that load any more */
+		return 0;
+	}
+	err = read_load(rd, ctx, s->off, rsize, b, &name, &n, &cut);
+	if (err < 0)
+		return err;
+	if (err || u64_at(b + 48) != idx) {
+		st->moves_unknown++;
+		return 0;
+	}
+	put_line(out, out_len, new_addr, code_size, name, n);
+	st->moves++;
+	return 0;
+}
+
+int sp_jitdump__convert(struct sp_jitdump *d, sp_jitdump_read_fn rd, void *ctx, uint64_t size,
+			char *out, size_t cap, size_t *out_len, struct sp_jitdump_stats *st)
+{
+	uint8_t b[PREFIX_MAX];
+	int err = 0;
+
+	if (d->state)
+		return d->state < 0 ? d->state : 0;
+	if (!d->off) {
+		err = read_header(d, rd, ctx, size);
+		if (err || !d->off)
+			return err;
+	}
+	while (!d->state && d->off + SP_JITDUMP_REC_HDR <= size && cap - *out_len >= SP_JITDUMP_LINE_MAX) {
+		uint32_t id, rsize;
+
+		err = rd(ctx, b, SP_JITDUMP_REC_HDR, d->off);
+		if (err)
+			return err;
+		id = u32_at(b);
+		rsize = u32_at(b + 4);
+		if (rsize < SP_JITDUMP_REC_HDR) {
+			st->bad_record++;
+			return d->state = -EBADMSG;
+		}
+		if (d->off + rsize > size)
+			break;	/* not complete yet */
+		if (id == SP_JIT_CODE_LOAD) {
+			const uint8_t *name;
+			size_t n;
+			int why, cut;
+
+			if (rsize < SP_JITDUMP_LOAD_FIXED + 1) {
+				st->bad_record++;
+				goto next;
+			}
+			why = read_load(rd, ctx, d->off, rsize, b, &name, &n, &cut);
+			if (why < 0)
+				return why;
+			if (why) {
+				count_bad(st, why);
+				goto next;
+			}
+			st->names_cut += (uint64_t)cut;
+			put_line(out, out_len, u64_at(b + 32), u64_at(b + 40), name, n);
+			st->loads++;
+			if (d->slots) {
+				struct sp_jitdump_slot *s = &d->slots[u64_at(b + 48) % SP_JITDUMP_SLOTS];
+
+				s->code_index = u64_at(b + 48);
+				s->off = d->off;
+			}
+		} else if (id == SP_JIT_CODE_MOVE) {
+			if (rsize < SP_JITDUMP_MOVE_SIZE) {
+				st->bad_record++;
+				goto next;
+			}
+			err = rd(ctx, b, SP_JITDUMP_MOVE_SIZE, d->off);
+			if (!err)
+				err = do_move(d, rd, ctx, b, out, out_len, st);
+			if (err)
+				return err;
+		} else if (id == SP_JIT_CODE_CLOSE) {
+			d->state = 1;
+		} else if (id == SP_JIT_CODE_DEBUG_INFO) {
+			st->debug_info++;
+		} else {
+			st->skipped++;
+		}
+next:
+		st->records++;
+		d->off += rsize;
+	}
+	return 0;
+}

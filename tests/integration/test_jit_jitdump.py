@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""JIT frames named from Node's jitdump (V8 --perf-prof), off the
+collection path (root).
+
+1. record: Node runs the two hot functions of test_jit_node.py (2:1; the
+   script is JS_DUMP below: V8 buffers its jitdump, see there) with
+   --perf-prof (V8 writes ./jit-PID.dump and maps its first page
+   executable) and --perf-basic-prof (the perf map of the same code, for
+   the comparison).  `perf record -p PID` and `spanprof record -p PID`
+   sample the same seconds.  spanprof must read the jitdump (the summary
+   counts jitdump checks and code loads, the profile's JIT mapping is
+   "[jitdump]"), and after `spanprof-symbolizer file`:
+   - go tool pprof -symbolize=none shows both function names;
+   - every JIT leaf the jitdump names has the name the perf map gives the
+     same address (V8 describes the same code in both; perf inject --jit
+     could not be the reference here: perf 6.1's report of the injected
+     file left these frames as bare addresses);
+   - the heavy:light split is within 5 points of perf's (which names them
+     from the perf map) on the same run.
+2. agent -> serve: Node with --perf-prof only (no perf map is written) in
+   private mount and pid namespaces, the dump in its private /tmp under
+   its namespace pid: the agent finds it by its mapping, ships the
+   converted pieces to serve running as nobody, and serve's profiles name
+   both functions (test_jit_node.part_agent with the jitdump flag).
+Exit 0 pass, 77 skip, else fail.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spt  # noqa: E402
+from spt import check, fail  # noqa: E402
+from agent_util import wait_for  # noqa: E402
+from lib import perfcmp  # noqa: E402
+import test_jit_node  # noqa: E402
+from test_jit_node import HEAVY, LIGHT  # noqa: E402
+
+# The functions and split of test_jit_node.py.  V8 block-buffers its
+# jitdump (2 MiB, perf-jit.cc: setvbuf _IOFBF) and perf reads it after the
+# process ends; a live reader sees only what was flushed.  So the loop
+# compiles enough throw-away code to push the records out, twice (the
+# first churn's call site is new to the optimized loop, which V8 then
+# deoptimizes and compiles again: the second churn pushes that code out),
+# then writes ./steady.  Verified here: afterwards the perf map's last
+# addresses of both functions are in the file.
+JS_DUMP = r"""
+function evalHotHeavy(n){let s=0;for(let i=0;i<n;i++){s+=Math.sqrt(i)*1.0001;}return s;}
+function evalHotLight(n){let s=0;for(let i=0;i<n;i++){s+=Math.sqrt(i)*1.0001;}return s;}
+function churn(n, t) {
+  for (let i = 0; i < n; i++) {
+    const f = new Function("x", "let s=0; for (let j=0;j<x;j++) s+=j*" + i + "; return s;");
+    for (let k = 0; k < 50; k++) t += f(20);
+  }
+  return t;
+}
+const start = Date.now(), end = start + (+process.argv[2] || 5) * 1000;
+let t = 0, churned = 0;
+while (Date.now() < end) {
+  t += evalHotHeavy(200000); t += evalHotHeavy(200000); t += evalHotLight(200000);
+  if (churned < 2 && Date.now() > start + 1500 * (churned + 1)) {
+    t = churn(8000, t);
+    if (++churned == 2) require("fs").writeFileSync("steady", "");
+  }
+}
+if (t < 0) console.log(t);
+"""
+
+
+def perf_map_lookup(path):
+    """addr -> name from a perf map, the later line winning (as the
+    symbolizer and Parca decide)."""
+    entries = []
+    with open(path, "rb") as f:
+        for line in f.read().decode("utf-8", "replace").splitlines():
+            m = re.match(r"^([0-9a-fA-F]+) ([0-9a-fA-F]+) (.*)$", line)
+            if m:
+                entries.append((int(m.group(1), 16), int(m.group(2), 16), m.group(3)))
+
+    def look(a):
+        for s, n, name in reversed(entries):
+            if s <= a < s + n:
+                return name
+        return None
+    return look
+
+
+def maps_have_dump(pid):
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            return any(l.rstrip().endswith("/jit-%d.dump" % pid) and " r-x" in l for l in f)
+    except OSError:
+        return False
+
+
+def perf_map_has_hot(pid):
+    try:
+        with open("/tmp/perf-%d.map" % pid) as f:
+            t = f.read()
+        return "JS:*" + HEAVY in t and "JS:*" + LIGHT in t
+    except OSError:
+        return False
+
+
+def part_record(d):
+    js = os.path.join(d, "hot.js")
+    with open(js, "w") as f:
+        f.write(JS_DUMP)
+    node = subprocess.Popen(["node", "--perf-prof", "--perf-basic-prof", js, "30"], cwd=d)
+    try:
+        wait_for(lambda: maps_have_dump(node.pid) and perf_map_has_hot(node.pid) and
+                 os.path.exists(os.path.join(d, "steady")), 30,
+                 what="node's jit-%d.dump mapping, both functions optimized and flushed"
+                 % node.pid)
+        summary = os.path.join(d, "summary.json")
+        rec = lambda args: spt.record(args + ["--summary-json", summary])  # noqa: E731
+        out, perf_data, err = perfcmp.sample_both(node.pid, 5, d, rec)
+        look = perf_map_lookup("/tmp/perf-%d.map" % node.pid)
+    finally:
+        node.kill()
+        node.wait()
+    try:
+        check_record(d, out, perf_data, err, summary, look)
+    finally:
+        if os.path.exists("/tmp/perf-%d.map" % node.pid):	# perf report read it
+            os.unlink("/tmp/perf-%d.map" % node.pid)
+
+
+def check_record(d, out, perf_data, err, summary, look):
+    j = spt.load_json(summary)["jit"]
+    print("summary jit: %s" % j)
+    check(j["jitdump_checks"] > 0 and j["jitdump_loads"] > 100 and j["jitdump_refused"] == 0,
+          "record read the jitdump: %d checks, %d code loads, %d refused"
+          % (j["jitdump_checks"], j["jitdump_loads"], j["jitdump_refused"]))
+    check("JIT jitdumps: checks" in err, "the summary has the jitdump line")
+    jit = os.path.join(out + ".syms", "jit")
+    check(os.path.isdir(jit) and os.listdir(jit), "record wrote the pieces into X.syms/jit/")
+    mapped = set(m["file"] for m in spt.read_pprof(out)["mappings"].values())
+    check("[jitdump]" in mapped and "[perf-map]" not in mapped,
+          "the JIT mapping names the jitdump chain (mappings: %s)" % sorted(mapped)[:12])
+    sym = test_jit_node.symbolize_shows_both(d, out)
+    # the same names as the perf map gives the same addresses
+    agree = disagree = unnamed = 0
+    bad = []
+    for mfile, addr, name, n in perfcmp.pprof_leaves(sym):
+        if mfile != "[jitdump]":
+            continue
+        ref = look(addr)
+        if not name or name.startswith("0x") or name.startswith("["):
+            unnamed += n
+        elif ref == name:
+            agree += n
+        else:
+            disagree += n
+            bad.append((hex(addr), name, ref))
+    print("jitdump-named JIT leaves: %d agree with the perf map, %d differ, %d unnamed; "
+          "differing: %s" % (agree, disagree, unnamed, bad[:5]))
+    check(agree > 50 and disagree <= 0.02 * (agree + disagree),
+          "the jitdump names JIT leaves as the perf map does (%d agree, %d differ: %s)"
+          % (agree, disagree, bad[:3]))
+    test_jit_node.split_like_perf(sym, perf_data)
+
+
+def main():
+    test_jit_node.need_all()
+    d = spt.tmpdir()
+    part_record(d)
+    test_jit_node.part_agent(d, "--perf-prof", JS_DUMP)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
