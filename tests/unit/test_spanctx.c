@@ -784,7 +784,10 @@ static void test_signal_reader_never_sees_torn_record(void **state)
 	se._sigev_un._tid = atomic_load(&hammer_tid);
 	assert_int_equal(timer_create(CLOCK_MONOTONIC, &se, &tm), 0);
 	assert_int_equal(timer_settime(tm, 0, &it, NULL), 0);
-	usleep(1500000);
+	/* 1.5 s, longer on a loaded machine (the writer off its CPU takes
+	 * no signals): until 1000 reads landed inside records, at most 15 s */
+	for (int i = 0; i < 150 && (i < 15 || reads_valid <= 1000); i++)
+		usleep(100000);
 	timer_settime(tm, 0, &off, NULL);
 	timer_delete(tm);
 	atomic_store(&hammer_stop, true);
