@@ -116,6 +116,11 @@ struct sp_proc_table_stats {
 	uint64_t files_timed_out;	/* a file's pin or read past the limit:
 					 * marked, mapping kept without an id */
 	uint64_t files_skipped;		/* marked earlier, or every helper stuck */
+	uint64_t maps_timed_out;	/* PID/maps not read within the limit
+					 * (the process's mmap lock held by a
+					 * thread stuck on a hung file system) */
+	uint64_t maps_skipped;		/* its earlier read still stuck, or
+					 * every helper: previous maps kept */
 	uint64_t addr_unmapped;		/* address in no known mapping */
 	uint64_t addr_anon;		/* address in anonymous executable memory */
 	uint64_t procs_released;	/* gone processes forgotten by __release */
