@@ -1447,6 +1447,9 @@ int sp_agent__main(int argc, char **argv)
 		goto out;
 	}
 	consumer_started = true;
+	/* Named: an operator (and test_agent_health_stall.py) finds the
+	 * thread --health-stall watches. */
+	pthread_setname_np(consumer_th, "sp-consumer");
 	if (a->o.metrics_addr &&
 	    sp_metrics_server__start(a->o.metrics_addr, 0, render, healthy, a, &a->metrics, err,
 				     sizeof(err))) {

@@ -37,6 +37,13 @@
 
 #define SP_CTX_DISCOVERY_MAX 16384
 #define SP_CTX_PUBLISH_MIN_MS 100	/* between re-reads of one process */
+/* One look at a process (process context, TLS search: its maps, memory
+ * and ELF files) runs on a helper thread and is waited for at most this
+ * long (base/proc_read.h); longer than a single file read's 250 ms since
+ * a search reads every module's symbol table.  Past it the process is
+ * counted failed "timed_out", and its later looks "stuck" until the
+ * abandoned one returns. */
+#define SP_CTX_LOOK_TIMEOUT_MS 1000
 
 struct sp_proc_table;
 struct sp_sampler;
