@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 import types
 
@@ -178,3 +179,47 @@ def strace_opens(log_path):
         if m:
             out.append((m.group(1), m.group(2), line.strip()))
     return out
+
+
+class HangFs:
+    """hangfs.c (libfuse3) mounted on a fresh directory: FILE (its lib.so)
+    answers lookups and opens, never a read, until close().  close(procs)
+    ends the hang first (a page whose read never ends stays locked, and a
+    process touching it would be stuck for good, on a machine others
+    share), then kills the daemon (SIGKILL: on SIGTERM its loop waits for
+    its handler threads), which fails whatever is still pending, and only
+    then kills and reaps procs, unmounts and removes the directory."""
+
+    def __init__(self, workdir):
+        if not os.path.exists("/dev/fuse"):
+            fail("/dev/fuse is missing: load the fuse module (modprobe fuse)")
+        libs = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"],
+                              capture_output=True, text=True)
+        if libs.returncode:
+            fail("libfuse3-dev is needed (scripts/deps.sh): %s" % libs.stderr.strip())
+        exe = compile_c("hangfs.c", os.path.join(workdir, "hangfs"), extra=libs.stdout.split())
+        self.mnt = tempfile.mkdtemp(prefix="spanprof-hangfs-")
+        self.FILE = os.path.join(self.mnt, "lib.so")
+        self.hold = os.path.join(workdir, "hangfs-hold")
+        open(self.hold, "w").close()
+        self.proc = subprocess.Popen([exe, self.mnt, self.hold], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        for _ in range(50):
+            if os.path.ismount(self.mnt):
+                return
+            time.sleep(0.1)
+        self.close([])
+        fail("hangfs did not mount: %s" % self.proc.stderr.read(2000))
+
+    def close(self, procs):
+        if os.path.exists(self.hold):
+            os.unlink(self.hold)
+        time.sleep(0.5)
+        self.proc.kill()
+        self.proc.wait()
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+        subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+        os.rmdir(self.mnt)

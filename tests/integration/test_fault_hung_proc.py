@@ -30,37 +30,26 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import BUILD, SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import compile_c  # noqa: E402
+from fault_util import HangFs, compile_c  # noqa: E402
 import agent_util as au  # noqa: E402
 from lib.otlp_stub import OtlpStub  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 require_root()
-if not os.path.exists("/dev/fuse"):
-    fail("/dev/fuse is missing: load the fuse module (modprobe fuse)")
 d = tmpdir()
-FUSE_LIBS = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True,
-                           text=True)
-if FUSE_LIBS.returncode:
-    fail("libfuse3-dev is needed (scripts/deps.sh): %s" % FUSE_LIBS.stderr.strip())
-hangfs = compile_c("hangfs.c", os.path.join(d, "hangfs"), extra=FUSE_LIBS.stdout.split())
 hung_proc = compile_c("hung_proc.c", os.path.join(d, "hung_proc"),
                       extra=["-I" + os.path.join(ROOT, "lib", "spanctx"), "-L" + BUILD,
                              "-lspanctx", "-Wl,-rpath," + BUILD, "-lpthread"])
-mnt = tempfile.mkdtemp(prefix="spanprof-hangfs-")
-hold = os.path.join(d, "hold")
-open(hold, "w").close()
-fs = subprocess.Popen([hangfs, mnt, hold], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+fs = HangFs(d)
 procs = []
 
 
 def caught(mode, secs):
-    p = subprocess.Popen([hung_proc, mode, os.path.join(mnt, "lib.so"), str(secs)],
+    p = subprocess.Popen([hung_proc, mode, fs.FILE, str(secs)],
                          stdout=subprocess.PIPE, text=True)
     procs.append(p)
     lines = [p.stdout.readline().strip() for _ in range(2)]
@@ -86,13 +75,6 @@ def samples_of(prof, pid):
 
 
 try:
-    for _ in range(50):
-        if os.path.ismount(mnt):
-            break
-        time.sleep(0.1)
-    else:
-        fail("hangfs did not mount: %s" % fs.stderr.read(2000))
-
     busy = au.busy(60)
     procs.append(busy)
     lock = caught("lock", 60)
@@ -170,16 +152,4 @@ try:
         a.kill()
         stub.close()
 finally:
-    # End the hang first (the pages whose reads hang stay locked, and the
-    # caught processes' locks held, until it does), then kill the daemon
-    # (aborting what is still pending), then the processes.
-    os.unlink(hold)
-    time.sleep(0.5)
-    fs.kill()
-    fs.wait()
-    for p in procs:
-        p.kill()
-    for p in procs:
-        p.wait()
-    subprocess.run(["umount", "-l", mnt], capture_output=True)
-    os.rmdir(mnt)
+    fs.close(procs)
