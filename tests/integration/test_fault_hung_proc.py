@@ -18,7 +18,7 @@ ways:
   elf   the hung file is one of its mappings: the TLS search reads it.
 The test first shows each trap holds (a read of the /proc file, bounded
 by a subprocess timeout, does not return), then:
-  1. `record -a` for 5 s: exits 0 within a few seconds of SIGTERM; the
+  1. `record -a` for 7 s: exits 0 within a few seconds of SIGTERM; the
      summary counts the maps read (lock), the environ reads (lock, mem)
      and the context looks (all three) that did not answer; a busy
      fixture and the three caught processes keep being sampled.
@@ -91,7 +91,7 @@ try:
     rec = subprocess.Popen([SPANPROF, "record", "--no-report", "-q", "-F", "97", "--no-kernel",
                             "-a", "-o", out, "--summary-json", js],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(5)
+    time.sleep(7)           # the start-up scan waits 1 s on each caught process
     t0 = time.monotonic()
     rec.send_signal(signal.SIGTERM)
     try:

@@ -3,6 +3,10 @@
  * proc_table.h - what the collector knows about each process: its
  * executable mappings (from /proc/PID/maps) with GNU build ids, so that
  * every user frame becomes (mapping id, address).  It never symbolizes.
+ * A maps read runs on a helper within file_timeout_ms (base/proc_read.h:
+ * a process whose mmap lock a hung file system holds); past it the
+ * process keeps what was known of it (maps_timed_out), and is not read
+ * again until the stuck read returns (maps_skipped).
  *
  * Mappings are interned in a global registry: a mapping id (>= 1) names one
  * (path, build id, start, limit, file offset).  Id 0 means "unknown".  The
