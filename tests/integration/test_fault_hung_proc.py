@@ -118,6 +118,12 @@ try:
     prof = read_pprof(out)
     nb = samples_of(prof, busy.pid)
     check(nb >= 20, "record: the busy fixture kept being sampled (%d samples)" % nb)
+    # Pinning a caught process's files (PID/map_files) waits on its mmap
+    # lock: one helper per caught process, not one per file, so the
+    # helpers left serve the others (at most 4 stuck, then all skipped).
+    ids = [m["build_id"] for m in prof["mappings"].values() if m["file"].endswith("/callchain")]
+    check(any(i and i != "?" for i in ids),
+          "record: the busy fixture's executable has its build id (%s)" % ids)
     for p, name in ((lock, "lock"), (mem, "mem"), (elf, "elf")):
         n = samples_of(prof, p.pid)
         check(n >= 10, "record: caught process %s keeps its samples (%d)" % (name, n))
