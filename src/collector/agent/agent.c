@@ -831,6 +831,10 @@ static void go_metrics(struct sp_metrics_buf *b, const struct sp_go_stats *g,
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		sp_metrics__u64(b, "spanprof_go_process_failures_total",
 				L("reason", sp_go_fail__name(i)), g->fail[i]);
+	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "exe_timed_out"),
+			g->exe_timed_out);
+	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "exe_skipped"),
+			g->exe_skipped);
 	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "bpf_map_full"),
 			g->bpf_map_full);
 	sp_metrics__family(b, "spanprof_go_park_probes_total", SP_METRIC_COUNTER,

@@ -355,10 +355,12 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"bpf_map_full\": %" PRIu64 ", \"files_read\": %" PRIu64
 		", \"cache_hits\": %" PRIu64 ", \"keys_dropped\": %" PRIu64
 		", \"parks_files\": %" PRIu64 ", \"parks_unsupported\": %" PRIu64
-		", \"parks_failed\": %" PRIu64 ", \"parks_gone\": %" PRIu64, s->go.procs,
+		", \"parks_failed\": %" PRIu64 ", \"parks_gone\": %" PRIu64
+		", \"exe_timed_out\": %" PRIu64 ", \"exe_skipped\": %" PRIu64, s->go.procs,
 		s->go.procs_dwarf, s->go.procs_table, s->go.procs_failed, s->go.bpf_map_full,
 		s->go.files_read, s->go.cache_hits, s->go.keys_dropped, s->go.parks_files,
-		s->go.parks_unsupported, s->go.parks_failed, s->go.parks_gone);
+		s->go.parks_unsupported, s->go.parks_failed, s->go.parks_gone,
+		s->go.exe_timed_out, s->go.exe_skipped);
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, sp_go_fail__name(i), s->go.fail[i]);
 	fprintf(f, "},\n");
