@@ -8,13 +8,14 @@ import gzip
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 import types
 
 from lib.pb import field_bytes as _ld, field_packed as _packed, field_varint as _vi
-from spt import BUILD, SPANPROF, fail
+from spt import BUILD, SPANPROF, check, fail
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SYMBOLIZER = os.path.join(BUILD, "spanprof-symbolizer")
@@ -223,3 +224,21 @@ class HangFs:
             p.wait()
         subprocess.run(["umount", "-l", self.mnt], capture_output=True)
         os.rmdir(self.mnt)
+
+
+def sigterm_record(rec, stuck_what):
+    """Stops a running `spanprof record` (Popen, text pipes) with SIGTERM:
+    it must exit 0 within 5 s (20 s at most, then it is killed and the test
+    fails naming stuck_what).  Returns its stderr (the summary), printed."""
+    t0 = time.monotonic()
+    rec.send_signal(signal.SIGTERM)
+    try:
+        _, err = rec.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        rec.kill()
+        fail("record did not stop within 20 s of SIGTERM (%s)" % stuck_what)
+    dt = time.monotonic() - t0
+    print(err, flush=True)
+    check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
+    check(dt < 5, "record: stopped %.1f s after SIGTERM" % dt)
+    return err

@@ -19,14 +19,13 @@ fixture (callchain) runs beside it.  What must hold:
 Root, real BPF, real FUSE (/dev/fuse).
 """
 import os
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import HangFs  # noqa: E402
+from fault_util import HangFs, sigterm_record  # noqa: E402
 import agent_util as au  # noqa: E402
 from lib.otlp_stub import OtlpStub  # noqa: E402
 
@@ -68,17 +67,7 @@ try:
     time.sleep(1.5)
     second = mapper(30)     # the same file, another process: skipped at once
     time.sleep(1.5)
-    t0 = time.monotonic()
-    rec.send_signal(signal.SIGTERM)
-    try:
-        _, err = rec.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        rec.kill()
-        fail("record did not stop within 20 s of SIGTERM (the consumer is stuck in the FUSE read)")
-    dt = time.monotonic() - t0
-    print(err, flush=True)
-    check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
-    check(dt < 5, "record: stopped %.1f s after SIGTERM" % dt)
+    err = sigterm_record(rec, "the consumer is stuck in the FUSE read")
     procs_js = load_json(js)["procs"]
     check(procs_js["files_timed_out"] >= 1,
           "record: the file that did not answer is counted (files_timed_out %d)"

@@ -27,14 +27,13 @@ by a subprocess timeout, does not return), then:
 Root, real BPF, real FUSE.
 """
 import os
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import BUILD, SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import HangFs, compile_c  # noqa: E402
+from fault_util import HangFs, compile_c, sigterm_record  # noqa: E402
 import agent_util as au  # noqa: E402
 from lib.otlp_stub import OtlpStub  # noqa: E402
 
@@ -92,17 +91,7 @@ try:
                             "-a", "-o", out, "--summary-json", js],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(7)           # the start-up scan waits 1 s on each caught process
-    t0 = time.monotonic()
-    rec.send_signal(signal.SIGTERM)
-    try:
-        _, err = rec.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        rec.kill()
-        fail("record did not stop within 20 s of SIGTERM (stuck reading a caught process)")
-    dt = time.monotonic() - t0
-    print(err, flush=True)
-    check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
-    check(dt < 5, "record: stopped %.1f s after SIGTERM" % dt)
+    err = sigterm_record(rec, "stuck reading a caught process")
     sj = load_json(js)
     pj, ej, cj = sj["procs"], sj["env"], sj["ctx"]
     check(pj["maps_timed_out"] >= 1,
