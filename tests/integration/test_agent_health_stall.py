@@ -88,7 +88,9 @@ try:
     dt, body = wait_health(a, False, 2 + 8)
     waited = time.monotonic() - t_stop
     print("unhealthy after %.1f s stopped: %s" % (waited, body.strip()), flush=True)
-    check(waited >= 1.9, "the probe waited for the limit before failing (%.1f s)" % waited)
+    # The stall counts from the consumer's last round, a poll (100 ms) or
+    # a busy pump before the stop: the probe fails at 2 s minus that.
+    check(waited >= 1.5, "the probe waited for the limit before failing (%.1f s)" % waited)
     check("has not advanced" in body and "--health-stall" in body,
           "the probe names the stall and the flag: %r" % body)
     m = a.metrics()
