@@ -396,3 +396,25 @@ int sp_memguard__update(struct sp_memguard *g, uint64_t usage, uint64_t limit)
 		g->releases++;
 	return 1;
 }
+
+uint64_t sp_memguard__reclaim_cap(const struct sp_memguard *g, uint64_t held)
+{
+	double low, target;
+
+	if (!g || !g->limit)
+		return UINT64_MAX;
+	low = g->low * (double)g->limit;
+	if (!g->engaged) {
+		if ((double)g->usage >= low)
+			return held;
+		return held + (uint64_t)(low - (double)g->usage);
+	}
+	target = low - SP_MEMGUARD_RECLAIM_MARGIN * (double)g->limit;
+	if (target < low / 2)
+		target = low / 2;
+	if ((double)g->usage <= target)
+		return held;
+	if ((double)g->usage - target >= (double)held)
+		return 0;
+	return held - (uint64_t)((double)g->usage - target);
+}

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #define SP_MEMGUARD_NO_LIMIT (1ull << 60)
+#define SP_MEMGUARD_RECLAIM_MARGIN 0.05	/* of the limit, below low */
 
 enum sp_memguard_version {
 	SP_MEMGUARD_NONE = 0,	/* no memory cgroup found: guard off */
@@ -67,6 +68,16 @@ int sp_memguard__init(struct sp_memguard *g, const struct sp_memguard_config *cf
  * changed (engaged or released: the caller logs it), 0 when not, or a
  * negative errno when the files could not be read (counted; state kept). */
 int sp_memguard__poll(struct sp_memguard *g);
+
+/* How much reclaimable memory the agent may hold (its unwind tables: BPF
+ * maps charged to the same cgroup, so part of usage), given that it holds
+ * held bytes now.  Without a limit: UINT64_MAX.  Engaged: held minus the
+ * excess over a target SP_MEMGUARD_RECLAIM_MARGIN of the limit below the
+ * low watermark (0 at least), so that dropping it lets the guard release.
+ * Released, below low: held plus the room left under low (tables grow
+ * only into memory the rest of the agent is not using).  Between low and
+ * high: held (no growth).  Pure: the caller evicts. */
+uint64_t sp_memguard__reclaim_cap(const struct sp_memguard *g, uint64_t held);
 
 /* The hysteresis alone (what poll applies after reading). */
 int sp_memguard__update(struct sp_memguard *g, uint64_t usage, uint64_t limit);

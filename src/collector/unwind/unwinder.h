@@ -56,6 +56,7 @@ struct sp_unwinder_config {
 
 struct sp_unwinder_stats {
 	uint64_t budget_bytes;
+	uint64_t cap_bytes;		/* what the memory guard allows (<= budget) */
 	uint64_t bytes_in_use;		/* kernel memory of the chunks */
 	uint64_t table_bytes;		/* of it, file tables */
 	uint64_t range_bytes;		/* of it, process range lists */
@@ -72,7 +73,9 @@ struct sp_unwinder_stats {
 	uint64_t failed_unreadable;
 	uint64_t failed_too_slow;
 	uint64_t too_large;
-	uint64_t evicted;
+	uint64_t evicted;		/* for space (the budget, or the cap) */
+	uint64_t evicted_memguard;	/* to bring the memory guard's usage down */
+	uint64_t evicted_memguard_bytes;	/* table bytes of those */
 	uint64_t files_full;
 	uint64_t queue_full;
 	uint64_t procs_full;
@@ -115,6 +118,15 @@ void sp_unwinder__on_exec_mapping(struct sp_unwinder *u, uint32_t pid, uint64_t 
 void sp_unwinder__poll(struct sp_unwinder *u, uint64_t now_ns);
 /* Memory guard engaged: no builds, no new chunks (evicting instead). */
 void sp_unwinder__set_pressure(struct sp_unwinder *u, bool on);
+/* The memory guard's cap on the unwinder's BPF memory (tables and process
+ * ranges; it is charged to the cgroup): at most cap_bytes (rounded down to
+ * 256 KiB chunks, clamped to the budget) may be held.  Above it, least
+ * recently used tables are evicted (counted as evicted_memguard) until the
+ * chunks that still hold words fit; emptied chunks are freed after the
+ * quarantine (SP_UNW_BLOB_QUARANTINE_NS), at a later call or the builder's
+ * tick.  Evicted tables BPF still wants are rebuilt once the cap leaves
+ * room.  Returns the table bytes evicted by this call.  Any thread. */
+uint64_t sp_unwinder__limit(struct sp_unwinder *u, uint64_t cap_bytes);
 /* Waits up to timeout_ms for queued builds (tests; record's end). */
 bool sp_unwinder__wait_idle(struct sp_unwinder *u, uint32_t timeout_ms);
 
