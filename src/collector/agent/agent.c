@@ -881,6 +881,8 @@ static void render_unwind(struct sp_metrics_buf *b, struct sp_unwinder *unw)
 			u.failed_unreadable);
 	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_slow"),
 			u.failed_too_slow);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "stalled"),
+			u.failed_stalled);
 	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_large"), u.too_large);
 	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted"), u.evicted);
 	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted_memguard"),

@@ -20,6 +20,7 @@
 #include "collector/unwind/unwind_blob.h"
 #include "collector/unwind/unwind_builder.h"
 #include "collector/unwind/unwind_files.h"
+#include "collector/unwind/unwind_prefetch.h"
 #include "collector/unwind/unwind_procs.h"
 #include "collector/unwind/unwind_table.h"
 #include "collector/unwind/unwinder.h"
@@ -45,6 +46,7 @@ struct sp_unwinder {
 	struct sp_unw_files *files;
 	struct sp_unw_procs *uprocs;
 	struct sp_unw_builder *builder;
+	struct sp_unw_prefetch *prefetch;	/* the builder's thread only */
 	struct sp_unw_file_key vdso_key;
 	bool have_vdso;
 	bool pressure;
@@ -56,7 +58,7 @@ struct sp_unwinder {
 	uint32_t n_defer;
 	uint64_t per_file_words;
 	/* counters not kept by the parts */
-	uint64_t malformed, unreadable, too_slow, rereads, paused, defer_full;
+	uint64_t malformed, unreadable, too_slow, stalled, rereads, paused, defer_full;
 	uint64_t guard_cap;		/* bytes the memory guard allows; 0: none set */
 	uint64_t guard_evicted, guard_evicted_bytes;
 	uint64_t cfi_rows, eh_bytes;
@@ -180,6 +182,19 @@ static void build(const struct sp_unw_job *job, void *ctx)
 			sp_unw_files__fail(u->files, &job->req, SP_UNW_FS_FAILED);
 		}
 		pthread_mutex_unlock(&u->lock);
+		return;
+	}
+	/* What libelf is about to read, read first on a deadline-bound
+	 * helper: a file system that stops answering blocks the helper, and
+	 * the file (and its device) is skipped, counted as stalled. */
+	err = sp_unw_prefetch__file(u->prefetch, fd);
+	if (err == -ETIMEDOUT || err == -EBUSY) {
+		pthread_mutex_lock(&u->lock);
+		u->stalled++;
+		if (!u->closing)
+			sp_unw_files__fail(u->files, &job->req, SP_UNW_FS_FAILED);
+		pthread_mutex_unlock(&u->lock);
+		close(fd);
 		return;
 	}
 	/* ELF_C_READ, not mmap: a file truncated under us is a read error,
@@ -492,6 +507,9 @@ int sp_unwinder__new(const struct sp_unwinder_config *cfg, const struct sp_unw_b
 	u->rbuf = calloc(SP_UNW_RANGES_MAX, sizeof(*u->rbuf));
 	if (!u->uprocs || !u->rbuf)
 		goto fail;
+	u->prefetch = sp_unw_prefetch__new(0, 0);
+	if (!u->prefetch)
+		goto fail;
 	build_vdso(u);
 	u->builder = sp_unw_builder__new(0, u->cfg.cpu_share, build, tick, u);
 	if (!u->builder) {
@@ -532,7 +550,9 @@ void sp_unwinder__free(struct sp_unwinder *u)
 	sp_unw_blob__free_all(u->blob);
 	free(u->rbuf);
 	if (stuck)
-		return;	/* the builder thread may still take u->lock: u stays */
+		return;	/* the builder thread may still use u->lock and
+			 * u->prefetch: they stay */
+	sp_unw_prefetch__free(u->prefetch);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }
@@ -691,6 +711,7 @@ void sp_unwinder__stats(struct sp_unwinder *u, struct sp_unwinder_stats *o)
 	o->failed_malformed = u->malformed;
 	o->failed_unreadable = u->unreadable;
 	o->failed_too_slow = u->too_slow;
+	o->failed_stalled = u->stalled;
 	o->too_large = fs->too_large;
 	o->evicted = fs->evicted - u->guard_evicted;
 	o->evicted_memguard = u->guard_evicted;
