@@ -7,9 +7,11 @@ the same bug.
 
 Exit codes follow tests/run.sh: 0 pass, 77 skip, anything else fail.
 """
+import atexit
 import gzip
 import json
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -26,6 +28,40 @@ def asan_build(path=None):
     as scripts/san_integration.sh runs the suite): its runtime is linked in."""
     with open(path or SPANPROF, "rb") as f:
         return b"__asan_init" in f.read()
+
+
+def _descendants(root):
+    """Every live process below root, found from /proc (ppid links)."""
+    kids = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                st = f.read()
+        except OSError:
+            continue
+        ppid = int(st[st.rindex(")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+@atexit.register
+def _reap_leftovers():
+    """A test that fails half-way (fail() exits at once) must not leave its
+    agent sampling the machine for the tests after it: whatever it started
+    and did not stop (agents, servers, fixtures, and what they run under:
+    strace, setpriv, unshare) is killed when the test's process exits."""
+    for pid in _descendants(os.getpid()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def fail(msg):
