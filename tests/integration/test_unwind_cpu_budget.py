@@ -7,7 +7,8 @@ The load: every ELF file with .eh_frame in the usual library and binary
 directories (on this machine ~1400 files, ~57 MiB of .eh_frame: libLLVM,
 libclang-cpp, node, python3.11, libstdc++, ...), mapped executable by 8
 Python processes (each maps its share whole, PROT_EXEC, without touching
-it), so the agent's first scan queues them all at once.  Built at full
+it, then spins 2 s so that the agent samples it and reads its maps), so
+the builds are all queued within the first seconds.  Built at full
 speed that is several seconds of CPU; the agent runs with --unwind-cpu 20
 (20% of one CPU, a 1 s burst allowed).  Polling every 0.5 s the builder
 thread's own CPU time from /proc/AGENT/task/TID/stat (the thread named
@@ -97,6 +98,12 @@ for p in sys.argv[2:]:
     except OSError:
         pass
 print(len(maps), flush=True)
+# Spin once told (the agent reads a process's maps when it first samples
+# it), then wait.
+sys.stdin.readline()
+end = time.time() + 2
+while time.time() < end:
+    pass
 time.sleep(float(sys.argv[1]))
 """
 procs = []
@@ -124,14 +131,17 @@ try:
     mapped = 0
     for i in range(PROCS):
         p = subprocess.Popen([sys.executable, "-c", MAPPER, "600"] + files[i::PROCS],
-                             stdout=subprocess.PIPE, text=True)
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         procs.append(p)
         mapped += int(p.stdout.readline())
     check(mapped >= 0.95 * len(files), "the mappers map %d of %d files" % (mapped, len(files)))
-    a = au.Agent(["-F", "19", "--interval", "5", "--no-trace-context", "--unwind-cpu",
+    a = au.Agent(["-F", "97", "--interval", "5", "--no-trace-context", "--unwind-cpu",
                   str(int(SHARE * 100)), "--unwind-budget", "512m", "--output-dir",
                   os.path.join(d, "out")], d)
     t0 = time.monotonic()
+    for p in procs:
+        p.stdin.write("spin\n")
+        p.stdin.flush()
     tid = au.wait_for(lambda: builder_tid(a.pid), timeout=10, what="the sp-unwind thread")
     polls = []          # (seconds since t0, builder CPU seconds)
     done_at = None
@@ -145,7 +155,8 @@ try:
                            m.get1("spanprof_unwind_tables_total", outcome="built"))])[-3:]
         # Done: the queue empty and nothing built for three polls (files
         # past the queue's 1024 are queued by the builder's next tick).
-        if t > 3 and len(quiet) == 3 and all(q == (0, quiet[0][1]) for q in quiet):
+        if (t > 3 and len(quiet) == 3 and all(q == (0, quiet[0][1]) for q in quiet) and
+                quiet[0][1] >= 0.5 * mapped):
             done_at = t
             break
         time.sleep(0.5)
