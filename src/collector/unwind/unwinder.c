@@ -59,7 +59,8 @@ struct sp_unwinder {
 	uint64_t per_file_words;
 	/* counters not kept by the parts */
 	uint64_t malformed, unreadable, too_slow, stalled, rereads, paused, defer_full;
-	uint64_t guard_cap;		/* bytes the memory guard allows; 0: none set */
+	uint64_t guard_cap;		/* bytes the memory guard allows ... */
+	bool guard_capped;		/* ... once it has said */
 	uint64_t guard_evicted, guard_evicted_bytes;
 	uint64_t cfi_rows, eh_bytes;
 };
@@ -657,6 +658,7 @@ uint64_t sp_unwinder__limit(struct sp_unwinder *u, uint64_t cap_bytes)
 	if (cap > bs->chunks_max)
 		cap = bs->chunks_max;
 	u->guard_cap = cap * SP_UNW_CHUNK_BYTES;
+	u->guard_capped = true;
 	sp_unw_blob__set_cap(u->blob, (uint32_t)cap);
 	/* Least recently used first, until the chunks still holding words
 	 * fit (a table may share its chunks with others: a chunk's memory
@@ -716,7 +718,7 @@ void sp_unwinder__stats(struct sp_unwinder *u, struct sp_unwinder_stats *o)
 	o->evicted = fs->evicted - u->guard_evicted;
 	o->evicted_memguard = u->guard_evicted;
 	o->evicted_memguard_bytes = u->guard_evicted_bytes;
-	o->cap_bytes = u->guard_cap ? u->guard_cap : o->budget_bytes;
+	o->cap_bytes = u->guard_capped ? u->guard_cap : o->budget_bytes;
 	o->files_full = fs->files_full;
 	o->queue_full = bs.queue_full;
 	o->procs_full = ps->procs_full;
