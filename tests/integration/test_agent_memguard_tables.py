@@ -5,7 +5,7 @@
 The unwinder's tables are BPF maps charged to the agent's cgroup, and the
 one part of its fixed memory the guard can shrink.  Here they are made the
 part that decides: the agent (in /sys/fs/cgroup/memory/spanprof-test-PID,
-96 MiB at first) samples processes that map big libraries (libLLVM,
+160 MiB at first) samples processes that map big libraries (libLLVM,
 libclang-cpp, node, ... : ~15 MiB of tables), with no sample flood.  Once
 the tables are built, the limit is lowered to L = usage / 0.80, so usage
 is 80% of it: over the 75% mark, and releasing (below 60%) needs about a
@@ -17,7 +17,7 @@ quarter of usage back, which only evicting tables can give.  Checks:
     guard releases within 20 s (before issue 12's fix it never did: nothing
     else here shrinks);
   - after the release the tables grow back only into the room under the
-    release line: the guard does not engage again in the next 5 s;
+    watermarks' midpoint: the guard does not engage again in the next 5 s;
   - no OOM kill, the agent still healthy, SIGTERM exits 0.
 Not under ASan (see test_agent_memguard.py).  Bounded: about a minute.
 """
@@ -93,7 +93,7 @@ def note(m):
 
 a = mapper = None
 try:
-    put("memory.limit_in_bytes", 96 << 20)
+    put("memory.limit_in_bytes", 160 << 20)
     mapper = subprocess.Popen([sys.executable, "-c", MAPPER] + BIG, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     check(int(mapper.stdout.readline()) == len(BIG), "the mapper maps %d big files" % len(BIG))
@@ -149,7 +149,7 @@ try:
     time.sleep(5)
     m = a.metrics()
     check(m.get1("spanprof_memguard_engagements_total") == eng,
-          "no new engagement in 5 s after the release (the tables grow only under the line): "
+          "no new engagement in 5 s after the release (the tables grow only under the midpoint): "
           + note(m))
     oom = [l for l in get("memory.oom_control").split("\n") if l.startswith("oom_kill ")]
     check(not oom or oom[0].split()[1] == "0", "no OOM kill in the cgroup (%s)"

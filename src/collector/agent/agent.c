@@ -1268,13 +1268,14 @@ static void guard_poll(struct agent *a, bool quiet)
 		 * while engaged. */
 		sp_unwinder__set_pressure(unw, a->guard.engaged);
 	}
-	sp_unwinder__stats(unw, &us);
 	/* Its tables are the one part of the agent's fixed memory the
 	 * guard can take back: engaged, it evicts them (least recently
 	 * used first) until usage can fall below the release line; else
-	 * they grow only into the room under it (sp_memguard__reclaim_cap). */
+	 * they grow only into the room under the watermarks' midpoint
+	 * (sp_memguard__reclaim_delta). */
 	if (unw && r >= 0 && a->guard.version != SP_MEMGUARD_NONE)
-		sp_unwinder__limit(unw, sp_memguard__reclaim_cap(&a->guard, us.bytes_in_use));
+		sp_unwinder__limit(unw, sp_memguard__reclaim_delta(&a->guard));
+	sp_unwinder__stats(unw, &us);
 	if (r == 1) {
 		fprintf(stderr, "spanprof agent: memory guard %s: cgroup usage %llu of %llu bytes "
 			"(%.0f%%; %s at %.0f%%, resume below %.0f%%; unwind tables and ranges "

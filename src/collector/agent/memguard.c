@@ -397,24 +397,20 @@ int sp_memguard__update(struct sp_memguard *g, uint64_t usage, uint64_t limit)
 	return 1;
 }
 
-uint64_t sp_memguard__reclaim_cap(const struct sp_memguard *g, uint64_t held)
+int64_t sp_memguard__reclaim_delta(const struct sp_memguard *g)
 {
-	double low, target;
+	double limit, usage, target, mid;
 
 	if (!g || !g->limit)
-		return UINT64_MAX;
-	low = g->low * (double)g->limit;
+		return SP_MEMGUARD_NO_CAP;
+	limit = (double)g->limit;
+	usage = (double)g->usage;
 	if (!g->engaged) {
-		if ((double)g->usage >= low)
-			return held;
-		return held + (uint64_t)(low - (double)g->usage);
+		mid = (g->low + g->high) / 2 * limit;
+		return usage < mid ? (int64_t)(mid - usage) : 0;
 	}
-	target = low - SP_MEMGUARD_RECLAIM_MARGIN * (double)g->limit;
-	if (target < low / 2)
-		target = low / 2;
-	if ((double)g->usage <= target)
-		return held;
-	if ((double)g->usage - target >= (double)held)
-		return 0;
-	return held - (uint64_t)((double)g->usage - target);
+	target = g->low * limit - SP_MEMGUARD_RECLAIM_MARGIN * limit;
+	if (target < g->low * limit / 2)
+		target = g->low * limit / 2;
+	return usage > target ? -(int64_t)(usage - target) : 0;
 }

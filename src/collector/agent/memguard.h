@@ -69,15 +69,17 @@ int sp_memguard__init(struct sp_memguard *g, const struct sp_memguard_config *cf
  * negative errno when the files could not be read (counted; state kept). */
 int sp_memguard__poll(struct sp_memguard *g);
 
-/* How much reclaimable memory the agent may hold (its unwind tables: BPF
- * maps charged to the same cgroup, so part of usage), given that it holds
- * held bytes now.  Without a limit: UINT64_MAX.  Engaged: held minus the
- * excess over a target SP_MEMGUARD_RECLAIM_MARGIN of the limit below the
- * low watermark (0 at least), so that dropping it lets the guard release.
- * Released, below low: held plus the room left under low (tables grow
- * only into memory the rest of the agent is not using).  Between low and
- * high: held (no growth).  Pure: the caller evicts. */
-uint64_t sp_memguard__reclaim_cap(const struct sp_memguard *g, uint64_t held);
+/* How much the agent's reclaimable memory (its unwind tables: BPF maps
+ * charged to the same cgroup, so part of usage) may change now, in bytes:
+ * engaged, minus the excess over a target SP_MEMGUARD_RECLAIM_MARGIN of
+ * the limit below the low watermark (so that giving it back lets the
+ * guard release); released, plus the room under the midpoint of the two
+ * watermarks (tables grow only into memory the rest of the agent leaves,
+ * and stop short of the high mark); 0 between the midpoint and high, and
+ * without a limit (see SP_MEMGUARD_NO_CAP).  Pure: the caller evicts or
+ * grows, against what it holds at that moment. */
+#define SP_MEMGUARD_NO_CAP INT64_MAX
+int64_t sp_memguard__reclaim_delta(const struct sp_memguard *g);
 
 /* The hysteresis alone (what poll applies after reading). */
 int sp_memguard__update(struct sp_memguard *g, uint64_t usage, uint64_t limit);

@@ -643,27 +643,38 @@ void sp_unwinder__set_pressure(struct sp_unwinder *u, bool on)
 	sp_unw_builder__set_paused(u->builder, on);
 }
 
-uint64_t sp_unwinder__limit(struct sp_unwinder *u, uint64_t cap_bytes)
+uint64_t sp_unwinder__limit(struct sp_unwinder *u, int64_t delta_bytes)
 {
 	const struct sp_unw_blob_stats *bs;
 	const struct sp_unw_files_stats *fs;
-	uint64_t cap, now = mono_ns(), freed = 0;
+	uint64_t now = mono_ns(), freed = 0;
+	int64_t cap;
 
 	if (!u)
 		return 0;
 	pthread_mutex_lock(&u->lock);
+	/* Quarantines over: chunks still charged but empty go first, so the
+	 * count below is what the cgroup will hold. */
+	sp_unw_blob__tick(u->blob, now);
 	bs = sp_unw_blob__stats(u->blob);
 	fs = sp_unw_files__stats(u->files);
-	cap = cap_bytes / SP_UNW_CHUNK_BYTES;
+	/* Against what exists now, under the lock: the builder may have
+	 * added a chunk since the caller read the usage. */
+	if (delta_bytes >= (int64_t)((uint64_t)bs->chunks_max * SP_UNW_CHUNK_BYTES))
+		cap = bs->chunks_max;
+	else
+		cap = (int64_t)bs->chunks + delta_bytes / (int64_t)SP_UNW_CHUNK_BYTES;
+	if (cap < 0)
+		cap = 0;
 	if (cap > bs->chunks_max)
 		cap = bs->chunks_max;
-	u->guard_cap = cap * SP_UNW_CHUNK_BYTES;
+	u->guard_cap = (uint64_t)cap * SP_UNW_CHUNK_BYTES;
 	u->guard_capped = true;
 	sp_unw_blob__set_cap(u->blob, (uint32_t)cap);
 	/* Least recently used first, until the chunks still holding words
 	 * fit (a table may share its chunks with others: a chunk's memory
 	 * returns only once all of it is free). */
-	while (bs->chunks_live > cap) {
+	while ((int64_t)bs->chunks_live > cap) {
 		uint64_t before = fs->table_words;
 
 		if (!sp_unw_files__evict_lru(u->files, now))

@@ -125,14 +125,16 @@ void sp_unwinder__poll(struct sp_unwinder *u, uint64_t now_ns);
 /* Memory guard engaged: no builds, no new chunks (evicting instead). */
 void sp_unwinder__set_pressure(struct sp_unwinder *u, bool on);
 /* The memory guard's cap on the unwinder's BPF memory (tables and process
- * ranges; it is charged to the cgroup): at most cap_bytes (rounded down to
- * 256 KiB chunks, clamped to the budget) may be held.  Above it, least
- * recently used tables are evicted (counted as evicted_memguard) until the
- * chunks that still hold words fit; emptied chunks are freed after the
- * quarantine (SP_UNW_BLOB_QUARANTINE_NS), at a later call or the builder's
- * tick.  Evicted tables BPF still wants are rebuilt once the cap leaves
- * room.  Returns the table bytes evicted by this call.  Any thread. */
-uint64_t sp_unwinder__limit(struct sp_unwinder *u, uint64_t cap_bytes);
+ * ranges; it is charged to the cgroup): the chunks that exist now plus
+ * delta_bytes (negative: less; INT64_MAX: no cap but the budget), rounded
+ * down to 256 KiB chunks, may be held.  Above it, least recently used
+ * tables are evicted (counted as evicted_memguard) until the chunks that
+ * still hold words fit; emptied chunks are freed after the quarantine
+ * (SP_UNW_BLOB_QUARANTINE_NS), at a later call or the builder's tick.
+ * Evicted tables BPF still wants are rebuilt once the cap leaves room.
+ * Returns the table bytes evicted by this call.  Any thread. */
+uint64_t sp_unwinder__limit(struct sp_unwinder *u, int64_t delta_bytes);
+
 /* Waits up to timeout_ms for queued builds (tests; record's end). */
 bool sp_unwinder__wait_idle(struct sp_unwinder *u, uint32_t timeout_ms);
 
