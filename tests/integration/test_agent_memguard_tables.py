@@ -7,9 +7,9 @@ one part of its fixed memory the guard can shrink.  Here they are made the
 part that decides: the agent (in /sys/fs/cgroup/memory/spanprof-test-PID,
 160 MiB at first) samples processes that map big libraries (libLLVM,
 libclang-cpp, node, ... : ~15 MiB of tables), with no sample flood.  Once
-the tables are built, the limit is lowered to L = usage / 0.80, so usage
-is 80% of it: over the 75% mark, and releasing (below 60%) needs about a
-quarter of usage back, which only evicting tables can give.  Checks:
+the tables are built, the limit is lowered to L = usage / 0.78, so usage
+is 78% of it: over the 75% mark, and releasing (below 60%) needs 23% of
+usage back, which only evicting tables can give.  Checks:
   - the guard engages, evicts tables least recently used first (counted:
     spanprof_unwind_tables_total{outcome="evicted_memguard"},
     spanprof_unwind_memguard_evicted_bytes_total; the memguard_cap gauge
@@ -116,9 +116,9 @@ try:
     print("built: " + note(m), flush=True)
     usage = m.get1("spanprof_memguard_usage_bytes")
     tables = m.get1("spanprof_unwind_bpf_bytes", kind="in_use")
-    check(tables >= 0.30 * usage, "the tables are %.1f MiB of the guard's %.1f MiB (>= 30%%: "
-          "releasing needs them)" % (tables / 2**20, usage / 2**20))
-    limit = int(usage / 0.80) & ~4095
+    check(tables >= 0.25 * usage, "the tables are %.1f MiB of the guard's %.1f MiB (>= 25%%: "
+          "releasing needs 23%%)" % (tables / 2**20, usage / 2**20))
+    limit = int(usage / 0.78) & ~4095
     put("memory.limit_in_bytes", limit)
     au.wait_for(lambda: a.metrics().get1("spanprof_memguard_engaged") == 1, timeout=10,
                 what="the memory guard to engage at %.1f MiB" % (limit / 2**20))
