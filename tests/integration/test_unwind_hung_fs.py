@@ -130,8 +130,11 @@ try:
     hung = mapper(60)
     out = os.path.join(d, "hung.pb.gz")
     js = os.path.join(d, "hung.json")
+    # --unwind-cpu 100: the builder gets through the machine's other files
+    # (~1 s of CPU) before the stall, not after the signal.
     rec = subprocess.Popen([SPANPROF, "record", "--no-report", "-q", "-F", "97", "--no-kernel",
-                            "--no-trace-context", "-a", "-o", out, "--summary-json", js],
+                            "--no-trace-context", "--unwind-cpu", "100", "-a", "-o", out,
+                            "--summary-json", js],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(4)
     # A file mapped after the stall: the builder is not stuck behind it.
@@ -162,8 +165,8 @@ try:
     check(n >= 10, "record: the mapper's samples are in the profile (%d)" % n)
 
     # ------------------------------------------------ 2. agent
-    a = au.Agent(["-F", "97", "--interval", "1", "--no-trace-context", "--output-dir",
-                  os.path.join(d, "out")], d)
+    a = au.Agent(["-F", "97", "--interval", "1", "--no-trace-context", "--unwind-cpu", "100",
+                  "--output-dir", os.path.join(d, "out")], d)
     try:
         au.wait_for(lambda: a.metrics().get1("spanprof_unwind_tables_total",
                                              outcome="stalled") >= 1,
