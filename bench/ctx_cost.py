@@ -30,9 +30,13 @@ Go process instead: build/fixtures/go/golabels -mode spans, 8 goroutines
 on GOMAXPROCS=2 flat out, each running spans under pprof labels
 (trace_id, span_id, worker: a map of 3 entries, Go 1.19) and gaps without
 them; B runs with --no-go-labels.  The timed figure is then the Go read
-(descriptor lookups, g -> m -> curg -> labels, the map's header and
-bucket, each label's key and the ids' values, the worker label copied as
-an attribute).
+(descriptor lookups, TLS g -> g.labels, the label cache's GC cycle and
+lookup; on a miss the map's header and bucket, each label's key and the
+ids' values, the worker label copied as an attribute).  A fourth instance, timed too, runs with
+SPANPROF_BENCH_NO_GO_CACHE=1: the same read without the cache of parsed
+label sets (go_label_cache), so "timed" vs "timed, no cache" is the
+cache's effect on the same samples; each instance's cache hits and
+misses come from its summary.
 
 Run as root from the repository root after `make -j2`:
   python3 bench/ctx_cost.py [--duration 10] [--reps 3] [--freq 997] [--go]
@@ -89,15 +93,20 @@ def one(dur, a_first):
     procs = {tag: instance(tag, demo.pid, dur + 60, extra) for tag, extra in order}
     procs["timed"] = instance("timed", demo.pid, dur + 60, ["--no-kernel"],
                               env={"SPANPROF_BENCH_CTX_TIMING": "1"})
+    if GO:
+        procs["timed_nc"] = instance("timed_nc", demo.pid, dur + 60, ["--no-kernel"],
+                                     env={"SPANPROF_BENCH_CTX_TIMING": "1",
+                                          "SPANPROF_BENCH_NO_GO_CACHE": "1"})
+    timed = [t for t in procs if t.startswith("timed")]
     ids = {tag: B.wait_progs(p.pid, lambda g: g["name"] == "sp_oncpu", timeout=120)
            for tag, (p, _) in procs.items()}
     time.sleep(1.5)
     a = B.bpftool_progs()
-    t0 = ctx_timing(ids["timed"])
+    t0 = {t: ctx_timing(ids[t]) for t in timed}
     time.sleep(max(1.0, dur - 4.0))
     b = B.bpftool_progs()
-    t1 = ctx_timing(ids["timed"])
-    res = {"timed": [y - x for x, y in zip(t0, t1)]}
+    t1 = {t: ctx_timing(ids[t]) for t in timed}
+    res = {t: [y - x for x, y in zip(t0[t], t1[t])] for t in timed}
     for tag, (p, js) in procs.items():
         B.stop(p)
         if p.returncode != 0:
@@ -106,7 +115,11 @@ def one(dur, a_first):
         ns0, c0 = B.sum_stats(a, ids[tag])
         ns1, c1 = B.sum_stats(b, ids[tag])
         j = json.load(open(js))
-        if tag != "timed":
+        if GO:
+            res["cache_" + tag] = (j["bpf"].get("go_label_cache_hits", 0),
+                                   j["bpf"].get("go_label_cache_misses", 0),
+                                   j["bpf"].get("go_label_cache_off", 0))
+        if not tag.startswith("timed"):
             res[tag] = ((ns1 - ns0) / (c1 - c0) if c1 > c0 else None, c1 - c0,
                         j["consumer"]["ctx_samples"], j["consumer"]["received_oncpu"],
                         j["consumer"]["attrs_samples"])
@@ -133,7 +146,7 @@ def main():
           (B.machine(), args.duration, args.reps, FREQ,
            "golabels (Go 1.19, 8 goroutines on GOMAXPROCS=2, flat out)" if GO else
            "spanprof-demo (2 threads, flat out)"), flush=True)
-    diffs, on, off, timed, clock = [], [], [], [], []
+    diffs, on, off, timed, clock, timed_nc = [], [], [], [], [], []
     with B.BpfStats():
         for r in range(args.reps):
             res = one(args.duration, r % 2 == 0)
@@ -149,25 +162,38 @@ def main():
                      f(ab), "" if ab is not None else
                      "  (an instance ran no sample in the window: A/B left out)"),
                   flush=True)
+            if GO:
+                n2, read2, clock2 = res["timed_nc"]
+                t2 = (read2 - clock2) / n2 if n2 else float("nan")
+                timed_nc.append(t2)
+                print("         timed read without the cache %.0f ns (n=%d)  cache hit/miss/off: "
+                      "timed %s, timed without cache %s, A/B with %s"
+                      % (t2, n2, "/".join(map(str, res["cache_timed"])),
+                         "/".join(map(str, res["cache_timed_nc"])),
+                         "/".join(map(str, res["cache_on"]))), flush=True)
             if ab is not None:
                 diffs.append(ab)
                 on.append(a)
                 off.append(b)
             timed.append(t)
             clock.append(clock_ns / n if n else 0)
-    rows = [["context read, timed inside sp_oncpu", B.fmt(B.median(timed), 0)],
-            ["  (bpf_ktime_get_ns, taken out)", B.fmt(B.median(clock), 0)],
-            ["A/B: with context read", B.fmt(B.median(on), 0)],
-            ["A/B: " + ("--no-go-labels" if GO else "--no-trace-context"),
-             B.fmt(B.median(off), 0)],
-            ["A/B: difference (median of same-run differences)", B.fmt(B.median(diffs), 0)]]
+    rows = [["context read, timed inside sp_oncpu", B.fmt(B.median(timed), 0)]]
+    if GO:
+        rows += [["  same, without the label cache (same run)", B.fmt(B.median(timed_nc), 0)]]
+    rows += [["  (bpf_ktime_get_ns, taken out)", B.fmt(B.median(clock), 0)],
+             ["A/B: with context read", B.fmt(B.median(on), 0)],
+             ["A/B: " + ("--no-go-labels" if GO else "--no-trace-context"),
+              B.fmt(B.median(off), 0)],
+             ["A/B: difference (median of same-run differences)", B.fmt(B.median(diffs), 0)]]
     print()
     B.table(["sp_oncpu (--no-kernel)", "ns per sample"], rows)
     d = B.median(timed)
     print("\ntarget: the %s read adds < %d ns per sample: timed %.0f ns -> %s "
-          "(A/B difference %s ns)" % ("Go label" if GO else "context", target, d,
-                                       "met" if d < target else "NOT met",
-                                       B.fmt(B.median(diffs), 0)))
+          "(A/B difference %s ns%s)" % ("Go label" if GO else "context", target, d,
+                                         "met" if d < target else "NOT met",
+                                         B.fmt(B.median(diffs), 0),
+                                         "; without the cache %s ns" % B.fmt(B.median(timed_nc), 0)
+                                         if GO else ""))
 
 
 if __name__ == "__main__":

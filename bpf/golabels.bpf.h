@@ -9,12 +9,16 @@
  * goroutine moves between OS threads, so a thread-local record cannot
  * carry it; the goroutine itself does.
  *
- * Chain (struct sp_go_desc in abi.h): TP -> g (TLS slot) -> g.m -> m.curg
- * -> curg.labels.  m.curg, not g: on the system stack (g0) or in a signal
- * handler (gsignal) g is not the user goroutine, and m.curg is NULL when
- * the M runs no goroutine (scheduler, idle, spinning): then there are no
- * ids, never the ids of a goroutine that ran on this thread before.  In a
- * blocking syscall or cgo call m.curg is still the caller: its labels.
+ * Chain (struct sp_go_desc in abi.h): TP -> g (TLS slot) -> g.labels, or
+ * when g has none, g.m -> m.curg -> curg.labels (sp_read_go_ctx says why
+ * a labelled g is m.curg).  m.curg, not g: on the system stack (g0) or in
+ * a signal handler (gsignal) g is not the user goroutine, and m.curg is
+ * NULL when the M runs no goroutine (scheduler, idle, spinning): then
+ * there are no ids, never the ids of a goroutine that ran on this thread
+ * before.  In a blocking syscall or cgo call m.curg is still the caller:
+ * its labels.  The parsed result of a label set is cached per labels
+ * pointer and GC cycle (go_label_cache; sp_read_go_ctx has the proof
+ * that a hit is the same set).
  *
  * Labels, read with bounded reads into a per-CPU scratch:
  *   map (Go <= 1.23): *lp = hmap; its 2^B buckets (B <= SP_GO_MAX_B), the
@@ -38,6 +42,10 @@
  * Accounting, one outcome per read (a process with a Go descriptor):
  *   reads = GO_IDS + GO_NO_GOROUTINE + GO_NO_LABELS + GO_NO_IDS
  *           + GO_BAD_IDS + GO_READ_ERR
+ * and, for each read that reached a labels pointer, one of GO_CACHE_HIT,
+ * GO_CACHE_MISS, GO_CACHE_OFF (abi.h).  A hit counts the outcome and
+ * GO_LABELS_CUT as its parse did (a parse with a failed read is never
+ * cached, so GO_LABEL_ERR comes from parses only).
  * Status: SP_CTX_GO with ids; SP_CTX_GO_LABELS when labels without ids
  * were copied; otherwise NULL (no goroutine / labels / ids), INVALID (bad
  * ids) or READ_ERR.
@@ -112,6 +120,7 @@ static long sp_go_bucket_cb(__u32 i, void *ctx)
 	}
 	if (bpf_probe_read_user(gs->bucket, sizeof(gs->bucket), (void *)w->cur)) {
 		w->label_err = 1;	/* a bucket we cannot see: its labels lost */
+		w->fault = 1;
 		w->cur = 0;
 		return 0;
 	}
@@ -148,10 +157,17 @@ static long sp_go_bucket_cb(__u32 i, void *ctx)
 static __always_inline void sp_go_id(struct sp_go_walk *w, struct sp_go_scratch *gs,
 				     const struct sp_go_str *v, __u8 *id, int n, __u8 *have)
 {
-	if (*have || v->len != 2 * (__u64)n ||
-	    bpf_probe_read_user(gs->hex, 2 * n, (void *)v->ptr) ||
-	    sp_go_parse_hex(gs->hex, id, n)) {
-		w->bad = 1;	/* duplicate, wrong length, unreadable, not hex */
+	if (*have || v->len != 2 * (__u64)n) {
+		w->bad = 1;	/* duplicate, wrong length */
+		return;
+	}
+	if (bpf_probe_read_user(gs->hex, 2 * n, (void *)v->ptr)) {
+		w->bad = 1;	/* unreadable: maybe only now (not cached) */
+		w->fault = 1;
+		return;
+	}
+	if (sp_go_parse_hex(gs->hex, id, n)) {
+		w->bad = 1;	/* not hex, or zero */
 		return;
 	}
 	*have = 1;
@@ -178,6 +194,7 @@ static long sp_go_pair_cb(__u32 i, void *ctx)
 		/* "trace_id" / "span_id": one 8-byte word to compare */
 		if (bpf_probe_read_user(&kw, klen, (void *)p.key.ptr)) {
 			w->label_err = 1;
+			w->fault = 1;
 			return 0;
 		}
 		if (klen == 8 && kw == 0x64695f6563617274ull) {	/* "trace_id" LE */
@@ -215,6 +232,7 @@ static long sp_go_pair_cb(__u32 i, void *ctx)
 	return 0;
 err:
 	w->label_err = 1;
+	w->fault = 1;
 	return 0;
 }
 
@@ -280,19 +298,126 @@ static __always_inline int sp_go_slice_pairs(struct sp_go_walk *w, __u64 lp)
 	return 0;
 }
 
+/* The parsed labels into r (gs->res): outcome, status, ids, attrs. */
+static __always_inline void sp_go_result(struct sp_go_walk *w, struct sp_go_scratch *gs,
+					 struct sp_go_cached *r)
+{
+	r->cut = w->cut;
+	r->attrs_len = w->attrs_len;
+	if (w->attrs_len)
+		__builtin_memcpy(r->attrs, gs->attrs, SP_CTX_ATTRS_MAX);
+	if (w->have_trace && w->have_span && !w->bad) {
+		__builtin_memcpy(r->trace_id, w->trace_id, SP_TRACE_ID_LEN);
+		__builtin_memcpy(r->span_id, w->span_id, SP_SPAN_ID_LEN);
+		r->status = SP_CTX_GO;
+		r->outcome = SP_CNT_GO_IDS;
+		return;
+	}
+	if (w->bad || w->have_trace || w->have_span)
+		r->outcome = SP_CNT_GO_BAD_IDS;
+	else if (!w->n)
+		r->outcome = SP_CNT_GO_NO_LABELS;
+	else
+		r->outcome = SP_CNT_GO_NO_IDS;
+	if (w->attrs_len)
+		r->status = SP_CTX_GO_LABELS;
+	else
+		r->status = r->outcome == SP_CNT_GO_BAD_IDS ? SP_CTX_INVALID : SP_CTX_NULL;
+}
+
+/* A parsed result (fresh or cached) into the record, and its counts. */
+static __always_inline void sp_go_apply(struct sp_scratch *s, const struct sp_go_cached *r)
+{
+	__u32 nf;
+
+	if (r->cut)
+		sp_count(SP_CNT_GO_LABELS_CUT);
+	if (r->attrs_len) {
+		/* constant-size copy, as for OTEP attrs; attrs_len bytes count */
+		nf = (s->hdr.kstack_n + s->hdr.ustack_n) & 255;
+		__builtin_memcpy(&s->frames[nf], r->attrs, SP_CTX_ATTRS_MAX);
+		s->hdr.ctx.attrs_len = r->attrs_len;
+	}
+	if (r->status == SP_CTX_GO) {
+		__builtin_memcpy(s->hdr.ctx.trace_id, r->trace_id, SP_TRACE_ID_LEN);
+		__builtin_memcpy(s->hdr.ctx.span_id, r->span_id, SP_SPAN_ID_LEN);
+	}
+	s->hdr.ctx_status = r->status;
+	sp_count(r->outcome);
+}
+
+/* g.m and g.labels of g: one read of the SP_GO_G_SPAN bytes ending at
+ * g.labels when g.m lies inside (every release in the table), else two. */
+static __always_inline int sp_go_g_fields(struct sp_go_scratch *gs, const struct sp_go_desc *d,
+					  __u64 g, __u64 *m, __u64 *lp)
+{
+	__u32 end = d->g_labels + 8, off;
+
+	if (end >= SP_GO_G_SPAN && d->g_m >= end - SP_GO_G_SPAN && d->g_m + 8 <= d->g_labels) {
+		if (bpf_probe_read_user(gs->gspan, SP_GO_G_SPAN, (void *)(g + end - SP_GO_G_SPAN)))
+			return -1;
+		off = d->g_m - (end - SP_GO_G_SPAN);
+		if (off > SP_GO_G_SPAN - 16)
+			return -1;	/* cannot be (checked above); for the verifier */
+		__builtin_memcpy(m, &gs->gspan[off], 8);
+		__builtin_memcpy(lp, &gs->gspan[SP_GO_G_SPAN - 8], 8);
+		return 0;
+	}
+	if (bpf_probe_read_user(m, sizeof(*m), (void *)(g + d->g_m)) ||
+	    bpf_probe_read_user(lp, sizeof(*lp), (void *)(g + d->g_labels)))
+		return -1;
+	return 0;
+}
+
 /*
  * Reads the labels of the goroutine the current thread runs, for a
  * process with a Go descriptor; the record's ids and attrs are filled as
  * the header comment says.  Returns false when tgid has no descriptor.
+ *
+ * Shortcut: g.labels of the TLS g itself when not NULL.  Only user
+ * goroutines ever have labels (Go's runtime writes g.labels in three
+ * places: runtime_setProfLabel sets getg().labels, called from user code
+ * by pprof.SetGoroutineLabels/Do; newproc1 copies the creator's m.curg
+ * labels into the new user goroutine; goexit0 clears them), and a user
+ * goroutine in a thread's TLS slot is that M's m.curg (execute sets curg
+ * before gogo switches g; mcall/systemstack switch g to g0 first).  So a
+ * labelled TLS g is m.curg and m.curg is read only when g has none.
+ *
+ * Cache (go_label_cache, key {tgid, descriptor seq, labels pointer}):
+ * a label set is immutable once a goroutine has it: pprof.WithLabels
+ * builds a new map (Go <= 1.23) or a new labelMap{LabelSet} with a new
+ * slice (Go >= 1.24) from the parent's and the new labels and never
+ * writes it again (golang/go src/runtime/pprof/label.go), and
+ * runtime_setProfLabel stores only the pointer (src/runtime/proflabel.go).
+ * What can change at one address is the object: a set no goroutine holds
+ * any more is freed by the GC and its memory may hold another set later.
+ * Freeing happens only in sweeping, and sweeping frees only objects the
+ * last mark found unreachable; runtime.mheap_.sweepgen grows by 2 in
+ * gcSweep at every mark termination, with the world stopped
+ * (src/runtime/mgc.go).  An entry holds the sweepgen read in the program
+ * run that parsed it, during which the set stayed reachable (the holding
+ * goroutine's thread is the one running this program: it cannot drop its
+ * labels meanwhile).  At a later sample with the same sweepgen and the
+ * same address held by a goroutine: had the parsed set been freed and
+ * the address reused since, a mark termination would have come after the
+ * parse (the set was still held then) and bumped sweepgen; it did not,
+ * so it is the same immutable set.
+ * A different sweepgen is a miss (the entry is parsed again and
+ * replaced).  sweepgen is a u32 that would need 2^31 GC cycles of one
+ * process to come back.  The descriptor's seq in the key separates
+ * processes and images (exec; a reused pid).  Results with a failed read
+ * are not cached (a page may be readable at the next sample).
  */
 static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 {
 	struct sp_go_scratch *gs;
+	struct sp_go_cached *c;
 	struct sp_go_desc *d;
 	struct task_struct *task;
 	struct sp_go_walk *w;
 	__u64 g, m, curg, lp;
-	__u32 outcome, nf;
+	__u32 outcome, gen = 0;
+	bool cache;
 	int err;
 
 	if (!cfg_read_go)
@@ -300,31 +425,55 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 	d = bpf_map_lookup_elem(&go_descs, &tgid);
 	if (!d)
 		return false;
+	gs = sp_go_scratch();
+	if (!gs)
+		goto read_err;
 	task = bpf_get_current_task_btf();
 	if (bpf_probe_read_user(&g, sizeof(g), (void *)(task->thread.fsbase + d->tls_g)))
 		goto read_err;
 	if (!g)
 		goto no_goroutine;
-	if (bpf_probe_read_user(&m, sizeof(m), (void *)(g + d->g_m)))
+	if (sp_go_g_fields(gs, d, g, &m, &lp))
 		goto read_err;
-	if (!m)
-		goto no_goroutine;
-	if (bpf_probe_read_user(&curg, sizeof(curg), (void *)(m + d->m_curg)))
-		goto read_err;
-	if (!curg)
-		goto no_goroutine;
-	if (bpf_probe_read_user(&lp, sizeof(lp), (void *)(curg + d->g_labels)))
-		goto read_err;
-	gs = sp_go_scratch();
-	if (!gs)
-		goto read_err;
-	w = &gs->walk;
-	__builtin_memset(w, 0, sizeof(*w));
+	if (!lp) {
+		/* g0 or gsignal (then m.curg is the user goroutine), or a user
+		 * goroutine without labels (then m.curg is g itself) */
+		if (!m)
+			goto no_goroutine;
+		if (bpf_probe_read_user(&curg, sizeof(curg), (void *)(m + d->m_curg)))
+			goto read_err;
+		if (!curg)
+			goto no_goroutine;
+		if (curg != g &&
+		    bpf_probe_read_user(&lp, sizeof(lp), (void *)(curg + d->g_labels)))
+			goto read_err;
+	}
 	if (!lp) {
 		outcome = SP_CNT_GO_NO_LABELS;
 		s->hdr.ctx_status = SP_CTX_NULL;
 		goto count;
 	}
+	/* The GC cycle, read in the same program run as lp and the set's
+	 * contents: while it runs, the goroutine holding lp cannot run (its
+	 * thread is here), so the set stays reachable and is not freed. */
+	cache = cfg_go_cache && d->sweepgen &&
+		!bpf_probe_read_user(&gen, sizeof(gen), (void *)d->sweepgen);
+	if (cache) {
+		gs->key.tgid = tgid;
+		gs->key.seq = d->seq;
+		gs->key.lp = lp;
+		c = bpf_map_lookup_elem(&go_label_cache, &gs->key);
+		if (c && c->sweepgen == gen) {
+			sp_count(SP_CNT_GO_CACHE_HIT);
+			sp_go_apply(s, c);
+			return true;
+		}
+		sp_count(SP_CNT_GO_CACHE_MISS);
+	} else {
+		sp_count(SP_CNT_GO_CACHE_OFF);
+	}
+	w = &gs->walk;
+	__builtin_memset(w, 0, sizeof(*w));
 	if (d->layout == SP_GO_LABELS_MAP)
 		err = sp_go_map_pairs(w, lp);
 	else if (d->layout == SP_GO_LABELS_SLICE)
@@ -335,36 +484,15 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 		goto read_err;
 	if (w->n)
 		bpf_loop(SP_GO_MAX_LABELS, sp_go_pair_cb, NULL, 0);
-
-	if (w->cut)
-		sp_count(SP_CNT_GO_LABELS_CUT);
 	if (w->label_err)
 		sp_count(SP_CNT_GO_LABEL_ERR);
-	if (w->attrs_len) {
-		/* constant-size copy, as for OTEP attrs; attrs_len bytes count */
-		nf = (s->hdr.kstack_n + s->hdr.ustack_n) & 255;
-		__builtin_memcpy(&s->frames[nf], gs->attrs, SP_CTX_ATTRS_MAX);
-		s->hdr.ctx.attrs_len = w->attrs_len;
+	sp_go_result(w, gs, &gs->res);
+	sp_go_apply(s, &gs->res);
+	if (cache && !w->fault) {
+		gs->res.sweepgen = gen;
+		bpf_map_update_elem(&go_label_cache, &gs->key, &gs->res, BPF_ANY);
 	}
-	if (w->have_trace && w->have_span && !w->bad) {
-		__builtin_memcpy(s->hdr.ctx.trace_id, w->trace_id, SP_TRACE_ID_LEN);
-		__builtin_memcpy(s->hdr.ctx.span_id, w->span_id, SP_SPAN_ID_LEN);
-		s->hdr.ctx_status = SP_CTX_GO;
-		outcome = SP_CNT_GO_IDS;
-	} else {
-		if (w->bad || w->have_trace || w->have_span)
-			outcome = SP_CNT_GO_BAD_IDS;
-		else if (!w->n)
-			outcome = SP_CNT_GO_NO_LABELS;
-		else
-			outcome = SP_CNT_GO_NO_IDS;
-		if (s->hdr.ctx.attrs_len)
-			s->hdr.ctx_status = SP_CTX_GO_LABELS;
-		else
-			s->hdr.ctx_status = outcome == SP_CNT_GO_BAD_IDS ? SP_CTX_INVALID
-									: SP_CTX_NULL;
-	}
-	goto count;
+	return true;
 no_goroutine:
 	outcome = SP_CNT_GO_NO_GOROUTINE;
 	s->hdr.ctx_status = SP_CTX_NULL;

@@ -36,6 +36,8 @@ SP_CONFIG(__u8, cfg_obi, 0);		/* obi_ctx is OBI's pinned map */
 SP_CONFIG(__u8, cfg_read_go, 1);	/* read Go processes' pprof labels
 					 * (golabels.bpf.h; also needs
 					 * cfg_read_ctx) */
+SP_CONFIG(__u8, cfg_go_cache, 1);	/* cache parsed Go label sets
+					 * (golabels.bpf.h, go_label_cache) */
 SP_CONFIG(__u8, cfg_time_ctx, 0);	/* benchmark: time the context read
 					 * (oncpu.bpf.c, map ctx_timing) */
 /* Off-CPU (offcpu.bpf.c; its program is attached only with --off-cpu). */
@@ -170,14 +172,46 @@ struct sp_go_walk {
 	__u8 trace_id[SP_TRACE_ID_LEN];
 	__u8 span_id[SP_SPAN_ID_LEN];
 	__u8 have_trace, have_span, bad, cut, label_err;
+	__u8 fault;		/* some read failed: the result is not cached */
 };
+
+/* A label set's parsed result: what a read writes into the record and
+ * counts (golabels.bpf.h, sp_go_apply), and the value of go_label_cache. */
+struct sp_go_cached {
+	__u32 sweepgen;		/* runtime.mheap_.sweepgen when it was read */
+	__u32 attrs_len;
+	__u16 outcome;		/* enum sp_counter: SP_CNT_GO_IDS .. BAD_IDS */
+	__u8 status;		/* enum sp_ctx_status */
+	__u8 cut;		/* SP_CNT_GO_LABELS_CUT, again at each hit */
+	__u32 _pad;
+	__u8 trace_id[SP_TRACE_ID_LEN];
+	__u8 span_id[SP_SPAN_ID_LEN];
+	__u8 attrs[SP_CTX_ATTRS_MAX];
+};
+
+_Static_assert(sizeof(struct sp_go_cached) == 40 + SP_CTX_ATTRS_MAX, "no hidden padding");
+
+/* go_label_cache's key: the process, its descriptor's number and the
+ * goroutine's labels pointer (g.labels). */
+struct sp_go_cache_key {
+	__u32 tgid;
+	__u32 seq;		/* sp_go_desc.seq */
+	__u64 lp;
+};
+
+/* The bytes of runtime.g read at once, ending at g.labels: g.m lies inside
+ * for every release of the version table (g.labels + 8 - g.m <= 320). */
+#define SP_GO_G_SPAN 320
 
 struct sp_go_scratch {
 	struct sp_go_walk walk;
+	struct sp_go_cache_key key;
+	struct sp_go_cached res;
 	struct sp_go_pair pairs[SP_GO_MAX_LABELS];
 	__u8 bucket[SP_GO_BUCKET_SIZE];
 	__u8 hex[32];
 	__u8 attrs[256];
+	__u8 gspan[SP_GO_G_SPAN];
 };
 
 _Static_assert(SP_GO_ATTRS_ROOM <= 256, "attrs room");
@@ -190,6 +224,17 @@ SP_SHARED struct {
 	__type(key, __u32);
 	__type(value, struct sp_go_scratch);
 } go_scratch SEC(".maps");
+
+/* Parsed label sets (golabels.bpf.h, "Cache"): LRU, so a full cache
+ * evicts the coldest set (re-parsed at its next sample, never wrong). */
+#define SP_GO_CACHE_ENTRIES 2048
+
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SP_GO_CACHE_ENTRIES);
+	__type(key, struct sp_go_cache_key);
+	__type(value, struct sp_go_cached);
+} go_label_cache SEC(".maps");
 
 /*
  * Unwind store (abi.h, "User-stack unwinding"): the blob's chunks, the file

@@ -80,6 +80,10 @@ int BPF_PROG(sp_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	/* The old image's ranges are wrong from now on, whoever the target. */
 	sp_unw_mark_stale(tgid);
 	bpf_map_delete_elem(&unwind_procs, &tgid);
+	/* So are the old image's Go offsets: no label read (nor a label cache
+	 * hit, keyed by the descriptor's seq) until user space describes the
+	 * new image. */
+	bpf_map_delete_elem(&go_descs, &tgid);
 	if (!sp_is_target(tgid))
 		return 0;
 	emit_proc_event(task, SP_EV_EXEC);

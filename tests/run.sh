@@ -15,8 +15,14 @@
 #      unit program (plain, then unit-san) except those whose source says
 #      "spanprof-test: serial" in its first lines (they bound a latency), and
 #      the integration files that say "# spanprof-test: parallel" in their
-#      first lines (no BPF, no whole-machine sampling, no timing assertion:
-#      most of the symbolizer's tests, the fuzz smoke);
+#      first lines: no timing or rate assertion, no whole-machine sampling
+#      (no -a, no agent), no machine-wide setting changed, and BPF, if any,
+#      only for the file's own command (record -- CMD, its assertions exact
+#      accounting, names and shares that a loaded CPU does not move: most of
+#      the symbolizer's tests, the fuzz smoke, record_callchain, flood,
+#      otlp_compact, report_multiprocess).  A file whose checks depend on
+#      the consumer keeping up (short-lived processes' maps, fixed windows)
+#      stays serial;
 #   2. one after another: the serial unit programs, then every other
 #      integration file (they load BPF, sample the whole machine and measure
 #      time, so they get the machine to themselves).  A new integration file

@@ -244,6 +244,13 @@ enum sp_counter {
 					 * long, attrs space full */
 	SP_CNT_GO_LABEL_ERR,		/* a label's key or value unreadable:
 					 * that label skipped */
+	/* Per read that reached a labels pointer (golabels.bpf.h, "Cache"):
+	 *   GO_CACHE_HIT + GO_CACHE_MISS + GO_CACHE_OFF = label sets read */
+	SP_CNT_GO_CACHE_HIT,		/* the parsed labels taken from go_label_cache */
+	SP_CNT_GO_CACHE_MISS,		/* parsed (no entry, or one of an older GC
+					 * cycle), then cached when fully read */
+	SP_CNT_GO_CACHE_OFF,		/* parsed without the cache: the binary
+					 * gave no runtime.mheap_.sweepgen address */
 	/* Goroutine parks (--go-parks, bpf/goparks.bpf.h has the identity):
 	 * one outcome per runtime.gopark of a Go process, one per capture. */
 	SP_CNT_GO_PARKS,		/* parks seen */
@@ -506,9 +513,11 @@ _Static_assert(SP_CNT_UNW_END_ROOT + SP_UNW_END_TRUNC - 1 == SP_CNT_UNW_END_TRUN
  * (bpf/golabels.bpf.h) follows, in the sampled thread's context:
  *
  *   g    = *(u64 *)(TP + tls_g)        the thread's current g (TLS slot)
- *   m    = *(u64 *)(g + g_m)
+ *   lp   = *(u64 *)(g + g_labels)      when not NULL: g is a user goroutine
+ *   m    = *(u64 *)(g + g_m)           else (g0, gsignal, or no labels):
  *   curg = *(u64 *)(m + m_curg)        the user goroutine (NULL: none)
  *   lp   = *(u64 *)(curg + g_labels)   its pprof labels (NULL: none)
+ *   (g.m and g.labels come from one read of g, golabels.bpf.h)
  *
  * then by layout: SP_GO_LABELS_MAP (Go <= 1.23): *lp is a *hmap of
  * map[string]string (hmap and bucket layouts below); SP_GO_LABELS_SLICE
@@ -525,6 +534,12 @@ _Static_assert(SP_CNT_UNW_END_ROOT + SP_UNW_END_TRUNC - 1 == SP_CNT_UNW_END_TRUN
  *   11     1    _pad0
  *   12     2    go_minor    Go 1.MINOR, informational
  *   14     2    _pad1
+ *   16     8    sweepgen    address of runtime.mheap_.sweepgen in the
+ *                           process (u32; 0 = unknown: labels not cached)
+ *   24     4    seq         this descriptor's number (user space counts
+ *                           them): part of the label cache's key, so no
+ *                           entry outlives the image it was read from
+ *   28     4    _pad2
  */
 enum sp_go_labels_layout {
 	SP_GO_LABELS_NONE = 0,
@@ -541,9 +556,12 @@ struct sp_go_desc {
 	__u8 _pad0;
 	__u16 go_minor;
 	__u16 _pad1;
+	__u64 sweepgen;
+	__u32 seq;
+	__u32 _pad2;
 };
 
-_Static_assert(sizeof(struct sp_go_desc) == 16, "sp_go_desc layout");
+_Static_assert(sizeof(struct sp_go_desc) == 32, "sp_go_desc layout");
 
 #define SP_GO_DESCS_MAX SP_TLS_DESCS_MAX	/* Go processes tracked in BPF */
 

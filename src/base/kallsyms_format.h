@@ -13,6 +13,9 @@
  *            captured-at=NS    CLOCK_REALTIME nanoseconds
  *            kernel=RELEASE    uname -r
  *            boot-id=UUID      /proc/sys/kernel/random/boot_id
+ *            scope=profile     a subset: only the symbols one profile's
+ *                              kernel frames need (see below); absent
+ *                              for a whole snapshot
  *            readers ignore keys they do not know; an incompatible layout
  *            changes the "v1" in the magic
  *   then     ADDR ' ' TYPE ' ' NAME ['\t' '[' MODULE ']']
@@ -33,6 +36,23 @@
  * so a location given as an offset from _text (docs/formats.md "Kernel
  * frames") is looked up at snapshot _text + offset.
  *
+ * A subset (scope=profile, `spanprof record`) keeps, for every kernel
+ * address of its profile, all lines at the address of the symbol covering
+ * it and all lines at the next symbol address after that (so the
+ * covering symbol ends where it ends in the whole snapshot), the _text
+ * and _stext lines, and the "# module" lines of the modules the profile
+ * has frames in.  Resolving any of those addresses in the subset gives
+ * what the whole snapshot gives; any other address may resolve to
+ * nothing or to a wrong neighbour, so a subset names only its own
+ * profile and never stands for the kernel in a store.
+ *
+ * Kernel frame mappings (docs/formats.md "Kernel frames"):
+ * SP_KALLSYMS_FN_KERNEL (build id = the kernel's; memory_start = the
+ * link-time _text, or at most SP_KALLSYMS_LEGACY_START for runtime
+ * addresses), SP_KALLSYMS_FN_BOOT (build id field = the boot id; runtime
+ * addresses), SP_KALLSYMS_FN_MODULE "NAME]" (build id = the module's;
+ * offsets in its .text).
+ *
  * Bounds both sides keep: a line is at most SP_KALLSYMS_MAX_LINE bytes, a
  * snapshot (and the /proc/kallsyms it is made from) at most
  * SP_KALLSYMS_MAX_BYTES uncompressed.
@@ -49,6 +69,8 @@
 #define SP_KALLSYMS_KEY_BOOT_ID "boot-id"
 #define SP_KALLSYMS_KEY_TEXT "text"
 #define SP_KALLSYMS_KEY_SIZE "size"
+#define SP_KALLSYMS_KEY_SCOPE "scope"
+#define SP_KALLSYMS_SCOPE_PROFILE "profile"
 #define SP_KALLSYMS_MODULE_PREFIX "# module "
 #define SP_KALLSYMS_SUFFIX ".kallsyms.gz"	/* PROFILE.kallsyms.gz, DIR/BUILD_ID.kallsyms.gz */
 
@@ -59,6 +81,11 @@
  * span at most this many bytes; the kernel image's text ends this far
  * after its last symbol. */
 #define SP_KALLSYMS_TAIL_MAX (64u << 10)
+
+#define SP_KALLSYMS_FN_KERNEL "[kernel.kallsyms]"
+#define SP_KALLSYMS_FN_BOOT "[kernel.boot]"
+#define SP_KALLSYMS_FN_MODULE "[module:"
+#define SP_KALLSYMS_LEGACY_START 0xffff800000000000ULL
 
 /* The symbol types a snapshot keeps: text, global or local, strong or weak. */
 static inline bool sp_kallsyms_format__is_text(char type)

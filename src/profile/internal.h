@@ -114,9 +114,32 @@ struct sp_pballoc {
 /* Budget for unpacking len bytes: 48 * len + 1 MiB, at most 1 GiB. */
 void sp_pballoc__init(struct sp_pballoc *b, size_t input_len);
 
-/* An encoder's entry checks: -EINVAL without out/out_len (else both are
- * cleared), then sp_profile__validate(p). */
-int sp_enc__begin(const struct sp_profile *p, uint8_t **out, size_t *out_len);
+/* ------------------------------------------------------------ encoders */
+/* What every encoder (otlp_encode.c, pprof_encode.c) holds first: the
+ * profile, the arena every wire struct points into (freed once), the
+ * string table its steps fill. */
+struct sp_enc {
+	const struct sp_profile *p;
+	struct sp_arena arena;
+	struct sp_strtab st;
+};
+
+/* An encoder's entry: -EINVAL without out/out_len (else both are cleared),
+ * then sp_profile__validate(p); on 0, b is ready (p set, arena empty,
+ * string table started). */
+int sp_enc__begin(struct sp_enc *b, const struct sp_profile *p, uint8_t **out,
+		  size_t *out_len);
+
+/* The encoder's last step: every string is known once every other table
+ * is written, so the table goes into *table, *n (allocated in b->arena).
+ * 0 or -ENOMEM. */
+int sp_enc__string_table(struct sp_enc *b, char ***table, size_t *n);
+
+/* The encoder's exit: when err is 0, packs m into *out, *out_len (see
+ * sp_pb__pack); frees b's arena and string table either way.  Returns the
+ * first error. */
+int sp_enc__end(struct sp_enc *b, int err, const ProtobufCMessage *m, uint8_t **out,
+		size_t *out_len);
 
 /* Packs message m into a malloc'd buffer (*out, *out_len; at least one
  * byte allocated even for an empty message).  0, -ENOMEM, or -EIO when

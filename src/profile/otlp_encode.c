@@ -110,9 +110,7 @@ struct sample_groups {
 };
 
 struct otlp_enc {
-	const struct sp_profile *p;
-	struct sp_arena arena;		/* every wire struct below points here */
-	struct sp_strtab st;
+	struct sp_enc b;		/* every wire struct below points into b.arena */
 	struct attr_table at;
 	struct sample_merge sm;
 	OtRequest req;
@@ -122,7 +120,7 @@ struct otlp_enc {
 	struct sample_groups groups;	/* from enc_samples, for enc_resources */
 };
 
-#define NEW(e, n, T) ((T *)sp_arena__array(&(e)->arena, (size_t)(n), sizeof(T)))
+#define NEW(e, n, T) ((T *)sp_arena__array(&(e)->b.arena, (size_t)(n), sizeof(T)))
 
 /* ------------------------------------------------------------ builders */
 
@@ -153,7 +151,7 @@ static int32_t enc_attr(struct otlp_enc *e, const char *key, bool is_int,
 	int32_t i;
 	int err;
 
-	i = sp_strtab__get(&e->st, key);
+	i = sp_strtab__get(&e->b.st, key);
 	if (i < 0)
 		return i;
 	a.key = i;
@@ -195,7 +193,7 @@ static int32_t enc_attr(struct otlp_enc *e, const char *key, bool is_int,
 
 static int enc_mappings(struct otlp_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	OT(Mapping) *maps = NEW(e, p->n_mappings, OT(Mapping));
 	OT(Mapping) **mapp = NEW(e, p->n_mappings, OT(Mapping) *);
 	int32_t *attrs = NEW(e, p->n_mappings, int32_t);
@@ -211,7 +209,7 @@ static int enc_mappings(struct otlp_enc *e)
 		om->memory_start = m->memory_start;
 		om->memory_limit = m->memory_limit;
 		om->file_offset = m->file_offset;
-		om->filename_strindex = sp_strtab__ref(&e->st, m->filename);
+		om->filename_strindex = sp_strtab__ref(&e->b.st, m->filename);
 		if (om->filename_strindex < 0)
 			return om->filename_strindex;
 		if (m->build_id) {
@@ -236,7 +234,7 @@ static int enc_mappings(struct otlp_enc *e)
 
 static int enc_functions(struct otlp_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	OT(Function) *funcs = NEW(e, p->n_functions, OT(Function));
 	OT(Function) **funcp = NEW(e, p->n_functions, OT(Function) *);
 	uint32_t i;
@@ -248,11 +246,11 @@ static int enc_functions(struct otlp_enc *e)
 		OT(Function) *of = &funcs[i];
 
 		ot_(function__init)(of);
-		if ((of->name_strindex = sp_strtab__ref(&e->st, f->name)) < 0)
+		if ((of->name_strindex = sp_strtab__ref(&e->b.st, f->name)) < 0)
 			return of->name_strindex;
-		if ((of->system_name_strindex = sp_strtab__ref(&e->st, f->system_name)) < 0)
+		if ((of->system_name_strindex = sp_strtab__ref(&e->b.st, f->system_name)) < 0)
 			return of->system_name_strindex;
-		if ((of->filename_strindex = sp_strtab__ref(&e->st, f->filename)) < 0)
+		if ((of->filename_strindex = sp_strtab__ref(&e->b.st, f->filename)) < 0)
 			return of->filename_strindex;
 		of->start_line = f->start_line;
 		funcp[i] = of;
@@ -265,7 +263,7 @@ static int enc_functions(struct otlp_enc *e)
 /* Entry 0 stays empty: no lines, no frame type. */
 static int enc_locations(struct otlp_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	OT(Location) *locs = NEW(e, p->n_locations, OT(Location));
 	OT(Location) **locp = NEW(e, p->n_locations, OT(Location) *);
 	int32_t *attrs = NEW(e, p->n_locations, int32_t);
@@ -319,7 +317,7 @@ static int enc_locations(struct otlp_enc *e)
 /* [0] is written as 16 + 8 zero bytes, like every link. */
 static int enc_links(struct otlp_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	OT(Link) *links = NEW(e, p->n_links, OT(Link));
 	OT(Link) **linkp = NEW(e, p->n_links, OT(Link) *);
 	uint32_t i;
@@ -342,7 +340,7 @@ static int enc_links(struct otlp_enc *e)
 /* Location indices are the model's, borrowed. */
 static int enc_stacks(struct otlp_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	OT(Stack) *stacks = NEW(e, p->n_stacks, OT(Stack));
 	OT(Stack) **stackp = NEW(e, p->n_stacks, OT(Stack) *);
 	uint32_t i;
@@ -372,8 +370,8 @@ static int enc_value_types(struct otlp_enc *e)
 	size_t i;
 
 	for (i = 0; i < sizeof(vts) / sizeof(vts[0]); i++) {
-		int32_t t = sp_strtab__get(&e->st, vts[i].type);
-		int32_t u = t < 0 ? t : sp_strtab__get(&e->st, vts[i].unit);
+		int32_t t = sp_strtab__get(&e->b.st, vts[i].type);
+		int32_t u = t < 0 ? t : sp_strtab__get(&e->b.st, vts[i].unit);
 
 		if (u < 0)
 			return u;
@@ -390,7 +388,7 @@ static int enc_value_types(struct otlp_enc *e)
  * negative errno. */
 static int sample_attrs(struct otlp_enc *e, const struct sp_sample *s, int32_t *ai)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	int32_t n = 0, r;
 	uint32_t j;
 
@@ -429,7 +427,7 @@ static bool same_ident(const void *ctx, int32_t g)
 {
 	const struct ident_key *k = ctx;
 	const struct sample_merge *sm = &k->e->sm;
-	const struct sp_sample *a = &k->e->p->samples[sm->rep[g]], *b = k->s;
+	const struct sp_sample *a = &k->e->b.p->samples[sm->rep[g]], *b = k->s;
 
 	return a->resource == b->resource && a->kind == b->kind && a->stack == b->stack &&
 	       a->link == b->link && !a->n_timestamps == !b->n_timestamps &&
@@ -455,7 +453,7 @@ static uint64_t ident_hash(const struct sp_sample *s, const int32_t *attrs, uint
  * appearance first. */
 static int merge_samples(struct otlp_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	struct sample_merge *sm = &e->sm;
 	int32_t ai[SAMPLE_ATTRS];
 	uint32_t i;
@@ -511,7 +509,7 @@ static void ts_values(const struct sp_sample *s, int64_t *v)
  * of first appearance inside a group. */
 static int enc_samples(struct otlp_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	size_t n_groups = (size_t)p->n_resources * SP_KIND__MAX, n_ts = 0;
 	struct sample_merge *sm = &e->sm;
 	struct sample_groups *g = &e->groups;
@@ -650,7 +648,7 @@ struct res_msgs {
 static AnyValue *res_attr_add(struct otlp_enc *e, struct res_msgs *m, const char *key)
 {
 	size_t k = m->res.n_attributes;
-	int32_t ki = sp_strtab__get(&e->st, key);
+	int32_t ki = sp_strtab__get(&e->b.st, key);
 
 	if (ki < 0)
 		return NULL;
@@ -684,17 +682,17 @@ static int resource_attrs(struct otlp_enc *e, const struct sp_resource *r,
 			v->int_value = r->pid;
 		} else {
 			v->value_case = ANY_STR;
-			v->string_value = e->p->strings[str];
+			v->string_value = e->b.p->strings[str];
 		}
 	}
 	/* The extra attributes, as strings, after the fixed ones. */
 	for (j = 0; j < r->n_attrs; j++) {
-		AnyValue *v = res_attr_add(e, m, e->p->strings[r->attrs[j].key]);
+		AnyValue *v = res_attr_add(e, m, e->b.p->strings[r->attrs[j].key]);
 
 		if (!v)
 			return -ENOMEM;
 		v->value_case = ANY_STR;
-		v->string_value = e->p->strings[r->attrs[j].value];
+		v->string_value = e->b.p->strings[r->attrs[j].value];
 	}
 	return 0;
 }
@@ -706,7 +704,7 @@ static int lazy_value_type(struct otlp_enc *e, OT(ValueType) *vt, const char *ty
 
 	if (vt->type_strindex)
 		return 0;
-	t = sp_strtab__get(&e->st, type);
+	t = sp_strtab__get(&e->b.st, type);
 	if (t < 0)
 		return t;
 	vt->type_strindex = t;
@@ -722,8 +720,8 @@ static OT(Profile) *add_profile(const struct otlp_enc *e, struct res_msgs *m,
 	OT(Profile) *pr = &m->prof[m->sp.n_profiles];
 
 	ot_(profile__init)(pr);
-	pr->time_unix_nano = e->p->time_unix_ns;
-	pr->duration_nano = e->p->duration_ns;
+	pr->time_unix_nano = e->b.p->time_unix_ns;
+	pr->duration_nano = e->b.p->duration_ns;
 	pr->sample_type = type;
 	pr->n_samples = n;
 	pr->samples = samples;
@@ -734,7 +732,7 @@ static OT(Profile) *add_profile(const struct otlp_enc *e, struct res_msgs *m,
 /* The Profiles of resource ri, in the order of the header comment. */
 static int resource_profiles(struct otlp_enc *e, uint32_t ri, struct res_msgs *m)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	const struct sample_groups *gr = &e->groups;
 	uint32_t kind;
 	int err;
@@ -771,7 +769,7 @@ static int resource_profiles(struct otlp_enc *e, uint32_t ri, struct res_msgs *m
  * then "off_cpu" and "off_cpu_waits" at the first off-CPU Profiles). */
 static int enc_resources(struct otlp_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	struct res_msgs *msgs = NEW(e, p->n_resources, struct res_msgs);
 	OT(ResourceProfiles) **rpp = NEW(e, p->n_resources, OT(ResourceProfiles) *);
 	uint32_t i;
@@ -841,9 +839,7 @@ static int enc_attribute_table(struct otlp_enc *e)
 /* Every string is known once every other table is written. */
 static int enc_string_table(struct otlp_enc *e)
 {
-	e->dict.string_table = sp_strtab__array(&e->st, &e->arena);
-	e->dict.n_string_table = sp_strtab__count(&e->st);
-	return e->dict.string_table ? 0 : -ENOMEM;
+	return sp_enc__string_table(&e->b, &e->dict.string_table, &e->dict.n_string_table);
 }
 
 /* In this order (see the header comment: the order is part of the format). */
@@ -859,12 +855,10 @@ int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 	size_t i;
 	int err;
 
-	err = sp_enc__begin(p, out, out_len);
+	memset(&e, 0, sizeof(e));
+	err = sp_enc__begin(&e.b, p, out, out_len);
 	if (err)
 		return err;
-	memset(&e, 0, sizeof(e));
-	e.p = p;
-	sp_strtab__init(&e.st, p);
 	otlp_request__init(&e.req);
 	ot_(profiles_dictionary__init)(&e.dict);
 	ot_(value_type__init)(&e.vt_samples);
@@ -876,12 +870,9 @@ int sp_otlp__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 
 	for (i = 0; !err && i < sizeof(steps) / sizeof(steps[0]); i++)
 		err = steps[i](&e);
-	if (!err)
-		err = sp_pb__pack(&e.req.base, out, out_len);
-	sp_arena__free(&e.arena);
+	err = sp_enc__end(&e.b, err, &e.req.base, out, out_len);
 	free(e.at.v);
 	sp_hidx__free(&e.at.idx);
 	sp_hidx__free(&e.sm.idx);
-	sp_strtab__free(&e.st);
 	return err;
 }

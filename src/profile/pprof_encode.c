@@ -46,9 +46,7 @@
 #define PB_MAX_COLS 4
 
 struct pprof_enc {
-	const struct sp_profile *p;
-	struct sp_arena arena;		/* every wire struct below points here */
-	struct sp_strtab st;
+	struct sp_enc b;		/* every wire struct below points into b.arena */
 	PbProfile pb;
 	PbValueType vt[PB_MAX_COLS], *vtp[PB_MAX_COLS], period_type;
 	uint32_t n_cols;		/* 2, or 4 with off-CPU samples */
@@ -56,13 +54,13 @@ struct pprof_enc {
 	int32_t k_pid, k_tid, k_thread_name, k_trace_id, k_span_id, k_service;
 };
 
-#define NEW(e, n, T) ((T *)sp_arena__array(&(e)->arena, (size_t)(n), sizeof(T)))
+#define NEW(e, n, T) ((T *)sp_arena__array(&(e)->b.arena, (size_t)(n), sizeof(T)))
 
 /* Interns s into *slot on first use; returns the index or a negative errno. */
 static int32_t key(struct pprof_enc *e, int32_t *slot, const char *s)
 {
 	if (*slot <= 0)
-		*slot = sp_strtab__get(&e->st, s);
+		*slot = sp_strtab__get(&e->b.st, s);
 	return *slot;
 }
 
@@ -74,7 +72,7 @@ static int enc_sample_types(struct pprof_enc *e)
 		{ "samples", "count" }, { "cpu", "nanoseconds" },
 		{ "off_cpu_waits", "count" }, { "off_cpu", "nanoseconds" },
 	};
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	int32_t t, u, d;
 	uint32_t i;
 
@@ -83,8 +81,8 @@ static int enc_sample_types(struct pprof_enc *e)
 		if (p->samples[i].kind == SP_KIND_OFFCPU)
 			e->n_cols = 4;
 	for (i = 0; i < e->n_cols; i++) {
-		t = sp_strtab__get(&e->st, names[i][0]);
-		u = t < 0 ? t : sp_strtab__get(&e->st, names[i][1]);
+		t = sp_strtab__get(&e->b.st, names[i][0]);
+		u = t < 0 ? t : sp_strtab__get(&e->b.st, names[i][1]);
 		if (u < 0)
 			return u;
 		perftools__profiles__value_type__init(&e->vt[i]);
@@ -94,9 +92,9 @@ static int enc_sample_types(struct pprof_enc *e)
 	}
 	e->pb.n_sample_type = e->n_cols;
 	e->pb.sample_type = e->vtp;
-	t = sp_strtab__get(&e->st, "cpu");
-	u = t < 0 ? t : sp_strtab__get(&e->st, "nanoseconds");
-	d = u < 0 ? u : sp_strtab__get(&e->st, "cpu");
+	t = sp_strtab__get(&e->b.st, "cpu");
+	u = t < 0 ? t : sp_strtab__get(&e->b.st, "nanoseconds");
+	d = u < 0 ? u : sp_strtab__get(&e->b.st, "cpu");
 	if (d < 0)
 		return d;
 	perftools__profiles__value_type__init(&e->period_type);
@@ -133,7 +131,7 @@ static bool is_shared_lib(const char *path)
  */
 static uint32_t main_mapping(struct pprof_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	uint64_t *n = p->n_resources ? calloc(p->n_resources, sizeof(*n)) : NULL;
 	int32_t exe = 0;
 	uint64_t best = 0;
@@ -166,7 +164,7 @@ static uint32_t main_mapping(struct pprof_enc *e)
 
 static int enc_mappings(struct pprof_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	PbMapping *maps = NEW(e, p->n_mappings, PbMapping);
 	PbMapping **mapp = NEW(e, p->n_mappings, PbMapping *);
 	uint32_t i, main = main_mapping(e), k = 1;
@@ -176,8 +174,8 @@ static int enc_mappings(struct pprof_enc *e)
 	for (i = 1; i < p->n_mappings; i++) {
 		const struct sp_mapping *m = &p->mappings[i];
 		PbMapping *pm = &maps[i - 1];
-		int32_t fn = sp_strtab__ref(&e->st, m->filename);
-		int32_t bid = fn < 0 ? fn : sp_strtab__ref(&e->st, m->build_id);
+		int32_t fn = sp_strtab__ref(&e->b.st, m->filename);
+		int32_t bid = fn < 0 ? fn : sp_strtab__ref(&e->b.st, m->build_id);
 
 		if (bid < 0)
 			return bid;
@@ -202,7 +200,7 @@ static int enc_mappings(struct pprof_enc *e)
 
 static int enc_functions(struct pprof_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	PbFunction *funcs = NEW(e, p->n_functions, PbFunction);
 	PbFunction **funcp = NEW(e, p->n_functions, PbFunction *);
 	uint32_t i;
@@ -212,9 +210,9 @@ static int enc_functions(struct pprof_enc *e)
 	for (i = 1; i < p->n_functions; i++) {
 		const struct sp_function *f = &p->functions[i];
 		PbFunction *pf = &funcs[i - 1];
-		int32_t nm = sp_strtab__ref(&e->st, f->name);
-		int32_t sys = nm < 0 ? nm : sp_strtab__ref(&e->st, f->system_name);
-		int32_t fn = sys < 0 ? sys : sp_strtab__ref(&e->st, f->filename);
+		int32_t nm = sp_strtab__ref(&e->b.st, f->name);
+		int32_t sys = nm < 0 ? nm : sp_strtab__ref(&e->b.st, f->system_name);
+		int32_t fn = sys < 0 ? sys : sp_strtab__ref(&e->b.st, f->filename);
 
 		if (fn < 0)
 			return fn;
@@ -233,7 +231,7 @@ static int enc_functions(struct pprof_enc *e)
 
 static int enc_locations(struct pprof_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	PbLocation *locs = NEW(e, p->n_locations, PbLocation);
 	PbLocation **locp = NEW(e, p->n_locations, PbLocation *);
 	PbLine *lines, **linep;
@@ -301,7 +299,7 @@ static int str_label(struct pprof_enc *e, PbSample *ps, PbLabel *slots, int32_t 
 
 	if (k < 0)
 		return k;
-	v = str ? sp_strtab__get(&e->st, str) : sp_strtab__ref(&e->st, model_str);
+	v = str ? sp_strtab__get(&e->b.st, str) : sp_strtab__ref(&e->b.st, model_str);
 	return add_label(ps, slots, k, v, 0);
 }
 
@@ -324,7 +322,7 @@ static int link_labels(struct pprof_enc *e, PbSample *ps, PbLabel *slots,
 static int sample_labels(struct pprof_enc *e, const struct sp_sample *s, PbSample *ps,
 			 PbLabel *slots)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	const struct sp_resource *r = &p->resources[s->resource];
 	uint32_t j;
 	int err;
@@ -342,7 +340,7 @@ static int sample_labels(struct pprof_enc *e, const struct sp_sample *s, PbSampl
 				r->service_name, NULL);
 	for (j = 0; !err && j < s->n_labels; j++) {
 		const struct sp_label *l = &s->labels[j];
-		int32_t k = sp_strtab__ref(&e->st, l->key);
+		int32_t k = sp_strtab__ref(&e->b.st, l->key);
 
 		if (l->str)
 			err = str_label(e, ps, slots, k, l->str, NULL);
@@ -354,7 +352,7 @@ static int sample_labels(struct pprof_enc *e, const struct sp_sample *s, PbSampl
 
 static int enc_samples(struct pprof_enc *e)
 {
-	const struct sp_profile *p = e->p;
+	const struct sp_profile *p = e->b.p;
 	size_t n_labels = (size_t)p->n_samples * PB_LABELS_PER_SAMPLE, n_ids = 0, si = 0;
 	PbSample *samples = NEW(e, p->n_samples, PbSample);
 	PbSample **samplep = NEW(e, p->n_samples, PbSample *);
@@ -403,9 +401,7 @@ static int enc_samples(struct pprof_enc *e)
 /* Every extra string is known once every other table is written. */
 static int enc_string_table(struct pprof_enc *e)
 {
-	e->pb.string_table = sp_strtab__array(&e->st, &e->arena);
-	e->pb.n_string_table = sp_strtab__count(&e->st);
-	return e->pb.string_table ? 0 : -ENOMEM;
+	return sp_enc__string_table(&e->b, &e->pb.string_table, &e->pb.n_string_table);
 }
 
 /* In this order (the order numbers the extra strings). */
@@ -420,19 +416,13 @@ int sp_pprof__encode(const struct sp_profile *p, uint8_t **out, size_t *out_len)
 	size_t i;
 	int err;
 
-	err = sp_enc__begin(p, out, out_len);
+	memset(&e, 0, sizeof(e));
+	err = sp_enc__begin(&e.b, p, out, out_len);
 	if (err)
 		return err;
-	memset(&e, 0, sizeof(e));
-	e.p = p;
-	sp_strtab__init(&e.st, p);
 	perftools__profiles__profile__init(&e.pb);
 
 	for (i = 0; !err && i < sizeof(steps) / sizeof(steps[0]); i++)
 		err = steps[i](&e);
-	if (!err)
-		err = sp_pb__pack(&e.pb.base, out, out_len);
-	sp_arena__free(&e.arena);
-	sp_strtab__free(&e.st);
-	return err;
+	return sp_enc__end(&e.b, err, &e.pb.base, out, out_len);
 }

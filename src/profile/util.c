@@ -288,13 +288,38 @@ void sp_pballoc__init(struct sp_pballoc *b, size_t input_len)
 }
 
 /* ------------------------------------------------------------ hex */
-int sp_enc__begin(const struct sp_profile *p, uint8_t **out, size_t *out_len)
+int sp_enc__begin(struct sp_enc *b, const struct sp_profile *p, uint8_t **out,
+		  size_t *out_len)
 {
+	int err;
+
 	if (!out || !out_len)
 		return -EINVAL;
 	*out = NULL;
 	*out_len = 0;
-	return sp_profile__validate(p);
+	err = sp_profile__validate(p);
+	if (err)
+		return err;
+	b->p = p;
+	sp_strtab__init(&b->st, p);
+	return 0;
+}
+
+int sp_enc__string_table(struct sp_enc *b, char ***table, size_t *n)
+{
+	*table = sp_strtab__array(&b->st, &b->arena);
+	*n = sp_strtab__count(&b->st);
+	return *table ? 0 : -ENOMEM;
+}
+
+int sp_enc__end(struct sp_enc *b, int err, const ProtobufCMessage *m, uint8_t **out,
+		size_t *out_len)
+{
+	if (!err)
+		err = sp_pb__pack(m, out, out_len);
+	sp_arena__free(&b->arena);
+	sp_strtab__free(&b->st);
+	return err;
 }
 
 int sp_pb__pack(const ProtobufCMessage *m, uint8_t **out, size_t *out_len)

@@ -14,9 +14,8 @@
 #include "host_frames.h"
 #include "perf_map.h"
 
-#define FN_KERNEL "[kernel.kallsyms]"
-#define FN_BOOT "[kernel.boot]"
-#define FN_MODULE "[module:"
+#define FN_BOOT SP_KALLSYMS_FN_BOOT
+#define FN_MODULE SP_KALLSYMS_FN_MODULE
 #define FN_PERF_MAP "[perf-map]"
 
 void sp_host_frames__cache_init(struct sp_host_frames_cache *hc)

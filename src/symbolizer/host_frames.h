@@ -40,11 +40,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/kallsyms_format.h"
 #include "profile/profile.h"
 #include "symbolize.h"
 
 #define SP_HOST_FRAMES_NOT_MINE 2
-#define SP_KERNEL_LEGACY_START 0xffff800000000000ULL
+#define SP_KERNEL_LEGACY_START SP_KALLSYMS_LEGACY_START
 
 struct sp_host_frames_cache {
 	int32_t mapping;		/* -1: nothing cached */

@@ -56,6 +56,7 @@ struct sp_ksyms {
 	char boot_id[64];
 	char boot_hex[33];	/* boot_id without dashes, "" unknown */
 	uint64_t captured_at;
+	bool subset;		/* header key scope: only one profile's symbols */
 };
 
 /* ------------------------------------------------------------ readers */
@@ -307,6 +308,8 @@ static int parse_header(struct sp_ksyms *k, const char *l, size_t len)
 			   vl < sizeof(k->boot_id)) {
 			memcpy(k->boot_id, val, vl);
 			k->boot_id[vl] = '\0';
+		} else if (KEY_IS(key, kl, SP_KALLSYMS_KEY_SCOPE)) {
+			k->subset = true;	/* any scope is less than the whole */
 		} else if (KEY_IS(key, kl, SP_KALLSYMS_KEY_CAPTURED_AT)) {
 			uint64_t v = 0;
 			size_t j;
@@ -633,6 +636,11 @@ uint64_t sp_ksyms__captured_at(const struct sp_ksyms *k)
 	return k->captured_at;
 }
 
+bool sp_ksyms__is_subset(const struct sp_ksyms *k)
+{
+	return k->subset;
+}
+
 size_t sp_ksyms__count(const struct sp_ksyms *k)
 {
 	return k->n;
@@ -732,18 +740,28 @@ void sp_ksyms_set__free(struct sp_ksyms_set *s)
 	free(s);
 }
 
+/* The held snapshot of id: a whole one when held, else a subset. */
 static struct sp_ksyms *find_held(struct sp_ksyms_set *s, const char *id)
 {
+	struct sp_ksyms *sub = NULL;
+
 	for (uint32_t i = 0; i < s->n_held; i++)
-		if (!strcmp(s->held[i]->build_id, id))
-			return s->held[i];
-	return NULL;
+		if (!strcmp(s->held[i]->build_id, id)) {
+			if (!s->held[i]->subset)
+				return s->held[i];
+			sub = sub ? sub : s->held[i];
+		}
+	return sub;
 }
 
-/* Called with the lock held; takes k. */
+/* Called with the lock held; takes k.  A whole snapshot is held beside a
+ * subset of its build id (and preferred); anything else of a held build id
+ * is a duplicate. */
 static int hold(struct sp_ksyms_set *s, struct sp_ksyms *k)
 {
-	if (find_held(s, k->build_id)) {
+	struct sp_ksyms *h = find_held(s, k->build_id);
+
+	if (h && (!h->subset || k->subset)) {
 		s->st.duplicate_build_id++;
 		sp_ksyms__free(k);
 		return 0;
@@ -821,19 +839,21 @@ static void remember_negative(struct sp_ksyms_set *s, const char *id,
 const struct sp_ksyms *sp_ksyms_set__get(struct sp_ksyms_set *s,
 					 const char *build_id)
 {
-	struct sp_ksyms *k = NULL;
+	struct sp_ksyms *k = NULL, *held;
 	struct timespec ts;
 
 	if (!s || !build_id || sp_buildid__validate(build_id))
 		return NULL;
 	pthread_mutex_lock(&s->mu);
 	k = find_held(s, build_id);
-	if (k || !s->n_dirs)
+	if ((k && !k->subset) || !s->n_dirs)
 		goto out;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	if (negative(s, build_id, ts.tv_sec))
 		goto out;
 	s->st.dir_lookups++;
+	held = k;	/* a subset: a whole snapshot in a directory is better */
+	k = NULL;
 	for (uint32_t i = 0; i < s->n_dirs && !k; i++) {
 		char path[4096];
 		struct sp_ksyms *c;
@@ -852,12 +872,18 @@ const struct sp_ksyms *sp_ksyms_set__get(struct sp_ksyms_set *s,
 			sp_ksyms__free(c);
 			continue;
 		}
+		if (c->subset) {	/* stands for nothing but its own profile */
+			s->st.load_failed++;
+			sp_ksyms__free(c);
+			continue;
+		}
 		if (hold(s, c) == 0)
 			k = find_held(s, build_id);
 	}
 	if (!k) {
 		s->st.dir_misses++;
 		remember_negative(s, build_id, ts.tv_sec);
+		k = held;
 	}
 out:
 	pthread_mutex_unlock(&s->mu);
@@ -871,8 +897,8 @@ const struct sp_ksyms *sp_ksyms_set__get_boot(struct sp_ksyms_set *s, const char
 	if (!s || !boot_hex || strlen(boot_hex) != 32)
 		return NULL;
 	pthread_mutex_lock(&s->mu);
-	for (uint32_t i = 0; i < s->n_held && !k; i++)
-		if (!strcmp(s->held[i]->boot_hex, boot_hex))
+	for (uint32_t i = 0; i < s->n_held; i++)
+		if (!strcmp(s->held[i]->boot_hex, boot_hex) && (!k || k->subset))
 			k = s->held[i];
 	pthread_mutex_unlock(&s->mu);
 	return k;
@@ -887,8 +913,9 @@ const struct sp_ksyms *sp_ksyms_set__get_module(struct sp_ksyms_set *s, const ch
 	if (!s || !build_id || sp_buildid__validate(build_id))
 		return NULL;
 	pthread_mutex_lock(&s->mu);
-	for (uint32_t i = 0; i < s->n_held && !k; i++)
-		if (!sp_ksyms__module(s->held[i], build_id, name, text, size))
+	for (uint32_t i = 0; i < s->n_held && (!k || k->subset); i++)
+		if ((!k || !s->held[i]->subset) &&
+		    !sp_ksyms__module(s->held[i], build_id, name, text, size))
 			k = s->held[i];
 	pthread_mutex_unlock(&s->mu);
 	return k;

@@ -40,7 +40,12 @@
  *     -ERANGE too (the gap after a text section is data, not a function).
  *   - A loaded snapshot is immutable: resolving is thread safe.  Returned
  *     strings live as long as the snapshot.
- *   - sp_ksyms_set: snapshots keyed by build id.  Files added with
+ *   - sp_ksyms_set: snapshots keyed by build id.  A whole snapshot is
+     preferred over a subset of the same build id (both may be held: a
+     subset beside its profile, a whole one from --kallsyms or a
+     directory); while only a subset is held, directories are still
+     searched for a whole one; a subset found in a directory is not
+     loaded (counted as load_failed).  Files added with
  *     sp_ksyms_set__add_file are loaded at once; directories are searched
  *     lazily, on the first request for a build id, for DIR/<build-id>
  *     .kallsyms.gz (the build id is validated before any path is formed).
@@ -100,6 +105,9 @@ const char *sp_ksyms__kernel(const struct sp_ksyms *k);	/* "" unknown */
 const char *sp_ksyms__boot_id(const struct sp_ksyms *k);	/* "" unknown */
 uint64_t sp_ksyms__captured_at(const struct sp_ksyms *k);	/* 0 unknown */
 size_t sp_ksyms__count(const struct sp_ksyms *k);
+/* True for a subset (header key scope, base/kallsyms_format.h): it names
+ * the frames of the profile it was written for, nothing else. */
+bool sp_ksyms__is_subset(const struct sp_ksyms *k);
 /* The runtime address of the kernel image's _text (else _stext) in the
  * snapshot's boot; 0 when it lists neither. */
 uint64_t sp_ksyms__text(const struct sp_ksyms *k);

@@ -230,6 +230,13 @@ static int verify(int kind, const uint8_t *key, size_t key_len, const uint8_t *p
 			say(why, why_len, "kernel snapshot of another build id than its key");
 			return -EINVAL;
 		}
+		if (sp_ksyms__is_subset(*k)) {	/* would stand for the kernel here */
+			sp_ksyms__free(*k);
+			*k = NULL;
+			say(why, why_len, "a profile's kernel symbol subset (scope=profile), not "
+			    "the kernel's whole snapshot");
+			return -EINVAL;
+		}
 		return 0;
 	case SP_SYMSTORE_ELF:
 		if (elf_build_id(p, len, &b) || !b.len) {

@@ -57,7 +57,8 @@ finally:
         agent.kill()
     if demo.poll() is None:
         demo.kill()
-time.sleep(1.0)         # the symbolizer writes what it accepted
+# the symbolizer renames a profile into its output directory before it
+# answers 200 (serve.c): what the agent exported is there already
 sym.send_signal(2)
 sym.wait(timeout=20)
 

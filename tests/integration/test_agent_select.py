@@ -1,12 +1,21 @@
-"""spanprof agent --select-cgroup / --select-exe with real cgroups and BPF.
+"""spanprof agent --select-cgroup / --select-exe / --select-service with real
+cgroups and BPF.
 
 Two busy fixtures are moved into two real cgroups of this machine's cgroup
 v1 cpu hierarchy (.../spanprof-sel-PID/podA and podB, the way Kubernetes
 nests pods), a third runs under another executable name, a fourth with
-OTEL_SERVICE_NAME=picked.  The agent, selecting podA's prefix, that name
-and that service:
-  - exports the podA process, the renamed one and the service, never the
-    podB one;
+OTEL_SERVICE_NAME=picked.  Three spanprof-demo processes publish an OTEP
+4719 process context with service.name ctx-picked (through the memfd
+mapping on a kernel without CONFIG_ANON_VMA_NAME, the anon mapping name
+otherwise): one started before the agent, one after it (its name is
+found once it is published: the selection asks again), and one whose
+OTEL_SERVICE_NAME=env-wins outranks its context (as in its resource).
+The agent, selecting podA's prefix, that name and the services picked
+and ctx-picked:
+  - exports the podA process, the renamed one, the service picked and
+    both ctx-picked demos - with service.name ctx-picked on their
+    resources, the name the selection matched - never the podB one nor
+    the env-wins demo;
   - counts included and excluded processes on /metrics;
   - excluded processes cost no user-space work: podB's pid is in the
     agent's BPF map of excluded processes (bpftool), whose samples the
@@ -44,7 +53,16 @@ try:
     c = subprocess.Popen([renamed, "30"], stdout=subprocess.DEVNULL)
     e = subprocess.Popen([fixture, "30"], stdout=subprocess.DEVNULL,
                          env={"PATH": "/usr/bin:/bin", "OTEL_SERVICE_NAME": "picked"})
-    procs = [a, b, c, e]
+    demo_bin = os.path.join(BUILD, "spanprof-demo")
+    demo_env = {"PATH": "/usr/bin:/bin"}
+
+    def demo(env):
+        return subprocess.Popen([demo_bin, "--duration", "30", "--threads", "1",
+                                 "--service-name", "ctx-picked"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    g = demo(demo_env)
+    h = demo(dict(demo_env, OTEL_SERVICE_NAME="env-wins"))
+    procs = [a, b, c, e, g, h]
     for p, pod in ((a, "podA"), (b, "podB")):
         with open(os.path.join(root, top, pod, "cgroup.procs"), "w") as f:
             f.write(str(p.pid))
@@ -53,7 +71,9 @@ try:
     out = os.path.join(d, "out")
     agent = au.Agent(["-F", "97", "--interval", "1", "--output-dir", out,
                       "--select-cgroup", "/%s/podA/" % top, "--select-exe", "selme",
-                      "--select-service", "picked"], d)
+                      "--select-service", "picked", "--select-service", "ctx-picked"], d)
+    late = demo(demo_env)   # publishes after the agent is running
+    procs.append(late)
 
     def pids_seen():
         got = set()
@@ -61,7 +81,11 @@ try:
             got |= {s["pid"] for s in read_otlp(f)}
         return got
 
-    au.wait_for(lambda: {a.pid, c.pid, e.pid} <= pids_seen(), 30,
+    def services():
+        return {s["pid"]: s["res"].get("service.name") for f in au.otlp_files(out)
+                for s in read_otlp(f)}
+
+    au.wait_for(lambda: {a.pid, c.pid, e.pid, g.pid, late.pid} <= pids_seen(), 30,
                 what="samples of the selected processes")
     m1 = agent.metrics()
     time.sleep(3)
@@ -70,12 +94,19 @@ try:
     check(a.pid in seen and c.pid in seen and e.pid in seen,
           "the podA process, selme and the service 'picked' are profiled")
     check(b.pid not in seen, "the podB process is not (seen: %d pids)" % len(seen))
-    check(all(s["res"].get("process.executable.name") in ("callchain", "selme")
+    svc = services()
+    check(svc.get(g.pid) == "ctx-picked" and svc.get(late.pid) == "ctx-picked",
+          "the OTEP 4719 publishers are selected by --select-service ctx-picked, started "
+          "before the agent and after it, and their resources say the name matched: %r %r"
+          % (svc.get(g.pid), svc.get(late.pid)))
+    check(h.pid not in seen,
+          "OTEL_SERVICE_NAME=env-wins outranks the context's ctx-picked: not selected")
+    check(all(s["res"].get("process.executable.name") in ("callchain", "selme", "spanprof-demo")
               for f in au.otlp_files(out) for s in read_otlp(f)),
           "nothing but the selected processes is exported")
     inc = m2.get1("spanprof_target_selection_total", outcome="included")
     exc = m2.get1("spanprof_target_selection_total", outcome="excluded")
-    check(inc >= 3 and exc >= 1, "/metrics: %d included, %d excluded" % (inc, exc))
+    check(inc >= 5 and exc >= 2, "/metrics: %d included, %d excluded" % (inc, exc))
     # No user-space work: podB's pid sits in the agent's BPF map of
     # excluded processes, which the on-CPU program checks first
     # (bpf/maps.bpf.h sp_is_target), and the samples the agent still had to
@@ -96,8 +127,9 @@ try:
     dump = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "id", str(mine[0]["id"])],
                                      capture_output=True, text=True, check=True).stdout)
     keys = {int.from_bytes(bytes(int(x, 16) for x in e["key"]), "little") for e in dump}
-    check(b.pid in keys and a.pid not in keys,
-          "podB's pid is in BPF's excluded map, podA's is not (%d entries)" % len(keys))
+    check(b.pid in keys and h.pid in keys and a.pid not in keys and g.pid not in keys,
+          "podB's and env-wins' pids are in BPF's excluded map, podA's and ctx-picked's "
+          "are not (%d entries)" % len(keys))
     grow = (m2.get1("spanprof_target_selection_total", outcome="samples_dropped") -
             m1.get1("spanprof_target_selection_total", outcome="samples_dropped"))
     print("samples dropped in user space over the 3 s: %d" % grow)

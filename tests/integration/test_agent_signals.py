@@ -33,6 +33,15 @@ from lib.otlp_stub import OtlpStub  # noqa: E402
 
 require_root()
 d = tmpdir()
+
+
+def has_samples(a):
+    """Waits until the interval holds samples: the flush then has a batch to
+    deliver (an empty interval sends nothing, and would not hang)."""
+    au.wait_for(lambda: a.metrics().get1("spanprof_samples_aggregated_total") > 0, 20,
+                what="the agent's first aggregated samples")
+
+
 load = au.busy(50)
 try:
     # ------------------------------------------------ 1. SIGTERM flush
@@ -68,7 +77,7 @@ try:
     port = srv.getsockname()[1]
     a = au.Agent(["-F", "97", "--interval", "60", "--shutdown-timeout", "2",
                   "--endpoint", "http://127.0.0.1:%d" % port], d)
-    time.sleep(1.5)
+    has_samples(a)
     rc, dt = a.stop(signal.SIGTERM)
     check(rc == 0 and dt < 4.0, "stuck endpoint: one SIGTERM exits 0 within the 2 s "
           "shutdown timeout (%.2f s, rc %d)" % (dt, rc))
@@ -76,7 +85,7 @@ try:
     for sig, want in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
         a = au.Agent(["-F", "97", "--interval", "60", "--shutdown-timeout", "30",
                       "--endpoint", "http://127.0.0.1:%d" % port], d)
-        time.sleep(1.0)
+        has_samples(a)
         a.p.send_signal(sig)
         time.sleep(0.7)
         check(a.p.poll() is None, "first %s: still flushing" % sig.name)

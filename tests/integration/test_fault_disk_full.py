@@ -12,9 +12,12 @@ target:
    temporary file is removed on failure).
 (A disk that fills up mid-recording: test_record_lifecycle.py.)
 3. room for the profile but not for the kernel symbol snapshot
-   (FILE.kallsyms.gz, about 1 MB): record succeeds (the profile is
-   complete without it), prints a note naming the snapshot, and leaves no
-   temporary file behind.
+   (FILE.kallsyms.gz, only the symbols the profile's kernel frames need,
+   a few KB: the file system is made to hold one file, nr_inodes=2, so the
+   snapshot's temporary file cannot be created; the command ends with a
+   burst of kernel work, dd from /dev/zero, so the profile has kernel
+   frames): record succeeds (the profile is complete without it), prints
+   a note naming the snapshot, and leaves no temporary file behind.
 The agent's rotating files on a full tmpfs: tests/unit/test_export_files.c.
 """
 import os
@@ -37,7 +40,7 @@ rec = "%s record --no-report -q -F 97 -d 1" % SPANPROF
 script = """
 set -u
 mount -t tmpfs -o size=64k tmpfs {full} || exit 90
-mount -t tmpfs -o size=256k tmpfs {half} || exit 90
+mount -t tmpfs -o size=256k,nr_inodes=2 tmpfs {half} || exit 90
 dd if=/dev/zero of={full}/fill bs=4k 2>/dev/null
 {rec} --no-kernel -o {full}/new.pb.gz -- {spin} 500 2>{keep}/a.err; echo $? > {keep}/a.rc
 ls -1 {full} > {keep}/a.ls
@@ -46,7 +49,7 @@ dd if=/dev/zero of={full}/fill bs=4k 2>/dev/null
 {rec} --no-kernel -o {full}/old.pb.gz -- {spin} 500 2>{keep}/b.err; echo $? > {keep}/b.rc
 ls -1 {full} > {keep}/b.ls
 cp {full}/old.pb.gz {keep}/b.old
-{rec} -o {half}/p.pb.gz -- {spin} 500 2>{keep}/c.err; echo $? > {keep}/c.rc
+{rec} -o {half}/p.pb.gz -- sh -c '{spin} 500; dd if=/dev/zero of=/dev/null bs=1M count=400 2>/dev/null' 2>{keep}/c.err; echo $? > {keep}/c.rc
 ls -1 {half} > {keep}/c.ls
 cp {half}/p.pb.gz {keep}/c.pb.gz
 """.format(full=full, half=half, keep=keep, rec=rec, spin=spin)

@@ -17,6 +17,13 @@ exactly the sample's (precision 100%); >= 99% of the
 samples in spanWork carry ids; no sample in gapWork carries any.  The
 worker label travels as a sample attribute; the binary is identified by
 its Go build id.
+
+The label cache (bpf/golabels.bpf.h) is on, and the fixture forces a GC
+every 20 ms (-gc), so label sets of finished spans are freed and
+their memory holds the next spans' sets: a cache hit that took an old set
+at a reused address would carry a finished span's ids, which the
+precision check catches.  The cache is checked to have been used (hits
+and misses counted, none uncached: this binary has .symtab and DWARF).
 """
 import json
 import os
@@ -35,8 +42,9 @@ js = os.path.join(d, "go.json")
 # --timestamps: each sample's time is checked against its span's interval
 cmd = [SPANPROF, "record", "--no-report", "-q", "-F", "499", "--format", "otlp", "--timestamps",
        "-o", out, "--summary-json", js, "--", exe, "-mode", "spans", "-workers", "8", "-duration", "6",
-       "-truth", truth_path]
-p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=go_env(GOMAXPROCS=2))
+       "-truth", truth_path, "-gc", "20ms"]
+p = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                   env=go_env(GOMAXPROCS=2))
 check(p.returncode == 0, "spanprof record of the Go fixture (rc=%d %s)" % (p.returncode, p.stderr[-300:]))
 summ = load_json(js)
 check(summ["go"]["procs"] >= 1 and summ["go"]["procs_dwarf"] >= 1,
@@ -110,4 +118,8 @@ b = summ["bpf"]
 check(b["go_ids"] >= in_span_ids and b["go_read_errors"] == 0 and b["go_bad_ids"] == 0,
       "BPF counters: ids %d, no goroutine %d, no labels %d, read errors %d" %
       (b["go_ids"], b["go_no_goroutine"], b["go_no_labels"], b["go_read_errors"]))
+check(b["go_label_cache_hits"] > 0 and b["go_label_cache_misses"] > 0 and
+      b["go_label_cache_off"] == 0,
+      "label cache used: hits %d, misses %d, uncached %d" %
+      (b["go_label_cache_hits"], b["go_label_cache_misses"], b["go_label_cache_off"]))
 shutil.rmtree(d)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion: it reads sources)
 # SPDX-License-Identifier: MIT
 # test_layers.sh - the arrows of docs/architecture.md point down only:
 #   src/base      includes nothing of the project but src/base

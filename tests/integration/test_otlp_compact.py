@@ -1,3 +1,4 @@
+# spanprof-test: parallel (BPF on its own command only, no whole-machine sampling, no timing or rate assertion)
 """Compact OTLP (the default) says what the timestamped form says.
 
 One recording of spanprof-demo (spans, span attributes, on- and off-CPU,

@@ -1,3 +1,4 @@
+# spanprof-test: parallel (BPF on its own command only, no whole-machine sampling, no timing or rate assertion)
 """spanprof record of a fixture with a known call chain and a 3:1 CPU split.
 
 Read back by go tool pprof (an independent reader that symbolizes from the

@@ -1,3 +1,4 @@
+# spanprof-test: parallel (BPF on its own command only, no whole-machine sampling, no timing or rate assertion)
 """Exact accounting under a flood.
 
 A 4 KiB ring buffer polled once a second cannot hold what two threads with

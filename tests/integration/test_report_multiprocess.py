@@ -1,3 +1,4 @@
+# spanprof-test: parallel (BPF on its own command only, no whole-machine sampling, no timing or rate assertion)
 """A real multi-process recording, read the way perf and flamegraph.pl users do.
 
 spanprof record (real BPF) of a command tree: two callchain fixtures (user

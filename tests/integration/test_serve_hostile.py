@@ -297,8 +297,19 @@ def part_b(td, cg):
     try:
         for t in ths:
             t.start()
-        time.sleep(4)
-        m = metrics(sv.port)
+
+        # until every request is answered early, in work or queued: serve
+        # then holds them all
+        end = time.monotonic() + 60
+        while True:
+            m = metrics(sv.port)
+            n = len(res) + m.get('profiles_in_work', 0) + m.get('queue_length', 0)
+            if n >= 17:
+                break
+            if time.monotonic() > end:
+                fail('hung forward: after 60 s only %d of 17 requests answered, in work or '
+                     'queued (%s)' % (n, m))
+            time.sleep(0.1)
         print('hung forward: %d answered early, %d in work, %d queued, budget %.0f MiB used'
               % (len(res), m.get('profiles_in_work', -1), m.get('queue_length', -1),
                  m.get('memory_used_bytes', 0) / 2**20))

@@ -7,9 +7,13 @@
    write_null under do_syscall_64).
 2. A snapshot written here, in Python, from /proc/kallsyms in the format of
    docs/formats.md ("Kernel symbol snapshot") - a second, independent
-   writer of the format.  When `spanprof record` already writes
-   X.kallsyms.gz itself (record.c calling sp_kallsyms__capture), that one
-   is checked too (header, mode 0644, sorted, same symbols as ours).
+   writer of the format, holding every text symbol.  Record's own
+   X.kallsyms.gz is the subset its profile needs (header scope=profile,
+   mode 0644, sorted, at most two symbol addresses per kernel location;
+   its size and the whole snapshot's are printed): every kernel location
+   gets the same name from it as from the whole snapshot, and a truncated
+   copy is refused (--kallsyms: exit 1) or warned about (beside the
+   profile: frames counted as no snapshot).
 3. spanprof-symbolizer report X --top 20 --kallsyms SNAP (run as root, so
    it drops to nobody: the snapshot must be readable): the top names
    kernel functions; its statistics count resolved kernel frames.
@@ -172,36 +176,74 @@ def main():
                     "bs=64k", "count=1000000"], timeout=180)
         p = spt.read_pprof(prof)
         kmaps = [m for m in p["mappings"].values() if m["file"] == "[kernel.kallsyms]"]
+        kmap_ids = set(mid for mid, m in p["mappings"].items()
+                       if m["file"].startswith("[kernel") or m["file"].startswith("[module:"))
         check(kmaps and all(m["build_id"] == bid for m in kmaps),
               "profile: [kernel.kallsyms] mapping carries the kernel's build id %s" % bid)
 
-        # --- the collector's own snapshot, when record writes one
-        own = prof + ".kallsyms.gz"
-        if os.path.exists(own):
-            st = os.stat(own)
-            check(stat.S_IMODE(st.st_mode) == 0o644, "record's snapshot is mode 0644")
-            raw = open(own, "rb").read()
-            check(raw[:2] == b"\x1f\x8b", "record's snapshot is gzip")
-            text = gzip.decompress(raw).decode().splitlines()
-            check(text[0].startswith("# spanprof-kallsyms v1 build-id=%s " % bid),
-                  "record's snapshot header names the running kernel's build id")
-            addrs = [int(l.split()[0], 16) for l in text[1:]]
-            check(addrs == sorted(addrs), "record's snapshot is sorted by address")
-            check(len(addrs) == len(syms) or abs(len(addrs) - len(syms)) < len(syms) // 100,
-                  "record's snapshot has the text symbols of /proc/kallsyms (%d vs %d)"
-                  % (len(addrs), len(syms)))
-            r = symbolizer(["report", prof, "--top", "10", "--kallsyms", own])
-            ks = kernel_stats(r.stderr)
-            check(r.returncode == 0 and ks and ks[0] > 0 and ks[1] == 0,
-                  "record's snapshot names every kernel frame (%s)" % (ks,))
-            os.rename(own, os.path.join(td, "record-own.kallsyms.gz"))
-        else:
-            print("note: spanprof record does not write FILE.kallsyms.gz yet "
-                  "(record.c does not call sp_kallsyms__capture); using the "
-                  "Python-written snapshot only", flush=True)
-
         snap = os.path.join(td, "py.kallsyms.gz")
         write_snapshot(snap, bid, syms)
+
+        # --- the collector's own snapshot: only what this profile needs
+        own = prof + ".kallsyms.gz"
+        check(os.path.exists(own), "record wrote FILE.kallsyms.gz")
+        st = os.stat(own)
+        check(stat.S_IMODE(st.st_mode) == 0o644, "record's snapshot is mode 0644")
+        raw = open(own, "rb").read()
+        check(raw[:2] == b"\x1f\x8b", "record's snapshot is gzip")
+        text = gzip.decompress(raw).decode().splitlines()
+        check(text[0].startswith("# spanprof-kallsyms v1 build-id=%s " % bid) and
+              " scope=profile" in text[0],
+              "record's snapshot header names the running kernel's build id and says it "
+              "is a subset: %s" % text[0])
+        addrs = [int(l.split()[0], 16) for l in text[1:] if not l.startswith("#")]
+        check(addrs == sorted(addrs), "record's snapshot is sorted by address")
+        whole = os.path.getsize(snap)
+        nk = sum(1 for mid, a in p["locations"].values() if mid in kmap_ids)
+        print("record's snapshot: %d bytes, %d symbol lines for %d kernel locations; the "
+              "whole /proc/kallsyms in the same format: %d bytes, %d symbol lines"
+              % (len(raw), len(addrs), nk, whole, len(syms)), flush=True)
+        check(len(addrs) <= 2 * nk + 4 and len(raw) < whole // 10,
+              "record's snapshot holds at most 2 symbol addresses per kernel location "
+              "(+ _text/_stext): %d lines for %d locations, %d bytes vs %d whole"
+              % (len(addrs), nk, len(raw), whole))
+        r = symbolizer(["report", prof, "--top", "10", "--kallsyms", own])
+        ks = kernel_stats(r.stderr)
+        check(r.returncode == 0 and ks and ks[0] > 0,
+              "record's snapshot names kernel frames (%s)" % (ks,))
+        # every kernel location: the subset's name is the whole snapshot's
+        out_own = os.path.join(td, "sym-own.pb.gz")
+        out_whole = os.path.join(td, "sym-whole.pb.gz")
+        r1 = symbolizer(["file", prof, "-o", out_own, "--no-kallsyms", "--kallsyms", own])
+        r2 = symbolizer(["file", prof, "-o", out_whole, "--no-kallsyms", "--kallsyms", snap])
+        check(r1.returncode == 0 and r2.returncode == 0,
+              "file with either snapshot: %s %s" % (r1.stderr[-300:], r2.stderr[-300:]))
+        n_own, f_own = pprof_functions(out_own)
+        n_whole, _ = pprof_functions(out_whole)
+        kl = [lid for lid, f in f_own.items() if f.startswith("[kernel") or
+              f.startswith("[module:")]
+        diff = [(lid, n_own.get(lid), n_whole.get(lid)) for lid in kl
+                if n_own.get(lid) != n_whole.get(lid)]
+        named = sum(1 for lid in kl if n_whole.get(lid))
+        check(len(kl) >= 10 and named >= 0.9 * len(kl) and not diff,
+              "all %d kernel locations (%d named) get the same name from record's subset "
+              "as from the whole /proc/kallsyms: %s" % (len(kl), named, diff[:5]))
+        # truncated: an explicit --kallsyms is refused, the default one warns
+        cut = os.path.join(td, "cut.kallsyms.gz")
+        with open(cut, "wb") as f:
+            f.write(raw[:len(raw) * 2 // 3])
+        os.chmod(cut, 0o644)
+        r = symbolizer(["report", prof, "--kallsyms", cut])
+        check(r.returncode == 1 and "not a spanprof-kallsyms v1 snapshot" in r.stderr,
+              "a truncated subset given with --kallsyms is an error: %s" % r.stderr[-300:])
+        shutil.copy(cut, own)
+        r = symbolizer(["report", prof, "--top", "5"])
+        ks = kernel_stats(r.stderr)
+        check(r.returncode == 0 and "warning" in r.stderr and ks and ks[0] == 0 and
+              ks[2] == ks[1] > 0,
+              "a truncated subset beside the profile: a warning, kernel frames counted as "
+              "no snapshot (%s)" % (ks,))
+        os.unlink(own)
 
         # --- report (as root: drops to nobody, reads the 0644 snapshot)
         r = symbolizer(["report", prof, "--top", "20", "--kallsyms", snap])

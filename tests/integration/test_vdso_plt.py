@@ -89,11 +89,16 @@ def part_agent(d):
     try:
         agent = Agent(["--endpoint", "http://127.0.0.1:%d" % srv.port, "--upload-symbols",
                        "--interval", "3", "--jitter", "0", "-F", "97"], d)
-        time.sleep(8)
+        # two intervals exported, then the stop's flush: the image must be
+        # stored once across every batch
+        wait_for(lambda: agent.metrics().get1("spanprof_export_batches_total",
+                                              outcome="exported") >= 2, 30,
+                 what="two batches exported to serve")
         rc, _ = agent.stop()
         check(rc == 0, "agent exited 0 (rc %s): %s" % (rc, agent.text()[-600:]))
-        wait_for(lambda: otlp_files(srv.out), 20, what="serve's output")
-        time.sleep(1)
+        # serve renames a profile into its output directory before it
+        # answers 200 (serve.c), so what was exported is there now
+        check(otlp_files(srv.out), "serve's output holds the exported profiles")
     finally:
         if agent:
             agent.kill()

@@ -258,6 +258,10 @@ static void test_binaries(void **state)
 	assert_int_equal(b.desc.g_labels, 360);
 	assert_int_equal(b.desc.layout, SP_GO_LABELS_MAP);
 	assert_int_equal(b.desc.go_minor, 19);
+	/* the label cache's GC cycle: .symtab's runtime.mheap_ + DWARF's
+	 * offset of sweepgen, inside the symbol (readelf -s / -wi agree) */
+	assert_true(b.desc.sweepgen != 0);
+	assert_int_equal(b.desc.seq, 0);	/* given by discovery, per process */
 	/* the park point follows gopark's frame setup; the resume point its
 	 * call to mcall (the byte before it ends a call rel32) */
 	assert_true(b.park_off && b.resume_off);
@@ -268,6 +272,9 @@ static void test_binaries(void **state)
 	/* stripped: the table, and the same points through .gopclntab */
 	assert_int_equal(read_file_go(fixture(q, sizeof(q), "go/golabels.stripped"), &s, &why), 0);
 	assert_int_equal(s.offsets_from, SP_GO_FROM_TABLE);
+	/* no .symtab, no DWARF: no GC cycle address, labels read uncached */
+	assert_int_equal(s.desc.sweepgen, 0);
+	s.desc.sweepgen = b.desc.sweepgen;
 	assert_memory_equal(&s.desc, &b.desc, sizeof(b.desc));
 	assert_true(s.park_off && s.resume_off);
 	/* Go 1.24 (the hand-laid fixture): the slice layout, cgo's TLS rule */

@@ -26,6 +26,7 @@
 #include "testutil.h"
 
 #include "base/jit_piece.h"
+#include "base/hex.h"
 #include "base/symstore.h"
 #include "collector/host/vdso.h"
 #include "symbolizer/store.h"
@@ -127,6 +128,20 @@ static void test_store_and_refuse(void **state)
 		assert_int_equal(sp_symstore__upload_encode(SP_SYMSTORE_KALLSYMS, other, 20, snap,
 							    strlen(snap), &body, &len), 0);
 		assert_int_equal(put(s, body, len), -EINVAL);
+		/* a profile's subset (what record writes) under its own build id:
+		 * it would stand for the whole kernel, refused */
+		{
+			char hex[41], sub[256], why[160] = "";
+
+			sp_hex__encode(other, 20, hex);
+			snprintf(sub, sizeof(sub), "# spanprof-kallsyms v1 build-id=%s scope=profile\n"
+				 "ffffffff81000000 T _text\n", hex);
+			assert_int_equal(sp_symstore__upload_encode(SP_SYMSTORE_KALLSYMS, other, 20,
+								    sub, strlen(sub), &body, &len), 0);
+			assert_int_equal(sp_store__put(s, body, len, why, sizeof(why)), -EINVAL);
+			assert_non_null(strstr(why, "subset"));
+			free(body);
+		}
 	}
 	/* the vDSO this process maps, under its build id (what the agent
 	 * ships), then under another */
@@ -166,13 +181,13 @@ static void test_store_and_refuse(void **state)
 	}
 
 	sp_store__stats(s, &st);
-	assert_int_equal(st.uploads, 11);
+	assert_int_equal(st.uploads, 12);
 	assert_int_equal(st.stored[SP_SYMSTORE_JIT], 1);
 	assert_int_equal(st.stored[SP_SYMSTORE_KALLSYMS], 1);
 	assert_int_equal(st.stored[SP_SYMSTORE_ELF], 1);
 	assert_int_equal(st.duplicates, 1);
 	assert_int_equal(st.refused_mismatch, 3);	/* the piece, snapshot, vDSO */
-	assert_int_equal(st.refused_malformed, 3);	/* envelope, kind, not ELF */
+	assert_int_equal(st.refused_malformed, 4);	/* envelope, kind, not ELF, subset */
 	assert_int_equal(st.refused_too_big, 1);
 	assert_int_equal(st.files, 3);
 	sp_store__free(s);

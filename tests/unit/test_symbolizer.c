@@ -3,7 +3,8 @@
  * test_symbolizer.c - unit tests of src/symbolizer: build-id validation
  * and path tricks, the debug-info finder (build-id directories, hint path,
  * debuginfod negative cache against a refused port), the resolver on the
- * -O2 fixture (functions, inlined chains, file offsets, the cache bound),
+ * -O2 fixture (functions, inlined chains, file offsets, the cache bound,
+ * lookups in two modules at once on the C++ fixture unw_sort_cpp),
  * profile symbolization with its counters, and the reports (folded, top,
  * by span, flame graph escaping) on hand-made profiles.
  *
@@ -55,16 +56,20 @@ static bool have_fixture(void)
 	return realpath(rel, fixture) != NULL && access(fixture, R_OK) == 0;
 }
 
-/* Value and size of a FUNC symbol of the fixture (its ELF vaddr). */
-static bool fixture_sym(const char *name, uint64_t *va, uint64_t *size)
+/* Value and size of a FUNC symbol of the ELF file path (its vaddr): the
+ * one named name, or with name ending in '*' the first whose name starts
+ * with what comes before the '*' and whose size is not 0. */
+static bool elf_func_sym(const char *path, const char *name, uint64_t *va, uint64_t *size)
 {
+	size_t plen = strlen(name);
+	bool prefix = plen && name[plen - 1] == '*';
 	Elf_Scn *scn = NULL;
 	bool found = false;
 	Elf *elf;
 	int fd;
 
 	elf_version(EV_CURRENT);
-	fd = open(fixture, O_RDONLY);
+	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return false;
 	elf = elf_begin(fd, ELF_C_READ, NULL);
@@ -82,8 +87,8 @@ static bool fixture_sym(const char *name, uint64_t *va, uint64_t *size)
 			if (!gelf_getsym(d, (int)i, &s))
 				break;
 			n = elf_strptr(elf, sh.sh_link, s.st_name);
-			if (n && !strcmp(n, name) &&
-			    GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+			if (n && GELF_ST_TYPE(s.st_info) == STT_FUNC &&
+			    (prefix ? !strncmp(n, name, plen - 1) && s.st_size : !strcmp(n, name))) {
 				*va = s.st_value;
 				*size = s.st_size;
 				found = true;
@@ -94,6 +99,12 @@ static bool fixture_sym(const char *name, uint64_t *va, uint64_t *size)
 	elf_end(elf);
 	close(fd);
 	return found;
+}
+
+/* Value and size of a FUNC symbol of the fixture (its ELF vaddr). */
+static bool fixture_sym(const char *name, uint64_t *va, uint64_t *size)
+{
+	return elf_func_sym(fixture, name, va, size);
 }
 
 /* ELF vaddr -> file offset through the fixture's PT_LOAD headers. */
@@ -603,6 +614,187 @@ static void test_resolver_load_does_not_block_others(void **state)
 	unsetenv("DEBUGINFOD_TIMEOUT");
 }
 
+/*
+ * Lookups in different modules run at the same time.  The evidence is a
+ * rendezvous inside the lookup itself: the demangler hook is called by
+ * resolve_one under the module's lock (resolve.c), and there each thread
+ * waits until the other thread has reached its own demangler call, or
+ * until a deadline.  Both reaching it before the deadline is possible
+ * only if both lookups were inside their modules at once; executed one
+ * after the other (a global lock, or one module's lock), the first waits
+ * alone until its deadline.  The control below shows the check telling
+ * the two apart: two lookups in the same module (one lock) never meet.
+ */
+struct par_lookup {
+	struct sp_resolver *r;
+	pthread_barrier_t *start;
+	const char *id;
+	const char *path;
+	uint64_t va;
+	int rc;
+	bool hooked;		/* the hook ran inside this thread's lookup */
+	bool met;		/* ... and saw the other thread arrive */
+	double waited;		/* seconds in the rendezvous */
+	char function[128];
+};
+
+static struct {
+	int arrived;		/* atomic: threads at the rendezvous */
+	double wait_s;
+} par;
+static __thread struct par_lookup *par_self;
+
+static char *par_demangler(const char *name, char *buf, size_t *len, int *status)
+{
+	struct par_lookup *l = par_self;
+
+	if (l && !l->hooked) {
+		double t0 = now_s();
+
+		l->hooked = true;
+		__atomic_add_fetch(&par.arrived, 1, __ATOMIC_ACQ_REL);
+		while (__atomic_load_n(&par.arrived, __ATOMIC_ACQUIRE) < 2 && now_s() - t0 < par.wait_s)
+			usleep(1000);
+		l->met = __atomic_load_n(&par.arrived, __ATOMIC_ACQUIRE) >= 2;
+		l->waited = now_s() - t0;
+	}
+	return __cxa_demangle(name, buf, len, status);
+}
+
+static void *par_lookup_thread(void *arg)
+{
+	struct par_lookup *l = arg;
+	struct sp_frames fr;
+
+	pthread_barrier_wait(l->start);
+	par_self = l;
+	l->rc = sp_resolver__resolve_vaddr(l->r, l->id, l->path, l->va, &fr);
+	par_self = NULL;
+	if (!l->rc && fr.n && fr.f[fr.n - 1].function)
+		snprintf(l->function, sizeof(l->function), "%s", fr.f[fr.n - 1].function);
+	return NULL;
+}
+
+/* Runs two lookups from two threads started together; the hook waits up
+ * to wait_s for the other.  Both modules are loaded first (a load is not
+ * what is measured). */
+static void par_run(struct sp_resolver *r, struct par_lookup l[2], double wait_s)
+{
+	pthread_barrier_t start;
+	pthread_t t[2];
+
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(sp_resolver__load(r, l[i].id, l[i].path), 0);
+	par.arrived = 0;
+	par.wait_s = wait_s;
+	assert_int_equal(pthread_barrier_init(&start, NULL, 2), 0);
+	sp_resolver__set_demangler(par_demangler);
+	for (int i = 0; i < 2; i++) {
+		l[i].r = r;
+		l[i].start = &start;
+		assert_int_equal(pthread_create(&t[i], NULL, par_lookup_thread, &l[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	sp_resolver__set_demangler(__cxa_demangle);
+	pthread_barrier_destroy(&start);
+	for (int i = 0; i < 2; i++) {
+		print_message("lookup %d: rc %d hook %d met %d waited %.3f s -> %s\n", i, l[i].rc,
+			      l[i].hooked, l[i].met, l[i].waited, l[i].function);
+		assert_int_equal(l[i].rc, 0);
+		assert_true(l[i].hooked);
+		/* demangled by the hook's answer: std::__introsort_loop<...> */
+		assert_non_null(strstr(l[i].function, "std::__"));
+	}
+}
+
+/* A copy of the C++ fixture with another build id (last byte of the note's
+ * descriptor flipped): a second module with the same symbols. */
+static void copy_with_other_id(const char *src, const char *id, const char *dst, char *id2)
+{
+	uint8_t want[SP_BUILDID_MAX_HEX / 2], *p;
+	size_t n = strlen(id) / 2, len;
+	FILE *f = fopen(src, "rb");
+	char *buf;
+	long sz;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	sz = ftell(f);
+	assert_true(sz > 0);
+	rewind(f);
+	len = (size_t)sz;
+	buf = malloc(len);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, len, f), len);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(sscanf(id + 2 * i, "%2hhx", &want[i]), 1);
+	p = memmem(buf, len, want, n);
+	assert_non_null(p);
+	p[n - 1] ^= 0xff;
+	f = fopen(dst, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	free(buf);
+	assert_int_equal(sp_buildid__read_file(dst, id2, SP_BUILDID_MAX_HEX + 1), 0);
+	assert_string_not_equal(id, id2);
+}
+
+static void test_resolver_modules_in_parallel(void **state)
+{
+	struct sp_debuginfo_opts d = { 0 };
+	struct sp_resolver_opts o = { 0 };
+	struct sp_debuginfo *di;
+	struct sp_resolver *r;
+	char cpp[PATH_MAX], rel[PATH_MAX], copy[PATH_MAX];
+	char id[SP_BUILDID_MAX_HEX + 1], id2[SP_BUILDID_MAX_HEX + 1];
+	const char *b = getenv("SPANPROF_BUILD");
+	uint64_t va, va2, size;
+
+	(void)state;
+	snprintf(rel, sizeof(rel), "%s/fixtures/unw_sort_cpp", b && *b ? b : "build");
+	if (!realpath(rel, cpp))
+		skip();
+	assert_true(elf_func_sym(cpp, "_ZSt16__introsort_loop*", &va, &size));
+	assert_true(elf_func_sym(cpp, "_ZSt13__adjust_heap*", &va2, &size));
+	assert_int_equal(sp_buildid__read_file(cpp, id, sizeof(id)), 0);
+	tu_path(copy, sizeof(copy), "unw_sort_cpp.copy");
+	copy_with_other_id(cpp, id, copy, id2);
+	unsetenv("DEBUGINFOD_URLS");
+	assert_int_equal(sp_debuginfo__new(&d, &di), 0);
+	o.di = di;
+
+	/* two modules: both lookups are inside their modules at once (the
+	 * deadline is only a bound for a failure; a pass meets in ms) */
+	assert_int_equal(sp_resolver__new(&o, &r), 0);
+	{
+		struct par_lookup l[2] = { { .id = id, .path = cpp, .va = va + 1 },
+					   { .id = id2, .path = copy, .va = va + 1 } };
+
+		par_run(r, l, 20.0);
+		assert_true(l[0].met && l[1].met);
+		assert_true(l[0].waited < 20.0 && l[1].waited < 20.0);
+	}
+	sp_resolver__free(r);
+
+	/* control: one module, two addresses: its lock makes the second wait
+	 * for the first, which leaves the rendezvous alone at its deadline */
+	assert_int_equal(sp_resolver__new(&o, &r), 0);
+	{
+		struct par_lookup l[2] = { { .id = id, .path = cpp, .va = va + 1 },
+					   { .id = id, .path = cpp, .va = va2 + 1 } };
+
+		par_run(r, l, 0.5);
+		assert_false(l[0].met && l[1].met);
+		assert_true(l[0].met != l[1].met);	/* the second found the first gone */
+		assert_true((l[0].met ? l[1].waited : l[0].waited) >= 0.5);
+	}
+	sp_resolver__free(r);
+	sp_debuginfo__free(di);
+}
+
 static void test_demangle(void **state)
 {
 	char *d;
@@ -1035,6 +1227,8 @@ int main(void)
 		cmocka_unit_test(test_resolver_cache_bound),
 		cmocka_unit_test(test_resolver_lazy_units_budget),
 		cmocka_unit_test_setup_teardown(test_resolver_load_does_not_block_others, tu_setup_dir,
+						tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(test_resolver_modules_in_parallel, tu_setup_dir,
 						tu_teardown_dir),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_symbolize_profile),

@@ -242,8 +242,11 @@ static void usage(FILE *f)
 "      --select-cgroup PATH  profile only processes whose cgroup path starts with\n"
 "                            PATH (any hierarchy; e.g. /kubepods/burstable/pod<uid>)\n"
 "      --select-exe EXE      ... or whose executable is EXE (full path or name)\n"
-"      --select-service NAME ... or whose OTEL_SERVICE_NAME (or service.name in\n"
-"                            OTEL_RESOURCE_ATTRIBUTES) is NAME;\n"
+"      --select-service NAME ... or whose service.name is NAME, as its resources\n"
+"                            get it: OTEL_SERVICE_NAME, service.name in\n"
+"                            OTEL_RESOURCE_ATTRIBUTES (not with --no-process-env),\n"
+"                            then the OTEP 4719 process context (a process with\n"
+"                            no name yet is asked again for 2 s);\n"
 "                            repeatable, up to 16 each; the others are counted\n"
 "                            and dropped in BPF after their first sample\n"
 "  -q, --quiet               fewer log lines\n"
@@ -494,6 +497,13 @@ static void upload_lost(void *ctx, int kind, const uint8_t *key, size_t key_len)
 	sp_hostsyms__lost(sp_pipeline__hostsyms(a->pipe), kind);
 }
 
+/* --select-service's names: the resources' own (the gate runs with the
+ * pipeline's lock held, as sp_pipeline__service_name requires). */
+static const char *select_service(uint32_t pid, bool look_again, void *ctx)
+{
+	return sp_pipeline__service_name(ctx, pid, look_again);
+}
+
 /* Pipeline gate: while the memory guard is engaged, samples are drained
  * and dropped (process events still pass: they keep the process table
  * right and cost no aggregator space). */
@@ -504,7 +514,7 @@ static bool admit(const struct sp_event *e, void *ctx)
 
 	/* Target selection: a process not selected is told to BPF at its
 	 * first sample; what was already in the ring is dropped here. */
-	if (a->o.sel && !sp_target_select__wants(a->o.sel, e->pid, &fresh)) {
+	if (a->o.sel && !sp_target_select__wants(a->o.sel, e->pid, e->ts_ns / 1000000u, &fresh)) {
 		if (fresh && sp_pipeline__exclude(a->pipe, e->pid))
 			a->select_bpf_full++;
 		a->select_dropped++;
@@ -1058,14 +1068,18 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 		  "Mapping ids recycled after their last interval was exported",
 		  p.sum.procs.mappings_released);
 	sp_metrics__family(b, "spanprof_target_selection_total", SP_METRIC_COUNTER,
-			   "Process images decided by --select-cgroup/--select-exe, samples of "
-			   "excluded ones dropped before BPF stopped them, exclusions BPF refused");
+			   "Process images decided by --select-cgroup/--select-exe/--select-service "
+			   "(deferred: no service.name yet at the first sample, decided later), "
+			   "samples of excluded ones dropped before BPF stopped them, exclusions "
+			   "BPF refused");
 	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "included"),
 			p.sel.included);
 	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "excluded"),
 			p.sel.excluded);
 	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "unreadable"),
 			p.sel.unreadable);
+	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "deferred"),
+			p.sel.deferred);
 	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "samples_dropped"),
 			p.select_dropped);
 	sp_metrics__u64(b, "spanprof_target_selection_total", L("outcome", "bpf_map_full"),
@@ -1417,6 +1431,8 @@ int sp_agent__main(int argc, char **argv)
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;
 	}
+	if (a->o.sel)
+		sp_target_select__set_service(a->o.sel, select_service, a->pipe);
 	a->spare = sp_pipeline__new_agg(a->pipe);
 	if (!a->spare) {
 		fprintf(stderr, "spanprof agent: cannot allocate the second aggregator (%s): lower "
@@ -1438,7 +1454,7 @@ int sp_agent__main(int argc, char **argv)
 	}
 	if (err[0] && !a->o.quiet)
 		fprintf(stderr, "spanprof agent: %s\n", err);
-	sp_privs__current(&eff, &perm);
+	sp_caps__current(&eff, &perm);
 	sp_privs__names(perm, names, sizeof(names));
 
 	if (build_exporter(a, err, sizeof(err))) {

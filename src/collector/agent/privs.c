@@ -13,16 +13,7 @@
 #include <unistd.h>
 
 #include "collector/agent/privs.h"
-
-#ifndef CAP_PERFMON
-#define CAP_PERFMON 38
-#endif
-#ifndef CAP_BPF
-#define CAP_BPF 39
-#endif
-#ifndef CAP_CHECKPOINT_RESTORE
-#define CAP_CHECKPOINT_RESTORE 40
-#endif
+#include "collector/pipeline/caps.h"
 
 #define BIT(c) (1ull << (c))
 
@@ -76,34 +67,19 @@ uint64_t sp_privs__needed(bool uprobes)
 	return m;
 }
 
-int sp_privs__current(uint64_t *eff, uint64_t *perm)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = { 0 };
-
-	if (syscall(SYS_capget, &h, d))
-		return -errno;
-	if (eff)
-		*eff = d[0].effective | (uint64_t)d[1].effective << 32;
-	if (perm)
-		*perm = d[0].permitted | (uint64_t)d[1].permitted << 32;
-	return 0;
-}
-
 int sp_privs__drop(uint64_t keep, char *err, size_t err_len)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = { 0 };
 	int last = last_cap();
-	uint64_t perm, have_setpcap;
+	uint64_t eff, perm, have_setpcap;
 	bool bset_skipped = false;
 
 	if (err_len)
 		err[0] = '\0';
-	if (syscall(SYS_capget, &h, d))
+	if (sp_caps__current(&eff, &perm))
 		goto fail;
-	perm = d[0].permitted | (uint64_t)d[1].permitted << 32;
-	have_setpcap = (d[0].effective & (1u << CAP_SETPCAP));
+	have_setpcap = eff & BIT(CAP_SETPCAP);
 	/* Bounding set first: it needs CAP_SETPCAP, which goes next. */
 	for (int c = 0; c <= last; c++) {
 		if (keep & BIT(c))

@@ -52,9 +52,6 @@ uint64_t sp_privs__needed(bool uprobes);
  * or a negative errno with a message. */
 int sp_privs__drop(uint64_t keep, char *err, size_t err_len);
 
-/* Current effective and permitted sets (capget). */
-int sp_privs__current(uint64_t *effective, uint64_t *permitted);
-
 /* "cap_sys_ptrace,cap_bpf" (names as in capabilities(7), lower case). */
 void sp_privs__names(uint64_t mask, char *out, size_t len);
 

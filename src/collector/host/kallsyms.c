@@ -45,10 +45,18 @@ static void say(char *err, size_t err_len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* "ADDR TYPE NAME" with an optional tab and [MODULE]: 0 and *addr, *type, or -EINVAL. */
+static bool printable(char c)
+{
+	return c > ' ' && c < 0x7f;
+}
+
+/* "ADDR TYPE NAME" with an optional tab and [MODULE], by the reader's
+ * rules (src/symbolizer/kallsyms.h): a line the reader would skip is not
+ * written, so a subset's neighbours are the reader's neighbours.  0 and
+ * *addr, *type, or -EINVAL. */
 static int parse_line(const char *l, size_t len, uint64_t *addr, char *type)
 {
-	size_t i = 0;
+	size_t i = 0, name, mod;
 	uint64_t a = 0;
 	int d;
 
@@ -59,11 +67,22 @@ static int parse_line(const char *l, size_t len, uint64_t *addr, char *type)
 	if (i == 0 || i > 16 || i + 3 >= len || l[i] != ' ' || l[i + 2] != ' ')
 		return -EINVAL;
 	*type = l[i + 1];
-	for (size_t j = i + 3; j < len; j++)
-		if ((unsigned char)l[j] < ' ' && l[j] != '\t')
+	name = i += 3;
+	while (i < len && printable(l[i]))
+		i++;
+	if (i == name || i - name > SP_KALLSYMS_MAX_NAME)
+		return -EINVAL;
+	if (i < len) {
+		while (i < len && (l[i] == '\t' || l[i] == ' '))
+			i++;
+		if (i == len || l[i] != '[')
 			return -EINVAL;
-	if (l[i + 3] == '\t' || l[i + 3] == ' ')
-		return -EINVAL;	/* empty name */
+		mod = ++i;
+		while (i < len && printable(l[i]) && l[i] != ']')
+			i++;
+		if (i + 1 != len || l[i] != ']' || i == mod || i - mod > SP_KALLSYMS_MAX_NAME)
+			return -EINVAL;
+	}
 	*addr = a;
 	return 0;
 }
@@ -104,11 +123,11 @@ static void read_boot_id(char *out, size_t len)
 	token(out);
 }
 
-/* The snapshot text (header, module comments, kept lines) gzip'd into a
- * new buffer. */
+/* The snapshot text (header, module comments, kept lines: all, or those
+ * with keep[i]) gzip'd into a new buffer. */
 static int gzip_snapshot(const char *header, const struct sp_kmod *mods, size_t n_mods,
-			 const char *raw, const struct kline *k, size_t n, uint8_t **out,
-			 size_t *out_len)
+			 const char *raw, const struct kline *k, size_t n, const bool *keep,
+			 uint8_t **out, size_t *out_len)
 {
 	size_t len = strlen(header), cap = len + 1, o;
 	char *text, line[256];
@@ -137,6 +156,8 @@ static int gzip_snapshot(const char *header, const struct sp_kmod *mods, size_t 
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (keep && !keep[i])
+			continue;
 		memcpy(text + o, raw + k[i].off, k[i].len);
 		o += k[i].len;
 		text[o++] = '\n';
@@ -144,6 +165,67 @@ static int gzip_snapshot(const char *header, const struct sp_kmod *mods, size_t 
 	rc = sp_gzip((const uint8_t *)text, o, out, out_len);
 	free(text);
 	return rc;
+}
+
+/* A line "ADDR TYPE NAME" of the kernel image (no module) named name. */
+static bool is_image_sym(const char *raw, const struct kline *k, const char *name)
+{
+	size_t nl = strlen(name);
+	const char *l = raw + k->off;
+
+	return k->len > nl + 1 && l[k->len - nl - 1] == ' ' &&
+	       !memcmp(l + k->len - nl, name, nl) && !memchr(l, '[', k->len);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Marks in keep[] what resolving want's addresses needs (kallsyms_format.h
+ * "A subset"): k is sorted by address.  -ENOMEM. */
+static int mark_wanted(const char *raw, const struct kline *k, size_t n,
+		       const struct sp_kallsyms_want *want, bool *keep)
+{
+	size_t m = 0, j = 0;
+	uint64_t text = 0, stext = 0, *t;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!text && is_image_sym(raw, &k[i], "_text")) {
+			text = k[i].addr;
+			keep[i] = true;
+		} else if (!stext && is_image_sym(raw, &k[i], "_stext")) {
+			stext = k[i].addr;
+			keep[i] = true;
+		}
+	}
+	text = text ? text : stext;	/* the reader's base (sp_ksyms__text) */
+	t = malloc((want->n_addrs + want->n_text_offs + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < want->n_addrs; i++)
+		t[m++] = want->addrs[i];
+	for (size_t i = 0; text && i < want->n_text_offs; i++)
+		if (want->text_offs[i] <= UINT64_MAX - text)
+			t[m++] = text + want->text_offs[i];
+	qsort(t, m, sizeof(*t), cmp_u64);
+	/* t and k both ascend: j is the first line above t[i] */
+	for (size_t i = 0; i < m; i++) {
+		size_t c, s;
+
+		while (j < n && k[j].addr <= t[i])
+			j++;
+		if (!j)
+			continue;	/* below every symbol: nothing names it */
+		for (c = j; c > 0 && k[c - 1].addr == k[j - 1].addr; c--)
+			keep[c - 1] = true;	/* the covering address, every line */
+		for (s = j; s < n && k[s].addr == k[j].addr; s++)
+			keep[s] = true;		/* and where it ends */
+	}
+	free(t);
+	return 0;
 }
 
 /* The text symbols of src, sorted: *raw holds the file, *k the kept lines.
@@ -258,15 +340,17 @@ int sp_kallsyms__text_range(uint64_t *text, uint64_t *image_end, char *err, size
 	return rc;
 }
 
-int sp_kallsyms__snapshot(const struct sp_build_id *kernel_id, const struct sp_kmod *mods,
-			  size_t n_mods, uint8_t **gz, size_t *gz_len, char *err,
-			  size_t err_len)
+/* The snapshot gzip'd: the whole one (want NULL) or want's subset. */
+static int snapshot(const struct sp_build_id *kernel_id, const struct sp_kmod *mods,
+		    size_t n_mods, const struct sp_kallsyms_want *want, uint8_t **gz,
+		    size_t *gz_len, char *err, size_t err_len)
 {
 	const char *src = kallsyms_src();
 	char hex[2 * SP_BUILD_ID_MAX + 1], boot[64], header[512];
 	char *raw = NULL;
 	struct sp_build_id kid;
 	struct kline *k = NULL;
+	bool *keep = NULL;
 	size_t n = 0;
 	struct utsname u;
 	struct timespec now;
@@ -287,6 +371,14 @@ int sp_kallsyms__snapshot(const struct sp_build_id *kernel_id, const struct sp_k
 	rc = read_text(src, &raw, &k, &n, NULL, NULL, err, err_len);
 	if (rc)
 		return rc;
+	if (want) {
+		keep = calloc(n ? n : 1, sizeof(*keep));
+		rc = keep ? mark_wanted(raw, k, n, want, keep) : -ENOMEM;
+		if (rc) {
+			say(err, err_len, "kallsyms: out of memory");
+			goto out;
+		}
+	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (uname(&u))
 		snprintf(u.release, sizeof(u.release), "unknown");
@@ -294,15 +386,25 @@ int sp_kallsyms__snapshot(const struct sp_build_id *kernel_id, const struct sp_k
 	read_boot_id(boot, sizeof(boot));
 	snprintf(header, sizeof(header),
 		 SP_KALLSYMS_MAGIC SP_KALLSYMS_KEY_BUILD_ID "=%s " SP_KALLSYMS_KEY_CAPTURED_AT
-		 "=%llu " SP_KALLSYMS_KEY_KERNEL "=%s%s%s\n", hex,
+		 "=%llu " SP_KALLSYMS_KEY_KERNEL "=%s%s%s%s\n", hex,
 		 (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec,
-		 u.release, boot[0] ? " " SP_KALLSYMS_KEY_BOOT_ID "=" : "", boot);
-	rc = gzip_snapshot(header, mods, n_mods, raw, k, n, gz, gz_len);
+		 u.release, boot[0] ? " " SP_KALLSYMS_KEY_BOOT_ID "=" : "", boot,
+		 want ? " " SP_KALLSYMS_KEY_SCOPE "=" SP_KALLSYMS_SCOPE_PROFILE : "");
+	rc = gzip_snapshot(header, mods, n_mods, raw, k, n, keep, gz, gz_len);
 	if (rc)
 		say(err, err_len, "kallsyms: compressing the snapshot: %s", strerror(-rc));
+out:
+	free(keep);
 	free(k);
 	free(raw);
 	return rc;
+}
+
+int sp_kallsyms__snapshot(const struct sp_build_id *kernel_id, const struct sp_kmod *mods,
+			  size_t n_mods, uint8_t **gz, size_t *gz_len, char *err,
+			  size_t err_len)
+{
+	return snapshot(kernel_id, mods, n_mods, NULL, gz, gz_len, err, err_len);
 }
 
 int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_id,
@@ -311,34 +413,21 @@ int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_
 	return sp_kallsyms__capture_mods(out_path, kernel_id, NULL, 0, err, err_len);
 }
 
-int sp_kallsyms__capture_mods(const char *out_path, const struct sp_build_id *kernel_id,
-			      const struct sp_kmod *mods, size_t n_mods, char *err,
-			      size_t err_len)
+/* gz to out_path through a temporary file in its directory (kallsyms.h). */
+static int write_atomic(const char *out_path, const uint8_t *gz, size_t gz_len, char *err,
+			size_t err_len)
 {
-	uint8_t *gz = NULL;
-	size_t gz_len = 0;
 	char *tmp = NULL;
 	int fd = -1, rc;
 
-	if (!out_path || !*out_path) {
-		say(err, err_len, "kallsyms: no output path");
-		return -EINVAL;
-	}
-	rc = sp_kallsyms__snapshot(kernel_id, mods, n_mods, &gz, &gz_len, err, err_len);
-	if (rc)
-		return rc;
-	if (asprintf(&tmp, "%s.tmp.XXXXXX", out_path) < 0) {
-		tmp = NULL;
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", out_path) < 0)
+		return -ENOMEM;
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
 		say(err, err_len, "kallsyms: cannot create %s: %s", tmp, strerror(errno));
 		free(tmp);
-		tmp = NULL;
-		goto out;
+		return rc;
 	}
 	if (fchmod(fd, 0644)) {
 		rc = -errno;
@@ -352,27 +441,58 @@ int sp_kallsyms__capture_mods(const char *out_path, const struct sp_build_id *ke
 		say(err, err_len, "kallsyms: writing %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
-	if (close(fd)) {
-		fd = -1;
-		rc = -errno;
-		say(err, err_len, "kallsyms: closing %s: %s", tmp, strerror(errno));
+	rc = close(fd) ? -errno : 0;
+	fd = -1;
+	if (rc) {
+		say(err, err_len, "kallsyms: closing %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
-	fd = -1;
 	if (rename(tmp, out_path)) {
 		rc = -errno;
 		say(err, err_len, "kallsyms: rename to %s: %s", out_path, strerror(errno));
 		goto out;
 	}
 	free(tmp);
-	tmp = NULL;
+	return 0;
 out:
 	if (fd >= 0)
 		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
+	unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+static int capture(const char *out_path, const struct sp_build_id *kernel_id,
+		   const struct sp_kmod *mods, size_t n_mods, const struct sp_kallsyms_want *want,
+		   char *err, size_t err_len)
+{
+	uint8_t *gz = NULL;
+	size_t gz_len = 0;
+	int rc;
+
+	if (!out_path || !*out_path) {
+		say(err, err_len, "kallsyms: no output path");
+		return -EINVAL;
 	}
+	rc = snapshot(kernel_id, mods, n_mods, want, &gz, &gz_len, err, err_len);
+	if (!rc)
+		rc = write_atomic(out_path, gz, gz_len, err, err_len);
 	free(gz);
 	return rc;
+}
+
+int sp_kallsyms__capture_mods(const char *out_path, const struct sp_build_id *kernel_id,
+			      const struct sp_kmod *mods, size_t n_mods, char *err,
+			      size_t err_len)
+{
+	return capture(out_path, kernel_id, mods, n_mods, NULL, err, err_len);
+}
+
+int sp_kallsyms__capture_want(const char *out_path, const struct sp_build_id *kernel_id,
+			      const struct sp_kallsyms_want *want, char *err, size_t err_len)
+{
+	static const struct sp_kallsyms_want none;
+
+	return capture(out_path, kernel_id, want ? want->mods : NULL, want ? want->n_mods : 0,
+		       want ? want : &none, err, err_len);
 }

@@ -14,7 +14,11 @@
  *   ADDR TYPE NAME\t[MODULE]  (modules, BPF programs, trampolines)
  *
  * gzip'd, lines in address order (ties in /proc/kallsyms order), only
- * types t T w W.  `spanprof record -o FILE` writes FILE.kallsyms.gz.
+ * types t T w W, only lines the symbolizer's reader accepts.  The agent
+ * keeps and ships the whole snapshot; `spanprof record -o FILE` writes
+ * FILE.kallsyms.gz holding only what its profile's kernel frames need
+ * (sp_kallsyms__capture_want, the subset of base/kallsyms_format.h, with
+ * the header key scope=profile).
  *
  * Contract of sp_kallsyms__capture():
  *   - Reads /proc/kallsyms (or SP_KALLSYMS_PATH_ENV's value, for tests)
@@ -53,6 +57,21 @@ int sp_kallsyms__capture(const char *out_path, const struct sp_build_id *kernel_
 int sp_kallsyms__capture_mods(const char *out_path, const struct sp_build_id *kernel_id,
 			      const struct sp_kmod *mods, size_t n_mods, char *err,
 			      size_t err_len);
+/* What one profile's kernel frames need (kallsyms_want.h builds it from a
+ * profile).  Addresses in any order, repeats allowed. */
+struct sp_kallsyms_want {
+	uint64_t *addrs;		/* runtime addresses: boot, legacy, module text + offset */
+	size_t n_addrs;
+	uint64_t *text_offs;		/* kernel image: offsets from the snapshot's _text */
+	size_t n_text_offs;
+	struct sp_kmod *mods;		/* the "# module" lines to write */
+	size_t n_mods;
+};
+
+/* The subset of want (base/kallsyms_format.h "A subset"), written as
+ * __capture writes; want NULL keeps only _text, _stext and the header. */
+int sp_kallsyms__capture_want(const char *out_path, const struct sp_build_id *kernel_id,
+			      const struct sp_kallsyms_want *want, char *err, size_t err_len);
 /* The snapshot's gzip'd bytes in *gz (free() them), for an upload. */
 int sp_kallsyms__snapshot(const struct sp_build_id *kernel_id, const struct sp_kmod *mods,
 			  size_t n_mods, uint8_t **gz, size_t *gz_len, char *err,

@@ -3,32 +3,37 @@
  * caps.c - see caps.h.  Reads the effective set with capget(2) (v3, two
  * 32-bit words) rather than pulling in libcap for three bits.
  */
-#include <linux/capability.h>
-#include <stdint.h>
+#include <errno.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "collector/pipeline/caps.h"
 
-#ifndef CAP_PERFMON
-#define CAP_PERFMON 38
-#endif
-#ifndef CAP_BPF
-#define CAP_BPF 39
-#endif
-
-static bool has_cap(const struct __user_cap_data_struct d[2], int cap)
-{
-	return d[cap / 32].effective & (1u << (cap % 32));
-}
-
-bool sp_caps__can_profile(char *msg, size_t len)
+int sp_caps__current(uint64_t *eff, uint64_t *perm)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = { 0 };
 
-	if (syscall(SYS_capget, &h, d) != 0) {
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	if (eff)
+		*eff = d[0].effective | (uint64_t)d[1].effective << 32;
+	if (perm)
+		*perm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+	return 0;
+}
+
+static bool has_cap(uint64_t eff, int cap)
+{
+	return (eff >> cap) & 1;
+}
+
+bool sp_caps__can_profile(char *msg, size_t len)
+{
+	uint64_t d;
+
+	if (sp_caps__current(&d, NULL) != 0) {
 		snprintf(msg, len, "cannot read capabilities (capget failed): run as root");
 		return false;
 	}

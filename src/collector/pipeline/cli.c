@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/parse_uint.h"
 #include "collector/pipeline/cli.h"
 #include "collector/pipeline/prime.h"
 
@@ -15,17 +16,7 @@
 
 int sp_cli__parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	return sp_parse_uint(s, 0, max, out);
 }
 
 int sp_cli__parse_freq(const char *s, uint32_t *hz, char *msg, size_t msg_len)

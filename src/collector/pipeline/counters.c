@@ -72,6 +72,10 @@ const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 	[SP_CF_GO_LABELS] = { "spanprof_bpf_go_labels_total", "outcome",
 		"Label reads that left labels out: cut at the count, size or space bounds, "
 		"or a label whose strings were unreadable" },
+	[SP_CF_GO_LABEL_CACHE] = { "spanprof_bpf_go_label_cache_total", "result",
+		"Goroutine label sets read in BPF: taken from the cache of parsed sets "
+		"(hit), parsed and cached (miss: new set or a newer GC cycle), or parsed "
+		"uncached (off: the binary gave no runtime.mheap_.sweepgen address)" },
 	[SP_CF_GO_PARKS] = { "spanprof_bpf_go_parks_total", NULL,
 		"Goroutine parks seen by the park probes (--off-cpu-goroutines; = the sum "
 		"of spanprof_bpf_go_park_outcomes_total)" },
@@ -155,6 +159,9 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 	[SP_CNT_GO_READ_ERR] = { "go_read_errors", SP_CF_GO_LABEL_READS, "read_error" },
 	[SP_CNT_GO_LABELS_CUT] = { "go_labels_cut", SP_CF_GO_LABELS, "cut" },
 	[SP_CNT_GO_LABEL_ERR] = { "go_label_errors", SP_CF_GO_LABELS, "read_error" },
+	[SP_CNT_GO_CACHE_HIT] = { "go_label_cache_hits", SP_CF_GO_LABEL_CACHE, "hit" },
+	[SP_CNT_GO_CACHE_MISS] = { "go_label_cache_misses", SP_CF_GO_LABEL_CACHE, "miss" },
+	[SP_CNT_GO_CACHE_OFF] = { "go_label_cache_off", SP_CF_GO_LABEL_CACHE, "off" },
 	[SP_CNT_GO_PARKS] = { "go_parks", SP_CF_GO_PARKS, NULL },
 	[SP_CNT_GO_PARK_SAMPLED_OUT] = { "go_park_sampled_out", SP_CF_GO_PARK_OUTCOMES,
 					 "sampled_out" },

@@ -16,6 +16,7 @@
 #include "collector/pipeline/bpf_sampler.h"
 #include "collector/pipeline/clock.h"
 #include "collector/pipeline/pipeline.h"
+#include "collector/pipeline/service_name.h"
 #include "collector/pipeline/snapshot.h"
 #include "collector/pipeline/summary.h"
 #include "collector/procs/otel_env.h"
@@ -281,6 +282,15 @@ void sp_pipeline__free(struct sp_pipeline *p)
 int sp_pipeline__add_target_tid(struct sp_pipeline *p, uint32_t tid)
 {
 	return sp_sampler__add_target_tid(p->sampler, tid);
+}
+
+const char *sp_pipeline__service_name(struct sp_pipeline *p, uint32_t pid, bool look_again)
+{
+	const struct sp_proc_env_ident *env = p->env ? sp_proc_env__get(p->env, pid) : NULL;
+
+	sp_ctx_discovery__on_proc(pid, look_again ? SP_PROC_PUBLISH : SP_PROC_FIRST_SIGHT,
+				  p->disc);
+	return sp_service_name__resolve(env, sp_ctx_discovery__service_name(pid, p->disc));
 }
 
 int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid)

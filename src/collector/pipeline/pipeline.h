@@ -92,6 +92,14 @@ int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid);
 int sp_pipeline__add_target_tid(struct sp_pipeline *p, uint32_t tid);
 /* With cfg.exclude: pid is no longer sampled (in BPF) until it execs. */
 int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid);
+/* pid's service.name as its resources get it (service_name.h: the
+ * environment unless --no-process-env, then the OTEP 4719 context), or
+ * NULL.  Examines pid for a 4719 context first when discovery has not
+ * (first sight), or again when look_again (rate-limited as a
+ * publication: a process that published without a prctl event, e.g.
+ * through a memfd).  Reads /proc on a miss.  The pipeline's lock must be
+ * held: call it from the gate or a process hook. */
+const char *sp_pipeline__service_name(struct sp_pipeline *p, uint32_t pid, bool look_again);
 /* Attaches (sampling starts), then examines the processes already running
  * for a trace context: all of them, or pids[n] when filtering. */
 int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, char *err,

@@ -10,6 +10,7 @@
 
 #include "base/buildid.h"
 #include "collector/host/kernel_layout.h"
+#include "collector/pipeline/service_name.h"
 #include "collector/pipeline/aggregator.h"
 #include "collector/procs/jit_maps.h"
 #include "collector/tracectx/ctx_attrs.h"
@@ -58,16 +59,6 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-#define SP_SERVICE_NAME_KEY "service.name"
-
-static const char *env_value(const struct sp_proc_env_ident *env, const char *key)
-{
-	for (uint32_t i = 0; i < env->n_attrs; i++)
-		if (!strcmp(env->keys[i], key))
-			return env->values[i];
-	return NULL;
-}
-
 /* Adds key = value to r unless key is fixed or already there; counts what
  * does not fit.  0 or -ENOMEM. */
 static int add_attr(struct builder *b, struct sp_resource *r, const char *key, const char *value)
@@ -101,7 +92,7 @@ static int add_attrs(struct builder *b, struct sp_resource *r, const struct sp_p
 	const struct sp_otel_attrs *c = b->o->common_attrs;
 
 	for (uint32_t i = 0; c && i < c->n; i++)
-		if (!(env && env_value(env, c->a[i].key)) &&
+		if (!(env && sp_service_name__env_value(env, c->a[i].key)) &&
 		    add_attr(b, r, c->a[i].key, c->a[i].value))
 			return -ENOMEM;
 	for (uint32_t i = 0; env && i < env->n_attrs; i++)
@@ -133,12 +124,10 @@ static int32_t resource_for(struct builder *b, uint32_t pid, const char *comm)
 	}
 	if (b->o->env_ident)
 		env = b->o->env_ident(pid, b->o->env_ident_ctx);
-	/* service.name: OTEL_SERVICE_NAME, then OTEL_RESOURCE_ATTRIBUTES'
-	 * service.name (the SDKs' order), then the OTEP 4719 context. */
-	if (env)
-		svc = env->service_name ? env->service_name : env_value(env, SP_SERVICE_NAME_KEY);
-	if (!svc && b->o->service_name)
-		svc = b->o->service_name(pid, b->o->service_name_ctx);
+	/* service.name in service_name.h's order (the agent's --select-service
+	 * takes the same) */
+	svc = sp_service_name__resolve(env, b->o->service_name ?
+				       b->o->service_name(pid, b->o->service_name_ctx) : NULL);
 	if (svc) {
 		r.service_name = sp_profile__intern(b->p, svc);
 	} else if (r.exe_name >= 0) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "collector/procs/container_id.h"
+#include "collector/procs/pid_slots.h"
 
 static bool is_hex(char c)
 {
@@ -62,14 +63,10 @@ struct sp_container_ids {
 struct sp_container_ids *sp_container_ids__new(uint32_t slots, const char *proc_root)
 {
 	struct sp_container_ids *c = calloc(1, sizeof(*c));
-	uint32_t n = 1;
+	uint32_t n = sp_pid_slots__count(slots);
 
 	if (!c)
 		return NULL;
-	if (!slots)
-		slots = 4096;
-	while (n < slots && n < (1u << 24))
-		n <<= 1;
 	c->slots = calloc(n, sizeof(*c->slots));
 	if (!c->slots) {
 		free(c);
@@ -114,7 +111,7 @@ static int read_id(struct sp_container_ids *c, uint32_t pid, char *id)
 
 static struct slot *slot_of(struct sp_container_ids *c, uint32_t pid)
 {
-	return &c->slots[(pid * 2654435761u) & c->mask];
+	return &c->slots[sp_pid_slots__index(pid, c->mask)];
 }
 
 void sp_container_ids__note(struct sp_container_ids *c, uint32_t pid)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "collector/procs/proc_env.h"
+#include "collector/procs/pid_slots.h"
 
 /* A stored declaration: the struct, then its strings. */
 struct decl {
@@ -37,14 +38,10 @@ struct sp_proc_env {
 struct sp_proc_env *sp_proc_env__new(uint32_t slots, size_t byte_budget, const char *proc_root)
 {
 	struct sp_proc_env *c = calloc(1, sizeof(*c));
-	uint32_t n = 1;
+	uint32_t n = sp_pid_slots__count(slots);
 
 	if (!c)
 		return NULL;
-	if (!slots)
-		slots = 4096;
-	while (n < slots && n < (1u << 24))
-		n <<= 1;
 	c->slots = calloc(n, sizeof(*c->slots));
 	c->buf = malloc(SP_PROC_ENV_READ_MAX + 1);
 	if (!c->slots || !c->buf) {
@@ -176,7 +173,7 @@ static int read_env(struct sp_proc_env *c, uint32_t pid, struct slot *s)
 
 static struct slot *slot_of(struct sp_proc_env *c, uint32_t pid)
 {
-	return &c->slots[(pid * 2654435761u) & c->mask];
+	return &c->slots[sp_pid_slots__index(pid, c->mask)];
 }
 
 void sp_proc_env__note(struct sp_proc_env *c, uint32_t pid)

@@ -10,8 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector/procs/otel_env.h"
-#include "collector/procs/proc_env.h"
 #include "collector/procs/target_select.h"
 
 #define SLOTS 4096
@@ -19,7 +17,11 @@
 struct slot {
 	uint32_t pid;		/* 0 = empty */
 	bool wants;
+	uint8_t retries;	/* deferred: decided again this many times */
+	uint64_t retry_ms;	/* deferred: 0 = decided for good */
 };
+
+enum verdict { NO, YES, NOT_YET };
 
 struct sp_target_select {
 	char cgroups[SP_SELECT_MAX][SP_SELECT_LEN];
@@ -28,8 +30,8 @@ struct sp_target_select {
 	uint32_t n_exes;
 	char services[SP_SELECT_MAX][SP_SELECT_LEN];
 	uint32_t n_services;
-	char *env;			/* SP_PROC_ENV_READ_MAX, with --select-service */
-	struct sp_otel_identity id;
+	sp_target_service_fn service;
+	void *service_ctx;
 	char proc_root[64];
 	struct slot slots[SLOTS];
 	struct sp_target_select_stats stats;
@@ -46,9 +48,14 @@ struct sp_target_select *sp_target_select__new(const char *proc_root)
 
 void sp_target_select__free(struct sp_target_select *t)
 {
-	if (t)
-		free(t->env);
 	free(t);
+}
+
+void sp_target_select__set_service(struct sp_target_select *t, sp_target_service_fn fn,
+				  void *ctx)
+{
+	t->service = fn;
+	t->service_ctx = ctx;
 }
 
 static int add(char (*list)[SP_SELECT_LEN], uint32_t *n, const char *s)
@@ -77,27 +84,12 @@ int sp_target_select__add_service(struct sp_target_select *t, const char *name)
 {
 	if (!name[0])
 		return -EINVAL;
-	if (!t->env && !(t->env = malloc(SP_PROC_ENV_READ_MAX)))
-		return -ENOMEM;
 	return add(t->services, &t->n_services, name);
 }
 
 bool sp_target_select__active(const struct sp_target_select *t)
 {
 	return t && (t->n_cgroups || t->n_exes || t->n_services);
-}
-
-/* service.name from pid's environment, or NULL. */
-static const char *env_service(struct sp_target_select *t, uint32_t pid)
-{
-	size_t got;
-
-	if (sp_proc_env__read(t->proc_root, pid, t->env, &got, NULL) ||
-	    !sp_otel_env__scan(t->env, got, &t->id))
-		return NULL;
-	if (t->id.service_name[0])
-		return t->id.service_name;
-	return sp_otel_env__get(&t->id.attrs, "service.name");
 }
 
 bool sp_target_select__cgroup_match(const char *text, const char *prefix)
@@ -141,9 +133,11 @@ static int read_text(const char *path, char *buf, size_t len)
 }
 
 /* The verdict, read from /proc now.  A process that cannot be read is
- * not selected (counted). */
-static bool decide(struct sp_target_select *t, uint32_t pid)
+ * not selected (counted); one that matches nothing and has no service
+ * name while names are selected may get one later (NOT_YET). */
+static enum verdict decide(struct sp_target_select *t, uint32_t pid, bool again)
 {
+	const char *svc = NULL;
 	char path[96], buf[8192], exe[PATH_MAX];
 	ssize_t n;
 
@@ -157,40 +151,54 @@ static bool decide(struct sp_target_select *t, uint32_t pid)
 		base = base ? base + 1 : exe;
 		for (uint32_t i = 0; i < t->n_exes; i++)
 			if (!strcmp(exe, t->exes[i]) || !strcmp(base, t->exes[i]))
-				return true;
-	}
-	if (t->n_services) {
-		const char *svc = env_service(t, pid);
-
-		for (uint32_t i = 0; svc && i < t->n_services; i++)
-			if (!strcmp(svc, t->services[i]))
-				return true;
+				return YES;
 	}
 	if (t->n_cgroups) {
 		snprintf(path, sizeof(path), "%s/%u/cgroup", t->proc_root, pid);
 		if (read_text(path, buf, sizeof(buf))) {
 			t->stats.unreadable++;
-			return false;
+			return NO;
 		}
 		for (uint32_t i = 0; i < t->n_cgroups; i++)
 			if (sp_target_select__cgroup_match(buf, t->cgroups[i]))
-				return true;
+				return YES;
 	}
-	return false;
+	if (!t->n_services)
+		return NO;
+	if (t->service)
+		svc = t->service(pid, again, t->service_ctx);
+	for (uint32_t i = 0; svc && i < t->n_services; i++)
+		if (!strcmp(svc, t->services[i]))
+			return YES;
+	return svc ? NO : NOT_YET;
 }
 
-bool sp_target_select__wants(struct sp_target_select *t, uint32_t pid, bool *fresh)
+bool sp_target_select__wants(struct sp_target_select *t, uint32_t pid, uint64_t now_ms,
+			     bool *fresh)
 {
 	struct slot *s = &t->slots[(pid * 2654435761u) % SLOTS];
+	enum verdict v;
+	bool again;
 
 	if (fresh)
 		*fresh = false;
 	if (!sp_target_select__active(t) || !pid)
 		return true;
-	if (s->pid == pid)
+	if (s->pid == pid && (!s->retry_ms || now_ms < s->retry_ms))
 		return s->wants;
-	s->pid = pid;
-	s->wants = decide(t, pid);
+	again = s->pid == pid;	/* a deferred process, due */
+	if (!again)
+		*s = (struct slot){ .pid = pid };
+	v = decide(t, pid, again);
+	s->retries += again;
+	if (v == NOT_YET && s->retries < SP_SELECT_RETRIES) {
+		t->stats.deferred += !again;
+		s->retry_ms = now_ms + SP_SELECT_RETRY_MS;
+		s->wants = false;
+		return false;
+	}
+	s->retry_ms = 0;
+	s->wants = v == YES;
 	s->wants ? t->stats.included++ : t->stats.excluded++;
 	if (fresh)
 		*fresh = true;

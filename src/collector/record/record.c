@@ -43,6 +43,7 @@
 #include "base/write_all.h"
 #include "collector/host/hostsyms.h"
 #include "collector/host/kallsyms.h"
+#include "collector/host/kallsyms_want.h"
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/caps.h"
 #include "collector/pipeline/cli.h"
@@ -333,11 +334,16 @@ static bool targets_exited(const int *pidfds, uint32_t n)
 
 /* Kernel frames are addresses; the symbolizer names them from a snapshot
  * of /proc/kallsyms taken here (data capture, not symbolization), written
- * next to the profile as FILE.kallsyms.gz (docs/formats.md).  Failure is a
- * note: the profile is complete without it. */
-static void capture_kallsyms(const char *output, struct sp_hostsyms *hs)
+ * next to the profile as FILE.kallsyms.gz (docs/formats.md): only the
+ * symbols prof's kernel frames need (kallsyms_want.h), not the ~1 MB of
+ * the whole table.  A profile without kernel frames gets none (an older
+ * one at that path is removed: it belonged to another profile).  Failure
+ * is a note: the profile is complete without it. */
+static void capture_kallsyms(const char *output, struct sp_hostsyms *hs,
+			     const struct sp_profile *prof)
 {
 	char path[PATH_MAX], err[256] = "";
+	struct sp_kallsyms_want want;
 	struct sp_build_id kid;
 	const struct sp_kmod *mods;
 	size_t n_mods;
@@ -346,11 +352,19 @@ static void capture_kallsyms(const char *output, struct sp_hostsyms *hs)
 	if (snprintf(path, sizeof(path), "%s" SP_KALLSYMS_SUFFIX, output) >= (int)sizeof(path))
 		return;
 	mods = sp_kernel_layout__modules(sp_hostsyms__kernel(hs), &n_mods);
-	rc = sp_buildid__kernel(&kid);
-	rc = rc ? rc : sp_kallsyms__capture_mods(path, &kid, mods, n_mods, err, sizeof(err));
+	rc = sp_kallsyms_want__of_profile(prof, mods, n_mods, &want);
+	if (!rc && sp_kallsyms_want__empty(&want)) {
+		if (unlink(path) && errno != ENOENT)
+			fprintf(stderr, "spanprof record: cannot remove the old %s: %s\n", path,
+				strerror(errno));
+		return;
+	}
+	rc = rc ? rc : sp_buildid__kernel(&kid);
+	rc = rc ? rc : sp_kallsyms__capture_want(path, &kid, &want, err, sizeof(err));
 	if (rc)
 		fprintf(stderr, "spanprof record: no kernel symbol snapshot: %s\n",
 			err[0] ? err : strerror(-rc));
+	sp_kallsyms_want__release(&want);
 }
 
 /*
@@ -698,7 +712,7 @@ int sp_record__main(int argc, char **argv)
 		goto out;
 	}
 	if (o.s.kernel)
-		capture_kallsyms(o.output, sp_pipeline__hostsyms(pipe));
+		capture_kallsyms(o.output, sp_pipeline__hostsyms(pipe), prof);
 	if (sp_hostsyms__profile_uses_vdso(prof))
 		sp_hostsyms__ship_vdso(sp_pipeline__hostsyms(pipe));
 	sp_hostsyms__stats(sp_pipeline__hostsyms(pipe), &sum.hostsyms);	/* the vDSO's write */

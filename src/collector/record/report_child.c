@@ -3,7 +3,7 @@
  * report_child.c - see report_child.h.
  *
  * When the recording has a kernel symbol snapshot next to it
- * (PROFILE.kallsyms.gz, written by sp_kallsyms__capture with mode 0644 so
+ * (PROFILE.kallsyms.gz, the subset sp_kallsyms__capture_want writes, mode 0644 so
  * the unprivileged child can read it), it is passed as --kallsyms so kernel
  * frames are named; without one they stay "[kernel] 0xADDR" and counted.
  */

@@ -413,10 +413,12 @@ struct dw_want {
 	int hmap[5];				/* count, flags, B, buckets, oldbuckets */
 	int bucket_keys, bucket_values, bucket_overflow;
 	int label_layout;			/* 0 unknown, SP_GO_LABELS_* */
-	bool have_g, have_m, have_hmap, have_bucket;
+	int mheap_sweepgen;			/* offsetof(runtime.mheap, sweepgen) */
+	bool have_g, have_m, have_hmap, have_bucket, have_mheap;
 };
 
-static int member_offset(Dwarf_Die *st, const char *name)
+/* offsetof(st, name), at most limit; -1 when absent or larger. */
+static int member_offset_upto(Dwarf_Die *st, const char *name, Dwarf_Word limit)
 {
 	Dwarf_Die m;
 	Dwarf_Attribute a;
@@ -430,11 +432,17 @@ static int member_offset(Dwarf_Die *st, const char *name)
 		if (dwarf_tag(&m) != DW_TAG_member || !(n = dwarf_diename(&m)) || strcmp(n, name))
 			continue;
 		if (!dwarf_attr(&m, DW_AT_data_member_location, &a) || dwarf_formudata(&a, &v) ||
-		    v > 0xffff)
+		    v > limit)
 			return -1;
 		return (int)v;
 	} while (dwarf_siblingof(&m, &m) == 0);
 	return -1;
+}
+
+/* The offsets the descriptor holds in a u16. */
+static int member_offset(Dwarf_Die *st, const char *name)
+{
+	return member_offset_upto(st, name, 0xffff);
 }
 
 static void dw_struct(struct dw_want *w, Dwarf_Die *d, const char *name)
@@ -448,6 +456,10 @@ static void dw_struct(struct dw_want *w, Dwarf_Die *d, const char *name)
 	} else if (!strcmp(name, "runtime.m") && !w->have_m) {
 		w->have_m = true;
 		w->m_curg = member_offset(d, "curg");
+	} else if (!strcmp(name, "runtime.mheap") && !w->have_mheap) {
+		w->have_mheap = true;
+		/* behind pageAlloc's 64 KiB of chunk pointers (65848 in 1.19) */
+		w->mheap_sweepgen = member_offset_upto(d, "sweepgen", 1 << 24);
 	} else if (!strcmp(name, "runtime.hmap") && !w->have_hmap) {
 		w->have_hmap = true;
 		for (int i = 0; i < 5; i++)
@@ -494,7 +506,8 @@ static int dw_read(Elf *elf, struct dw_want *w)
 				dw_struct(w, &d, n);
 			} while (dwarf_siblingof(&d, &d) == 0);
 		}
-		if (w->have_g && w->have_m && w->have_hmap && w->have_bucket && w->label_layout)
+		if (w->have_g && w->have_m && w->have_hmap && w->have_bucket && w->label_layout &&
+		    w->have_mheap)
 			break;
 		off = next;
 	}
@@ -520,9 +533,27 @@ static bool dw_map_layout_ok(const struct dw_want *w)
 
 /* ------------------------------------------------------------ the file */
 
+/*
+ * Where runtime.mheap_.sweepgen is in the process (the label cache's GC
+ * cycle, bpf/golabels.bpf.h): .symtab's runtime.mheap_ plus the field's
+ * DWARF offset, in a fixed-address executable only.  0 (labels read
+ * uncached, counted) for a PIE (its address would need the load bias),
+ * without .symtab or DWARF (stripped: no version table holds mheap's
+ * layout, whose pageAlloc ahead of sweepgen changes between releases).
+ */
+static uint64_t sweepgen_addr(struct elf_view *v, const GElf_Ehdr *eh, int off)
+{
+	GElf_Sym sym;
+
+	if (eh->e_type != ET_EXEC || off < 0 || !symtab_find(v, "runtime.mheap_", &sym) ||
+	    !sym.st_value || (uint64_t)off + 4 > sym.st_size)
+		return 0;
+	return sym.st_value + (uint64_t)off;
+}
+
 static int read_elf(int fd, Elf *elf, struct sp_go_binary *out, enum sp_go_fail *why)
 {
-	struct dw_want w = { .g_m = -1, .g_labels = -1, .m_curg = -1 };
+	struct dw_want w = { .g_m = -1, .g_labels = -1, .m_curg = -1, .mheap_sweepgen = -1 };
 	struct elf_view v = { .elf = elf, .fd = fd };
 	struct sp_go_desc table = { 0 };
 	GElf_Ehdr eh;
@@ -580,6 +611,7 @@ static int read_elf(int fd, Elf *elf, struct sp_go_binary *out, enum sp_go_fail 
 		return -ENOTSUP;
 	}
 	out->desc.tls_g = tls;
+	out->desc.sweepgen = dwarf ? sweepgen_addr(&v, &eh, w.mheap_sweepgen) : 0;
 	find_park_points(&v, out);
 	return 0;
 }

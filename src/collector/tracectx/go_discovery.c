@@ -39,6 +39,7 @@ struct sp_go_discovery {
 	const char *proc_root;
 	struct file_entry files[SP_GO_FILE_CACHE];
 	uint64_t clock;
+	uint32_t desc_seq;	/* descriptors given to BPF so far (sp_go_desc.seq) */
 	struct sp_go_stats st;
 };
 
@@ -124,6 +125,7 @@ static void attach_parks(struct sp_go_discovery *g, struct file_entry *e, const 
 
 int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 {
+	struct sp_go_desc desc;
 	struct file_entry *e;
 	char path[PATH_MAX];
 	enum sp_go_fail why;
@@ -146,7 +148,14 @@ int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 		g->st.fail[why < SP_GO_FAIL__MAX ? why : SP_GO_FAIL_ELF]++;
 		return -ENOTSUP;
 	}
-	rc = g->sampler ? sp_sampler__set_go_desc(g->sampler, pid, &e->bin.desc) : 0;
+	/* A number of its own, never 0, not reused before 2^32 descriptors: the label
+	 * cache keys on it, so entries of an earlier image or of an earlier
+	 * process with this pid can never be hit (bpf/golabels.bpf.h). */
+	desc = e->bin.desc;
+	if (!++g->desc_seq)
+		++g->desc_seq;
+	desc.seq = g->desc_seq;
+	rc = g->sampler ? sp_sampler__set_go_desc(g->sampler, pid, &desc) : 0;
 	if (rc) {
 		g->st.procs_failed++;
 		g->st.bpf_map_full++;

@@ -32,30 +32,44 @@ struct found_sym {
 	GElf_Sym sym;
 };
 
+/* The next section of type sh_type after *scn (NULL: from the first) with
+ * its header, data and entry count (entries of type t, at most max).
+ * 1 found, 0 none left, -EINVAL malformed (a header or data libelf cannot
+ * read, on any section on the way). */
+static int next_table(Elf *elf, Elf_Scn **scn, GElf_Word sh_type, Elf_Type t, size_t max,
+		      GElf_Shdr *sh, Elf_Data **d, size_t *n)
+{
+	size_t fsize = gelf_fsize(elf, t, 1, EV_CURRENT);
+
+	if (fsize == 0)
+		return -EINVAL;
+	while ((*scn = elf_nextscn(elf, *scn)) != NULL) {
+		if (!gelf_getshdr(*scn, sh))
+			return -EINVAL;
+		if (sh->sh_type != sh_type || sh->sh_type == SHT_NOBITS)
+			continue;
+		*d = elf_getdata(*scn, NULL);
+		if (!*d)
+			return -EINVAL;
+		*n = (*d)->d_size / fsize;
+		if (*n > max)
+			*n = max;
+		return 1;
+	}
+	return 0;
+}
+
 /* Searches the symbol tables of type sh_type.  0 found, -ENOENT absent,
  * -EINVAL malformed. */
 static int find_symbol(Elf *elf, GElf_Word sh_type, struct found_sym *fs)
 {
 	Elf_Scn *scn = NULL;
-	size_t sym_fsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	GElf_Shdr sh;
+	Elf_Data *d;
+	size_t n, i;
+	int more;
 
-	if (sym_fsize == 0)
-		return -EINVAL;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t n, i;
-
-		if (!gelf_getshdr(scn, &sh))
-			return -EINVAL;
-		if (sh.sh_type != sh_type || sh.sh_type == SHT_NOBITS)
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d)
-			return -EINVAL;
-		n = d->d_size / sym_fsize;
-		if (n > MAX_SYMS)
-			n = MAX_SYMS;
+	while ((more = next_table(elf, &scn, sh_type, ELF_T_SYM, MAX_SYMS, &sh, &d, &n)) == 1) {
 		for (i = 1; i < n; i++) {
 			GElf_Sym s;
 			const char *name;
@@ -73,7 +87,7 @@ static int find_symbol(Elf *elf, GElf_Word sh_type, struct found_sym *fs)
 			return 0;
 		}
 	}
-	return -ENOENT;
+	return more ? more : -ENOENT;
 }
 
 static int has_section(Elf *elf, GElf_Word sh_type)
@@ -103,25 +117,12 @@ static int names_var(const struct sp_tls_elf_info *info, const struct found_sym 
 static int scan_relocs(Elf *elf, const struct found_sym *fs, struct sp_tls_elf_info *info)
 {
 	Elf_Scn *scn = NULL;
-	size_t rela_fsize = gelf_fsize(elf, ELF_T_RELA, 1, EV_CURRENT);
+	GElf_Shdr sh;
+	Elf_Data *d;
+	size_t n, i;
+	int more;
 
-	if (rela_fsize == 0)
-		return -EINVAL;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t n, i;
-
-		if (!gelf_getshdr(scn, &sh))
-			return -EINVAL;
-		if (sh.sh_type != SHT_RELA)
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d)
-			return -EINVAL;
-		n = d->d_size / rela_fsize;
-		if (n > MAX_RELAS)
-			n = MAX_RELAS;
+	while ((more = next_table(elf, &scn, SHT_RELA, ELF_T_RELA, MAX_RELAS, &sh, &d, &n)) == 1) {
 		for (i = 0; i < n; i++) {
 			GElf_Rela r;
 
@@ -157,7 +158,7 @@ static int scan_relocs(Elf *elf, const struct found_sym *fs, struct sp_tls_elf_i
 			}
 		}
 	}
-	return 0;
+	return more;
 }
 
 static int read_phdrs(Elf *elf, struct sp_tls_elf_info *info, enum sp_tls_fail *why)

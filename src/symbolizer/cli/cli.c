@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/parse_uint.h"
 #include "symbolizer/cli/cli.h"
 
 static const struct sp_cli_opt opts_always[] = {
@@ -254,12 +255,9 @@ int sp_cli__operand(const struct sp_cli *p, int argc, char **argv, const char **
 int sp_cli__u32(const struct sp_cli *p, const char *opt, const char *arg,
 		uint32_t min, uint32_t max, uint32_t *out)
 {
-	unsigned long long v;
-	char *end;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (errno || end == arg || *end || arg[0] == '-' || v < min || v > max)
+	if (sp_parse_uint(arg, 10, max, &v) || v < min)
 		return sp_cli__bad(p, "%s %s: want a whole number from %u to %u", opt, arg,
 				   min, max);
 	*out = (uint32_t)v;

@@ -292,7 +292,6 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	err = sp_privs__drop(&o.c);
 	if (err)
 		return 1;
-	sp_privs__debuginfod_cache(&o.c);
 	err = sp_buildid__read_file(o.elf, id, sizeof(id));
 	if (err) {
 		fprintf(stderr, SP_CLI_PROG ": %s: no GNU build id (%s)\n", o.elf,

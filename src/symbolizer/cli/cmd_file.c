@@ -98,14 +98,7 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 		err = -errno;
 		goto out;
 	}
-	err = sp_sym_ctx__prepare(&x, &o.c, !o.no_symbolize, &in, o.in);
-	if (err)
-		goto out;
-	if (!o.no_symbolize) {
-		struct sp_symbolize_sources src = sp_sym_ctx__sources(&x);
-
-		err = sp_symbolize__run(&src, in.p, &ss);
-	}
+	err = sp_sym_ctx__symbolize_input(&x, &o.c, !o.no_symbolize, &in, o.in, &ss);
 	if (err)
 		goto out;
 	if (o.no_timestamps)

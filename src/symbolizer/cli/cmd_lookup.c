@@ -66,7 +66,6 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	err = sp_privs__drop(&o.c);
 	if (err)
 		return 1;
-	sp_privs__debuginfod_cache(&o.c);
 	err = sp_sym_ctx__open(&x, &o.c);
 	if (err)
 		goto out;

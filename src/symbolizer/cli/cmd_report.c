@@ -204,14 +204,7 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 			goto out;
 		}
 	}
-	err = sp_sym_ctx__prepare(&x, &o.c, true, &in, o.in);
-	if (err)
-		goto out;
-	{
-		struct sp_symbolize_sources src = sp_sym_ctx__sources(&x);
-
-		err = sp_symbolize__run(&src, in.p, &ss);
-	}
+	err = sp_sym_ctx__symbolize_input(&x, &o.c, true, &in, o.in, &ss);
 	if (err)
 		goto out;
 	err = sp_report__new(in.p, &o.ropts, &rep);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/parse_uint.h"
 #include "export/exporter.h"
 #include "export/sender.h"
 #include "symbolizer/cli/cmds.h"
@@ -246,10 +247,7 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all,
 			o->c.stores[o->c.n_stores++] = optarg;	/* read there too */
 			break;
 		case OPT_STORE_MAX:
-			errno = 0;
-			o->store_max = strtoull(optarg, &end, 10);
-			/* strtoull takes "-1" as its wrap-around */
-			if (optarg[0] < '0' || optarg[0] > '9' || errno || *end ||
+			if (sp_parse_uint(optarg, 10, UINT64_MAX, &o->store_max) ||
 			    o->store_max < (1u << 20))
 				return sp_cli__bad(&p, "--store-max-bytes %s: want bytes, at least "
 						   "1048576", optarg);
@@ -299,12 +297,7 @@ static void on_signal(int sig)
 
 static int after_bind(void *arg)
 {
-	const struct sp_common_opts *c = arg;
-	int err = sp_privs__drop(c);
-
-	if (!err)
-		sp_privs__debuginfod_cache(c);
-	return err;
+	return sp_privs__drop(arg);
 }
 
 static int run(int argc, char **argv, const struct sp_cmd *const *all)

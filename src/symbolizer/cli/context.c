@@ -104,8 +104,8 @@ int sp_sym_ctx__open(struct sp_sym_ctx *x, const struct sp_common_opts *c)
 	return err;
 }
 
-int sp_sym_ctx__prepare(struct sp_sym_ctx *x, const struct sp_common_opts *c, bool kernel,
-			struct sp_input *in, const char *path)
+static int prepare(struct sp_sym_ctx *x, const struct sp_common_opts *c, bool kernel,
+		   struct sp_input *in, const char *path)
 {
 	int err;
 
@@ -117,11 +117,23 @@ int sp_sym_ctx__prepare(struct sp_sym_ctx *x, const struct sp_common_opts *c, bo
 	err = sp_privs__drop(c);
 	if (err)
 		return err;
-	sp_privs__debuginfod_cache(c);
 	err = sp_input__decode(in, path);
 	if (err)
 		return err;
 	return sp_sym_ctx__open(x, c);
+}
+
+int sp_sym_ctx__symbolize_input(struct sp_sym_ctx *x, const struct sp_common_opts *c,
+				bool symbolize, struct sp_input *in, const char *path,
+				struct sp_symbolize_stats *ss)
+{
+	struct sp_symbolize_sources src;
+	int err = prepare(x, c, symbolize, in, path);
+
+	if (err || !symbolize)
+		return err;
+	src = sp_sym_ctx__sources(x);
+	return sp_symbolize__run(&src, in->p, ss);
 }
 
 void sp_sym_ctx__close(struct sp_sym_ctx *x)

@@ -14,9 +14,11 @@
  *   --debug-dir: the vDSO) and JIT pieces.
  * sp_sym_ctx__open: the finder (--debug-dir, default /usr/lib/debug;
  *   --no-debuginfod) and the resolver (--cache-entries).
- * sp_sym_ctx__prepare: what `file` and `report` do once their outputs are
- *   open, in this order: kernel snapshots (when kernel), the privilege
- *   drop, a usable debuginfod cache, decoding the input, the resolver.
+ * sp_sym_ctx__symbolize_input: what `file` and `report` do once their
+ *   outputs are open, in this order: kernel snapshots (when symbolize), the
+ *   privilege drop, a usable debuginfod cache, decoding the input, the
+ *   resolver; then, when symbolize, every location of in->p resolved
+ *   (sp_symbolize__run, counted in *ss).
  * All return 0 or a negative errno (reported on stderr); x is released by
  * sp_sym_ctx__close (NULL-safe fields).
  * sp_sym_ctx__print_stats: resolution (when ss), kernel, snapshot, cache
@@ -51,8 +53,9 @@ struct sp_symbolize_sources sp_sym_ctx__sources(const struct sp_sym_ctx *x);
 int sp_sym_ctx__load_ksyms(struct sp_sym_ctx *x, const struct sp_common_opts *c,
 			   const char *in);
 int sp_sym_ctx__open(struct sp_sym_ctx *x, const struct sp_common_opts *c);
-int sp_sym_ctx__prepare(struct sp_sym_ctx *x, const struct sp_common_opts *c, bool kernel,
-			struct sp_input *in, const char *path);
+int sp_sym_ctx__symbolize_input(struct sp_sym_ctx *x, const struct sp_common_opts *c,
+				bool symbolize, struct sp_input *in, const char *path,
+				struct sp_symbolize_stats *ss);
 void sp_sym_ctx__close(struct sp_sym_ctx *x);
 void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_stats *ss);
 

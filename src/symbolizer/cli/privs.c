@@ -38,7 +38,7 @@ static void cleanup_cache(void)
 	}
 }
 
-int sp_privs__drop(const struct sp_common_opts *c)
+static int drop_user(const struct sp_common_opts *c)
 {
 	const char *name = c->user ? c->user : "nobody";
 	struct passwd *pw;
@@ -99,7 +99,7 @@ static bool default_cache_usable(void)
 /* With privileges dropped (by us, or by a parent that left HOME pointing at
  * root's home), the default debuginfod cache is not ours: use a private one
  * unless the caller chose one. */
-void sp_privs__debuginfod_cache(const struct sp_common_opts *c)
+static void debuginfod_cache(const struct sp_common_opts *c)
 {
 	const char *tmp = getenv("TMPDIR");
 	char *dir;
@@ -119,4 +119,13 @@ void sp_privs__debuginfod_cache(const struct sp_common_opts *c)
 	private_cache = dir;
 	atexit(cleanup_cache);
 	setenv("DEBUGINFOD_CACHE_PATH", dir, 1);
+}
+
+int sp_privs__drop(const struct sp_common_opts *c)
+{
+	int err = drop_user(c);
+
+	if (!err)
+		debuginfod_cache(c);
+	return err;
 }
