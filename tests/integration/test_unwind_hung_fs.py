@@ -136,12 +136,12 @@ try:
                             "--no-trace-context", "--unwind-cpu", "100", "-a", "-o", out,
                             "--summary-json", js],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
+    time.sleep(5)
     # A file mapped after the stall: the builder is not stuck behind it.
     late = subprocess.Popen([sys.executable, "-c", "import ctypes, sys, time; "
                              "ctypes.CDLL(sys.argv[1]); time.sleep(30)", fresh[0]])
     procs.append(late)
-    time.sleep(2)
+    time.sleep(3)
     t0 = time.monotonic()
     rec.send_signal(signal.SIGTERM)
     try:
@@ -153,7 +153,7 @@ try:
     dt = time.monotonic() - t0
     print(err, flush=True)
     check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
-    check(dt < 5, "record: exited %.1f s after SIGTERM" % dt)
+    check(dt < 6, "record: exited %.1f s after SIGTERM" % dt)
     u = load_json(js)["unwind"]
     check(u["failed_stalled"] >= 1, "record: the file that stopped answering is counted as "
           "stalled (%d)" % u["failed_stalled"])

@@ -30,7 +30,9 @@
 #define RESERVE_TRIES 4
 #define DEF_FILE_CPU_NS (10ull * 1000000000ull)
 #define VDSO_MAX (1u << 20)
-#define STOP_WAIT_MS 1000	/* for the builder's running job at __free */
+/* How long __free waits for the builder's running job: past the
+ * prefetch's deadline (2 s), so a stall in progress ends counted. */
+#define STOP_WAIT_MS 2500
 
 struct defer {
 	uint32_t pid;
