@@ -101,14 +101,17 @@ try:
                   "--output-dir", os.path.join(d, "out")], d, preexec_fn=join_cgroup)
     mapper.stdin.write("go\n")
     mapper.stdin.flush()
-    # Built: the queue empty and the BPF bytes steady for 2 s.
-    last, steady = -1, 0
+    # Built: the queue empty, and the BPF bytes and the tables built steady
+    # for 3 s (a running build is not in the queue: libLLVM's takes ~0.6 s
+    # of CPU, and its buffers are in the agent's usage until it ends).
+    last, steady = None, 0
     t0 = time.time()
-    while steady < 4:
+    while steady < 6:
         if time.time() - t0 > 60:
             fail("the tables were not built in 60 s: " + note(a.metrics()))
         m = a.metrics()
-        cur = m.get1("spanprof_unwind_bpf_bytes", kind="in_use")
+        cur = (m.get1("spanprof_unwind_bpf_bytes", kind="in_use"),
+               m.get1("spanprof_unwind_tables_total", outcome="built"))
         steady = steady + 1 if cur == last and m.get1("spanprof_unwind_build_queue") == 0 else 0
         last = cur
         time.sleep(0.5)
