@@ -80,6 +80,23 @@ finally:
     busy.kill()
     busy.wait()
 
+# 2b. SIGTERM while BPF still loads (~0.8 s here, seconds on a busy host):
+# the stop is kept and the (empty) recording written, not a death by signal
+out = os.path.join(d, "early.pb.gz")
+proc = subprocess.Popen(REC + ["-a", "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True)
+time.sleep(0.1)
+proc.send_signal(signal.SIGTERM)
+try:
+    _, err = proc.communicate(timeout=30)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    fail("SIGTERM during start-up: record did not stop within 30 s")
+check(proc.returncode == 0, "SIGTERM during start-up: exit 0 (got %d: %r)"
+      % (proc.returncode, err.strip()[-300:]))
+check(os.path.exists(out) and isinstance(read_pprof(out)["samples"], list),
+      "SIGTERM during start-up: the profile is written")
+
 # 3. -p whose target exits
 target = subprocess.Popen([os.path.join(BUILD, "fixtures", "callchain"), "2"],
                           stdout=subprocess.DEVNULL)

@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -87,9 +88,18 @@ struct record_opts {
 };
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t started;	/* the pipeline runs: stop by draining */
 
+/* A stop asked for while BPF still loads is kept and honoured once the
+ * pipeline runs (the recording is written, empty or not); a second
+ * SIGINT/SIGTERM before then ends the process at once, so a start-up
+ * that hangs can still be interrupted. */
 static void on_signal(int sig)
 {
+	if (stop_signal && !started && (sig == SIGINT || sig == SIGTERM)) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
 	stop_signal = sig;
 }
 
@@ -513,13 +523,22 @@ static int sum_offcpu(const struct sp_agg_entry *e, void *ctx)
 	return 0;
 }
 
+static int rmdir_if_empty(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (type == FTW_DP)
+		rmdir(path);	/* fails, harmlessly, when not empty */
+	return 0;
+}
+
 int sp_record__main(int argc, char **argv)
 {
 	struct record_opts o;
 	struct sp_pipeline *pipe = NULL;
 	struct sp_pipeline_config pcfg;
 	struct sp_hostsyms_config hcfg = { .log_prefix = "spanprof record: " };
-	char syms_dir[PATH_MAX];
+	char syms_dir[PATH_MAX] = "";
 	struct sp_agg *agg = NULL;
 	struct sp_profile *prof = NULL;
 	struct sp_summary sum = { 0 };
@@ -557,6 +576,15 @@ int sp_record__main(int argc, char **argv)
 		goto out;
 	}
 	hcfg.store_dir = syms_dir;
+	/* Before BPF loads (seconds on a busy host): a SIGTERM then must not
+	 * kill record with its output half made.  A closed terminal (SIGHUP)
+	 * or a closed pipe on stderr (SIGPIPE) stops the recording like
+	 * Ctrl-C: the output is written.  After a SIGPIPE, writes to the pipe
+	 * fail with EPIPE and are ignored. */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	signal(SIGPIPE, on_signal);
 	pcfg = (struct sp_pipeline_config){ .opts = &o.s, .filter_pids = !o.all,
 					    .filter_tids = o.n_tids > 0, .hostsyms = &hcfg };
 	if (sp_pipeline__new(&pcfg, &pipe, err_msg, sizeof(err_msg))) {
@@ -594,13 +622,6 @@ int sp_record__main(int argc, char **argv)
 		pidfds[i] = (int)syscall(SYS_pidfd_open, o.pids[i], 0);
 	}
 
-	/* A closed terminal (SIGHUP) or a closed pipe on stderr (SIGPIPE)
-	 * stops the recording like Ctrl-C: the output is written.  After a
-	 * SIGPIPE, writes to the pipe fail with EPIPE and are ignored. */
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
-	signal(SIGPIPE, on_signal);
 	if (o.command) {
 		child = spawn_paused(o.command, &go_fd);
 		if (child < 0) {
@@ -616,6 +637,7 @@ int sp_record__main(int argc, char **argv)
 		fprintf(stderr, "spanprof record: %s\n", err_msg);
 		goto out;
 	}
+	started = 1;
 	if (go_fd >= 0) {
 		if (write(go_fd, "g", 1) != 1)
 			fprintf(stderr, "spanprof record: cannot release the command: %s\n",
@@ -741,6 +763,10 @@ out:
 			close(pidfds[i]);
 	out_close(&out);
 	sp_pipeline__free(pipe);
+	/* FILE.syms/ made for a write that then failed (a full disk) holds
+	 * only empty directories: not left behind (files stay). */
+	if (syms_dir[0])
+		nftw(syms_dir, rmdir_if_empty, 8, FTW_DEPTH | FTW_PHYS);
 	sp_profile__free(prof);
 	return rc;
 }
