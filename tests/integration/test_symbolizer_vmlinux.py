@@ -33,9 +33,13 @@ instruction of every function.
 4. Neither: every kernel frame unresolved, counted as "no snapshot".
 5. report (as root: drops to nobody, who must read the debug dir) names the
    inlined helper mix with the vmlinux.
+6. The vmlinux served by a real debuginfod (in a private network namespace,
+   as test_symbolizer_debuginfod.py runs it), an empty --debug-dir: the
+   same chains as 1, the file fetched once (found_debuginfod 1).
 Exit 0 pass, 77 skip, else fail.
 """
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -44,6 +48,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_symbolizer_cli as cli  # noqa: E402
+import test_symbolizer_debuginfod as td_dbgd  # noqa: E402
 import test_symbolizer_kernel as tk  # noqa: E402
 import test_symbolizer_llvm as tl  # noqa: E402
 
@@ -172,10 +177,11 @@ def chains(path):
     return out
 
 
-def symbolize(src, out, extra):
-    r = subprocess.run([cli.SYM, "file", src, "-o", out, "--allow-root", "--no-debuginfod",
-                        "--no-kallsyms", "--no-syms-dir"] + extra,
-                       capture_output=True, text=True, timeout=120)
+def symbolize(src, out, extra, env=None):
+    """file SRC -o OUT, debuginfod asked only when env is given."""
+    r = subprocess.run([cli.SYM, "file", src, "-o", out, "--allow-root", "--no-kallsyms",
+                        "--no-syms-dir"] + ([] if env else ["--no-debuginfod"]) + extra,
+                       capture_output=True, text=True, timeout=120, env=env)
     if r.returncode:
         fail("file %s: %s" % (" ".join(extra), r.stderr.strip()[-500:]))
     return r.stderr
@@ -188,7 +194,56 @@ def kernel_line(stderr):
     return tuple(int(x) for x in m.groups()) if m else None
 
 
+def debuginfod_inner(td):
+    """In a private network namespace: debuginfod serves only the vmlinux;
+    the profile at memory_start LINK_TEXT, an empty --debug-dir, gets the
+    same chains through it.  Returns the failed checks."""
+    failures = []
+
+    def check(cond, what):
+        print(("ok   " if cond else "FAIL ") + what, flush=True)
+        if not cond:
+            failures.append(what)
+
+    elf = os.path.join(td, "serve", "vmlinux")
+    bid = cli.build_id(elf)
+    addrs = insn_addrs(elf, nm(elf))
+    want = dict(zip(addrs, tl.llvm(elf, addrs)))
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    port = random.randint(20000, 40000)
+    log = open(os.path.join(td, "debuginfod.log"), "w")
+    srv = subprocess.Popen(["debuginfod", "-F", "-p", str(port), "-d",
+                            os.path.join(td, "db.sqlite"), "-t", "0", "-g", "0",
+                            os.path.join(td, "serve")], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        code, _ = td_dbgd.wait_http("http://127.0.0.1:%d/buildid/%s/debuginfo" % (port, bid))
+        check(code == 200, "debuginfod serves the vmlinux as debuginfo (%s)" % code)
+        if code != 200:
+            return failures
+        env = dict(os.environ, DEBUGINFOD_URLS="http://127.0.0.1:%d" % port,
+                   DEBUGINFOD_CACHE_PATH=os.path.join(td, "cache"), DEBUGINFOD_TIMEOUT="10")
+        env.pop("DEBUGINFOD_PROGRESS", None)
+        out = os.path.join(td, "k-dbgd.sym.pb")
+        err = symbolize(os.path.join(td, "k-%x.pb" % LINK_TEXT), out,
+                        ["--debug-dir", os.path.join(td, "nothing-here")], env=env)
+        got = chains(out)
+        ks = kernel_line(err)
+        bad = [(hex(a), got.get(a), want[a]) for a in addrs if got.get(a) != want[a]]
+        check(not bad and ks and ks[6] == len(addrs) and
+              td_dbgd.stat(err, "found_debuginfod") == 1,
+              "debuginfod: all %d locations carry llvm-symbolizer's chain, vmlinux "
+              "fetched once (found_debuginfod %s, kernel %s): %s"
+              % (len(addrs), td_dbgd.stat(err, "found_debuginfod"), ks, bad[:3]))
+    finally:
+        srv.terminate()
+        srv.wait(timeout=30)
+        log.close()
+    return failures
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--inner":
+        return 1 if debuginfod_inner(sys.argv[2]) else 0
     for tool in ("gcc", "ld", "nm", "objdump", "llvm-symbolizer"):
         if not shutil.which(tool):
             cli.skip("no %s" % tool)
@@ -265,6 +320,17 @@ def main():
                       re.search(r"^\s.*\bmix \(kernel_fake\.c:\d+\)$", r.stdout, re.M))
             check(ok, "report as nobody: vmlinux read, the inlined mix named with its "
                   "line (%s)%s" % (ks, "" if ok else "\n" + (r.stdout or r.stderr)[-600:]))
+
+        # 6: the same vmlinux from a real debuginfod (private netns)
+        if not shutil.which("debuginfod") or not shutil.which("ip") or subprocess.run(
+                ["unshare", "--net", "true"], capture_output=True).returncode:
+            check(False, "debuginfod step: needs debuginfod, ip and unshare --net")
+        else:
+            os.mkdir(os.path.join(td, "serve"))
+            shutil.copy(elf, os.path.join(td, "serve", "vmlinux"))
+            r = subprocess.run(["unshare", "--net", sys.executable, os.path.abspath(__file__),
+                                "--inner", td], timeout=300)
+            check(r.returncode == 0, "debuginfod step passed (rc %d)" % r.returncode)
 
         # 3: no vmlinux; a snapshot of that build id from a slid boot
         os.unlink(placed)
