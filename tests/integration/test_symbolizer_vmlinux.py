@@ -108,6 +108,15 @@ void start_kernel_fake(void)
 FUNCS = ("copy_page_fake", "do_syscall_fake", "start_kernel_fake")
 
 
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILURES.append(what)
+
+
 def fail(msg):
     print("FAIL " + msg)
     sys.exit(1)
@@ -197,13 +206,7 @@ def kernel_line(stderr):
 def debuginfod_inner(td):
     """In a private network namespace: debuginfod serves only the vmlinux;
     the profile at memory_start LINK_TEXT, an empty --debug-dir, gets the
-    same chains through it.  Returns the failed checks."""
-    failures = []
-
-    def check(cond, what):
-        print(("ok   " if cond else "FAIL ") + what, flush=True)
-        if not cond:
-            failures.append(what)
+    same chains through it (failed checks go to FAILURES)."""
 
     elf = os.path.join(td, "serve", "vmlinux")
     bid = cli.build_id(elf)
@@ -219,7 +222,7 @@ def debuginfod_inner(td):
         code, _ = td_dbgd.wait_http("http://127.0.0.1:%d/buildid/%s/debuginfo" % (port, bid))
         check(code == 200, "debuginfod serves the vmlinux as debuginfo (%s)" % code)
         if code != 200:
-            return failures
+            return
         env = dict(os.environ, DEBUGINFOD_URLS="http://127.0.0.1:%d" % port,
                    DEBUGINFOD_CACHE_PATH=os.path.join(td, "cache"), DEBUGINFOD_TIMEOUT="10")
         env.pop("DEBUGINFOD_PROGRESS", None)
@@ -238,23 +241,17 @@ def debuginfod_inner(td):
         srv.terminate()
         srv.wait(timeout=30)
         log.close()
-    return failures
 
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--inner":
-        return 1 if debuginfod_inner(sys.argv[2]) else 0
+        debuginfod_inner(sys.argv[2])
+        return 1 if FAILURES else 0
     for tool in ("gcc", "ld", "nm", "objdump", "llvm-symbolizer"):
         if not shutil.which(tool):
             cli.skip("no %s" % tool)
     if not os.access(cli.SYM, os.X_OK):
         cli.skip("no %s (make first)" % cli.SYM)
-    failures = []
-
-    def check(cond, what):
-        print(("ok   " if cond else "FAIL ") + what, flush=True)
-        if not cond:
-            failures.append(what)
 
     td = tempfile.mkdtemp(prefix="spanprof-test-")
     os.chmod(td, 0o755)
@@ -363,8 +360,8 @@ def main():
               "snapshot (%s)" % (ks,))
     finally:
         shutil.rmtree(td, ignore_errors=True)
-    if failures:
-        print("%d check(s) failed" % len(failures))
+    if FAILURES:
+        print("%d check(s) failed" % len(FAILURES))
         return 1
     return 0
 
