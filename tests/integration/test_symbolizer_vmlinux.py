@@ -30,6 +30,8 @@ instruction of every function.
    independent writer): the same profile falls back to names only, one
    frame per location, the nm symbol covering the address, no file or line;
    counted as resolved, none from vmlinux.
+   A [module:NAME] frame of a pprof profile (offset in the module's .text)
+   is named from the snapshot's module of that build id, "fn [NAME]".
 4. Neither: every kernel frame unresolved, counted as "no snapshot".
 5. report (as root: drops to nobody, who must read the debug dir) names the
    inlined helper mix with the vmlinux.
@@ -38,6 +40,7 @@ instruction of every function.
    same chains as 1, the file fetched once (found_debuginfod 1).
 Exit 0 pass, 77 skip, else fail.
 """
+import gzip
 import os
 import random
 import re
@@ -55,6 +58,7 @@ import test_symbolizer_llvm as tl  # noqa: E402
 LINK_TEXT = 0xffffffff81000000      # __START_KERNEL without CONFIG_PHYSICAL_START
 OTHER_START = 0xffffffff82000000    # a base another collector may have derived
 SLIDE = 0x2a400000                  # the snapshot's boot: runtime = link + slide
+MOD_TEXT = 0xffffffffc0a00000       # a module's .text in the snapshot's boot
 
 KERNEL_C = r"""
 /* _text first in the image, as the kernel's linker script places it
@@ -348,6 +352,31 @@ def main():
               % (len(addrs), bad[:3]))
         check(ks is not None and ks[0] == len(addrs) and ks[6] == 0,
               "snapshot: counted as resolved, none from vmlinux (%s)" % (ks,))
+
+        # 3b: a module frame in pprof (no frame type there: the mapping
+        # says kernel) named from the snapshot's module of that build id
+        mod_bid = "ab" * 20
+        with gzip.open(snap, "rt") as f:
+            lines = f.read().splitlines()
+        lines[1:1] = ["# module fakemod build-id=%s text=%x size=1000" % (mod_bid, MOD_TEXT),
+                      "%x t fake_mod_fn\t[fakemod]" % MOD_TEXT,
+                      "%x t fake_mod_other\t[fakemod]" % (MOD_TEXT + 0x400)]
+        with gzip.open(snap, "wt") as f:
+            f.write("\n".join(lines) + "\n")
+        mp = cli.Pprof()
+        m = mp.mapping(0, 0x1000, 0, "[module:fakemod]", mod_bid)
+        for off in (0x10, 0x410):
+            mp.sample([mp.location(m, off)])
+        msrc, mout = os.path.join(td, "mod.pb"), os.path.join(td, "mod.sym.pb")
+        with open(msrc, "wb") as f:
+            f.write(mp.encode())
+        err = symbolize(msrc, mout, ["--kallsyms", snap])
+        got = chains(mout)
+        ks = kernel_line(err)
+        check(got.get(0x10) == [("fake_mod_fn [fakemod]", "", 0)] and
+              got.get(0x410) == [("fake_mod_other [fakemod]", "", 0)] and ks and ks[0] == 2,
+              "[module:fakemod] frames of a pprof profile named from the snapshot's module "
+              "(%s, %s)" % (got, ks))
 
         # 4: neither
         out = os.path.join(td, "k-none.sym.pb")
