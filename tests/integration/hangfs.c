@@ -7,13 +7,22 @@
  * HOLD exists (then it fails with EIO: a test ends its hang before it
  * cleans up, because a page whose read never ends stays locked, and any
  * process touching it would be stuck for good).  Open keeps the page
- * cache (a FUSE open otherwise invalidates it, waiting on that lock).
- * Usage: hangfs MOUNTPOINT HOLD (foreground, multi-threaded, so other
- * requests keep being answered while reads hang).
+ * cache (a FUSE open otherwise invalidates it, waiting on that lock).  An
+ * open with O_SYNC is answered with direct_io: the kernel's mmap of such a
+ * file invalidates the cache, waiting on a hung page with the caller's
+ * mmap lock held (hung_proc.c's "lock" trap).
+ * Usage: hangfs MOUNTPOINT HOLD [BACKING PREFIX] (foreground,
+ * multi-threaded, so other requests keep being answered while reads hang).
+ * With BACKING and PREFIX, lib.so has BACKING's size and bytes, and reads
+ * starting below PREFIX bytes are answered (a file whose headers and build
+ * id read fine, and whose later pages - say its .eh_frame - never come,
+ * as a server that goes away mid-file; test_unwind_hung_fs.py).
  */
 #define FUSE_USE_VERSION 31
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +31,8 @@
 #define FILE_SIZE (1 << 20)
 
 static const char *hold;
+static int backing = -1;
+static off_t file_size = FILE_SIZE, prefix;
 
 static int hang_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
@@ -35,7 +46,7 @@ static int hang_getattr(const char *path, struct stat *st, struct fuse_file_info
 	if (!strcmp(path, "/" FILE_NAME)) {
 		st->st_mode = S_IFREG | 0755;
 		st->st_nlink = 1;
-		st->st_size = FILE_SIZE;
+		st->st_size = file_size;
 		return 0;
 	}
 	return -ENOENT;
@@ -58,17 +69,22 @@ static int hang_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
 static int hang_open(const char *path, struct fuse_file_info *fi)
 {
 	fi->keep_cache = 1;
+	if (fi->flags & O_SYNC)
+		fi->direct_io = 1;
 	return strcmp(path, "/" FILE_NAME) ? -ENOENT : 0;
 }
 
 static int hang_read(const char *path, char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
+	ssize_t n;
+
 	(void)path;
-	(void)buf;
-	(void)size;
-	(void)off;
 	(void)fi;
+	if (backing >= 0 && off < prefix) {
+		n = pread(backing, buf, size, off);
+		return n < 0 ? -errno : (int)n;
+	}
 	while (access(hold, F_OK) == 0)
 		usleep(50000);
 	return -EIO;
@@ -85,8 +101,17 @@ int main(int argc, char **argv)
 {
 	char *args[] = { argv[0], "-f", "-o", "allow_other", argv[1], NULL };
 
-	if (argc != 3)
+	if (argc != 3 && argc != 5)
 		return 2;
 	hold = argv[2];
+	if (argc == 5) {
+		struct stat st;
+
+		backing = open(argv[3], O_RDONLY | O_CLOEXEC);
+		if (backing < 0 || fstat(backing, &st))
+			return 1;
+		file_size = st.st_size;
+		prefix = strtoll(argv[4], NULL, 0);
+	}
 	return fuse_main(5, args, &ops, NULL);
 }

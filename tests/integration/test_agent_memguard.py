@@ -38,11 +38,14 @@ if not os.path.exists(os.path.join(ROOT, "memory.limit_in_bytes")):
 if asan_build():
     skip("ASan build: its quarantine and shadow memory make cgroup usage meaningless here; "
          "the memory guard is covered by the plain build and by unit-san:test_memguard")
-# The limit leaves the agent's fixed memory (BPF maps, the unwinder's
-# tables for every binary on the host: about 30 MiB of working set here)
-# below the 60% release line, as a real deployment must (the shipped
-# DaemonSet and unit allow 256 MiB): what is measured is that the guard
-# stops the aggregators' growth and lets go once it is exported.
+# The limit leaves the agent's fixed memory below the 60% release line, as
+# a real deployment must (the shipped DaemonSet and unit allow 256 MiB):
+# what is measured is that the guard stops the aggregators' growth and
+# lets go once it is exported.  At 48 MiB it cannot: after the flood the
+# guard's usage stayed at 33.4 MiB (release line 28.8) with 0.2 MiB of it
+# unwind tables (issue 12's run), so the rest of the agent's fixed memory
+# (BPF maps, RSS) is above the line; the tables' part, which the guard can
+# take back, is tested by test_agent_memguard_tables.py.
 LIMIT = 80 << 20
 SLOW = 1
 AGENT_ENV = {}

@@ -195,6 +195,31 @@ static void init_fake(struct sp_memguard *g, const char *pc, const char *mi_fmt)
 	assert_int_equal(sp_memguard__init(g, &cfg), 0);
 }
 
+/* How much the unwind tables may change: 100 MiB limit, release at 60
+ * MiB, growth up to the midpoint 67.5 MiB, reclaim target 55 MiB. */
+static void test_reclaim_delta(void **state)
+{
+	struct sp_memguard g;
+	const int64_t M = 1ll << 20;
+
+	(void)state;
+	assert_int_equal(sp_memguard__init(&g, &(struct sp_memguard_config){
+		.proc_cgroup = "/nonexistent", .mountinfo = "/nonexistent" }), 0);
+	assert_true(sp_memguard__reclaim_delta(&g) == SP_MEMGUARD_NO_CAP);	/* no limit */
+	sp_memguard__update(&g, 40 * M, 100 * M);
+	assert_true(sp_memguard__reclaim_delta(&g) == 27 * M + M / 2);	/* room under mid */
+	sp_memguard__update(&g, 70 * M, 100 * M);
+	assert_true(sp_memguard__reclaim_delta(&g) == 0);		/* hold */
+	sp_memguard__update(&g, 80 * M, 100 * M);			/* engaged */
+	assert_true(g.engaged);
+	assert_true(sp_memguard__reclaim_delta(&g) == -25 * M);	/* down to 55 */
+	sp_memguard__update(&g, 62 * M, 100 * M);			/* still engaged */
+	assert_true(sp_memguard__reclaim_delta(&g) == -7 * M);
+	sp_memguard__update(&g, 54 * M, 100 * M);			/* released */
+	assert_false(g.engaged);
+	assert_true(sp_memguard__reclaim_delta(&g) == 13 * M + M / 2);
+}
+
 static void test_poll_v1(void **state)
 {
 	struct sp_memguard g;
@@ -264,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_locate_v1_root_and_comounted),
 		cmocka_unit_test(test_locate_v2),
 		cmocka_unit_test(test_hysteresis),
+		cmocka_unit_test(test_reclaim_delta),
 		cmocka_unit_test_setup_teardown(test_poll_v1, tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(test_poll_v2_ancestor, tu_setup_dir, tu_teardown_dir),
 	};

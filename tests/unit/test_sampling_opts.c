@@ -258,7 +258,7 @@ static void test_perf_spellings(void **state)
 		       "-C restricts on-CPU sampling only: drop --off-cpu or -C");
 }
 
-/* --unwind, perf's -g and --call-graph, --unwind-budget (unwind_cli.h). */
+/* --unwind, perf's -g and --call-graph, --unwind-budget, --unwind-cpu (unwind_cli.h). */
 static void test_unwind_options(void **state)
 {
 	const char *const g[] = { "cmd", "-g", NULL };
@@ -303,6 +303,11 @@ static void test_unwind_options(void **state)
 		       "--unwind-budget 2g: expected bytes (k/m/g suffixes) from 256k to 1g");
 	expect_refused((const char *const[]){ "c", "--unwind-budget", "64mb", NULL },
 		       "--unwind-budget 64mb: expected bytes (k/m/g suffixes) from 256k to 1g");
+	assert_int_equal(parse((const char *const[]){ "c", "--unwind-cpu", "10", NULL }, &o, msg,
+			       sizeof(msg), &own_seen), 0);
+	assert_int_equal(o.unwind_cpu_pct, 10);
+	expect_refused((const char *const[]){ "c", "--unwind-cpu", "0", NULL },
+		       "--unwind-cpu 0: expected 1..100 percent");
 }
 
 static void test_usage_and_table(void **state)

@@ -165,11 +165,21 @@ static void test_blob_budget_and_memory(void **state)
 	sp_unw_blob__free_all(b);
 	b = sp_unw_blob__new(&be, 2 * SP_UNW_CHUNK_BYTES);
 	assert_int_equal(sp_unw_blob__alloc(b, 10, &a), 0);
-	sp_unw_blob__set_no_grow(b, true);
+	assert_int_equal(sp_unw_blob__stats(b)->chunks_live, 1);
+	sp_unw_blob__set_cap(b, 1);
 	assert_int_equal(sp_unw_blob__alloc(b, SP_UNW_CHUNK_WORDS, &a), -ENOSPC);
 	assert_int_equal(sp_unw_blob__alloc(b, 10, &a), 0);	/* inside chunk 0 */
-	sp_unw_blob__set_no_grow(b, false);
+	sp_unw_blob__set_cap(b, 99);				/* clamped to 2 */
+	assert_int_equal(sp_unw_blob__cap(b), 2);
 	assert_int_equal(sp_unw_blob__alloc(b, SP_UNW_CHUNK_WORDS, &a), 0);
+	assert_int_equal(sp_unw_blob__stats(b)->chunks_live, 2);
+	/* A released extent stops counting as live at once; its chunk goes
+	 * after the quarantine. */
+	sp_unw_blob__release(b, a, SP_UNW_CHUNK_WORDS, 1000);
+	assert_int_equal(sp_unw_blob__stats(b)->chunks_live, 1);
+	assert_int_equal(sp_unw_blob__stats(b)->chunks, 2);
+	sp_unw_blob__tick(b, 1000 + SP_UNW_BLOB_QUARANTINE_NS);
+	assert_int_equal(sp_unw_blob__stats(b)->chunks, 1);
 	sp_unw_blob__free_all(b);
 }
 

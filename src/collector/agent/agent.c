@@ -841,6 +841,10 @@ static void go_metrics(struct sp_metrics_buf *b, const struct sp_go_stats *g,
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		sp_metrics__u64(b, "spanprof_go_process_failures_total",
 				L("reason", sp_go_fail__name(i)), g->fail[i]);
+	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "exe_timed_out"),
+			g->exe_timed_out);
+	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "exe_skipped"),
+			g->exe_skipped);
 	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "bpf_map_full"),
 			g->bpf_map_full);
 	sp_metrics__family(b, "spanprof_go_park_probes_total", SP_METRIC_COUNTER,
@@ -891,8 +895,12 @@ static void render_unwind(struct sp_metrics_buf *b, struct sp_unwinder *unw)
 			u.failed_unreadable);
 	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_slow"),
 			u.failed_too_slow);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "stalled"),
+			u.failed_stalled);
 	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_large"), u.too_large);
 	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted"), u.evicted);
+	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted_memguard"),
+			u.evicted_memguard);
 	sp_metrics__family(b, "spanprof_unwind_bounds_total", SP_METRIC_COUNTER,
 			   "Unwinder bounds hit (each leaves some stacks to frame pointers)");
 	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "files_full"), u.files_full);
@@ -906,13 +914,18 @@ static void render_unwind(struct sp_metrics_buf *b, struct sp_unwinder *unw)
 			u.paused_builds);
 	sp_metrics__family(b, "spanprof_unwind_bpf_bytes", SP_METRIC_GAUGE,
 			   "BPF memory of the unwinder, charged to the cgroup (so in the memory "
-			   "guard's usage): budget, in use (tables and ranges, in 256 KiB chunks), "
-			   "of it tables and ranges, and the fixed arrays");
+			   "guard's usage): budget, the part of it the memory guard allows now "
+			   "(memguard_cap), in use (tables and ranges, in 256 KiB chunks), of it "
+			   "tables and ranges, and the fixed arrays");
 	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "budget"), u.budget_bytes);
+	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "memguard_cap"), u.cap_bytes);
 	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "in_use"), u.bytes_in_use);
 	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "tables"), u.table_bytes);
 	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "ranges"), u.range_bytes);
 	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "fixed"), u.fixed_bytes);
+	m_counter(b, "spanprof_unwind_memguard_evicted_bytes_total",
+		  "Unwind table bytes evicted to bring the memory guard's usage down",
+		  u.evicted_memguard_bytes);
 	m_gauge(b, "spanprof_unwind_files", "Executable files the unwinder knows", (double)u.files);
 	m_gauge(b, "spanprof_unwind_tables", "Unwind tables in BPF", (double)u.tables);
 	m_gauge(b, "spanprof_unwind_processes", "Processes with executable ranges in BPF",
@@ -1077,14 +1090,17 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.select_bpf_full);
 	sp_metrics__family(b, "spanprof_process_env_total", SP_METRIC_COUNTER,
 			   "Resource identity read from the processes' /proc/PID/environ "
-			   "(OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES), and what was not kept");
+			   "(OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES), and what was not kept "
+			   "(timed_out: not read within 250 ms; skipped: its earlier read still stuck)");
 	{
 		static const char *const ev[] = { "read", "declared", "unreadable", "truncated",
-						  "invalid", "attrs_dropped", "over_budget" };
+						  "invalid", "attrs_dropped", "over_budget",
+						  "timed_out", "skipped" };
 		const uint64_t v[] = { p.sum.env.reads, p.sum.env.declared, p.sum.env.unreadable,
 				       p.sum.env.truncated, p.sum.env.invalid,
 				       p.sum.env.attrs_dropped + p.sum.res_attrs_dropped,
-				       p.sum.env.over_budget };
+				       p.sum.env.over_budget, p.sum.env.timed_out,
+				       p.sum.env.skipped };
 
 		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 			sp_metrics__u64(b, "spanprof_process_env_total", L("event", ev[i]), v[i]);
@@ -1094,7 +1110,9 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	sp_metrics__family(b, "spanprof_process_events_total", SP_METRIC_COUNTER,
 			   "Process table events and bounds hit (file_timed_out: a mapped "
 			   "file did not answer within 250 ms; file_skipped: such a file "
-			   "met again, or every reading helper stuck)");
+			   "met again, or every reading helper stuck; maps_timed_out: a "
+			   "process's maps did not answer within 250 ms; maps_skipped: its "
+			   "earlier read still stuck, or every helper)");
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_read"),
 			p.sum.procs.maps_reads);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "gone_before_read"),
@@ -1109,6 +1127,10 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.sum.procs.files_timed_out);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "file_skipped"),
 			p.sum.procs.files_skipped);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_timed_out"),
+			p.sum.procs.maps_timed_out);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_skipped"),
+			p.sum.procs.maps_skipped);
 
 	m_counter(b, "spanprof_ctx_processes_resolved_total",
 		  "Processes whose trace context BPF reads (descriptor in the tls_descs map)",
@@ -1259,6 +1281,8 @@ static void second_signal(int sig)
 
 static void guard_poll(struct agent *a, bool quiet)
 {
+	struct sp_unwinder *unw = sp_pipeline__unwinder(a->pipe);
+	struct sp_unwinder_stats us;
 	int r = sp_memguard__poll(&a->guard);
 
 	atomic_store(&a->guard_usage, a->guard.usage);
@@ -1267,15 +1291,27 @@ static void guard_poll(struct agent *a, bool quiet)
 	atomic_store(&a->guard_releases, a->guard.releases);
 	if (r == 1) {
 		atomic_store(&a->guard_engaged, a->guard.engaged);
-		/* The unwinder's BPF memory is the cgroup's too: no new
-		 * tables while engaged (it evicts rather than grows). */
-		sp_unwinder__set_pressure(sp_pipeline__unwinder(a->pipe), a->guard.engaged);
+		/* The unwinder's BPF memory is the cgroup's too: no builds
+		 * while engaged. */
+		sp_unwinder__set_pressure(unw, a->guard.engaged);
+	}
+	/* Its tables are the one part of the agent's fixed memory the
+	 * guard can take back: engaged, it evicts them (least recently
+	 * used first) until usage can fall below the release line; else
+	 * they grow only into the room under the watermarks' midpoint
+	 * (sp_memguard__reclaim_delta). */
+	if (unw && r >= 0 && a->guard.version != SP_MEMGUARD_NONE)
+		sp_unwinder__limit(unw, sp_memguard__reclaim_delta(&a->guard));
+	sp_unwinder__stats(unw, &us);
+	if (r == 1) {
 		fprintf(stderr, "spanprof agent: memory guard %s: cgroup usage %llu of %llu bytes "
-			"(%.0f%%; %s at %.0f%%, resume below %.0f%%)\n",
+			"(%.0f%%; %s at %.0f%%, resume below %.0f%%; unwind tables and ranges "
+			"%.1f MiB of it%s)\n",
 			a->guard.engaged ? "ENGAGED, dropping samples" : "released, ingesting again",
 			(unsigned long long)a->guard.usage, (unsigned long long)a->guard.limit,
 			100.0 * a->guard.usage / (a->guard.limit ? a->guard.limit : 1),
-			"stop", a->guard.high * 100, a->guard.low * 100);
+			"stop", a->guard.high * 100, a->guard.low * 100, us.bytes_in_use / 1048576.0,
+			a->guard.engaged && us.bytes_in_use ? ", evicting the least recently used" : "");
 	} else if (r < 0 && !quiet && a->guard.read_errors == 1) {
 		fprintf(stderr, "spanprof agent: memory guard: cannot read %s: %s\n",
 			a->guard.dir, strerror(-r));
@@ -1454,6 +1490,9 @@ int sp_agent__main(int argc, char **argv)
 		goto out;
 	}
 	consumer_started = true;
+	/* Named: an operator (and test_agent_health_stall.py) finds the
+	 * thread --health-stall watches. */
+	pthread_setname_np(consumer_th, "sp-consumer");
 	if (a->o.metrics_addr &&
 	    sp_metrics_server__start(a->o.metrics_addr, 0, render, healthy, a, &a->metrics, err,
 				     sizeof(err))) {

@@ -396,3 +396,21 @@ int sp_memguard__update(struct sp_memguard *g, uint64_t usage, uint64_t limit)
 		g->releases++;
 	return 1;
 }
+
+int64_t sp_memguard__reclaim_delta(const struct sp_memguard *g)
+{
+	double limit, usage, target, mid;
+
+	if (!g || !g->limit)
+		return SP_MEMGUARD_NO_CAP;
+	limit = (double)g->limit;
+	usage = (double)g->usage;
+	if (!g->engaged) {
+		mid = (g->low + g->high) / 2 * limit;
+		return usage < mid ? (int64_t)(mid - usage) : 0;
+	}
+	target = g->low * limit - SP_MEMGUARD_RECLAIM_MARGIN * limit;
+	if (target < g->low * limit / 2)
+		target = g->low * limit / 2;
+	return usage > target ? -(int64_t)(usage - target) : 0;
+}

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #define SP_MEMGUARD_NO_LIMIT (1ull << 60)
+#define SP_MEMGUARD_RECLAIM_MARGIN 0.05	/* of the limit, below low */
 
 enum sp_memguard_version {
 	SP_MEMGUARD_NONE = 0,	/* no memory cgroup found: guard off */
@@ -67,6 +68,18 @@ int sp_memguard__init(struct sp_memguard *g, const struct sp_memguard_config *cf
  * changed (engaged or released: the caller logs it), 0 when not, or a
  * negative errno when the files could not be read (counted; state kept). */
 int sp_memguard__poll(struct sp_memguard *g);
+
+/* How much the agent's reclaimable memory (its unwind tables: BPF maps
+ * charged to the same cgroup, so part of usage) may change now, in bytes:
+ * engaged, minus the excess over a target SP_MEMGUARD_RECLAIM_MARGIN of
+ * the limit below the low watermark (so that giving it back lets the
+ * guard release); released, plus the room under the midpoint of the two
+ * watermarks (tables grow only into memory the rest of the agent leaves,
+ * and stop short of the high mark); 0 between the midpoint and high, and
+ * without a limit (see SP_MEMGUARD_NO_CAP).  Pure: the caller evicts or
+ * grows, against what it holds at that moment. */
+#define SP_MEMGUARD_NO_CAP INT64_MAX
+int64_t sp_memguard__reclaim_delta(const struct sp_memguard *g);
 
 /* The hysteresis alone (what poll applies after reading). */
 int sp_memguard__update(struct sp_memguard *g, uint64_t usage, uint64_t limit);

@@ -151,7 +151,8 @@ static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config
  * table's maps reads (not with --unwind fp: frame pointers only). */
 static int start_unwinder(struct sp_pipeline *p, char *err, size_t err_len)
 {
-	struct sp_unwinder_config ucfg = { .budget_bytes = p->opts.unwind_budget };
+	struct sp_unwinder_config ucfg = { .budget_bytes = p->opts.unwind_budget,
+					   .cpu_share = p->opts.unwind_cpu_pct / 100.0 };
 	struct sp_sampler_unwind_maps um;
 	struct sp_unw_backend be;
 	int rc;

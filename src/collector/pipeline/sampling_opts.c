@@ -131,6 +131,9 @@ static const struct opt_def defs[] = {
 	{ "unwind-budget", 0, "B", K_BUDGET, F(unwind_budget), 0, 0, NULL,
 	  "BPF memory for unwind tables and process ranges\n"
 	  "(k/m/g; least recently used files are evicted)", NULL, 0 },
+	{ "unwind-cpu", 0, "PCT", K_U32, F(unwind_cpu_pct), 1, 100, "%llu..%llu percent",
+	  "CPU the unwind table builder thread may use, percent\n"
+	  "of one CPU over time (a 1 s burst at start)", "default 25", 0 },
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))

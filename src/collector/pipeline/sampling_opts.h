@@ -53,6 +53,7 @@ struct sp_sampling_opts {
 	uint32_t ctx_max_procs;		/* 0 = SP_TLS_DESCS_MAX */
 	bool unwind_fp;			/* --unwind fp: frame pointers only */
 	uint64_t unwind_budget;		/* --unwind-budget; 0 = the default (64 MiB) */
+	uint32_t unwind_cpu_pct;	/* --unwind-cpu; 0 = the default (25) */
 	bool off_cpu_tuned;		/* parser state: an --off-cpu-* option was given */
 	bool cpu_filter;		/* -C given: sample only the CPUs in cpus */
 	uint64_t cpus[SP_CLI_CPU_WORDS];	/* -C's set (cli.h), online when parsed */

@@ -53,10 +53,12 @@ static void print_unwind(FILE *f, const struct sp_summary *s)
 		return;
 	fprintf(f, "  unwind tables: %" PRIu64 " built, %" PRIu64 " rebuilt, %" PRIu64
 		" without CFI, %" PRIu64 " failed (malformed %" PRIu64 ", unreadable %" PRIu64
-		", too slow %" PRIu64 "), %" PRIu64 " too large, %" PRIu64 " evicted; %.1f of %.0f MiB "
+		", too slow %" PRIu64 ", stalled %" PRIu64 "), %" PRIu64 " too large, %" PRIu64
+		" evicted; %.1f of %.0f MiB "
 		"in BPF (tables %.1f, ranges %.2f), %" PRIu64 " processes; builder %.0f ms CPU%s\n",
 		u->built, u->rebuilt, u->no_cfi, u->failed, u->failed_malformed,
-		u->failed_unreadable, u->failed_too_slow, u->too_large, u->evicted,
+		u->failed_unreadable, u->failed_too_slow, u->failed_stalled, u->too_large,
+		u->evicted + u->evicted_memguard,
 		u->bytes_in_use / 1048576.0, u->budget_bytes / 1048576.0, u->table_bytes / 1048576.0,
 		u->range_bytes / 1048576.0, u->procs, u->build_cpu_ns / 1e6,
 		s->mmap_watch ? "" : "; new mappings seen by misses only (no tracefs)");
@@ -238,6 +240,11 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 		fprintf(f, "  files that did not answer within the limit %" PRIu64 " (skipped "
 			"since: %" PRIu64 "): their mappings have no build id (a hung file "
 			"system?)\n", s->procs.files_timed_out, s->procs.files_skipped);
+	if (s->procs.maps_timed_out || s->procs.maps_skipped)
+		fprintf(f, "  processes whose maps did not answer within the limit %" PRIu64
+			" (skipped since: %" PRIu64 "): their earlier maps kept (a thread stuck "
+			"on a hung file system holding the process's mmap lock?)\n",
+			s->procs.maps_timed_out, s->procs.maps_skipped);
 	fprintf(f, "  trace context: samples with ids %" PRIu64 " (with attributes %" PRIu64
 		"); processes resolved %" PRIu64 ", failed %" PRIu64, c->ctx_samples,
 		c->attrs_samples, s->ctx_procs_resolved, s->ctx_procs_failed);
@@ -260,9 +267,11 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 	if (s->process_env)
 		fprintf(f, "  resource identity from environments: read %" PRIu64 ", declaring %"
 			PRIu64 ", unreadable %" PRIu64 ", truncated %" PRIu64 ", invalid %" PRIu64
-			", attributes dropped %" PRIu64 ", over budget %" PRIu64 "\n", s->env.reads,
+			", attributes dropped %" PRIu64 ", over budget %" PRIu64 ", timed out %"
+			PRIu64 " (skipped since %" PRIu64 ")\n", s->env.reads,
 			s->env.declared, s->env.unreadable, s->env.truncated, s->env.invalid,
-			s->env.attrs_dropped + s->res_attrs_dropped, s->env.over_budget);
+			s->env.attrs_dropped + s->res_attrs_dropped, s->env.over_budget,
+			s->env.timed_out, s->env.skipped);
 	print_unwind(f, s);
 	print_go(f, s);
 	if (s->off_cpu)
@@ -338,11 +347,13 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"maps_unreadable\": %" PRIu64 ", \"no_build_id\": %" PRIu64
 		", \"addr_unmapped\": %" PRIu64 ", \"addr_anon\": %" PRIu64
 		", \"mappings_full\": %" PRIu64
-		", \"files_timed_out\": %" PRIu64 ", \"files_skipped\": %" PRIu64 "},\n",
+		", \"files_timed_out\": %" PRIu64 ", \"files_skipped\": %" PRIu64
+		", \"maps_timed_out\": %" PRIu64 ", \"maps_skipped\": %" PRIu64 "},\n",
 		s->procs.procs_seen, s->procs.procs_table_full, s->procs.maps_reads,
 		s->procs.maps_gone, s->procs.maps_unreadable, s->procs.no_build_id,
 		s->procs.addr_unmapped, s->procs.addr_anon, s->procs.mappings_full,
-		s->procs.files_timed_out, s->procs.files_skipped);
+		s->procs.files_timed_out, s->procs.files_skipped, s->procs.maps_timed_out,
+		s->procs.maps_skipped);
 	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
 		PRIu64 ", \"procs_failed\": %" PRIu64 ", \"publish_rereads\": %" PRIu64
 		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64
@@ -359,20 +370,23 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"bpf_map_full\": %" PRIu64 ", \"files_read\": %" PRIu64
 		", \"cache_hits\": %" PRIu64 ", \"keys_dropped\": %" PRIu64
 		", \"parks_files\": %" PRIu64 ", \"parks_unsupported\": %" PRIu64
-		", \"parks_failed\": %" PRIu64 ", \"parks_gone\": %" PRIu64, s->go.procs,
+		", \"parks_failed\": %" PRIu64 ", \"parks_gone\": %" PRIu64
+		", \"exe_timed_out\": %" PRIu64 ", \"exe_skipped\": %" PRIu64, s->go.procs,
 		s->go.procs_dwarf, s->go.procs_table, s->go.procs_failed, s->go.bpf_map_full,
 		s->go.files_read, s->go.cache_hits, s->go.keys_dropped, s->go.parks_files,
-		s->go.parks_unsupported, s->go.parks_failed, s->go.parks_gone);
+		s->go.parks_unsupported, s->go.parks_failed, s->go.parks_gone,
+		s->go.exe_timed_out, s->go.exe_skipped);
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, sp_go_fail__name(i), s->go.fail[i]);
 	fprintf(f, "},\n");
 	fprintf(f, "  \"env\": {\"enabled\": %s, \"reads\": %" PRIu64 ", \"declared\": %" PRIu64
 		", \"unreadable\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"invalid\": %" PRIu64
 		", \"attrs_dropped\": %" PRIu64 ", \"res_attrs_dropped\": %" PRIu64
-		", \"over_budget\": %" PRIu64 ", \"evictions\": %" PRIu64 "},\n",
+		", \"over_budget\": %" PRIu64 ", \"evictions\": %" PRIu64
+		", \"timed_out\": %" PRIu64 ", \"skipped\": %" PRIu64 "},\n",
 		s->process_env ? "true" : "false", s->env.reads, s->env.declared, s->env.unreadable,
 		s->env.truncated, s->env.invalid, s->env.attrs_dropped, s->res_attrs_dropped,
-		s->env.over_budget, s->env.evictions);
+		s->env.over_budget, s->env.evictions, s->env.timed_out, s->env.skipped);
 	{
 		const struct sp_unwinder_stats *u = &s->unw;
 
@@ -388,7 +402,7 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			", \"procs\": %" PRIu64 ", \"built\": %" PRIu64 ", \"rebuilt\": %" PRIu64
 			", \"no_cfi\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"failed_malformed\": %" PRIu64
 			", \"failed_unreadable\": %" PRIu64 ", \"failed_too_slow\": %" PRIu64
-			", \"too_large\": %" PRIu64 ", \"evicted\": %" PRIu64 ", \"files_full\": %" PRIu64
+			", \"failed_stalled\": %" PRIu64 ", \"too_large\": %" PRIu64 ", \"evicted\": %" PRIu64 ", \"files_full\": %" PRIu64
 			", \"queue_full\": %" PRIu64 ", \"procs_full\": %" PRIu64
 			", \"ranges_no_space\": %" PRIu64 ", \"ranges_truncated\": %" PRIu64
 			", \"rereads\": %" PRIu64 ", \"paused_builds\": %" PRIu64
@@ -397,7 +411,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			", \"vdso_table\": %s},\n", u->budget_bytes, u->bytes_in_use, u->table_bytes,
 			u->range_bytes, u->fixed_bytes, u->files, u->tables, u->procs, u->built,
 			u->rebuilt, u->no_cfi, u->failed, u->failed_malformed, u->failed_unreadable,
-			u->failed_too_slow, u->too_large, u->evicted, u->files_full, u->queue_full,
+			u->failed_too_slow, u->failed_stalled, u->too_large, u->evicted,
+			u->files_full, u->queue_full,
 			u->procs_full, u->ranges_no_space, u->ranges_truncated, u->rereads,
 			u->paused_builds, u->build_cpu_ns, u->build_throttle_ns, u->cfi_rows,
 			u->eh_frame_bytes, u->vdso_table ? "true" : "false");

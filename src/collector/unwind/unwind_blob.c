@@ -22,6 +22,7 @@ struct blob_q {
 struct blob_chunk {
 	uint64_t *words;	/* NULL: not created */
 	uint32_t used;		/* words allocated or quarantined in it */
+	uint32_t live;		/* of them allocated (not quarantined) */
 };
 
 struct sp_unw_blob {
@@ -32,7 +33,7 @@ struct sp_unw_blob {
 	uint32_t n_free, cap_free;
 	struct blob_q *q;	/* FIFO by time */
 	uint32_t q_head, q_n, cap_q;
-	bool no_grow;
+	uint32_t cap;		/* chunks that may exist (<= n_chunks) */
 	struct sp_unw_blob_stats st;
 };
 
@@ -62,6 +63,7 @@ struct sp_unw_blob *sp_unw_blob__new(const struct sp_unw_backend *be, uint64_t b
 	b->free[0].len = (uint32_t)(n * SP_UNW_CHUNK_WORDS - 1);
 	b->n_free = 1;
 	b->st.chunks_max = (uint32_t)n;
+	b->cap = (uint32_t)n;
 	return b;
 }
 
@@ -79,8 +81,12 @@ void sp_unw_blob__free_all(struct sp_unw_blob *b)
 	free(b);
 }
 
-/* Adds n to the use count of every chunk [start, start + len) touches. */
-static void chunks_use(struct sp_unw_blob *b, uint32_t start, uint32_t len, int sign)
+/* Adds (sign > 0) or takes (sign < 0) the words [start, start + len) to or
+ * from the counts of the chunks they fall in: used with use, live with
+ * live (an allocation counts in both, a release leaves used until the
+ * quarantine ends).  Keeps st.chunks_live. */
+static void chunks_count(struct sp_unw_blob *b, uint32_t start, uint32_t len, int sign, bool use,
+			 bool live)
 {
 	uint32_t w = start, end = start + len;
 
@@ -89,10 +95,17 @@ static void chunks_use(struct sp_unw_blob *b, uint32_t start, uint32_t len, int 
 		uint32_t cend = (c + 1) << SP_UNW_CHUNK_SHIFT;
 		uint32_t k = (end < cend ? end : cend) - w;
 
-		if (sign > 0)
-			b->chunks[c].used += k;
-		else
-			b->chunks[c].used -= k;
+		struct blob_chunk *ch = &b->chunks[c];
+
+		if (use)
+			ch->used = sign > 0 ? ch->used + k : ch->used - k;
+		if (live) {
+			bool was = ch->live > 0;
+
+			ch->live = sign > 0 ? ch->live + k : ch->live - k;
+			if (was != (ch->live > 0))
+				b->st.chunks_live = was ? b->st.chunks_live - 1 : b->st.chunks_live + 1;
+		}
 		w += k;
 	}
 }
@@ -105,7 +118,7 @@ static int chunks_map(struct sp_unw_blob *b, uint32_t start, uint32_t len)
 	     c++) {
 		if (b->chunks[c].words)
 			continue;
-		if (b->no_grow)
+		if (b->st.chunks >= b->cap)
 			return -ENOSPC;
 		b->chunks[c].words = b->be.chunk_map(b->be.ctx, c);
 		if (!b->chunks[c].words) {
@@ -182,7 +195,7 @@ int sp_unw_blob__alloc(struct sp_unw_blob *b, uint32_t n, uint32_t *base)
 
 		if (f->len < n)
 			continue;
-		if (b->no_grow && !chunks_exist(b, start, n))
+		if (b->st.chunks >= b->cap && !chunks_exist(b, start, n))
 			continue;
 		err = chunks_map(b, start, n);
 		if (err) {
@@ -195,7 +208,7 @@ int sp_unw_blob__alloc(struct sp_unw_blob *b, uint32_t n, uint32_t *base)
 			memmove(f, f + 1, (b->n_free - i - 1) * sizeof(*f));
 			b->n_free--;
 		}
-		chunks_use(b, start, n, 1);
+		chunks_count(b, start, n, 1, true, true);
 		b->st.words_used += n;
 		*base = start;
 		return 0;
@@ -227,6 +240,7 @@ void sp_unw_blob__release(struct sp_unw_blob *b, uint32_t base, uint32_t n, uint
 	}
 	b->q[(b->q_head + b->q_n) % b->cap_q] = (struct blob_q){ base, n, now_ns };
 	b->q_n++;
+	chunks_count(b, base, n, -1, false, true);
 	b->st.words_used -= n;
 	b->st.words_quarantined += n;
 }
@@ -242,7 +256,7 @@ void sp_unw_blob__tick(struct sp_unw_blob *b, uint64_t now_ns)
 			break;
 		if (free_insert(b, q->start, q->len))
 			break;	/* no memory: try at the next tick */
-		chunks_use(b, q->start, q->len, -1);
+		chunks_count(b, q->start, q->len, -1, true, false);
 		b->st.words_quarantined -= q->len;
 		b->q_head = (b->q_head + 1) % b->cap_q;
 		b->q_n--;
@@ -281,9 +295,14 @@ uint64_t sp_unw_blob__read(const struct sp_unw_blob *b, uint32_t w)
 	return b->chunks[c].words[w & (SP_UNW_CHUNK_WORDS - 1)];
 }
 
-void sp_unw_blob__set_no_grow(struct sp_unw_blob *b, bool no_grow)
+void sp_unw_blob__set_cap(struct sp_unw_blob *b, uint32_t chunks)
 {
-	b->no_grow = no_grow;
+	b->cap = chunks < b->n_chunks ? chunks : b->n_chunks;
+}
+
+uint32_t sp_unw_blob__cap(const struct sp_unw_blob *b)
+{
+	return b->cap;
 }
 
 const struct sp_unw_blob_stats *sp_unw_blob__stats(const struct sp_unw_blob *b)

@@ -31,6 +31,8 @@ struct sp_unw_blob_stats {
 	uint64_t words_used;		/* allocated, not yet freed */
 	uint64_t words_quarantined;
 	uint32_t chunks;		/* chunks that exist now */
+	uint32_t chunks_live;		/* of them holding allocated words (the
+					 * rest go at the next tick) */
 	uint32_t chunks_max;		/* the budget, in chunks */
 	uint64_t alloc_failed;		/* no extent fitted (or no memory) */
 	uint64_t chunk_errors;		/* the backend could not create a chunk */
@@ -55,8 +57,11 @@ void sp_unw_blob__tick(struct sp_unw_blob *b, uint64_t now_ns);
 void sp_unw_blob__write(struct sp_unw_blob *b, uint32_t base, const uint64_t *src, uint32_t n);
 /* Word w (tests). */
 uint64_t sp_unw_blob__read(const struct sp_unw_blob *b, uint32_t w);
-/* While set, no new chunk is created (memory guard engaged). */
-void sp_unw_blob__set_no_grow(struct sp_unw_blob *b, bool no_grow);
+/* At most chunks chunks may exist (clamped to the budget; the memory
+ * guard lowers it): no chunk is created while st.chunks >= the cap.
+ * Chunks above the cap that exist stay until emptied (the caller evicts). */
+void sp_unw_blob__set_cap(struct sp_unw_blob *b, uint32_t chunks);
+uint32_t sp_unw_blob__cap(const struct sp_unw_blob *b);
 
 const struct sp_unw_blob_stats *sp_unw_blob__stats(const struct sp_unw_blob *b);
 /* Bytes of kernel memory the chunks hold (chunks x 256 KiB). */

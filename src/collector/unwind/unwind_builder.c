@@ -25,6 +25,8 @@ struct sp_unw_builder {
 	struct sp_unw_job *q;
 	uint32_t cap, head, n;
 	bool stop, paused, running;
+	bool exited;			/* builder_main has returned (or will now) */
+	bool abandoned;			/* __free gave up waiting: the thread frees b */
 	double share;
 	double tokens_ns;		/* CPU it may spend now (token bucket) */
 	uint64_t refill_ns;		/* when tokens were last added */
@@ -68,11 +70,23 @@ static void nap(struct sp_unw_builder *b, uint64_t ns)
 			break;
 }
 
+static void builder_destroy(struct sp_unw_builder *b)
+{
+	pthread_mutex_destroy(&b->lock);
+	pthread_cond_destroy(&b->cond);
+	pthread_cond_destroy(&b->idle_cond);
+	free(b->q);
+	free(b);
+}
+
 static void *builder_main(void *arg)
 {
 	struct sp_unw_builder *b = arg;
 	uint64_t next_tick = mono_ns() + TICK_NS;
 
+	/* Named, so its CPU time can be read from outside
+	 * (/proc/PID/task/TID/stat; test_unwind_cpu_budget.py). */
+	pthread_setname_np(pthread_self(), "sp-unwind");
 	pthread_mutex_lock(&b->lock);
 	while (!b->stop) {
 		struct sp_unw_job job;
@@ -130,7 +144,14 @@ static void *builder_main(void *arg)
 			pthread_cond_broadcast(&b->idle_cond);
 	}
 	b->running = false;
+	b->exited = true;
 	pthread_cond_broadcast(&b->idle_cond);
+	if (b->abandoned) {
+		/* __free has returned without us: b is ours to free. */
+		pthread_mutex_unlock(&b->lock);
+		builder_destroy(b);
+		return NULL;
+	}
 	pthread_mutex_unlock(&b->lock);
 	return NULL;
 }
@@ -175,27 +196,44 @@ int sp_unw_builder__start(struct sp_unw_builder *b)
 	return 0;
 }
 
-void sp_unw_builder__free(struct sp_unw_builder *b)
+int sp_unw_builder__free(struct sp_unw_builder *b, uint32_t wait_ms)
 {
+	struct timespec ts;
+	bool exited;
+
 	if (!b)
-		return;
+		return 0;
+	deadline(&ts, mono_ns() + (uint64_t)wait_ms * 1000000ull);
 	pthread_mutex_lock(&b->lock);
 	b->stop = true;
 	pthread_cond_broadcast(&b->cond);
-	pthread_mutex_unlock(&b->lock);
-	if (b->started)
-		pthread_join(b->th, NULL);
+	while (b->started && !b->exited)
+		if (pthread_cond_timedwait(&b->idle_cond, &b->lock, &ts) == ETIMEDOUT)
+			break;
+	exited = !b->started || b->exited;
+	/* Jobs never run: their fds are closed here (the running job's by
+	 * the thread, when fn returns). */
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct sp_unw_job *j = &b->q[(b->head + i) % b->cap];
 
 		if (j->fd >= 0)
 			close(j->fd);
 	}
-	pthread_mutex_destroy(&b->lock);
-	pthread_cond_destroy(&b->cond);
-	pthread_cond_destroy(&b->idle_cond);
-	free(b->q);
-	free(b);
+	b->n = 0;
+	if (!exited) {
+		/* Stuck in its job (a read from a file system that does not
+		 * answer, which only a fatal signal ends): left behind, it
+		 * frees b when its job returns, if ever. */
+		b->abandoned = true;
+		pthread_detach(b->th);
+		pthread_mutex_unlock(&b->lock);
+		return -EBUSY;
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (b->started)
+		pthread_join(b->th, NULL);
+	builder_destroy(b);
+	return 0;
 }
 
 int sp_unw_builder__push(struct sp_unw_builder *b, const struct sp_unw_job *job)

@@ -55,8 +55,14 @@ struct sp_unw_builder *sp_unw_builder__new(uint32_t queue_max, double cpu_share,
  * and capabilities, so the agent starts it from its consumer thread, after
  * privileges are dropped.  0 or -EAGAIN. */
 int sp_unw_builder__start(struct sp_unw_builder *b);
-/* Stops the thread (the running job finishes) and frees.  NULL-safe. */
-void sp_unw_builder__free(struct sp_unw_builder *b);
+/* Stops the thread and frees: waits up to wait_ms for the running job to
+ * finish, then 0.  A job still running then (its thread blocked in a read
+ * from a file system that does not answer) is left behind: -EBUSY, the
+ * thread is detached and frees the builder itself if its job ever
+ * returns; fn's context must then stay valid for it (the unwinder keeps
+ * its lock and a closing flag, unwinder.c).  Queued jobs' fds are closed
+ * either way.  NULL-safe (0). */
+int sp_unw_builder__free(struct sp_unw_builder *b, uint32_t wait_ms);
 
 int sp_unw_builder__push(struct sp_unw_builder *b, const struct sp_unw_job *job);
 /* Paused: queued jobs wait (memory guard engaged). */

@@ -20,6 +20,7 @@
 #include "collector/unwind/unwind_blob.h"
 #include "collector/unwind/unwind_builder.h"
 #include "collector/unwind/unwind_files.h"
+#include "collector/unwind/unwind_prefetch.h"
 #include "collector/unwind/unwind_procs.h"
 #include "collector/unwind/unwind_table.h"
 #include "collector/unwind/unwinder.h"
@@ -29,6 +30,9 @@
 #define RESERVE_TRIES 4
 #define DEF_FILE_CPU_NS (10ull * 1000000000ull)
 #define VDSO_MAX (1u << 20)
+/* How long __free waits for the builder's running job: past the
+ * prefetch's deadline (2 s), so a stall in progress ends counted. */
+#define STOP_WAIT_MS 2500
 
 struct defer {
 	uint32_t pid;
@@ -44,16 +48,22 @@ struct sp_unwinder {
 	struct sp_unw_files *files;
 	struct sp_unw_procs *uprocs;
 	struct sp_unw_builder *builder;
+	struct sp_unw_prefetch *prefetch;	/* the builder's thread only */
 	struct sp_unw_file_key vdso_key;
 	bool have_vdso;
 	bool pressure;
+	bool closing;			/* __free has begun: the builder touches
+					 * nothing but lock and counters */
 	bool builder_started;		/* consumer's thread */
 	struct sp_unw_range_in *rbuf;	/* SP_UNW_RANGES_MAX, listener only */
 	struct defer defer[DEFER_MAX];
 	uint32_t n_defer;
 	uint64_t per_file_words;
 	/* counters not kept by the parts */
-	uint64_t malformed, unreadable, too_slow, rereads, paused, defer_full;
+	uint64_t malformed, unreadable, too_slow, stalled, rereads, paused, defer_full;
+	uint64_t guard_cap;		/* bytes the memory guard allows ... */
+	bool guard_capped;		/* ... once it has said */
+	uint64_t guard_evicted, guard_evicted_bytes;
 	uint64_t cfi_rows, eh_bytes;
 };
 
@@ -92,7 +102,7 @@ static int job_open(struct sp_unwinder *u, const struct sp_unw_job *job)
 	if (fd < 0)
 		return -ESRCH;
 	pthread_mutex_lock(&u->lock);
-	err = sp_unw_files__key(u->files, &job->req, &key);
+	err = u->closing ? -ESTALE : sp_unw_files__key(u->files, &job->req, &key);
 	pthread_mutex_unlock(&u->lock);
 	if (!err) {
 		if (key.build_id.len) {
@@ -158,14 +168,16 @@ static void build(const struct sp_unw_job *job, void *ctx)
 	bool ok;
 
 	pthread_mutex_lock(&u->lock);
-	ok = sp_unw_files__begin(u->files, &job->req);
+	ok = !u->closing && sp_unw_files__begin(u->files, &job->req);
 	pthread_mutex_unlock(&u->lock);
 	if (!ok)
 		return;		/* stale: the slot moved on */
 	fd = job_open(u, job);
 	if (fd < 0) {
 		pthread_mutex_lock(&u->lock);
-		if (job->fd < 0) {
+		if (u->closing) {
+			/* __free went on without us: touch nothing */
+		} else if (job->fd < 0) {
 			/* Its process is gone: wait for one that maps it. */
 			sp_unw_files__lost_witness(u->files, &job->req);
 		} else {
@@ -173,6 +185,19 @@ static void build(const struct sp_unw_job *job, void *ctx)
 			sp_unw_files__fail(u->files, &job->req, SP_UNW_FS_FAILED);
 		}
 		pthread_mutex_unlock(&u->lock);
+		return;
+	}
+	/* What libelf is about to read, read first on a deadline-bound
+	 * helper: a file system that stops answering blocks the helper, and
+	 * the file (and its device) is skipped, counted as stalled. */
+	err = sp_unw_prefetch__file(u->prefetch, fd);
+	if (err == -ETIMEDOUT || err == -EBUSY) {
+		pthread_mutex_lock(&u->lock);
+		u->stalled++;
+		if (!u->closing)
+			sp_unw_files__fail(u->files, &job->req, SP_UNW_FS_FAILED);
+		pthread_mutex_unlock(&u->lock);
+		close(fd);
 		return;
 	}
 	/* ELF_C_READ, not mmap: a file truncated under us is a read error,
@@ -183,10 +208,16 @@ static void build(const struct sp_unw_job *job, void *ctx)
 	} else {
 		err = compile(u, elf, &t);
 	}
+	/* The reads (the blocking part) are done.  From here on every step
+	 * is under the lock and first asks whether __free has gone on
+	 * without this thread (a read that blocked past its wait): then the
+	 * files, the blob and the BPF maps may be gone. */
 	if (!err) {
 		for (int i = 0; i < RESERVE_TRIES; i++) {
 			pthread_mutex_lock(&u->lock);
-			err = sp_unw_files__reserve(u->files, &job->req, t.n_words, mono_ns(), &base);
+			err = u->closing ? -ESTALE
+					 : sp_unw_files__reserve(u->files, &job->req, t.n_words,
+								 mono_ns(), &base);
 			pthread_mutex_unlock(&u->lock);
 			if (err != -EAGAIN)
 				break;
@@ -194,19 +225,20 @@ static void build(const struct sp_unw_job *job, void *ctx)
 			 * quarantine. */
 			usleep(SP_UNW_BLOB_QUARANTINE_NS / 1000 + 10000);
 		}
-		if (err == -EAGAIN) {
-			pthread_mutex_lock(&u->lock);
+		pthread_mutex_lock(&u->lock);
+		if (u->closing) {
+			/* nothing */
+		} else if (err == -EAGAIN) {
 			sp_unw_files__lost_witness(u->files, &job->req);
-			pthread_mutex_unlock(&u->lock);
-		}
-		if (!err) {
-			/* Reserved words are ours alone: written unlocked. */
+		} else if (!err) {
+			/* Reserved words are ours alone; written under the
+			 * lock only so that __free cannot unmap them under us
+			 * (a memcpy of at most a quarter of the budget). */
 			sp_unw_blob__write(u->blob, base, t.words, t.n_words);
-			pthread_mutex_lock(&u->lock);
 			sp_unw_files__publish(u->files, &job->req, base, &t, mono_ns());
-			pthread_mutex_unlock(&u->lock);
 		}
 		/* reserve() set TOO_LARGE / EVICTED itself on the others. */
+		pthread_mutex_unlock(&u->lock);
 	} else {
 		pthread_mutex_lock(&u->lock);
 		switch (err) {
@@ -225,7 +257,8 @@ static void build(const struct sp_unw_job *job, void *ctx)
 		default:
 			u->unreadable++;
 		}
-		sp_unw_files__fail(u->files, &job->req, why);
+		if (!u->closing)
+			sp_unw_files__fail(u->files, &job->req, why);
 		pthread_mutex_unlock(&u->lock);
 	}
 	sp_unw_table__release(&t);
@@ -243,6 +276,10 @@ static void tick(void *ctx)
 	uint32_t n = 0;
 
 	pthread_mutex_lock(&u->lock);
+	if (u->closing) {
+		pthread_mutex_unlock(&u->lock);
+		return;
+	}
 	sp_unw_blob__tick(u->blob, mono_ns());
 	if (!u->pressure)
 		n = sp_unw_files__wanted(u->files, w, WANTED_PER_TICK);
@@ -473,6 +510,9 @@ int sp_unwinder__new(const struct sp_unwinder_config *cfg, const struct sp_unw_b
 	u->rbuf = calloc(SP_UNW_RANGES_MAX, sizeof(*u->rbuf));
 	if (!u->uprocs || !u->rbuf)
 		goto fail;
+	u->prefetch = sp_unw_prefetch__new(0, 0);
+	if (!u->prefetch)
+		goto fail;
 	build_vdso(u);
 	u->builder = sp_unw_builder__new(0, u->cfg.cpu_share, build, tick, u);
 	if (!u->builder) {
@@ -495,15 +535,27 @@ fail_msg:
 
 void sp_unwinder__free(struct sp_unwinder *u)
 {
+	bool stuck;
+
 	if (!u)
 		return;
 	if (u->procs)
 		sp_proc_table__set_listener(u->procs, NULL);
-	sp_unw_builder__free(u->builder);
+	pthread_mutex_lock(&u->lock);
+	u->closing = true;
+	pthread_mutex_unlock(&u->lock);
+	stuck = sp_unw_builder__free(u->builder, STOP_WAIT_MS) != 0;
+	if (stuck)
+		fprintf(stderr, "spanprof: the unwind table builder is blocked reading a file "
+			"(a file system that does not answer?): not waiting for it\n");
 	sp_unw_procs__free(u->uprocs);
 	sp_unw_files__free(u->files);
 	sp_unw_blob__free_all(u->blob);
 	free(u->rbuf);
+	if (stuck)
+		return;	/* the builder thread may still use u->lock and
+			 * u->prefetch: they stay */
+	sp_unw_prefetch__free(u->prefetch);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }
@@ -587,9 +639,57 @@ void sp_unwinder__set_pressure(struct sp_unwinder *u, bool on)
 		return;
 	pthread_mutex_lock(&u->lock);
 	u->pressure = on;
-	sp_unw_blob__set_no_grow(u->blob, on);
+	if (on)		/* no growth until the guard says how much */
+		sp_unw_blob__set_cap(u->blob, sp_unw_blob__stats(u->blob)->chunks);
 	pthread_mutex_unlock(&u->lock);
 	sp_unw_builder__set_paused(u->builder, on);
+}
+
+uint64_t sp_unwinder__limit(struct sp_unwinder *u, int64_t delta_bytes)
+{
+	const struct sp_unw_blob_stats *bs;
+	const struct sp_unw_files_stats *fs;
+	uint64_t now = mono_ns(), freed = 0;
+	int64_t cap;
+
+	if (!u)
+		return 0;
+	pthread_mutex_lock(&u->lock);
+	/* Quarantines over: chunks still charged but empty go first, so the
+	 * count below is what the cgroup will hold. */
+	sp_unw_blob__tick(u->blob, now);
+	bs = sp_unw_blob__stats(u->blob);
+	fs = sp_unw_files__stats(u->files);
+	/* Against what exists now, under the lock: the builder may have
+	 * added a chunk since the caller read the usage. */
+	if (delta_bytes >= (int64_t)((uint64_t)bs->chunks_max * SP_UNW_CHUNK_BYTES))
+		cap = bs->chunks_max;
+	else
+		cap = (int64_t)bs->chunks + delta_bytes / (int64_t)SP_UNW_CHUNK_BYTES;
+	if (cap < 0)
+		cap = 0;
+	if (cap > bs->chunks_max)
+		cap = bs->chunks_max;
+	u->guard_cap = (uint64_t)cap * SP_UNW_CHUNK_BYTES;
+	u->guard_capped = true;
+	sp_unw_blob__set_cap(u->blob, (uint32_t)cap);
+	/* Least recently used first, until the chunks still holding words
+	 * fit (a table may share its chunks with others: a chunk's memory
+	 * returns only once all of it is free). */
+	while ((int64_t)bs->chunks_live > cap) {
+		uint64_t before = fs->table_words;
+
+		if (!sp_unw_files__evict_lru(u->files, now))
+			break;
+		freed += (before - fs->table_words) * 8;
+		u->guard_evicted++;
+	}
+	u->guard_evicted_bytes += freed;
+	/* Chunks emptied earlier than the quarantine go now; these at the
+	 * next call (the guard polls every 250 ms) or the builder's tick. */
+	sp_unw_blob__tick(u->blob, now);
+	pthread_mutex_unlock(&u->lock);
+	return freed;
 }
 
 bool sp_unwinder__wait_idle(struct sp_unwinder *u, uint32_t timeout_ms)
@@ -626,8 +726,12 @@ void sp_unwinder__stats(struct sp_unwinder *u, struct sp_unwinder_stats *o)
 	o->failed_malformed = u->malformed;
 	o->failed_unreadable = u->unreadable;
 	o->failed_too_slow = u->too_slow;
+	o->failed_stalled = u->stalled;
 	o->too_large = fs->too_large;
-	o->evicted = fs->evicted;
+	o->evicted = fs->evicted - u->guard_evicted;
+	o->evicted_memguard = u->guard_evicted;
+	o->evicted_memguard_bytes = u->guard_evicted_bytes;
+	o->cap_bytes = u->guard_capped ? u->guard_cap : o->budget_bytes;
 	o->files_full = fs->files_full;
 	o->queue_full = bs.queue_full;
 	o->procs_full = ps->procs_full;

@@ -7,7 +7,9 @@
  *   process table maps read --listener--> per-process ranges (unwind_procs)
  *                                     \-> file tables (unwind_files): a new
  *                                         file is queued for the builder
- *   builder thread (unwind_builder): open the pinned file, extract CFI
+ *   builder thread (unwind_builder): open the pinned file, read what
+ *     libelf will read on a deadline-bound helper (unwind_prefetch: a
+ *     stalled file system costs a helper, not the builder), extract CFI
  *     (cfi_extract, libdw), compile (unwind_table), reserve space in the
  *     budget (LRU eviction), write, publish - within a CPU share
  *   BPF (bpf/unwind.bpf.h) reads it all; a file without a table (yet)
@@ -56,6 +58,7 @@ struct sp_unwinder_config {
 
 struct sp_unwinder_stats {
 	uint64_t budget_bytes;
+	uint64_t cap_bytes;		/* what the memory guard allows (<= budget) */
 	uint64_t bytes_in_use;		/* kernel memory of the chunks */
 	uint64_t table_bytes;		/* of it, file tables */
 	uint64_t range_bytes;		/* of it, process range lists */
@@ -67,12 +70,18 @@ struct sp_unwinder_stats {
 	uint64_t built;
 	uint64_t rebuilt;
 	uint64_t no_cfi;
-	uint64_t failed;		/* = malformed + unreadable + too_slow + other */
+	uint64_t failed;		/* = malformed + unreadable + too_slow +
+					 * stalled + other */
 	uint64_t failed_malformed;
 	uint64_t failed_unreadable;
 	uint64_t failed_too_slow;
+	uint64_t failed_stalled;	/* a read did not return in time (a file
+					 * system that stopped answering), or its
+					 * device did so before: skipped */
 	uint64_t too_large;
-	uint64_t evicted;
+	uint64_t evicted;		/* for space (the budget, or the cap) */
+	uint64_t evicted_memguard;	/* to bring the memory guard's usage down */
+	uint64_t evicted_memguard_bytes;	/* table bytes of those */
 	uint64_t files_full;
 	uint64_t queue_full;
 	uint64_t procs_full;
@@ -115,6 +124,17 @@ void sp_unwinder__on_exec_mapping(struct sp_unwinder *u, uint32_t pid, uint64_t 
 void sp_unwinder__poll(struct sp_unwinder *u, uint64_t now_ns);
 /* Memory guard engaged: no builds, no new chunks (evicting instead). */
 void sp_unwinder__set_pressure(struct sp_unwinder *u, bool on);
+/* The memory guard's cap on the unwinder's BPF memory (tables and process
+ * ranges; it is charged to the cgroup): the chunks that exist now plus
+ * delta_bytes (negative: less; INT64_MAX: no cap but the budget), rounded
+ * down to 256 KiB chunks, may be held.  Above it, least recently used
+ * tables are evicted (counted as evicted_memguard) until the chunks that
+ * still hold words fit; emptied chunks are freed after the quarantine
+ * (SP_UNW_BLOB_QUARANTINE_NS), at a later call or the builder's tick.
+ * Evicted tables BPF still wants are rebuilt once the cap leaves room.
+ * Returns the table bytes evicted by this call.  Any thread. */
+uint64_t sp_unwinder__limit(struct sp_unwinder *u, int64_t delta_bytes);
+
 /* Waits up to timeout_ms for queued builds (tests; record's end). */
 bool sp_unwinder__wait_idle(struct sp_unwinder *u, uint32_t timeout_ms);
 

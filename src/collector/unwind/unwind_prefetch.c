@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/*
+ * unwind_prefetch.c - see unwind_prefetch.h.
+ *
+ * A job owns a duplicate of the caller's descriptor and its buffers: an
+ * abandoned job outlives the call (io_deadline.h's ownership table).
+ *
+ * ELF64 little-endian layouts read (offsets in bytes):
+ *   header:  0x20 e_phoff u64, 0x28 e_shoff u64, 0x36 e_phentsize u16,
+ *            0x38 e_phnum u16, 0x3a e_shentsize u16, 0x3c e_shnum u16,
+ *            0x3e e_shstrndx u16
+ *   phdr:    0 p_type u32, 8 p_offset u64, 0x20 p_filesz u64
+ *   shdr:    0 sh_name u32, 4 sh_type u32, 0x18 sh_offset u64,
+ *            0x20 sh_size u64, 0x28 sh_link u32
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/io_deadline.h"
+#include "collector/unwind/unwind_prefetch.h"
+
+#define JOB_MAX (8ull << 20)		/* bytes per deadline-bound job */
+#define KEEP_MAX (16ull << 20)		/* headers and name table kept */
+#define DEBUG_MAX (64ull << 20)		/* cfi_extract.c's .debug_* limit */
+#define CHUNK (256u << 10)
+#define PT_GNU_EH_FRAME_ 0x6474e550u
+#define SHT_NOBITS_ 8u
+#define SHN_XINDEX_ 0xffffu
+
+struct sp_unw_prefetch {
+	struct sp_io_deadline *io;
+	uint64_t marks[SP_UNW_PREFETCH_MARKS];	/* st_dev of stalled devices */
+	uint32_t n_marks, next_mark;
+	struct sp_unw_prefetch_stats st;
+};
+
+struct pf_job {
+	struct sp_io_job base;		/* first */
+	int fd;				/* a duplicate, the job's */
+	uint64_t off, len;
+	uint8_t *keep;			/* len bytes when wanted, else NULL */
+	uint8_t *scratch;
+	int err;
+};
+
+static void job_run(struct sp_io_job *base)
+{
+	struct pf_job *j = (struct pf_job *)base;
+	uint64_t done = 0;
+
+	while (done < j->len) {
+		size_t want = j->len - done < CHUNK ? (size_t)(j->len - done) : CHUNK;
+		uint8_t *dst = j->keep ? j->keep + done : j->scratch;
+		ssize_t n = pread(j->fd, dst, want, (off_t)(j->off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			j->err = n < 0 ? -errno : -EIO;	/* short: file shrank */
+			return;
+		}
+		done += (uint64_t)n;
+	}
+}
+
+static void job_destroy(struct sp_io_job *base)
+{
+	struct pf_job *j = (struct pf_job *)base;
+
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j->keep);
+	free(j->scratch);
+	free(j);
+}
+
+struct sp_unw_prefetch *sp_unw_prefetch__new(uint32_t timeout_ms, uint32_t max_stuck)
+{
+	struct sp_io_deadline_config c = { .timeout_ms = timeout_ms ? timeout_ms : 2000,
+					   .max_stuck = max_stuck ? max_stuck : 4 };
+	struct sp_unw_prefetch *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->io = sp_io_deadline__new(&c);
+	if (!p->io) {
+		free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
+void sp_unw_prefetch__free(struct sp_unw_prefetch *p)
+{
+	if (!p)
+		return;
+	sp_io_deadline__free(p->io);
+	free(p);
+}
+
+static bool marked(const struct sp_unw_prefetch *p, uint64_t dev)
+{
+	for (uint32_t i = 0; i < p->n_marks; i++)
+		if (p->marks[i] == dev)
+			return true;
+	return false;
+}
+
+static void mark(struct sp_unw_prefetch *p, uint64_t dev)
+{
+	p->marks[p->next_mark] = dev;
+	p->next_mark = (p->next_mark + 1) % SP_UNW_PREFETCH_MARKS;
+	if (p->n_marks < SP_UNW_PREFETCH_MARKS)
+		p->n_marks++;
+}
+
+/* Reads [off, off + len) (within the file: the caller checked) on a
+ * helper; with keep, *keep gets a malloc'd copy (the caller frees). */
+static int read_range(struct sp_unw_prefetch *p, int fd, uint64_t dev, uint64_t off, uint64_t len,
+		      uint8_t **keep)
+{
+	while (len) {
+		uint64_t n = keep ? len : (len < JOB_MAX ? len : JOB_MAX);
+		struct pf_job *j = calloc(1, sizeof(*j));
+		int rc;
+
+		if (!j)
+			return -ENOMEM;
+		j->base = (struct sp_io_job){ .run = job_run, .destroy = job_destroy };
+		j->off = off;
+		j->len = n;
+		j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (keep)
+			j->keep = malloc(n ? n : 1);
+		else
+			j->scratch = malloc(CHUNK);
+		if (j->fd < 0 || (keep ? !j->keep : !j->scratch)) {
+			rc = j->fd < 0 ? -errno : -ENOMEM;
+			job_destroy(&j->base);
+			return rc;
+		}
+		rc = sp_io_deadline__run(p->io, &j->base);
+		if (rc == -ETIMEDOUT) {
+			mark(p, dev);		/* j is its helper's now */
+			p->st.stalled++;
+			return -ETIMEDOUT;
+		}
+		if (rc) {
+			job_destroy(&j->base);
+			p->st.skipped++;
+			return rc;
+		}
+		rc = j->err;
+		if (!rc && keep) {
+			*keep = j->keep;
+			j->keep = NULL;
+		}
+		job_destroy(&j->base);
+		if (rc)
+			return rc;
+		p->st.bytes += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static uint16_t u16(const uint8_t *b)
+{
+	return (uint16_t)(b[0] | b[1] << 8);
+}
+
+static uint32_t u32(const uint8_t *b)
+{
+	return (uint32_t)u16(b) | (uint32_t)u16(b + 2) << 16;
+}
+
+static uint64_t u64(const uint8_t *b)
+{
+	return (uint64_t)u32(b) | (uint64_t)u32(b + 4) << 32;
+}
+
+/* [off, off + len) within size, and len at most max. */
+static bool fits(uint64_t off, uint64_t len, uint64_t size, uint64_t max)
+{
+	return len <= max && off <= size && len <= size - off;
+}
+
+int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd)
+{
+	uint8_t *eh = NULL, *ph = NULL, *sh = NULL, *names = NULL;
+	uint64_t size, phoff, shoff, phlen, shlen, debug = 0, names_len = 0;
+	uint32_t phnum, phent, shnum, shent, shstrndx;
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (marked(p, (uint64_t)st.st_dev)) {
+		p->st.skipped++;
+		return -ETIMEDOUT;
+	}
+	size = (uint64_t)st.st_size;
+	if (size < 64)
+		return 0;
+	rc = read_range(p, fd, st.st_dev, 0, 64, &eh);
+	if (rc || memcmp(eh, "\177ELF\2\1", 6))
+		goto out;	/* not ELF64 LE: libelf says what it is */
+	phoff = u64(eh + 0x20);
+	shoff = u64(eh + 0x28);
+	phent = u16(eh + 0x36);
+	phnum = u16(eh + 0x38);
+	shent = u16(eh + 0x3a);
+	shnum = u16(eh + 0x3c);
+	shstrndx = u16(eh + 0x3e);
+	phlen = (uint64_t)phent * phnum;
+	if (phent >= 56 && phnum && fits(phoff, phlen, size, KEEP_MAX)) {
+		rc = read_range(p, fd, st.st_dev, phoff, phlen, &ph);
+		if (rc)
+			goto out;
+		for (uint32_t i = 0; i < phnum; i++) {
+			const uint8_t *e = ph + (uint64_t)i * phent;
+
+			if (u32(e) == PT_GNU_EH_FRAME_ && fits(u64(e + 8), u64(e + 0x20), size,
+							       UINT64_MAX)) {
+				rc = read_range(p, fd, st.st_dev, u64(e + 8), u64(e + 0x20), NULL);
+				if (rc)
+					goto out;
+			}
+		}
+	}
+	shlen = (uint64_t)shent * shnum;
+	if (shent < 64 || !shnum || !fits(shoff, shlen, size, KEEP_MAX))
+		goto out;
+	rc = read_range(p, fd, st.st_dev, shoff, shlen, &sh);
+	if (rc)
+		goto out;
+	if (shstrndx == SHN_XINDEX_)
+		shstrndx = u32(sh + 0x28);
+	if (shstrndx >= shnum)
+		goto out;
+	{
+		const uint8_t *s = sh + (uint64_t)shstrndx * shent;
+
+		names_len = u64(s + 0x20);
+		if (u32(s + 4) == SHT_NOBITS_ || !fits(u64(s + 0x18), names_len, size, KEEP_MAX))
+			goto out;
+		rc = read_range(p, fd, st.st_dev, u64(s + 0x18), names_len, &names);
+		if (rc)
+			goto out;
+	}
+	/* Two passes: .debug_* only when they are all at most 64 MiB. */
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		for (uint32_t i = 0; i < shnum && !rc; i++) {
+			const uint8_t *s = sh + (uint64_t)i * shent;
+			uint32_t name = u32(s);
+			uint64_t off = u64(s + 0x18), len = u64(s + 0x20);
+			const char *n;
+			bool is_eh, is_debug;
+
+			if (name >= names_len || u32(s + 4) == SHT_NOBITS_ ||
+			    !memchr(names + name, '\0', names_len - name))
+				continue;
+			n = (const char *)names + name;
+			is_eh = !strncmp(n, ".eh_frame", 9);
+			is_debug = !strncmp(n, ".debug_", 7);
+			if (!fits(off, len, size, UINT64_MAX))
+				continue;
+			if (pass == 0 && is_debug)
+				debug += len;
+			else if (pass == 0 && is_eh)
+				rc = read_range(p, fd, st.st_dev, off, len, NULL);
+			else if (pass == 1 && is_debug && debug <= DEBUG_MAX)
+				rc = read_range(p, fd, st.st_dev, off, len, NULL);
+		}
+	}
+out:
+	if (!rc)
+		p->st.files++;
+	free(eh);
+	free(ph);
+	free(sh);
+	free(names);
+	return rc;
+}
+
+void sp_unw_prefetch__stats(const struct sp_unw_prefetch *p, struct sp_unw_prefetch_stats *out)
+{
+	*out = p->st;
+}

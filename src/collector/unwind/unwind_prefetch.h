@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unwind_prefetch.h - reads, on a deadline-bound helper thread
+ * (base/io_deadline.h), the parts of an ELF file the table builder is
+ * about to read through libelf, so that a file system that stops
+ * answering stalls a helper, not the builder.
+ *
+ * What is read (the page cache keeps it for libelf's reads right after):
+ * the ELF header, the program headers, the section headers, the section
+ * name table, every section named .eh_frame*, .debug_frame or .debug_*
+ * (what cfi_extract.c hands to libdw; .debug_* only while their total is
+ * at most 64 MiB, as there), and the PT_GNU_EH_FRAME segment.  Ranges are
+ * read in jobs of at most 8 MiB, each within timeout_ms.
+ *
+ * A job past its limit marks the file's device: later files on it fail at
+ * once (-ETIMEDOUT, "stalled"), until SP_UNW_PREFETCH_MARKS newer marks
+ * push it out; at most max_stuck helpers are ever blocked (then -EBUSY).
+ * Header fields are untrusted: every offset and size is checked against
+ * the file's size; a file that does not parse is left to libelf (0: it
+ * then fails there, as malformed).
+ *
+ * Not a guarantee: pages read here may be reclaimed before libelf reads
+ * them (the builder's exit does not wait for a blocked build either,
+ * unwind_builder.h).  One caller thread (the builder).
+ */
+#ifndef SPANPROF_UNWIND_PREFETCH_H
+#define SPANPROF_UNWIND_PREFETCH_H
+
+#include <stdint.h>
+
+#define SP_UNW_PREFETCH_MARKS 16
+
+struct sp_unw_prefetch;
+
+struct sp_unw_prefetch_stats {
+	uint64_t files;			/* prefetched */
+	uint64_t bytes;			/* read */
+	uint64_t stalled;		/* a read past the limit (device marked) */
+	uint64_t skipped;		/* on a marked device, or helpers stuck */
+};
+
+/* timeout_ms per job (0: 2000), max_stuck helpers (0: 4).  NULL with errno. */
+struct sp_unw_prefetch *sp_unw_prefetch__new(uint32_t timeout_ms, uint32_t max_stuck);
+void sp_unw_prefetch__free(struct sp_unw_prefetch *p);	/* NULL-safe */
+
+/* Reads fd's CFI-bearing parts.  0 (read, or not an ELF file this
+ * understands), -ETIMEDOUT (a read stalled now, or earlier on this
+ * device: skip the file), -EBUSY (helpers stuck), -ENOMEM, -errno of
+ * fstat.  fd stays the caller's. */
+int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd);
+
+void sp_unw_prefetch__stats(const struct sp_unw_prefetch *p, struct sp_unw_prefetch_stats *out);
+
+#endif
