@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/kallsyms_format.h"
 #include "profile/codec.h"
 #include "profile/internal.h"
 #include "profile/pprof_pb.h"
@@ -80,9 +81,15 @@ static int32_t dstr(const struct dec *d, int64_t i)
 	if (s_ < 0) { err = s_; goto out; } s_; })
 #define CHECK(x) do { int32_t r_ = (x); if (r_ < 0) { err = r_; goto out; } } while (0)
 
+/* pprof carries no frame type: kernel frames are those of the mappings the
+ * collector writes for kernel code (docs/formats.md "Kernel frames"):
+ * [kernel.kallsyms], [kernel.boot] and [module:NAME]. */
 static bool is_kernel_mapping(const struct sp_profile *p, int32_t m)
 {
-	return strncmp(sp_profile__str(p, p->mappings[m].filename), "[kernel", 7) == 0;
+	const char *fn = sp_profile__str(p, p->mappings[m].filename);
+
+	return !strncmp(fn, "[kernel", 7) ||
+	       !strncmp(fn, SP_KALLSYMS_FN_MODULE, sizeof(SP_KALLSYMS_FN_MODULE) - 1);
 }
 
 static int dec_tables(struct dec *d)

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "test_profile_fixture.h"
@@ -72,6 +73,52 @@ static void test_pprof_main_mapping_first(void **state)
 	perftools__profiles__profile__free_unpacked(pb, NULL);
 	free(buf);
 	sp_profile__free(p);
+}
+
+/* pprof has no frame type: the decoder gives it back from the mapping.
+ * Every mapping of kernel code the collector writes (docs/formats.md
+ * "Kernel frames": [kernel.kallsyms], [module:NAME], [kernel.boot]) makes
+ * its locations kernel frames - a module frame taken for user code would
+ * be looked up as an offset in an ELF file instead of in the snapshot's
+ * module. */
+static void test_pprof_kernel_mappings_decode_as_kernel(void **state)
+{
+	static const char *const names[] = { "[kernel.kallsyms]", "[module:nf_tables]",
+					      "[kernel.boot]", "/usr/bin/make" };
+	static const uint64_t addrs[] = { 0xffffffff81234567ull, 0x1a2b,
+					  0xffffffffc0001000ull, 0x400100 };
+	struct sp_profile *p = sp_profile__new(), *q = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
+	int32_t locs[4], st, res;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		struct sp_mapping m = { .memory_start = i == 3 ? 0x400000 : 0,
+					.memory_limit = i == 3 ? 0x500000 : UINT64_MAX };
+
+		m.filename = OK(sp_profile__intern(p, names[i]));
+		OK(sp_profile__add_mapping(p, &m));
+		locs[i] = OK(sp_profile__add_location(p, &(struct sp_location){
+			.mapping = i + 1, .address = addrs[i],
+			.frame_kind = i == 3 ? SP_FRAME_NATIVE : SP_FRAME_KERNEL }));
+	}
+	st = OK(sp_profile__add_stack(p, locs, 4));
+	res = OK(sp_profile__add_resource(p, &(struct sp_resource){ .pid = 7 }));
+	OK(sp_profile__add_sample(p, &(struct sp_sample){ .resource = res, .stack = st,
+							  .count = 1 }));
+	assert_int_equal(sp_pprof__encode(p, &buf, &len), 0);
+	assert_int_equal(sp_pprof__decode(buf, len, &q), 0);
+	assert_int_equal(q->n_locations, p->n_locations);
+	for (uint32_t i = 1; i < q->n_locations; i++) {	/* 0: no location */
+		const char *fn = sp_profile__str(q, q->mappings[q->locations[i].mapping].filename);
+
+		assert_int_equal(q->locations[i].frame_kind,
+				 strcmp(fn, "/usr/bin/make") ? SP_FRAME_KERNEL : SP_FRAME_NATIVE);
+	}
+	free(buf);
+	sp_profile__free(p);
+	sp_profile__free(q);
 }
 
 static void test_pprof_oncpu_only_two_columns(void **state)
@@ -290,6 +337,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pprof_round_trip),
 		cmocka_unit_test(test_pprof_main_mapping_first),
+		cmocka_unit_test(test_pprof_kernel_mappings_decode_as_kernel),
 		cmocka_unit_test(test_pprof_oncpu_only_two_columns),
 		cmocka_unit_test(test_pprof_golden_bytes),
 		cmocka_unit_test(test_pprof_decode_golden),
