@@ -44,6 +44,23 @@ int sp_symstore__path(const char *dir, int kind, const char *key_hex, char *buf,
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* After a failed write (a full disk): path's parent directories below dir
+ * removed where empty, deepest first, so a failed store leaves no empty
+ * tree behind (dir itself stays: it is the caller's).  rmdir of a
+ * directory that holds anything (another blob, a concurrent writer's
+ * file) fails, harmlessly. */
+static void remove_empty_parents(const char *dir, char *path)
+{
+	size_t dl = strlen(dir);
+	char *s;
+
+	while ((s = strrchr(path, '/')) && (size_t)(s - path) > dl) {
+		*s = '\0';
+		if (rmdir(path))
+			return;
+	}
+}
+
 /* mkdir -p of path's parent directories below dir (dir itself exists). */
 static int make_parents(const char *dir, char *path)
 {
@@ -88,6 +105,8 @@ int sp_symstore__write(const char *dir, int kind, const char *key_hex, const voi
 	if (!err && link(tmp, path))
 		err = errno == EEXIST ? -EEXIST : -errno;
 	unlink(tmp);
+	if (err && err != -EEXIST)
+		remove_empty_parents(dir, path);
 	return err;
 }
 

@@ -24,7 +24,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -523,15 +522,6 @@ static int sum_offcpu(const struct sp_agg_entry *e, void *ctx)
 	return 0;
 }
 
-static int rmdir_if_empty(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (type == FTW_DP)
-		rmdir(path);	/* fails, harmlessly, when not empty */
-	return 0;
-}
-
 int sp_record__main(int argc, char **argv)
 {
 	struct record_opts o;
@@ -763,10 +753,8 @@ out:
 			close(pidfds[i]);
 	out_close(&out);
 	sp_pipeline__free(pipe);
-	/* FILE.syms/ made for a write that then failed (a full disk) holds
-	 * only empty directories: not left behind (files stay). */
 	if (syms_dir[0])
-		nftw(syms_dir, rmdir_if_empty, 8, FTW_DEPTH | FTW_PHYS);
+		rmdir(syms_dir);	/* only if a failed write left it empty */
 	sp_profile__free(prof);
 	return rc;
 }
