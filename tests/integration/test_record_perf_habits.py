@@ -99,14 +99,16 @@ finally:
     pinned.wait()
 
 # ---- -t: two busy threads, one chosen
+# sha256 of 1 MiB releases the GIL: both threads burn a CPU each (a pure
+# Python loop shares one GIL, and the chosen thread once got 9 samples)
 code = r"""
-import os, sys, threading, time
+import hashlib, os, sys, threading, time
+buf = b"x" * (1 << 20)
 def spin():
     print(threading.get_native_id(), flush=True)
     end = time.time() + 30
-    x = 0
     while time.time() < end:
-        x += 1
+        hashlib.sha256(buf).digest()
 ts = [threading.Thread(target=spin) for _ in range(2)]
 for t in ts: t.start()
 for t in ts: t.join()
