@@ -92,9 +92,12 @@ def tmpdir():
     return d
 
 
+RECORD = [SPANPROF, "record", "--no-report", "-q"]
+
+
 def record(args, timeout=120, check_rc=True):
     """Runs spanprof record with args; returns (rc, stdout, stderr)."""
-    cmd = [SPANPROF, "record", "--no-report", "-q"] + args
+    cmd = RECORD + args
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if check_rc and p.returncode != 0:
         fail("spanprof record failed (rc=%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr))

@@ -116,8 +116,8 @@ def part_record(d):
                  what="node's jit-%d.dump mapping, both functions optimized and flushed"
                  % node.pid)
         summary = os.path.join(d, "summary.json")
-        rec = lambda args: spt.record(args + ["--summary-json", summary])  # noqa: E731
-        out, perf_data, err = perfcmp.sample_both(node.pid, 5, d, rec)
+        out, perf_data, err = perfcmp.sample_both(node.pid, 5, d,
+                                                  spt.RECORD + ["--summary-json", summary])
         look = perf_map_lookup("/tmp/perf-%d.map" % node.pid)
     finally:
         node.kill()

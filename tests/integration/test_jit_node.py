@@ -81,7 +81,7 @@ def part_record(d):
     node = subprocess.Popen(["node", "--perf-basic-prof", js, "12"], cwd=d)
     try:
         time.sleep(2)		# compiled and hot before either starts
-        out, perf_data, err = perfcmp.sample_both(node.pid, 5, d, spt.record)
+        out, perf_data, err = perfcmp.sample_both(node.pid, 5, d, spt.RECORD)
     finally:
         node.kill()
         node.wait()

@@ -15,7 +15,7 @@
    its /metrics count one stored ELF image.
 4. For both record runs, `perf record -p PID` sampled the same seconds: the flat
    profile by leaf function (out-of-line name, as perf names symbols) is
-   within 1 point of total variation distance of the sampling floor (the
+   within 2.5 points of total variation distance of the sampling floor (the
    distance two independent samplings of the pooled profile with these
    sample counts show, lib/perfcmp.py).
 Exit 0 pass, 77 skip, else fail.
@@ -36,6 +36,13 @@ from lib.otlp import read_otlp  # noqa: E402
 SYM = os.path.join(spt.BUILD, "spanprof-symbolizer")
 PY = "/usr/bin/python3"
 TVD = []		# (ok, what): checked after both runs, so one run shows both
+# Points of TVD allowed above the multinomial floor. Two timer samplers of
+# the same seconds differ by more than independent draws would: over 15
+# runs on an idle machine, spanprof against perf was 0.2 below to 1.6 above
+# the floor, the largest terms changing sign from run to run (not a naming
+# bias: where both sampled an address, they named it alike). A sampler or
+# symbolizer fault that moves 3 points of samples fails this check.
+TVD_MARGIN = 2.5
 PY_LOOP = ("import time\n"
            "end = time.monotonic() + 14\n"
            "n = 0\n"
@@ -56,11 +63,10 @@ SELECT count(*), sum(a.v + b.v) FROM a JOIN b ON a.k = b.k AND a.v > b.v;
 def compare(name, d, proc):
     try:
         time.sleep(1.5)
-        # ~3000 samples each, so the floor is a few points and its spread
-        # well under the 1-point margin; frequencies far from harmonic
-        # (two timers of one rate on one CPU fire together, and one then
-        # samples where the other's interrupt returns)
-        out, data, err = perfcmp.sample_both(proc.pid, 6, d, spt.record, freq=499,
+        # ~3000 samples each, so the floor is a few points; frequencies far
+        # from harmonic (two timers of one rate on one CPU fire together,
+        # and one then samples where the other's interrupt returns)
+        out, data, err = perfcmp.sample_both(proc.pid, 6, d, spt.RECORD, freq=499,
                                              perf_freq=883)
     finally:
         proc.kill()
@@ -76,9 +82,11 @@ def compare(name, d, proc):
     print("%s spanprof: %s\n%s perf: %s" % (name, top(ours), name, top(theirs)))
     dist = perfcmp.tvd(ours, theirs)
     floor = perfcmp.sampling_floor(ours, theirs)
-    TVD.append((dist <= floor + 1.0,
+    TVD.append((dist <= floor + TVD_MARGIN,
                 "%s: flat profile %.2f points of TVD from perf's, sampling floor %.2f (%d vs "
-                "%d samples)" % (name, dist, floor, sum(ours.values()), sum(theirs.values()))))
+                "%d samples; largest terms (name, points, ours %%, perf %%): %s)" %
+                (name, dist, floor, sum(ours.values()), sum(theirs.values()),
+                 perfcmp.tvd_top(ours, theirs))))
     return out, ours, theirs
 
 
@@ -167,7 +175,8 @@ def main():
               sorted(pplt.items(), key=lambda kv: -kv[1])[:4], missed))
     for ok, what in TVD:
         print(("ok: " if ok else "FAIL: ") + what, flush=True)
-    check(all(ok for ok, _ in TVD), "both flat profiles within 1 point of the sampling floor")
+    check(all(ok for ok, _ in TVD), "both flat profiles within %.1f points of the sampling floor"
+          % TVD_MARGIN)
     ad = os.path.join(d, "agent")
     os.mkdir(ad)
     part_agent(ad)

@@ -1,8 +1,9 @@
 """perfcmp.py - spanprof against `perf` on the same run of the same process.
 
-sample_both(pid, seconds, d, spanprof_record): `perf record -p PID` and
-    `spanprof record -p PID` over the same seconds; returns (spanprof's
-    profile, perf.data).
+sample_both(pid, seconds, d, record_cmd): `spanprof record -p PID`
+    (record_cmd: the command up to its sampling options, spt.RECORD) and,
+    once it samples, `perf record -p PID` over the same seconds; returns
+    (spanprof's profile, perf.data, spanprof's stderr).
 perf_flat(data): {symbol: samples} of the leaves from `perf report`
     ("[.] " / "[k] " prefixes dropped; an address perf could not name,
     "0x...", counts as "[unknown]", as spanprof's unnamed leaves do).
@@ -17,22 +18,63 @@ sampling_floor(a, b): the TVD two independent samplings of the same
     multinomial draws: what sampling noise alone gives.
 """
 import gzip
+import os
 import random
 import re
 import subprocess
+import time
 
 from lib.pb import fields, packed
 
 
-def sample_both(pid, seconds, d, spanprof_record, freq=97, perf_freq=199):
+def _perf_event_fds(pid):
+    n = 0
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[perf_event]"
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return n
+
+
+def sample_both(pid, seconds, d, record_cmd, freq=97, perf_freq=199, attach_timeout=60):
+    """perf starts once spanprof's per-CPU sampling events exist (one
+    perf_event fd per online CPU): started together, perf's window would
+    hold spanprof's BPF load, whose verifier work on the other CPU changes
+    what a memory-bound target spends its time on, and the two flat
+    profiles would be of different seconds."""
     out = d + "/spanprof.pb.gz"
     data = d + "/perf.data"
-    perf = subprocess.Popen(["perf", "record", "-F", str(perf_freq), "-p", str(pid),
-                             "-o", data, "--", "sleep", str(seconds)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, _, err = spanprof_record(["-F", str(freq), "-p", str(pid), "-d", str(seconds),
-                                 "-o", out])
-    perf.wait(timeout=120)
+    err_path = d + "/spanprof-record.err"
+    with open(err_path, "w") as err_f:
+        rec = subprocess.Popen(record_cmd + ["-F", str(freq), "-p", str(pid), "-d",
+                                             str(seconds), "-o", out],
+                               stdout=subprocess.DEVNULL, stderr=err_f)
+    perf = None
+    try:
+        ncpu = os.cpu_count() or 1
+        end = time.monotonic() + attach_timeout
+        while _perf_event_fds(rec.pid) < ncpu:
+            if rec.poll() is not None or time.monotonic() > end:
+                raise RuntimeError("spanprof record did not start sampling (rc %s, %d s): %s" %
+                                   (rec.poll(), attach_timeout, open(err_path).read()[-500:]))
+            time.sleep(0.02)
+        perf = subprocess.Popen(["perf", "record", "-F", str(perf_freq), "-p", str(pid),
+                                 "-o", data, "--", "sleep", str(seconds)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        rc = rec.wait(timeout=120)
+        perf.wait(timeout=120)
+    finally:
+        for p in (rec, perf):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    err = open(err_path).read()
+    if rc:
+        raise RuntimeError("spanprof record failed (rc %d): %s" % (rc, err[-500:]))
     if perf.returncode:
         raise RuntimeError("perf record -p %d failed (rc %d; did the process end before %d "
                            "s?): %s" % (pid, perf.returncode, seconds,
@@ -119,6 +161,15 @@ def tvd(a, b):
         return 100.0
     keys = set(a) | set(b)
     return 50.0 * sum(abs(a.get(k, 0) / ta - b.get(k, 0) / tb) for k in keys)
+
+
+def tvd_top(a, b, n=5):
+    """The n keys adding most to tvd(a, b): (key, points, share in a %, in b %)."""
+    ta, tb = float(sum(a.values())) or 1.0, float(sum(b.values())) or 1.0
+    rows = [(k, 50.0 * abs(a.get(k, 0) / ta - b.get(k, 0) / tb),
+             100.0 * a.get(k, 0) / ta, 100.0 * b.get(k, 0) / tb) for k in set(a) | set(b)]
+    return [(k, round(d, 2), round(x, 2), round(y, 2))
+            for k, d, x, y in sorted(rows, key=lambda r: -r[1])[:n]]
 
 
 def sampling_floor(a, b, trials=200, seed=1):
