@@ -360,6 +360,17 @@ class StoreServe:
         if self.p.poll() is not None:
             fail("serve exited: %s" % open(self.log_path).read())
 
+    def metrics(self):
+        st, body = http_get(self.port, "/metrics")
+        if st != 200:
+            fail("GET serve's /metrics -> %s %s" % (st, body[:200]))
+        return parse_prom(body)
+
+    def stored(self, kind):
+        """Symbol files of kind (elf, jit, kallsyms) serve has stored."""
+        return self.metrics().get("spanprof_symbolizer_symbols_stored_total", {}).get(
+            (("kind", kind),), 0)
+
     def stop(self):
         """SIGTERM, wait; returns its log."""
         if self.p.poll() is None:
@@ -370,6 +381,19 @@ class StoreServe:
     def cleanup(self):
         import shutil
         shutil.rmtree(self.top, ignore_errors=True)
+
+
+def exported_after_upload(agent, srv, kind, batches, timeout=40):
+    """Waits until serve has stored a symbol file of kind the agent uploaded
+    (--upload-symbols), then until the agent has exported batches more
+    batches: serve symbolized those with it.  Instead of a fixed sleep."""
+    wait_for(lambda: srv.stored(kind) >= 1, timeout, what="serve to store an uploaded %s file"
+             % kind)
+    def exported():
+        return agent.metrics().get1("spanprof_export_batches_total", outcome="exported")
+    n0 = exported()
+    wait_for(lambda: exported() >= n0 + batches, timeout,
+             what="%d batches exported after serve stored the %s file" % (batches, kind))
 
 
 def busy(seconds, name="callchain"):
