@@ -25,6 +25,10 @@ struct sp_unw_builder {
 	struct sp_unw_job *q;
 	uint32_t cap, head, n;
 	bool stop, paused, running;
+	/* Hand-offs cost a futex wake only when someone sleeps: the builder
+	 * waiting for work (idle), callers of __wait_idle. */
+	bool idle;
+	uint32_t idle_waiters;
 	bool exited;			/* builder_main has returned (or will now) */
 	bool abandoned;			/* __free gave up waiting: the thread frees b */
 	double share;
@@ -105,9 +109,12 @@ static void *builder_main(void *arg)
 		if (!b->n || b->paused) {
 			struct timespec ts;
 
-			pthread_cond_broadcast(&b->idle_cond);
+			if (b->idle_waiters)
+				pthread_cond_broadcast(&b->idle_cond);
 			deadline(&ts, next_tick);
+			b->idle = true;
 			pthread_cond_timedwait(&b->cond, &b->lock, &ts);
+			b->idle = false;
 			continue;
 		}
 		/* Token bucket: share x wall time accrues, up to BURST_NS; a
@@ -140,7 +147,7 @@ static void *builder_main(void *arg)
 		b->st.jobs++;
 		b->st.cpu_ns += used;
 		b->tokens_ns -= (double)used;
-		if (!b->n)
+		if (!b->n && b->idle_waiters)
 			pthread_cond_broadcast(&b->idle_cond);
 	}
 	b->running = false;
@@ -236,21 +243,34 @@ int sp_unw_builder__free(struct sp_unw_builder *b, uint32_t wait_ms)
 	return 0;
 }
 
-int sp_unw_builder__push(struct sp_unw_builder *b, const struct sp_unw_job *job)
+uint32_t sp_unw_builder__push_many(struct sp_unw_builder *b, const struct sp_unw_job *jobs,
+				   uint32_t n)
 {
-	int err = 0;
+	uint32_t i;
 
+	if (!n)
+		return 0;
 	pthread_mutex_lock(&b->lock);
-	if (b->n == b->cap || b->stop) {
-		b->st.queue_full++;
-		err = -ENOSPC;
-	} else {
-		b->q[(b->head + b->n) % b->cap] = *job;
+	for (i = 0; i < n && b->n < b->cap && !b->stop; i++) {
+		b->q[(b->head + b->n) % b->cap] = jobs[i];
 		b->n++;
-		pthread_cond_broadcast(&b->cond);
+	}
+	b->st.queue_full += n - i;
+	b->st.pushes++;
+	/* One wake for the batch, and none when the builder is busy (it
+	 * looks at the queue after each job) or throttled (it sleeps until
+	 * its tokens return, whatever is queued). */
+	if (i && b->idle && !b->paused) {
+		b->st.wakeups++;
+		pthread_cond_signal(&b->cond);
 	}
 	pthread_mutex_unlock(&b->lock);
-	return err;
+	return i;
+}
+
+int sp_unw_builder__push(struct sp_unw_builder *b, const struct sp_unw_job *job)
+{
+	return sp_unw_builder__push_many(b, job, 1) == 1 ? 0 : -ENOSPC;
 }
 
 void sp_unw_builder__set_paused(struct sp_unw_builder *b, bool paused)
@@ -269,9 +289,11 @@ bool sp_unw_builder__wait_idle(struct sp_unw_builder *b, uint32_t timeout_ms)
 
 	deadline(&ts, until);
 	pthread_mutex_lock(&b->lock);
+	b->idle_waiters++;
 	while ((b->n || b->running) && !b->stop && mono_ns() < until)
 		if (pthread_cond_timedwait(&b->idle_cond, &b->lock, &ts) == ETIMEDOUT)
 			break;
+	b->idle_waiters--;
 	idle = !b->n && !b->running;
 	pthread_mutex_unlock(&b->lock);
 	return idle;
