@@ -27,6 +27,10 @@
 
 #define DEFER_MAX 1024
 #define WANTED_PER_TICK 64
+/* Lazy mode: how often the NEW files are looked at for BPF's stamp (each
+ * drain, at most this often: on_exec_mapping also polls, several times
+ * per new process). */
+#define SAMPLED_SCAN_NS (10ull * 1000 * 1000)
 #define RESERVE_TRIES 4
 #define DEF_FILE_CPU_NS (10ull * 1000000000ull)
 #define VDSO_MAX (1u << 20)
@@ -66,6 +70,7 @@ struct sp_unwinder {
 	bool guard_capped;		/* ... once it has said */
 	uint64_t guard_evicted, guard_evicted_bytes;
 	uint64_t cfi_rows, eh_bytes;
+	uint64_t sampled_scan_ns;	/* last sp_unw_files__sampled (consumer) */
 };
 
 static uint64_t mono_ns(void)
@@ -652,8 +657,10 @@ void sp_unwinder__poll(struct sp_unwinder *u, uint64_t now_ns)
 	}
 	u->rereads += n;
 	/* Lazy mode: files a sample has needed since the last drain. */
-	if (!u->pressure && !u->closing)
+	if (!u->pressure && !u->closing && u->cfg.lazy && now - u->sampled_scan_ns >= SAMPLED_SCAN_NS) {
+		u->sampled_scan_ns = now;
 		ns = sp_unw_files__sampled(u->files, w, WANTED_PER_TICK);
+	}
 	pthread_mutex_unlock(&u->lock);
 	queue_rebuilds(u, w, ns);
 	/* Unlocked: the re-read calls back into the listener. */
