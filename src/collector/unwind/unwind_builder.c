@@ -14,6 +14,9 @@
 #define DEF_QUEUE 1024
 #define DEF_SHARE 0.25
 #define TICK_NS 1000000000ull
+/* With the queue empty, a tick (which scans every file slot for
+ * rebuilds) runs at most this often: not after every batch. */
+#define IDLE_TICK_NS 100000000ull
 #define BURST_NS 1e9		/* CPU the builder may spend at once */
 
 struct sp_unw_builder {
@@ -86,7 +89,7 @@ static void builder_destroy(struct sp_unw_builder *b)
 static void *builder_main(void *arg)
 {
 	struct sp_unw_builder *b = arg;
-	uint64_t next_tick = mono_ns() + TICK_NS;
+	uint64_t next_tick = mono_ns() + TICK_NS, last_tick = 0;
 
 	/* Named, so its CPU time can be read from outside
 	 * (/proc/PID/task/TID/stat; test_unwind_cpu_budget.py). */
@@ -96,7 +99,7 @@ static void *builder_main(void *arg)
 		struct sp_unw_job job;
 		uint64_t c0, used, now = mono_ns();
 
-		if (now >= next_tick || !b->n || b->paused) {
+		if (now >= next_tick || ((!b->n || b->paused) && now - last_tick >= IDLE_TICK_NS)) {
 			/* Ticks also find rebuilds to queue. */
 			pthread_mutex_unlock(&b->lock);
 			c0 = thread_ns();
@@ -104,7 +107,8 @@ static void *builder_main(void *arg)
 			used = thread_ns() - c0;
 			pthread_mutex_lock(&b->lock);
 			b->st.cpu_ns += used;
-			next_tick = mono_ns() + TICK_NS;
+			last_tick = mono_ns();
+			next_tick = last_tick + TICK_NS;
 		}
 		if (!b->n || b->paused) {
 			struct timespec ts;

@@ -11,8 +11,8 @@
  * bucket empty the thread sleeps until it is positive again.  So the
  * builder uses at most cpu_share of one CPU over any long interval, plus
  * a burst of 1 s (a new recording's first files are built at once).
- * Between jobs, and at least every second, tick_fn runs (retries,
- * rebuilds, the blob's quarantine).
+ * Every second, and when the queue runs empty (at most every 100 ms),
+ * tick_fn runs (retries, rebuilds, the blob's quarantine).
  *
  * Ownership: a queued job's fd belongs to the queue until fn returns
  * (fn must not close it; the builder does, and closes the fds of jobs
