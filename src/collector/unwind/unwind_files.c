@@ -36,6 +36,10 @@ struct sp_unw_files {
 	uint32_t *slot_gen;		/* generation of each slot's last owner */
 	uint32_t *index;		/* HASH_SLOTS, slot or 0 */
 	uint32_t free_head;		/* 0 = none */
+	/* One past the highest slot ever handed out: the scans (LRU, the
+	 * tick's rebuilds) stop there, not at SP_UNW_FILES_MAX (slots are
+	 * handed out from 1 up, and freed ones first again). */
+	uint32_t hwm;
 	bool lazy;
 	/* Lazy mode: NEW files to look at in __sampled, as slot and
 	 * generation; an entry whose slot moved on is dropped there.  Full
@@ -247,6 +251,8 @@ uint32_t sp_unw_files__ref(struct sp_unw_files *f, const struct sp_unw_file_key 
 			return 0;
 		}
 		index_find(f, key, h, &pos);	/* a reclaim may have moved entries */
+		if (s >= f->hwm)
+			f->hwm = s + 1;
 		e = &f->e[s];
 		memset(e, 0, sizeof(*e));
 		e->key = *key;
@@ -326,7 +332,7 @@ bool sp_unw_files__evict_lru(struct sp_unw_files *f, uint64_t now_ns)
 	uint32_t best = 0;
 	uint64_t best_t = 0;
 
-	for (uint32_t s = 1; s < SP_UNW_FILES_MAX; s++) {
+	for (uint32_t s = 1; s < f->hwm; s++) {
 		const struct fentry *e = &f->e[s];
 		uint64_t t;
 
@@ -439,7 +445,7 @@ uint32_t sp_unw_files__wanted(struct sp_unw_files *f, struct sp_unw_rebuild *out
 {
 	uint32_t n = 0;
 
-	for (uint32_t s = 1; s < SP_UNW_FILES_MAX && n < max; s++) {
+	for (uint32_t s = 1; s < f->hwm && n < max; s++) {
 		struct fentry *e = &f->e[s];
 
 		/* Never built (its queueing failed, or in lazy mode a sample
