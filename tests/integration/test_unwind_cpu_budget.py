@@ -135,7 +135,11 @@ try:
         procs.append(p)
         mapped += int(p.stdout.readline())
     check(mapped >= 0.95 * len(files), "the mappers map %d of %d files" % (mapped, len(files)))
-    a = au.Agent(["-F", "97", "--interval", "5", "--no-trace-context", "--unwind-cpu",
+    # --unwind-build eager: the mappers never run code in the files, so
+    # lazy builds (the agent's default) would wait for samples that never
+    # come; the budget is what is tested here.
+    a = au.Agent(["-F", "97", "--interval", "5", "--no-trace-context", "--unwind-build", "eager",
+                  "--unwind-cpu",
                   str(int(SHARE * 100)), "--unwind-budget", "512m", "--output-dir",
                   os.path.join(d, "out")], d)
     t0 = time.monotonic()

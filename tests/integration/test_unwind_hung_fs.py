@@ -134,6 +134,9 @@ try:
     # (~1 s of CPU) before the stall, not after the signal.
     rec = subprocess.Popen([SPANPROF, "record", "--no-report", "-q", "-F", "97", "--no-kernel",
                             "--no-trace-context", "--unwind-cpu", "100", "-a", "-o", out,
+                            # the mapper runs no code in the file: eager,
+                            # or no build (lazy, -a's default) would read it
+                            "--unwind-build", "eager",
                             "--summary-json", js],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(5)
@@ -166,6 +169,7 @@ try:
 
     # ------------------------------------------------ 2. agent
     a = au.Agent(["-F", "97", "--interval", "1", "--no-trace-context", "--unwind-cpu", "100",
+                  "--unwind-build", "eager",
                   "--output-dir", os.path.join(d, "out")], d)
     try:
         au.wait_for(lambda: a.metrics().get1("spanprof_unwind_tables_total",

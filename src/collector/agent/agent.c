@@ -923,6 +923,19 @@ static void render_unwind(struct sp_metrics_buf *b, struct sp_unwinder *unw)
 		  "Unwind table bytes evicted to bring the memory guard's usage down",
 		  u.evicted_memguard_bytes);
 	m_gauge(b, "spanprof_unwind_files", "Executable files the unwinder knows", (double)u.files);
+	m_counter(b, "spanprof_unwind_deferred_files_total",
+		  "New files whose table waits for a sample with a frame in them (lazy builds)",
+		  u.deferred);
+	m_counter(b, "spanprof_unwind_sample_queued_total",
+		  "Unwind table builds queued because a sample had a frame in the file",
+		  u.sample_queued);
+	m_gauge(b, "spanprof_unwind_unsampled_files",
+		"Known files no sample has needed yet (lazy builds: no table built)",
+		(double)u.unsampled);
+	m_counter(b, "spanprof_unwind_builder_handoffs_total",
+		  "Hand-offs of builds to the builder thread (one per batch)", u.builder_pushes);
+	m_counter(b, "spanprof_unwind_builder_wakeups_total",
+		  "Hand-offs that had to wake the idle builder thread", u.builder_wakeups);
 	m_gauge(b, "spanprof_unwind_tables", "Unwind tables in BPF", (double)u.tables);
 	m_gauge(b, "spanprof_unwind_processes", "Processes with executable ranges in BPF",
 		(double)u.procs);

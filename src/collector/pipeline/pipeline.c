@@ -151,8 +151,17 @@ static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config
  * table's maps reads (not with --unwind fp: frame pointers only). */
 static int start_unwinder(struct sp_pipeline *p, char *err, size_t err_len)
 {
-	struct sp_unwinder_config ucfg = { .budget_bytes = p->opts.unwind_budget,
-					   .cpu_share = p->opts.unwind_cpu_pct / 100.0 };
+	/* The whole host: most processes, and most files of the others, are
+	 * never sampled, so tables wait for a sample that needs them; a
+	 * targeted recording wants every process it names. */
+	bool targeted = p->cfg.filter_pids || p->cfg.filter_tids;
+	struct sp_unwinder_config ucfg = {
+		.budget_bytes = p->opts.unwind_budget,
+		.cpu_share = p->opts.unwind_cpu_pct / 100.0,
+		.lazy = p->opts.unwind_build == SP_UNWIND_BUILD_DEFAULT
+				? !targeted
+				: p->opts.unwind_build == SP_UNWIND_BUILD_LAZY,
+	};
 	struct sp_sampler_unwind_maps um;
 	struct sp_unw_backend be;
 	int rc;

@@ -62,6 +62,12 @@ static void print_unwind(FILE *f, const struct sp_summary *s)
 		u->bytes_in_use / 1048576.0, u->budget_bytes / 1048576.0, u->table_bytes / 1048576.0,
 		u->range_bytes / 1048576.0, u->procs, u->build_cpu_ns / 1e6,
 		s->mmap_watch ? "" : "; new mappings seen by misses only (no tracefs)");
+	fprintf(f, "    unwind builds: %s; %" PRIu64 " files known, %" PRIu64
+		" left to a sample's demand, %" PRIu64 " of them queued by one, %" PRIu64
+		" still unsampled; %" PRIu64 " hand-offs to the builder, %" PRIu64 " woke it\n",
+		u->lazy ? "lazy (when a sample needs a table)" : "eager (when a file is mapped)",
+		u->files, u->deferred, u->sample_queued, u->unsampled, u->builder_pushes,
+		u->builder_wakeups);
 	if (u->files_full || u->queue_full || u->procs_full || u->ranges_no_space ||
 	    u->ranges_truncated || u->paused_builds)
 		fprintf(f, "    unwind bounds: files full %" PRIu64 ", build queue full %" PRIu64
@@ -396,6 +402,9 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			", \"rereads\": %" PRIu64 ", \"paused_builds\": %" PRIu64
 			", \"build_cpu_ns\": %" PRIu64 ", \"build_throttle_ns\": %" PRIu64
 			", \"cfi_rows\": %" PRIu64 ", \"eh_frame_bytes\": %" PRIu64
+			", \"lazy\": %s, \"deferred\": %" PRIu64 ", \"sample_queued\": %" PRIu64
+			", \"unsampled\": %" PRIu64 ", \"builder_pushes\": %" PRIu64
+			", \"builder_wakeups\": %" PRIu64
 			", \"vdso_table\": %s},\n", u->budget_bytes, u->bytes_in_use, u->table_bytes,
 			u->range_bytes, u->fixed_bytes, u->files, u->tables, u->procs, u->built,
 			u->rebuilt, u->no_cfi, u->failed, u->failed_malformed, u->failed_unreadable,
@@ -403,7 +412,9 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			u->files_full, u->queue_full,
 			u->procs_full, u->ranges_no_space, u->ranges_truncated, u->rereads,
 			u->paused_builds, u->build_cpu_ns, u->build_throttle_ns, u->cfi_rows,
-			u->eh_frame_bytes, u->vdso_table ? "true" : "false");
+			u->eh_frame_bytes, u->lazy ? "true" : "false", u->deferred, u->sample_queued,
+			u->unsampled, u->builder_pushes, u->builder_wakeups,
+			u->vdso_table ? "true" : "false");
 	}
 	{
 		uint64_t pending;
