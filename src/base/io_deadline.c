@@ -20,10 +20,18 @@
 
 #define HELPER_STACK (256u << 10)	/* ELF note reads need little */
 
-/* Outlives the deadline object while abandoned helpers may come back. */
+/* Outlives the deadline object while abandoned helpers may come back.
+ * slots[]: the keys of the abandoned jobs still running, one slot per
+ * stuck helper (max_stuck of them), under mu. */
 struct io_shared {
 	atomic_uint stuck;
 	atomic_uint refs;
+	pthread_mutex_t mu;
+	uint32_t n_slots;
+	struct {
+		uint64_t key;
+		bool used;
+	} slots[];
 };
 
 struct io_helper {
@@ -34,6 +42,7 @@ struct io_helper {
 	bool done;
 	bool abandoned;
 	bool quit;
+	uint32_t key_slot;		/* in sh->slots while abandoned */
 	struct io_shared *sh;
 };
 
@@ -46,8 +55,10 @@ struct sp_io_deadline {
 
 static void shared_put(struct io_shared *sh)
 {
-	if (atomic_fetch_sub(&sh->refs, 1) == 1)
+	if (atomic_fetch_sub(&sh->refs, 1) == 1) {
+		pthread_mutex_destroy(&sh->mu);
 		free(sh);
+	}
 }
 
 static void helper_free(struct io_helper *h)
@@ -80,6 +91,9 @@ static void *helper_main(void *arg)
 
 			pthread_mutex_unlock(&h->mu);
 			j->destroy(j);
+			pthread_mutex_lock(&sh->mu);
+			sh->slots[h->key_slot].used = false;
+			pthread_mutex_unlock(&sh->mu);
 			atomic_fetch_sub(&sh->stuck, 1);
 			shared_put(sh);
 			helper_free(h);
@@ -128,7 +142,15 @@ struct sp_io_deadline *sp_io_deadline__new(const struct sp_io_deadline_config *c
 
 	if (!d)
 		return NULL;
-	d->sh = calloc(1, sizeof(*d->sh));
+	if (cfg)
+		d->cfg = *cfg;
+	if (!d->cfg.timeout_ms)
+		d->cfg.timeout_ms = 250;
+	if (!d->cfg.max_stuck)
+		d->cfg.max_stuck = 4;
+	if (d->cfg.max_stuck > SP_IO_DEADLINE_MAX_STUCK)
+		d->cfg.max_stuck = SP_IO_DEADLINE_MAX_STUCK;
+	d->sh = calloc(1, sizeof(*d->sh) + d->cfg.max_stuck * sizeof(d->sh->slots[0]));
 	if (!d->sh) {
 		free(d);
 		errno = ENOMEM;
@@ -136,12 +158,8 @@ struct sp_io_deadline *sp_io_deadline__new(const struct sp_io_deadline_config *c
 	}
 	atomic_init(&d->sh->refs, 1);
 	atomic_init(&d->sh->stuck, 0);
-	if (cfg)
-		d->cfg = *cfg;
-	if (!d->cfg.timeout_ms)
-		d->cfg.timeout_ms = 250;
-	if (!d->cfg.max_stuck)
-		d->cfg.max_stuck = 4;
+	pthread_mutex_init(&d->sh->mu, NULL);
+	d->sh->n_slots = d->cfg.max_stuck;
 	return d;
 }
 
@@ -197,7 +215,16 @@ int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)
 		d->st.runs++;
 		return 0;
 	}
-	/* Late: the helper and the job are its own from here. */
+	/* Late: the helper and the job are its own from here.  Fewer than
+	 * max_stuck were stuck at the start and only this thread adds: a
+	 * key slot is free. */
+	pthread_mutex_lock(&d->sh->mu);
+	for (h->key_slot = 0; h->key_slot + 1 < d->sh->n_slots; h->key_slot++)
+		if (!d->sh->slots[h->key_slot].used)
+			break;
+	d->sh->slots[h->key_slot].key = j->key;
+	d->sh->slots[h->key_slot].used = true;
+	pthread_mutex_unlock(&d->sh->mu);
 	h->abandoned = true;
 	atomic_fetch_add(&d->sh->stuck, 1);
 	atomic_fetch_add(&d->sh->refs, 1);
@@ -207,6 +234,19 @@ int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)
 	d->cur = NULL;
 	d->st.timeouts++;
 	return -ETIMEDOUT;
+}
+
+bool sp_io_deadline__stuck_on(const struct sp_io_deadline *d, uint64_t key)
+{
+	bool found = false;
+
+	if (!key)
+		return false;
+	pthread_mutex_lock(&d->sh->mu);
+	for (uint32_t i = 0; i < d->sh->n_slots && !found; i++)
+		found = d->sh->slots[i].used && d->sh->slots[i].key == key;
+	pthread_mutex_unlock(&d->sh->mu);
+	return found;
 }
 
 void sp_io_deadline__stats(const struct sp_io_deadline *d, struct sp_io_deadline_stats *out)

@@ -38,16 +38,20 @@
 #ifndef SPANPROF_BASE_IO_DEADLINE_H
 #define SPANPROF_BASE_IO_DEADLINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct sp_io_job {
 	void (*run)(struct sp_io_job *j);	/* on the helper: results into *j */
 	void (*destroy)(struct sp_io_job *j);	/* frees j and what it holds */
+	uint64_t key;	/* what it touches (a pid, ...), 0 = none: see __stuck_on */
 };
+
+#define SP_IO_DEADLINE_MAX_STUCK 64
 
 struct sp_io_deadline_config {
 	uint32_t timeout_ms;	/* default 250 */
-	uint32_t max_stuck;	/* default 4 */
+	uint32_t max_stuck;	/* default 4, at most SP_IO_DEADLINE_MAX_STUCK */
 };
 
 struct sp_io_deadline_stats {
@@ -66,6 +70,11 @@ void sp_io_deadline__free(struct sp_io_deadline *d);	/* NULL-safe */
 
 /* Runs j->run(j) on a helper within the limit; see the ownership table. */
 int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j);
+
+/* True while a job with this key (non-zero) was abandoned and has not
+ * returned yet: a caller asks before starting another job on the same
+ * thing (one stuck process costs one helper, not max_stuck). */
+bool sp_io_deadline__stuck_on(const struct sp_io_deadline *d, uint64_t key);
 
 void sp_io_deadline__stats(const struct sp_io_deadline *d, struct sp_io_deadline_stats *out);
 

@@ -143,12 +143,21 @@ void sp_buildid_read__free(struct sp_buildid_read *r)
  * the read (j destroyed or given away). */
 static int step(struct sp_buildid_read *r, struct bid_job *j, const struct sp_map_entry *e)
 {
-	int rc = sp_io_deadline__run(r->io, &j->base);
+	/* A pin is keyed by pid: it goes through PID/map_files, whose lookup
+	 * takes the process's mmap lock (held for good by a process a hung
+	 * file system caught), so its other files wait for the stuck one,
+	 * and the file is not marked (a libc marked for every process for
+	 * one process's lock).  A read is the file's own: marked. */
+	bool pin = j->step == STEP_PIN;
+	int rc;
 
+	j->base.key = pin ? j->pid : 0;
+	rc = sp_io_deadline__run(r->io, &j->base);
 	if (rc == 0)
 		return 0;
 	if (rc == -ETIMEDOUT) {
-		mark(r, e);	/* j is its helper's now */
+		if (!pin)
+			mark(r, e);	/* j is its helper's now */
 		return SP_BUILDID_READ_TIMEOUT;
 	}
 	job_destroy(&j->base);
@@ -178,7 +187,7 @@ enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint
 	memset(b, 0, sizeof(*b));
 	if (keep)
 		keep->fd = -1;
-	if (marked(r, e))
+	if (marked(r, e) || sp_io_deadline__stuck_on(r->io, pid))
 		return SP_BUILDID_READ_SKIPPED;
 	j = job_new(r, pid, e);
 	if (!j)

@@ -8,10 +8,14 @@
  *
  * Steps: pin the file (base/pin.h, on a helper), look its identity up in
  * the cache (here), on a miss reopen and read its notes (on a helper).  A
- * step past the limit marks the file (the maps line's device and inode):
+ * read past the limit marks the file (the maps line's device and inode):
  * its later mappings, in any process, get no build id without waiting
  * (SP_BUILDID_READ_SKIPPED), until SP_BUILDID_READ_MARKS newer marks push
- * it out.  While every helper allowed is stuck, every read is skipped.
+ * it out.  A pin past the limit marks the process instead: its other
+ * mappings are skipped until the pin returns (the pin looks the file up
+ * through PID/map_files, under the process's mmap lock: a lock held for
+ * good would otherwise cost one helper per file).  While every helper allowed
+ * is stuck, every read is skipped.
  * The mapping is still registered (path, addresses): its samples keep
  * their addresses.
  *

@@ -75,6 +75,7 @@
 #include "base/maps.h"
 #include "base/maps_reader.h"
 #include "base/pin.h"
+#include "base/proc_read.h"
 #include "collector/procs/buildid_cache.h"
 #include "collector/procs/buildid_read.h"
 #include "collector/procs/proc_table.h"
@@ -166,6 +167,7 @@ struct sp_proc_table {
 
 	struct sp_buildid_cache *bcache;
 	struct sp_buildid_read *bread;	/* file reads off this thread */
+	struct sp_proc_read *pread;	/* maps reads off this thread */
 
 	/* listener (unwinder) and what it is given per maps read */
 	struct sp_proc_maps_listener listener;
@@ -753,7 +755,7 @@ static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint
 	t->ln = 0;
 	if (t->listener.begin)
 		t->listener.begin(p->pid, t->listener.ctx);
-	err = sp_maps_reader__scan(t->proc_root, p->pid, proc_take_line, &sc, &rs);
+	err = sp_proc_read__maps(t->pread, t->proc_root, p->pid, proc_take_line, &sc, &rs);
 	t->stats.maps_malformed_lines += rs.malformed;
 	n = sc.n;
 	if (err) {
@@ -802,6 +804,15 @@ static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint
 	}
 	return 0;
 fail:
+	if (err == -ETIMEDOUT || err == -EBUSY) {
+		/* Its maps did not answer in time (base/proc_read.h): what
+		 * was known stays; read again once the stuck read is back. */
+		if (err == -ETIMEDOUT)
+			t->stats.maps_timed_out++;
+		else
+			t->stats.maps_skipped++;
+		return err;
+	}
 	if ((err == -ENOENT || err == -ESRCH) && soft)
 		return -ENOENT;
 	if (err == -ENOENT || err == -ESRCH) {
@@ -902,10 +913,11 @@ struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
 						    .max_stuck = t->cfg.file_max_stuck };
 
 		t->bread = sp_buildid_read__new(t->proc_root, t->bcache, &io);
+		t->pread = sp_proc_read__new(&io);
 	}
 	if (!t->slots || !t->pid_heads || !t->mappings || !t->map_index ||
 	    !t->str_index || !t->pathbuf || !t->scratch || !t->bcache ||
-	    !t->bread)
+	    !t->bread || !t->pread)
 		goto fail;
 	t->str_cap = (size_t)t->cfg.max_mappings * PROC_STR_PER_MAPPING;
 	if (t->str_cap < PROC_STR_MIN_CAP)
@@ -950,6 +962,7 @@ void sp_proc_table__free(struct sp_proc_table *t)
 		for (i = 0; i <= t->str_mask; i++)
 			free(t->str_index[i]);
 	sp_buildid_read__free(t->bread);
+	sp_proc_read__free(t->pread);
 	sp_buildid_cache__free(t->bcache);
 	free(t->scratch);
 	free(t->lscratch);

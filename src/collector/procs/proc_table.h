@@ -3,6 +3,10 @@
  * proc_table.h - what the collector knows about each process: its
  * executable mappings (from /proc/PID/maps) with GNU build ids, so that
  * every user frame becomes (mapping id, address).  It never symbolizes.
+ * A maps read runs on a helper within file_timeout_ms (base/proc_read.h:
+ * a process whose mmap lock a hung file system holds); past it the
+ * process keeps what was known of it (maps_timed_out), and is not read
+ * again until the stuck read returns (maps_skipped).
  *
  * Mappings are interned in a global registry: a mapping id (>= 1) names one
  * (path, build id, start, limit, file offset).  Id 0 means "unknown".  The
@@ -116,6 +120,11 @@ struct sp_proc_table_stats {
 	uint64_t files_timed_out;	/* a file's pin or read past the limit:
 					 * marked, mapping kept without an id */
 	uint64_t files_skipped;		/* marked earlier, or every helper stuck */
+	uint64_t maps_timed_out;	/* PID/maps not read within the limit
+					 * (the process's mmap lock held by a
+					 * thread stuck on a hung file system) */
+	uint64_t maps_skipped;		/* its earlier read still stuck, or
+					 * every helper: previous maps kept */
 	uint64_t addr_unmapped;		/* address in no known mapping */
 	uint64_t addr_anon;		/* address in anonymous executable memory */
 	uint64_t procs_released;	/* gone processes forgotten by __release */

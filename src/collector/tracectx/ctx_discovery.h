@@ -13,7 +13,9 @@
  * process context is read (service name,
  * attribute key map); only a process that publishes one has its ELF files
  * searched for otel_thread_ctx_v1 (that search costs milliseconds, so it is
- * not done for every process on the machine).  Every failure is counted by
+ * not done for every process on the machine).  Both run as one look on a
+ * helper thread within SP_CTX_LOOK_TIMEOUT_MS (base/proc_read.h): a process
+ * caught by a hung file system costs the caller one wait of the limit.  Every failure is counted by
  * reason, once per process (a process failing again for the same reason
  * is not counted twice).  State is bounded: SP_CTX_DISCOVERY_MAX processes,
  * and the agent forgets a pid when the process table does (__forget), so
@@ -37,6 +39,13 @@
 
 #define SP_CTX_DISCOVERY_MAX 16384
 #define SP_CTX_PUBLISH_MIN_MS 100	/* between re-reads of one process */
+/* One look at a process (process context, TLS search: its maps, memory
+ * and ELF files) runs on a helper thread and is waited for at most this
+ * long (base/proc_read.h); longer than a single file read's 250 ms since
+ * a search reads every module's symbol table.  Past it the process is
+ * counted failed "timed_out", and its later looks "stuck" until the
+ * abandoned one returns. */
+#define SP_CTX_LOOK_TIMEOUT_MS 1000
 
 struct sp_proc_table;
 struct sp_sampler;

@@ -41,6 +41,9 @@ struct sp_go_stats {
 	uint64_t fail[SP_GO_FAIL__MAX];	/*   by reason */
 	uint64_t bpf_map_full;		/*   or go_descs full */
 	uint64_t files_read;		/* executables parsed */
+	uint64_t exe_timed_out;		/* PID/exe not opened or read within
+					 * 250 ms (base/proc_read.h) */
+	uint64_t exe_skipped;		/* not tried: its earlier one stuck */
 	uint64_t cache_hits;
 	uint64_t parks_files;		/* executables with park probes */
 	uint64_t parks_unsupported;	/* ... without: gopark's code unknown */

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proc_read.c - see proc_read.h.
+ *
+ * A maps job owns its path and its buffer: abandoned, it may still be
+ * reading after the caller has moved on or freed the reader.  A buffer
+ * that comes back is kept as the spare for the next read (at most
+ * SPARE_MAX of it), so a steady stream of maps reads allocates nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/proc_read.h"
+
+#define BUF_FIRST (64u << 10)
+#define SPARE_MAX (1u << 20)
+
+struct sp_proc_read {
+	struct sp_io_deadline *io;
+	char *spare;
+	size_t spare_cap;
+	uint64_t skipped;
+};
+
+struct maps_job {
+	struct sp_io_job base;		/* first */
+	char path[PATH_MAX];
+	char *buf;
+	size_t len, cap;
+	bool truncated;
+	int err;
+};
+
+/* Grows j->buf to hold more; false at SP_PROC_READ_MAPS_MAX or without
+ * memory (j->err then says which). */
+static bool maps_grow(struct maps_job *j)
+{
+	size_t cap = j->cap ? j->cap * 2 : BUF_FIRST;
+	char *p;
+
+	if (j->cap >= SP_PROC_READ_MAPS_MAX) {
+		j->truncated = true;
+		return false;
+	}
+	if (cap > SP_PROC_READ_MAPS_MAX)
+		cap = SP_PROC_READ_MAPS_MAX;
+	p = realloc(j->buf, cap);
+	if (!p) {
+		j->err = -ENOMEM;
+		return false;
+	}
+	j->buf = p;
+	j->cap = cap;
+	return true;
+}
+
+static void maps_run(struct sp_io_job *base)
+{
+	struct maps_job *j = (struct maps_job *)base;
+	int fd = open(j->path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		j->err = -errno;
+		return;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (j->len == j->cap && !maps_grow(j))
+			break;
+		n = read(fd, j->buf + j->len, j->cap - j->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			j->err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		j->len += (size_t)n;
+	}
+	close(fd);
+	if (j->truncated) {
+		/* The cut line is not a line. */
+		char *nl = memrchr(j->buf, '\n', j->len);
+
+		j->len = nl ? (size_t)(nl - j->buf) + 1 : 0;
+	}
+}
+
+static void maps_destroy(struct sp_io_job *base)
+{
+	struct maps_job *j = (struct maps_job *)base;
+
+	free(j->buf);
+	free(j);
+}
+
+struct sp_proc_read *sp_proc_read__new(const struct sp_io_deadline_config *limits)
+{
+	struct sp_proc_read *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->io = sp_io_deadline__new(limits);
+	if (!r->io) {
+		free(r);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return r;
+}
+
+void sp_proc_read__free(struct sp_proc_read *r)
+{
+	if (!r)
+		return;
+	sp_io_deadline__free(r->io);
+	free(r->spare);
+	free(r);
+}
+
+int sp_proc_read__job(struct sp_proc_read *r, uint32_t pid, struct sp_io_job *j)
+{
+	int rc;
+
+	j->key = pid;
+	if (sp_io_deadline__stuck_on(r->io, pid)) {
+		r->skipped++;
+		return -EBUSY;
+	}
+	rc = sp_io_deadline__run(r->io, j);
+	if (rc == -EBUSY || rc == -EAGAIN) {
+		r->skipped++;
+		return -EBUSY;
+	}
+	return rc;
+}
+
+int sp_proc_read__maps(struct sp_proc_read *r, const char *proc_root, uint32_t pid,
+		       sp_maps_line_fn fn, void *ctx, struct sp_maps_read_stats *st)
+{
+	struct sp_maps_read_stats tmp;
+	struct maps_job *j;
+	int n, rc;
+
+	if (!st)
+		st = &tmp;
+	memset(st, 0, sizeof(*st));
+	if (!proc_root || !fn)
+		return -EINVAL;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->base = (struct sp_io_job){ .run = maps_run, .destroy = maps_destroy };
+	n = snprintf(j->path, sizeof(j->path), "%s/%u/maps", proc_root, pid);
+	if (n < 0 || (size_t)n >= sizeof(j->path)) {
+		maps_destroy(&j->base);
+		return -ENAMETOOLONG;
+	}
+	j->buf = r->spare;
+	j->cap = r->spare_cap;
+	r->spare = NULL;
+	r->spare_cap = 0;
+	rc = sp_proc_read__job(r, pid, &j->base);
+	if (rc == -ETIMEDOUT)
+		return rc;	/* j is its helper's */
+	if (rc == 0)
+		rc = j->err;
+	if (rc == 0) {
+		rc = sp_maps_reader__scan_buf(j->buf, j->len, fn, ctx, st);
+		st->truncated |= j->truncated;
+	}
+	if (j->cap <= SPARE_MAX) {
+		r->spare = j->buf;
+		r->spare_cap = j->cap;
+		j->buf = NULL;
+	}
+	maps_destroy(&j->base);
+	return rc;
+}
+
+void sp_proc_read__stats(const struct sp_proc_read *r, struct sp_proc_read_stats *out)
+{
+	struct sp_io_deadline_stats d;
+
+	sp_io_deadline__stats(r->io, &d);
+	out->runs = d.runs;
+	out->timed_out = d.timeouts;
+	out->skipped = r->skipped;
+	out->stuck = d.stuck;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proc_read.h - the one bounded way the collector looks into another
+ * process: its /proc/PID/maps, its /proc/PID/mem and the files behind its
+ * mappings, read on a helper thread with a time limit (base/io_deadline.h).
+ *
+ * Why: reading another process's maps or memory takes that process's
+ * mmap lock (maps: its per-VMA locks, falling back to the mmap lock), and
+ * a process whose thread waits on a hung file system (NFS hard mount, a
+ * FUSE daemon that does not answer) while holding it stops every such
+ * read for as long as the server stays away; a read of its memory or of
+ * a mapped file on that file system waits on the file itself.  The
+ * consumer must not.  Reproduced on Linux 6.18 with a FUSE daemon that
+ * never answers (tests/integration/test_fault_hung_proc.py).
+ *
+ * Two shapes, keyed by pid:
+ *   __maps  PROC_ROOT/PID/maps is read whole on the helper into a buffer
+ *           the job owns (at most SP_PROC_READ_MAPS_MAX bytes: past it
+ *           st->truncated, the partial last line dropped), then parsed
+ *           here on the caller's thread, so fn runs where the caller's
+ *           data lives (base/maps_reader.h's contract otherwise).
+ *   __job   a caller's whole job (a TLS search, a process-context read:
+ *           maps, ELF files and memory in one go) on the helper.
+ * After a timeout the pid is marked: every later read of it is skipped
+ * at once (-EBUSY) until the stuck read returns, so one hung process
+ * costs one helper thread and one wait of the limit, never the consumer,
+ * and never more than max_stuck helpers in all (then every read is
+ * skipped until one returns).
+ *
+ * Returns (both): what the read or job returned, or
+ *   -ETIMEDOUT  not back within the limit: counted timed_out, abandoned
+ *               (a __job's j is its helper's now), the pid marked;
+ *   -EBUSY      not run: the pid's earlier read is still stuck, or every
+ *               helper is (counted skipped; a __job's j is the caller's).
+ *
+ * Not thread safe: one owner thread.  NULL-safe destructor.
+ */
+#ifndef SPANPROF_BASE_PROC_READ_H
+#define SPANPROF_BASE_PROC_READ_H
+
+#include <stdint.h>
+
+#include "base/io_deadline.h"
+#include "base/maps_reader.h"
+
+#define SP_PROC_READ_MAPS_MAX (32u << 20)	/* 65530 mappings with long paths */
+
+struct sp_proc_read_stats {
+	uint64_t runs;		/* reads and jobs back within the limit */
+	uint64_t timed_out;	/* abandoned at the limit */
+	uint64_t skipped;	/* not run: pid still stuck, or every helper */
+	uint32_t stuck;		/* helpers still blocked (gauge) */
+};
+
+struct sp_proc_read;
+
+/* limits may be NULL (250 ms, 4 stuck).  NULL with errno. */
+struct sp_proc_read *sp_proc_read__new(const struct sp_io_deadline_config *limits);
+void sp_proc_read__free(struct sp_proc_read *r);
+
+int sp_proc_read__maps(struct sp_proc_read *r, const char *proc_root, uint32_t pid,
+		       sp_maps_line_fn fn, void *ctx, struct sp_maps_read_stats *st);
+
+/* 0: j ran and is the caller's again (results in it). */
+int sp_proc_read__job(struct sp_proc_read *r, uint32_t pid, struct sp_io_job *j);
+
+void sp_proc_read__stats(const struct sp_proc_read *r, struct sp_proc_read_stats *out);
+
+#endif /* SPANPROF_BASE_PROC_READ_H */
