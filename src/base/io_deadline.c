@@ -51,7 +51,12 @@ struct sp_io_deadline {
 	struct io_helper *cur;		/* idle helper, NULL until needed */
 	struct io_shared *sh;
 	struct sp_io_deadline_stats st;
+	struct sp_io_deadline *next, *prev;	/* in all_head, under all_mu */
 };
+
+/* Every live deadline object, for __retire_all. */
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_io_deadline *all_head;
 
 static void shared_put(struct io_shared *sh)
 {
@@ -160,23 +165,57 @@ struct sp_io_deadline *sp_io_deadline__new(const struct sp_io_deadline_config *c
 	atomic_init(&d->sh->stuck, 0);
 	pthread_mutex_init(&d->sh->mu, NULL);
 	d->sh->n_slots = d->cfg.max_stuck;
+	pthread_mutex_lock(&all_mu);
+	d->next = all_head;
+	if (all_head)
+		all_head->prev = d;
+	all_head = d;
+	pthread_mutex_unlock(&all_mu);
 	return d;
+}
+
+/* Ends and joins d's idle helper: the next run starts another. */
+static void retire(struct sp_io_deadline *d)
+{
+	if (!d->cur)
+		return;
+	pthread_mutex_lock(&d->cur->mu);
+	d->cur->quit = true;
+	pthread_cond_signal(&d->cur->cv);
+	pthread_mutex_unlock(&d->cur->mu);
+	pthread_join(d->cur->th, NULL);
+	helper_free(d->cur);
+	d->cur = NULL;
 }
 
 void sp_io_deadline__free(struct sp_io_deadline *d)
 {
 	if (!d)
 		return;
-	if (d->cur) {
-		pthread_mutex_lock(&d->cur->mu);
-		d->cur->quit = true;
-		pthread_cond_signal(&d->cur->cv);
-		pthread_mutex_unlock(&d->cur->mu);
-		pthread_join(d->cur->th, NULL);
-		helper_free(d->cur);
-	}
+	pthread_mutex_lock(&all_mu);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		all_head = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	pthread_mutex_unlock(&all_mu);
+	retire(d);
 	shared_put(d->sh);
 	free(d);
+}
+
+uint32_t sp_io_deadline__retire_all(void)
+{
+	uint32_t stuck = 0;
+
+	pthread_mutex_lock(&all_mu);
+	for (struct sp_io_deadline *d = all_head; d; d = d->next) {
+		retire(d);
+		stuck += atomic_load(&d->sh->stuck);
+	}
+	pthread_mutex_unlock(&all_mu);
+	return stuck;
 }
 
 int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)

@@ -78,4 +78,14 @@ bool sp_io_deadline__stuck_on(const struct sp_io_deadline *d, uint64_t key);
 
 void sp_io_deadline__stats(const struct sp_io_deadline *d, struct sp_io_deadline_stats *out);
 
+/* Ends every idle helper of every deadline object in the process (each
+ * object's next run starts a new one), and returns how many abandoned
+ * helpers are still blocked.  Why: capabilities are per thread, and a
+ * thread inherits its creator's; a program that drops its capabilities
+ * after start-up reads (the agent: privs.h) calls this right before the
+ * drop, so that no helper keeps the start-up set, and warns about the
+ * stuck ones (they keep it until their call returns and they end).  Only
+ * while no other thread runs jobs (one-threaded start-up). */
+uint32_t sp_io_deadline__retire_all(void);
+
 #endif /* SPANPROF_BASE_IO_DEADLINE_H */

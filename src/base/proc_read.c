@@ -35,6 +35,9 @@ struct maps_job {
 	size_t len, cap;
 	bool truncated;
 	int err;
+	struct sp_io_job *extras[SP_PROC_READ_EXTRAS];	/* owned until handed back */
+	uint32_t n_extras;
+	bool extras_ran;
 };
 
 /* Grows j->buf to hold more; false at SP_PROC_READ_MAPS_MAX or without
@@ -94,10 +97,22 @@ static void maps_run(struct sp_io_job *base)
 	}
 }
 
+static void maps_run_all(struct sp_io_job *base)
+{
+	struct maps_job *j = (struct maps_job *)base;
+
+	maps_run(base);	/* first: what the caller waits for most */
+	for (uint32_t i = 0; i < j->n_extras; i++)
+		j->extras[i]->run(j->extras[i]);
+	j->extras_ran = true;
+}
+
 static void maps_destroy(struct sp_io_job *base)
 {
 	struct maps_job *j = (struct maps_job *)base;
 
+	for (uint32_t i = 0; i < j->n_extras; i++)
+		j->extras[i]->destroy(j->extras[i]);
 	free(j->buf);
 	free(j);
 }
@@ -146,6 +161,14 @@ int sp_proc_read__job(struct sp_proc_read *r, uint32_t pid, struct sp_io_job *j)
 int sp_proc_read__maps(struct sp_proc_read *r, const char *proc_root, uint32_t pid,
 		       sp_maps_line_fn fn, void *ctx, struct sp_maps_read_stats *st)
 {
+	return sp_proc_read__maps_with(r, proc_root, pid, NULL, 0, NULL, fn, ctx, st);
+}
+
+int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint32_t pid,
+			    struct sp_io_job *const *extras, uint32_t n_extras,
+			    bool *extras_ran, sp_maps_line_fn fn, void *ctx,
+			    struct sp_maps_read_stats *st)
+{
 	struct sp_maps_read_stats tmp;
 	struct maps_job *j;
 	int n, rc;
@@ -153,24 +176,33 @@ int sp_proc_read__maps(struct sp_proc_read *r, const char *proc_root, uint32_t p
 	if (!st)
 		st = &tmp;
 	memset(st, 0, sizeof(*st));
-	if (!proc_root || !fn)
+	if (extras_ran)
+		*extras_ran = false;
+	if (!proc_root || !fn || n_extras > SP_PROC_READ_EXTRAS || (n_extras && !extras))
 		return -EINVAL;
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
-	j->base = (struct sp_io_job){ .run = maps_run, .destroy = maps_destroy };
+	j->base = (struct sp_io_job){ .run = maps_run_all, .destroy = maps_destroy };
 	n = snprintf(j->path, sizeof(j->path), "%s/%u/maps", proc_root, pid);
 	if (n < 0 || (size_t)n >= sizeof(j->path)) {
 		maps_destroy(&j->base);
 		return -ENAMETOOLONG;
 	}
+	if (n_extras)
+		memcpy(j->extras, extras, n_extras * sizeof(*extras));
+	j->n_extras = n_extras;
 	j->buf = r->spare;
 	j->cap = r->spare_cap;
 	r->spare = NULL;
 	r->spare_cap = 0;
 	rc = sp_proc_read__job(r, pid, &j->base);
 	if (rc == -ETIMEDOUT)
-		return rc;	/* j is its helper's */
+		return rc;	/* j and its extras are its helper's */
+	/* Back to the caller, ran or not. */
+	if (extras_ran)
+		*extras_ran = j->extras_ran;
+	j->n_extras = 0;
 	if (rc == 0)
 		rc = j->err;
 	if (rc == 0) {

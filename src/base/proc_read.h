@@ -38,6 +38,7 @@
 #ifndef SPANPROF_BASE_PROC_READ_H
 #define SPANPROF_BASE_PROC_READ_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/io_deadline.h"
@@ -60,6 +61,22 @@ void sp_proc_read__free(struct sp_proc_read *r);
 
 int sp_proc_read__maps(struct sp_proc_read *r, const char *proc_root, uint32_t pid,
 		       sp_maps_line_fn fn, void *ctx, struct sp_maps_read_stats *st);
+
+/* __maps with up to SP_PROC_READ_EXTRAS other jobs of the same process
+ * (its environ, its executable: what other readers want of a new
+ * process) run on the same helper right after the maps read, in the same
+ * hand-off: a process living a few milliseconds is read whole in one wait,
+ * not gone by the third reader's turn (each hand-off costs the consumer
+ * two thread wake-ups, milliseconds on a loaded machine).  Ownership of
+ * extras: -ETIMEDOUT: their helper's (freed with the maps job); any other
+ * return: the caller's again, *extras_ran saying whether they ran (they
+ * do whenever the maps read ran, whatever it found). */
+#define SP_PROC_READ_EXTRAS 4
+
+int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint32_t pid,
+			    struct sp_io_job *const *extras, uint32_t n_extras,
+			    bool *extras_ran, sp_maps_line_fn fn, void *ctx,
+			    struct sp_maps_read_stats *st);
 
 /* 0: j ran and is the caller's again (results in it). */
 int sp_proc_read__job(struct sp_proc_read *r, uint32_t pid, struct sp_io_job *j);

@@ -12,7 +12,11 @@
  *     still read; counted timed_out 1, skipped 1, stuck 1;
  *   - a writer opens the FIFO: the stuck read returns, the pid is read
  *     again (an empty maps: 0 lines), stuck back to 0;
- *   - a job keyed by pid is refused while that pid is stuck.
+ *   - a job keyed by pid is refused while that pid is stuck;
+ *   - __maps_with: the extras run on the helper after the maps read, in
+ *     the same hand-off (one run counted), and are the caller's again;
+ *     not run when the pid is stuck; abandoned with a stuck maps read,
+ *     the helper destroys them once the read returns.
  * spanprof-test: serial (bounds a latency)
  */
 #include <errno.h>
@@ -21,7 +25,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,10 +154,111 @@ static void test_proc_read(void **state)
 	rmdir(root);
 }
 
+struct extra {
+	struct sp_io_job base;		/* first */
+	pthread_t ran_on;
+	int runs;
+	atomic_int *destroyed;		/* the test's */
+};
+
+static void extra_run(struct sp_io_job *j)
+{
+	struct extra *x = (struct extra *)j;
+
+	x->ran_on = pthread_self();
+	x->runs++;
+}
+
+static void extra_destroy(struct sp_io_job *j)
+{
+	struct extra *x = (struct extra *)j;
+
+	atomic_fetch_add(x->destroyed, 1);
+	free(x);
+}
+
+static struct extra *extra_new(atomic_int *destroyed)
+{
+	struct extra *x = calloc(1, sizeof(*x));
+
+	assert_non_null(x);
+	x->base = (struct sp_io_job){ .run = extra_run, .destroy = extra_destroy };
+	x->destroyed = destroyed;
+	return x;
+}
+
+static void test_maps_with(void **state)
+{
+	struct sp_io_deadline_config cfg = { .timeout_ms = 60, .max_stuck = 2 };
+	char root[] = "/tmp/sp-proc-read-XXXXXX", p[PATH_MAX];
+	atomic_int destroyed = 0;
+	struct sp_io_job *jobs[2];
+	struct sp_proc_read_stats st;
+	struct extra *a, *b;
+	struct sp_proc_read *r;
+	bool ran = true;
+	int n = 0, wfd;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	put(root, 10, MAPS, 0);
+	put(root, 20, NULL, 1);
+	r = sp_proc_read__new(&cfg);
+	assert_non_null(r);
+	a = extra_new(&destroyed);
+	b = extra_new(&destroyed);
+	jobs[0] = &a->base;
+	jobs[1] = &b->base;
+	assert_int_equal(sp_proc_read__maps_with(r, root, 10, jobs, 2, &ran, count_line, &n, NULL),
+			 0);
+	assert_true(ran);
+	assert_int_equal(n, 3);
+	assert_int_equal(a->runs, 1);
+	assert_int_equal(b->runs, 1);
+	assert_false(pthread_equal(a->ran_on, pthread_self()));
+	assert_true(pthread_equal(a->ran_on, b->ran_on));
+	sp_proc_read__stats(r, &st);
+	assert_int_equal(st.runs, 1);	/* one hand-off for all three */
+	assert_int_equal(atomic_load(&destroyed), 0);	/* still ours */
+	/* a pid that is gone: the extras still run (they report it) */
+	assert_int_equal(sp_proc_read__maps_with(r, root, 99, jobs, 2, &ran, count_line, &n, NULL),
+			 -ENOENT);
+	assert_true(ran);
+	assert_int_equal(a->runs, 2);
+
+	/* stuck: abandoned with the read, freed by the helper after it */
+	assert_int_equal(sp_proc_read__maps_with(r, root, 20, jobs, 2, &ran, count_line, &n, NULL),
+			 -ETIMEDOUT);
+	a = extra_new(&destroyed);
+	jobs[0] = &a->base;
+	assert_int_equal(sp_proc_read__maps_with(r, root, 20, jobs, 1, &ran, count_line, &n, NULL),
+			 -EBUSY);
+	assert_false(ran);
+	assert_int_equal(a->runs, 0);
+	snprintf(p, sizeof(p), "%s/20/maps", root);
+	wfd = open(p, O_WRONLY);
+	assert_true(wfd >= 0);
+	close(wfd);
+	for (int w = 0; w < 400 && atomic_load(&destroyed) < 2; w++)
+		usleep(5000);
+	assert_int_equal(atomic_load(&destroyed), 2);
+	extra_destroy(&a->base);
+	sp_proc_read__free(r);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/20", root);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/10/maps", root);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/10", root);
+	rmdir(p);
+	rmdir(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_proc_read),
+		cmocka_unit_test(test_maps_with),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

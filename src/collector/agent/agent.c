@@ -78,6 +78,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/io_deadline.h"
 #include "collector/agent/agent.h"
 #include "collector/agent/memguard.h"
 #include "collector/agent/metrics.h"
@@ -1368,6 +1369,7 @@ int sp_agent__main(int argc, char **argv)
 	sigset_t sigs;
 	struct timespec now;
 	uint64_t eff = 0, perm = 0;
+	uint32_t stuck;
 	int rc = 1, sig = 0;
 
 	/* A fixed mmap threshold: every large buffer is its own mapping and
@@ -1459,8 +1461,15 @@ int sp_agent__main(int argc, char **argv)
 	}
 
 	/* Attached: from here on only /proc reads, BPF map updates and the
-	 * goroutine park probes of new Go executables need privileges.  No
-	 * other thread exists yet, so all inherit this. */
+	 * goroutine park probes of new Go executables need privileges.
+	 * Capabilities are per thread: the start-up scan's deadline helpers
+	 * (base/io_deadline.h) end first, so that no other thread exists and
+	 * every later one inherits the dropped set. */
+	stuck = sp_io_deadline__retire_all();
+	if (stuck)
+		fprintf(stderr, "spanprof agent: %u start-up /proc read(s) still blocked (a hung "
+			"file system?): their helper threads keep the start-up capabilities "
+			"until the read returns\n", stuck);
 	if (sp_privs__drop(sp_privs__needed(a->o.s.off_cpu_goroutines), err, sizeof(err)) < 0) {
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;

@@ -37,6 +37,12 @@ struct sp_proc_env {
 				 * the next read allocates another */
 	struct sp_otel_identity scratch;
 	struct sp_proc_read *pread;	/* environ reads off the caller's thread */
+	/* The read run as a companion of pre_pid's first maps read
+	 * (proc_table.h), for its next __note or __get: pre holds it
+	 * (pre_rc 0), or it was abandoned (pre NULL, pre_rc -ETIMEDOUT). */
+	struct env_job *pre;
+	uint32_t pre_pid;
+	int pre_rc;
 };
 
 /* One environ read on a helper (base/proc_read.h): owns its buffer. */
@@ -103,6 +109,8 @@ void sp_proc_env__free(struct sp_proc_env *c)
 		free(c->slots[i].d);
 	free(c->slots);
 	free(c->buf);
+	if (c->pre)
+		env_job_destroy(&c->pre->base);
 	sp_proc_read__free(c->pread);
 	free(c);
 }
@@ -173,40 +181,108 @@ int sp_proc_env__read(const char *proc_root, uint32_t pid, char *buf, size_t *le
 	return 0;
 }
 
-/* Reads pid's environ into c->buf on a helper, within the limit: 0 (*got,
- * *truncated set) or -errno, -ETIMEDOUT / -EBUSY (counted). */
-static int read_bounded(struct sp_proc_env *c, uint32_t pid, size_t *got, bool *truncated)
+/* A job reading pid's environ into c->buf (lent to it), or NULL. */
+static struct env_job *env_job_new(struct sp_proc_env *c, uint32_t pid)
 {
 	struct env_job *j;
-	int err;
 
 	if (!c->buf)
 		c->buf = malloc(SP_PROC_ENV_READ_MAX + 1);
 	j = calloc(1, sizeof(*j));
 	if (!c->buf || !j) {
 		free(j);
-		return -ENOMEM;
+		return NULL;
 	}
 	j->base = (struct sp_io_job){ .run = env_job_run, .destroy = env_job_destroy };
 	memcpy(j->proc_root, c->proc_root, sizeof(j->proc_root));
 	j->pid = pid;
 	j->buf = c->buf;
 	c->buf = NULL;
+	return j;
+}
+
+/* j's results, its buffer back to c->buf; j destroyed.  j->err. */
+static int env_job_take(struct sp_proc_env *c, struct env_job *j, size_t *got, bool *truncated)
+{
+	int err = j->err;
+
+	free(c->buf);
+	c->buf = j->buf;
+	j->buf = NULL;
+	*got = j->got;
+	*truncated = j->truncated;
+	env_job_destroy(&j->base);
+	return err;
+}
+
+static void drop_pre(struct sp_proc_env *c)
+{
+	if (c->pre)
+		env_job_destroy(&c->pre->base);
+	c->pre = NULL;
+	c->pre_pid = 0;
+}
+
+struct sp_io_job *sp_proc_env__companion(struct sp_proc_env *c, uint32_t pid)
+{
+	struct env_job *j = c && pid ? env_job_new(c, pid) : NULL;
+
+	return j ? &j->base : NULL;
+}
+
+void sp_proc_env__companion_back(struct sp_proc_env *c, uint32_t pid, struct sp_io_job *j, int rc)
+{
+	struct env_job *e = (struct env_job *)j;
+
+	if (!c)
+		return;
+	drop_pre(c);
+	if (rc == 0 && e) {
+		c->pre = e;
+	} else if (rc != -ETIMEDOUT) {
+		size_t got;
+		bool truncated;
+
+		if (e)
+			env_job_take(c, e, &got, &truncated);	/* not run: the buffer back */
+		return;
+	}
+	c->pre_pid = pid;
+	c->pre_rc = rc;
+}
+
+/* Reads pid's environ into c->buf on a helper, within the limit (or takes
+ * the companion read just done): 0 (*got, *truncated set) or -errno,
+ * -ETIMEDOUT / -EBUSY (counted). */
+static int read_bounded(struct sp_proc_env *c, uint32_t pid, size_t *got, bool *truncated)
+{
+	struct env_job *j;
+	int err;
+
+	if (c->pre_pid == pid) {
+		j = c->pre;
+		err = c->pre_rc;
+		c->pre = NULL;
+		c->pre_pid = 0;
+		if (j)
+			return env_job_take(c, j, got, truncated);
+		c->stats.timed_out++;
+		return err;
+	}
+	j = env_job_new(c, pid);
+	if (!j)
+		return -ENOMEM;
 	err = sp_proc_read__job(c->pread, pid, &j->base);
 	if (err == -ETIMEDOUT) {
 		c->stats.timed_out++;
 		return err;	/* j and its buffer are the helper's */
 	}
-	c->buf = j->buf;
-	j->buf = NULL;
-	if (err == -EBUSY)
+	if (err == -EBUSY) {
 		c->stats.skipped++;
-	else
-		err = j->err;
-	*got = j->got;
-	*truncated = j->truncated;
-	env_job_destroy(&j->base);
-	return err;
+		env_job_take(c, j, got, truncated);
+		return err;
+	}
+	return env_job_take(c, j, got, truncated);
 }
 
 /* Reads and parses pid's environment into the slot.  0, or -errno. */
@@ -270,6 +346,8 @@ void sp_proc_env__forget(struct sp_proc_env *c, uint32_t pid)
 
 	if (!c || !pid)
 		return;
+	if (c->pre_pid == pid)
+		drop_pre(c);
 	s = slot_of(c, pid);
 	if (s->pid == pid)
 		drop(c, s);

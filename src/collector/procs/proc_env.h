@@ -74,6 +74,14 @@ void sp_proc_env__note(struct sp_proc_env *c, uint32_t pid);
  * note, get or forget. */
 const struct sp_proc_env_ident *sp_proc_env__get(struct sp_proc_env *c, uint32_t pid);
 void sp_proc_env__forget(struct sp_proc_env *c, uint32_t pid);
+/* pid's environ read as a companion of its first maps read (one hand-off
+ * for a new process: proc_table.h), NULL without memory; and the job
+ * back (rc and ownership as sp_proc_companions' back): what it read is
+ * kept for pid's next __note or __get, which then reads nothing. */
+struct sp_io_job;
+struct sp_io_job *sp_proc_env__companion(struct sp_proc_env *c, uint32_t pid);
+void sp_proc_env__companion_back(struct sp_proc_env *c, uint32_t pid, struct sp_io_job *j, int rc);
+
 const struct sp_proc_env_stats *sp_proc_env__stats(const struct sp_proc_env *c);
 
 #endif

@@ -168,6 +168,7 @@ struct sp_proc_table {
 	struct sp_buildid_cache *bcache;
 	struct sp_buildid_read *bread;	/* file reads off this thread */
 	struct sp_proc_read *pread;	/* maps reads off this thread */
+	struct sp_proc_companions companions;	/* run with fresh maps reads */
 
 	/* listener (unwinder) and what it is given per maps read */
 	struct sp_proc_maps_listener listener;
@@ -726,19 +727,40 @@ static uint64_t proc_mono_ns(void)
 }
 
 /* Reads PID/maps into p.  0, or -ENOENT (gone) / other negative errno
- * (unreadable); on failure p keeps its previous maps. */
+ * (unreadable); on failure p keeps its previous maps.  fresh: the
+ * process's first read since exec or first sight, with the companions. */
 static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns,
-			      bool soft);
+			      bool soft, bool fresh);
 
 static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
 {
-	return proc_read_maps_how(t, p, now_ns, false);
+	return proc_read_maps_how(t, p, now_ns, false, false);
+}
+
+/* __maps_with the companions' jobs of a fresh read; hands them back. */
+static int proc_scan_maps(struct sp_proc_table *t, uint32_t pid, bool fresh,
+			  struct proc_scan *sc, struct sp_maps_read_stats *rs)
+{
+	struct sp_io_job *jobs[SP_PROC_READ_EXTRAS];
+	uint32_t n = 0;
+	bool ran = false;
+	int err;
+
+	if (fresh && t->companions.take)
+		n = t->companions.take(pid, jobs, SP_PROC_READ_EXTRAS, t->companions.ctx);
+	err = sp_proc_read__maps_with(t->pread, t->proc_root, pid, jobs, n, &ran,
+				      proc_take_line, sc, rs);
+	if (n)
+		t->companions.back(pid, err == -ETIMEDOUT ? NULL : jobs, n,
+				   err == -ETIMEDOUT ? err : ran ? 0 : -EBUSY,
+				   t->companions.ctx);
+	return err;
 }
 
 /* soft: a process found gone is left as it was (its exit event, or the
  * next resolve, decides); the read is only a refresh. */
 static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns,
-			      bool soft)
+			      bool soft, bool fresh)
 {
 	struct proc_scan sc = { .t = t, .p = p };
 	struct sp_maps_read_stats rs;
@@ -755,7 +777,7 @@ static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint
 	t->ln = 0;
 	if (t->listener.begin)
 		t->listener.begin(p->pid, t->listener.ctx);
-	err = sp_proc_read__maps(t->pread, t->proc_root, p->pid, proc_take_line, &sc, &rs);
+	err = proc_scan_maps(t, p->pid, fresh, &sc, &rs);
 	t->stats.maps_malformed_lines += rs.malformed;
 	n = sc.n;
 	if (err) {
@@ -831,7 +853,7 @@ fail:
  * process is gone, what we knew about it stays. */
 static void proc_refresh_all(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
 {
-	if (proc_read_maps(t, p, now_ns) == -ENOENT)
+	if (proc_read_maps_how(t, p, now_ns, false, true) == -ENOENT)
 		return;
 	if (!p->have_comm)
 		proc_read_comm(t, p);
@@ -1152,6 +1174,16 @@ void sp_proc_table__release(struct sp_proc_table *t, uint64_t closed,
 	}
 }
 
+void sp_proc_table__set_companions(struct sp_proc_table *t, const struct sp_proc_companions *c)
+{
+	if (!t)
+		return;
+	if (c && c->take && c->back)
+		t->companions = *c;
+	else
+		memset(&t->companions, 0, sizeof(t->companions));
+}
+
 int sp_proc_table__set_listener(struct sp_proc_table *t, const struct sp_proc_maps_listener *l)
 {
 	struct sp_proc_exec_map *ls = NULL;
@@ -1177,5 +1209,5 @@ int sp_proc_table__reread(struct sp_proc_table *t, uint32_t pid, uint64_t now_ns
 
 	if (!p || p->info.gone)
 		return -ENOENT;
-	return proc_read_maps_how(t, p, now_ns, true);
+	return proc_read_maps_how(t, p, now_ns, true, false);
 }

@@ -51,6 +51,7 @@
 #include <stdint.h>
 
 #include "base/buildid.h"
+#include "base/io_deadline.h"
 
 struct sp_proc_table_config {
 	uint32_t max_procs;		/* default 8192 */
@@ -219,6 +220,26 @@ const struct sp_mapping_info *sp_proc_table__mapping(const struct sp_proc_table 
 uint32_t sp_proc_table__n_mappings(const struct sp_proc_table *t);
 
 const struct sp_proc_table_stats *sp_proc_table__stats(const struct sp_proc_table *t);
+
+/*
+ * Companions: the other reads a new process needs at once (its environ,
+ * its executable), run with its first maps read (exec, first sight) on
+ * the same helper in one hand-off (base/proc_read.h's __maps_with), so
+ * that a process living milliseconds is not gone by the next reader's
+ * turn.  take(pid, jobs, max) gives up to max jobs (owned by the table
+ * until back); back(pid, jobs, n, rc) returns them: rc 0 they ran
+ * (results in them), -EBUSY they did not, both with jobs the callee's
+ * again; -ETIMEDOUT they were abandoned with the maps read (jobs NULL:
+ * their helper frees them).  Called on the table's thread.
+ */
+struct sp_proc_companions {
+	uint32_t (*take)(uint32_t pid, struct sp_io_job **jobs, uint32_t max, void *ctx);
+	void (*back)(uint32_t pid, struct sp_io_job **jobs, uint32_t n, int rc, void *ctx);
+	void *ctx;
+};
+
+/* Installs (c != NULL) or removes the companions. */
+void sp_proc_table__set_companions(struct sp_proc_table *t, const struct sp_proc_companions *c);
 
 /* Installs (l != NULL) or removes the maps listener; -ENOMEM. */
 int sp_proc_table__set_listener(struct sp_proc_table *t, const struct sp_proc_maps_listener *l);

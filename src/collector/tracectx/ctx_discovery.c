@@ -97,6 +97,18 @@ struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char 
 	return d;
 }
 
+struct sp_io_job *sp_ctx_discovery__companion(struct sp_ctx_discovery *d, uint32_t pid)
+{
+	return d ? sp_go_discovery__companion(d->go, pid) : NULL;
+}
+
+void sp_ctx_discovery__companion_back(struct sp_ctx_discovery *d, uint32_t pid,
+				      struct sp_io_job *j, int rc)
+{
+	if (d)
+		sp_go_discovery__companion_back(d->go, pid, j, rc);
+}
+
 void sp_ctx_discovery__set_procs(struct sp_ctx_discovery *d, struct sp_proc_table *procs)
 {
 	if (d)

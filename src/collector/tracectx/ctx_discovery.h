@@ -58,6 +58,13 @@ struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char 
 void sp_ctx_discovery__set_procs(struct sp_ctx_discovery *d, struct sp_proc_table *procs);
 void sp_ctx_discovery__free(struct sp_ctx_discovery *d);
 
+/* go_discovery.h's companion of a new process's first maps read: the
+ * executable __on_proc's Go look opens. */
+struct sp_io_job;
+struct sp_io_job *sp_ctx_discovery__companion(struct sp_ctx_discovery *d, uint32_t pid);
+void sp_ctx_discovery__companion_back(struct sp_ctx_discovery *d, uint32_t pid,
+				      struct sp_io_job *j, int rc);
+
 /* sp_consumer_proc_fn: examine pid (first sight: only if never examined;
  * exec: forget what was known; publish: look again, rate-limited; exit:
  * drop its BPF descriptor). */

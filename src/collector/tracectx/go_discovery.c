@@ -43,6 +43,12 @@ struct sp_go_discovery {
 	uint32_t desc_seq;	/* descriptors given to BPF so far (sp_go_desc.seq) */
 	struct sp_go_stats st;
 	struct sp_proc_read *pread;	/* the exe's open and read, off this thread */
+	/* Step 1 run as a companion of pre_pid's first maps read
+	 * (proc_table.h): pre holds it (pre_rc 0), or it was abandoned (pre
+	 * NULL, pre_rc -ETIMEDOUT). */
+	struct exe_job *pre;
+	uint32_t pre_pid;
+	int pre_rc;
 };
 
 /* PID/exe opened and stat'ed (step 1), then, on a cache miss, read
@@ -105,8 +111,73 @@ void sp_go_discovery__free(struct sp_go_discovery *g)
 {
 	if (!g)
 		return;
+	if (g->pre)
+		exe_destroy(&g->pre->base);
 	sp_proc_read__free(g->pread);
 	free(g);
+}
+
+/* A step-1 job for pid's executable, or NULL. */
+static struct exe_job *exe_job_new(const struct sp_go_discovery *g, uint32_t pid)
+{
+	struct exe_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->base = (struct sp_io_job){ .run = exe_run, .destroy = exe_destroy };
+	j->fd = -1;
+	if (snprintf(j->path, sizeof(j->path), "%s/%u/exe", g->proc_root, pid) >=
+	    (int)sizeof(j->path)) {
+		exe_destroy(&j->base);
+		return NULL;
+	}
+	return j;
+}
+
+struct sp_io_job *sp_go_discovery__companion(struct sp_go_discovery *g, uint32_t pid)
+{
+	struct exe_job *j = g && pid ? exe_job_new(g, pid) : NULL;
+
+	return j ? &j->base : NULL;
+}
+
+void sp_go_discovery__companion_back(struct sp_go_discovery *g, uint32_t pid,
+				     struct sp_io_job *j, int rc)
+{
+	if (!g)
+		return;
+	if (g->pre)
+		exe_destroy(&g->pre->base);
+	g->pre = NULL;
+	g->pre_pid = 0;
+	if (rc != 0 && rc != -ETIMEDOUT) {
+		if (j)
+			exe_destroy(j);	/* not run */
+		return;
+	}
+	g->pre = rc == 0 ? (struct exe_job *)j : NULL;
+	g->pre_pid = pid;
+	g->pre_rc = rc;
+}
+
+static bool exe_step(struct sp_go_discovery *g, uint32_t pid, struct exe_job *j);
+
+/* Step 1 for pid: the companion's result when there is one, else run
+ * now.  NULL when it did not come back (counted). */
+static struct exe_job *exe_opened(struct sp_go_discovery *g, uint32_t pid)
+{
+	struct exe_job *j;
+
+	if (g->pre_pid == pid) {
+		j = g->pre;
+		g->pre = NULL;
+		g->pre_pid = 0;
+		if (!j)
+			g->st.exe_timed_out++;
+		return j;
+	}
+	j = exe_job_new(g, pid);
+	return j && exe_step(g, pid, j) ? j : NULL;
 }
 
 /* Runs j's step for pid: true when it came back (j still ours); false
@@ -133,19 +204,10 @@ static struct file_entry *file_info(struct sp_go_discovery *g, uint32_t pid)
 {
 	struct file_entry *victim = &g->files[0];
 	struct file_key k = { 0 };
-	struct exe_job *j = calloc(1, sizeof(*j));
+	struct exe_job *j = exe_opened(g, pid);
 	struct stat st;
 
 	if (!j)
-		return NULL;
-	j->base = (struct sp_io_job){ .run = exe_run, .destroy = exe_destroy };
-	j->fd = -1;
-	if (snprintf(j->path, sizeof(j->path), "%s/%u/exe", g->proc_root, pid) >=
-	    (int)sizeof(j->path)) {
-		exe_destroy(&j->base);
-		return NULL;
-	}
-	if (!exe_step(g, pid, j))
 		return NULL;
 	st = j->st;
 	if (j->err || !S_ISREG(st.st_mode)) {
