@@ -189,9 +189,11 @@ class HangFs:
     process touching it would be stuck for good, on a machine others
     share), then kills the daemon (SIGKILL: on SIGTERM its loop waits for
     its handler threads), which fails whatever is still pending, and only
-    then kills and reaps procs, unmounts and removes the directory."""
+    then kills and reaps procs, unmounts and removes the directory.
+    With backing (a file) and prefix (bytes), FILE has backing's size and
+    bytes, and only reads past prefix hang (hangfs.c's usage)."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, backing=None, prefix=0):
         if not os.path.exists("/dev/fuse"):
             fail("/dev/fuse is missing: load the fuse module (modprobe fuse)")
         libs = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"],
@@ -203,8 +205,8 @@ class HangFs:
         self.FILE = os.path.join(self.mnt, "lib.so")
         self.hold = os.path.join(workdir, "hangfs-hold")
         open(self.hold, "w").close()
-        self.proc = subprocess.Popen([exe, self.mnt, self.hold], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
+        argv = [exe, self.mnt, self.hold] + ([backing, str(prefix)] if backing else [])
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for _ in range(50):
             if os.path.ismount(self.mnt):
                 return
