@@ -40,6 +40,7 @@ struct io_helper {
 	pthread_cond_t cv;		/* CLOCK_MONOTONIC */
 	struct sp_io_job *job;		/* set by the caller, cleared when run */
 	bool done;
+	bool staged;			/* the job called sp_io_job__stage */
 	bool abandoned;
 	bool quit;
 	uint32_t key_slot;		/* in sh->slots while abandoned */
@@ -108,6 +109,15 @@ static void *helper_main(void *arg)
 	}
 	pthread_mutex_unlock(&h->mu);
 	return NULL;
+}
+
+void sp_io_job__stage(struct sp_io_job *j)
+{
+	struct io_helper *h = j->helper;
+
+	pthread_mutex_lock(&h->mu);
+	h->staged = true;
+	pthread_mutex_unlock(&h->mu);
 }
 
 static struct io_helper *helper_start(struct io_shared *sh)
@@ -243,8 +253,10 @@ int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)
 		dl.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&h->mu);
+	j->helper = h;
 	h->job = j;
 	h->done = false;
+	h->staged = false;
 	pthread_cond_signal(&h->cv);
 	while (!h->done)
 		if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT)
@@ -256,7 +268,10 @@ int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)
 	}
 	/* Late: the helper and the job are its own from here.  Fewer than
 	 * max_stuck were stuck at the start and only this thread adds: a
-	 * key slot is free. */
+	 * key slot is free.  What the job finished before its stage is
+	 * moved out first (the helper cannot end it while we hold h->mu). */
+	if (h->staged && j->late)
+		j->late(j);
 	pthread_mutex_lock(&d->sh->mu);
 	for (h->key_slot = 0; h->key_slot + 1 < d->sh->n_slots; h->key_slot++)
 		if (!d->sh->slots[h->key_slot].used)

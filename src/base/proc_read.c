@@ -21,45 +21,53 @@
 #define BUF_FIRST (64u << 10)
 #define SPARE_MAX (1u << 20)
 
+/* One read of a maps file: the text and how it went. */
+struct maps_text {
+	char *buf;
+	size_t len, cap;
+	bool truncated;
+	bool done;		/* the read is over (err says how) */
+	int err;
+};
+
 struct sp_proc_read {
 	struct sp_io_deadline *io;
 	char *spare;
 	size_t spare_cap;
 	uint64_t skipped;
+	struct maps_text salvaged;	/* a late job's finished read (maps_late) */
 };
 
 struct maps_job {
 	struct sp_io_job base;		/* first */
 	char path[PATH_MAX];
-	char *buf;
-	size_t len, cap;
-	bool truncated;
-	int err;
+	struct maps_text t;
 	struct sp_io_job *extras[SP_PROC_READ_EXTRAS];	/* owned until handed back */
 	uint32_t n_extras;
 	bool extras_ran;
+	struct maps_text *salvage;	/* the reader's, for maps_late */
 };
 
-/* Grows j->buf to hold more; false at SP_PROC_READ_MAPS_MAX or without
- * memory (j->err then says which). */
+/* Grows j->t.buf to hold more; false at SP_PROC_READ_MAPS_MAX or without
+ * memory (j->t.err then says which). */
 static bool maps_grow(struct maps_job *j)
 {
-	size_t cap = j->cap ? j->cap * 2 : BUF_FIRST;
+	size_t cap = j->t.cap ? j->t.cap * 2 : BUF_FIRST;
 	char *p;
 
-	if (j->cap >= SP_PROC_READ_MAPS_MAX) {
-		j->truncated = true;
+	if (j->t.cap >= SP_PROC_READ_MAPS_MAX) {
+		j->t.truncated = true;
 		return false;
 	}
 	if (cap > SP_PROC_READ_MAPS_MAX)
 		cap = SP_PROC_READ_MAPS_MAX;
-	p = realloc(j->buf, cap);
+	p = realloc(j->t.buf, cap);
 	if (!p) {
-		j->err = -ENOMEM;
+		j->t.err = -ENOMEM;
 		return false;
 	}
-	j->buf = p;
-	j->cap = cap;
+	j->t.buf = p;
+	j->t.cap = cap;
 	return true;
 }
 
@@ -69,31 +77,31 @@ static void maps_run(struct sp_io_job *base)
 	int fd = open(j->path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
-		j->err = -errno;
+		j->t.err = -errno;
 		return;
 	}
 	for (;;) {
 		ssize_t n;
 
-		if (j->len == j->cap && !maps_grow(j))
+		if (j->t.len == j->t.cap && !maps_grow(j))
 			break;
-		n = read(fd, j->buf + j->len, j->cap - j->len);
+		n = read(fd, j->t.buf + j->t.len, j->t.cap - j->t.len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			j->err = -errno;
+			j->t.err = -errno;
 			break;
 		}
 		if (n == 0)
 			break;
-		j->len += (size_t)n;
+		j->t.len += (size_t)n;
 	}
 	close(fd);
-	if (j->truncated) {
+	if (j->t.truncated) {
 		/* The cut line is not a line. */
-		char *nl = memrchr(j->buf, '\n', j->len);
+		char *nl = memrchr(j->t.buf, '\n', j->t.len);
 
-		j->len = nl ? (size_t)(nl - j->buf) + 1 : 0;
+		j->t.len = nl ? (size_t)(nl - j->t.buf) + 1 : 0;
 	}
 }
 
@@ -102,9 +110,42 @@ static void maps_run_all(struct sp_io_job *base)
 	struct maps_job *j = (struct maps_job *)base;
 
 	maps_run(base);	/* first: what the caller waits for most */
+	j->t.done = true;
+	if (j->n_extras)
+		sp_io_job__stage(base);	/* j->t is not touched from here */
 	for (uint32_t i = 0; i < j->n_extras; i++)
 		j->extras[i]->run(j->extras[i]);
 	j->extras_ran = true;
+}
+
+/* Abandoned after its maps read was done (an extra hangs): the text is
+ * the reader's, parsed as if the job had come back. */
+static void maps_late(struct sp_io_job *base)
+{
+	struct maps_job *j = (struct maps_job *)base;
+
+	*j->salvage = j->t;
+	memset(&j->t, 0, sizeof(j->t));
+}
+
+/* Parses what a read brought (or returns its error) and keeps its buffer
+ * as the next read's spare. */
+static int maps_parse(struct sp_proc_read *r, struct maps_text *t, sp_maps_line_fn fn,
+		      void *ctx, struct sp_maps_read_stats *st)
+{
+	int rc = t->err;
+
+	if (rc == 0) {
+		rc = sp_maps_reader__scan_buf(t->buf, t->len, fn, ctx, st);
+		st->truncated |= t->truncated;
+	}
+	if (t->cap <= SPARE_MAX && !r->spare) {
+		r->spare = t->buf;
+		r->spare_cap = t->cap;
+	} else {
+		free(t->buf);
+	}
+	return rc;
 }
 
 static void maps_destroy(struct sp_io_job *base)
@@ -113,7 +154,7 @@ static void maps_destroy(struct sp_io_job *base)
 
 	for (uint32_t i = 0; i < j->n_extras; i++)
 		j->extras[i]->destroy(j->extras[i]);
-	free(j->buf);
+	free(j->t.buf);
 	free(j);
 }
 
@@ -166,24 +207,26 @@ int sp_proc_read__maps(struct sp_proc_read *r, const char *proc_root, uint32_t p
 
 int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint32_t pid,
 			    struct sp_io_job *const *extras, uint32_t n_extras,
-			    bool *extras_ran, sp_maps_line_fn fn, void *ctx,
+			    int *extras_rc, sp_maps_line_fn fn, void *ctx,
 			    struct sp_maps_read_stats *st)
 {
 	struct sp_maps_read_stats tmp;
 	struct maps_job *j;
+	struct maps_text text;
 	int n, rc;
 
 	if (!st)
 		st = &tmp;
 	memset(st, 0, sizeof(*st));
-	if (extras_ran)
-		*extras_ran = false;
+	if (extras_rc)
+		*extras_rc = -EBUSY;
 	if (!proc_root || !fn || n_extras > SP_PROC_READ_EXTRAS || (n_extras && !extras))
 		return -EINVAL;
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
-	j->base = (struct sp_io_job){ .run = maps_run_all, .destroy = maps_destroy };
+	j->base = (struct sp_io_job){ .run = maps_run_all, .destroy = maps_destroy,
+				      .late = maps_late };
 	n = snprintf(j->path, sizeof(j->path), "%s/%u/maps", proc_root, pid);
 	if (n < 0 || (size_t)n >= sizeof(j->path)) {
 		maps_destroy(&j->base);
@@ -192,30 +235,34 @@ int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint3
 	if (n_extras)
 		memcpy(j->extras, extras, n_extras * sizeof(*extras));
 	j->n_extras = n_extras;
-	j->buf = r->spare;
-	j->cap = r->spare_cap;
+	j->t.buf = r->spare;
+	j->t.cap = r->spare_cap;
 	r->spare = NULL;
 	r->spare_cap = 0;
+	memset(&r->salvaged, 0, sizeof(r->salvaged));
+	j->salvage = &r->salvaged;
 	rc = sp_proc_read__job(r, pid, &j->base);
-	if (rc == -ETIMEDOUT)
-		return rc;	/* j and its extras are its helper's */
+	if (rc == -ETIMEDOUT) {
+		/* j and its extras are its helper's; the maps text too unless
+		 * the read itself was done (an extra is what hung). */
+		if (extras_rc)
+			*extras_rc = -ETIMEDOUT;
+		if (!r->salvaged.done)
+			return rc;
+		text = r->salvaged;
+		memset(&r->salvaged, 0, sizeof(r->salvaged));
+		return maps_parse(r, &text, fn, ctx, st);
+	}
 	/* Back to the caller, ran or not. */
-	if (extras_ran)
-		*extras_ran = j->extras_ran;
+	if (extras_rc)
+		*extras_rc = j->extras_ran ? 0 : -EBUSY;
 	j->n_extras = 0;
-	if (rc == 0)
-		rc = j->err;
-	if (rc == 0) {
-		rc = sp_maps_reader__scan_buf(j->buf, j->len, fn, ctx, st);
-		st->truncated |= j->truncated;
-	}
-	if (j->cap <= SPARE_MAX) {
-		r->spare = j->buf;
-		r->spare_cap = j->cap;
-		j->buf = NULL;
-	}
+	text = j->t;
+	memset(&j->t, 0, sizeof(j->t));
 	maps_destroy(&j->base);
-	return rc;
+	if (rc)
+		text.err = rc;	/* not run: -EBUSY */
+	return maps_parse(r, &text, fn, ctx, st);
 }
 
 void sp_proc_read__stats(const struct sp_proc_read *r, struct sp_proc_read_stats *out)

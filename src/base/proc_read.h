@@ -67,15 +67,18 @@ int sp_proc_read__maps(struct sp_proc_read *r, const char *proc_root, uint32_t p
  * process) run on the same helper right after the maps read, in the same
  * hand-off: a process living a few milliseconds is read whole in one wait,
  * not gone by the third reader's turn (each hand-off costs the consumer
- * two thread wake-ups, milliseconds on a loaded machine).  Ownership of
- * extras: -ETIMEDOUT: their helper's (freed with the maps job); any other
- * return: the caller's again, *extras_ran saying whether they ran (they
- * do whenever the maps read ran, whatever it found). */
+ * two thread wake-ups, milliseconds on a loaded machine).  The limit
+ * covers all; when the maps read was done and an extra is what did not
+ * come back, the maps are still parsed (the return says how that went).
+ * *extras_rc and who owns the extras:
+ *   0           they ran (whatever the maps read found): the caller's;
+ *   -EBUSY      not run: the caller's;
+ *   -ETIMEDOUT  abandoned: their helper's (freed with the maps job). */
 #define SP_PROC_READ_EXTRAS 4
 
 int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint32_t pid,
 			    struct sp_io_job *const *extras, uint32_t n_extras,
-			    bool *extras_ran, sp_maps_line_fn fn, void *ctx,
+			    int *extras_rc, sp_maps_line_fn fn, void *ctx,
 			    struct sp_maps_read_stats *st);
 
 /* 0: j ran and is the caller's again (results in it). */

@@ -16,7 +16,9 @@
  *   - __maps_with: the extras run on the helper after the maps read, in
  *     the same hand-off (one run counted), and are the caller's again;
  *     not run when the pid is stuck; abandoned with a stuck maps read,
- *     the helper destroys them once the read returns.
+ *     the helper destroys them once the read returns; an extra that
+ *     hangs after a good maps read: the maps are parsed all the same,
+ *     the extra abandoned, the pid skipped until it returns.
  * spanprof-test: serial (bounds a latency)
  */
 #include <errno.h>
@@ -158,15 +160,19 @@ struct extra {
 	struct sp_io_job base;		/* first */
 	pthread_t ran_on;
 	int runs;
+	int block_fd;			/* > 0: read it (blocks until written) */
 	atomic_int *destroyed;		/* the test's */
 };
 
 static void extra_run(struct sp_io_job *j)
 {
 	struct extra *x = (struct extra *)j;
+	char c;
 
 	x->ran_on = pthread_self();
 	x->runs++;
+	if (x->block_fd > 0 && read(x->block_fd, &c, 1) != 1)
+		x->runs = -1;
 }
 
 static void extra_destroy(struct sp_io_job *j)
@@ -196,7 +202,7 @@ static void test_maps_with(void **state)
 	struct sp_proc_read_stats st;
 	struct extra *a, *b;
 	struct sp_proc_read *r;
-	bool ran = true;
+	int xrc = 1;
 	int n = 0, wfd;
 
 	(void)state;
@@ -209,9 +215,9 @@ static void test_maps_with(void **state)
 	b = extra_new(&destroyed);
 	jobs[0] = &a->base;
 	jobs[1] = &b->base;
-	assert_int_equal(sp_proc_read__maps_with(r, root, 10, jobs, 2, &ran, count_line, &n, NULL),
+	assert_int_equal(sp_proc_read__maps_with(r, root, 10, jobs, 2, &xrc, count_line, &n, NULL),
 			 0);
-	assert_true(ran);
+	assert_int_equal(xrc, 0);
 	assert_int_equal(n, 3);
 	assert_int_equal(a->runs, 1);
 	assert_int_equal(b->runs, 1);
@@ -221,19 +227,20 @@ static void test_maps_with(void **state)
 	assert_int_equal(st.runs, 1);	/* one hand-off for all three */
 	assert_int_equal(atomic_load(&destroyed), 0);	/* still ours */
 	/* a pid that is gone: the extras still run (they report it) */
-	assert_int_equal(sp_proc_read__maps_with(r, root, 99, jobs, 2, &ran, count_line, &n, NULL),
+	assert_int_equal(sp_proc_read__maps_with(r, root, 99, jobs, 2, &xrc, count_line, &n, NULL),
 			 -ENOENT);
-	assert_true(ran);
+	assert_int_equal(xrc, 0);
 	assert_int_equal(a->runs, 2);
 
 	/* stuck: abandoned with the read, freed by the helper after it */
-	assert_int_equal(sp_proc_read__maps_with(r, root, 20, jobs, 2, &ran, count_line, &n, NULL),
+	assert_int_equal(sp_proc_read__maps_with(r, root, 20, jobs, 2, &xrc, count_line, &n, NULL),
 			 -ETIMEDOUT);
+	assert_int_equal(xrc, -ETIMEDOUT);
 	a = extra_new(&destroyed);
 	jobs[0] = &a->base;
-	assert_int_equal(sp_proc_read__maps_with(r, root, 20, jobs, 1, &ran, count_line, &n, NULL),
+	assert_int_equal(sp_proc_read__maps_with(r, root, 20, jobs, 1, &xrc, count_line, &n, NULL),
 			 -EBUSY);
-	assert_false(ran);
+	assert_int_equal(xrc, -EBUSY);
 	assert_int_equal(a->runs, 0);
 	snprintf(p, sizeof(p), "%s/20/maps", root);
 	wfd = open(p, O_WRONLY);
@@ -243,6 +250,30 @@ static void test_maps_with(void **state)
 		usleep(5000);
 	assert_int_equal(atomic_load(&destroyed), 2);
 	extra_destroy(&a->base);
+
+	/* the maps read is done and an extra hangs: the maps still parsed,
+	 * the extra abandoned (freed by the helper once it returns) */
+	{
+		int p2[2];
+
+		assert_int_equal(pipe(p2), 0);
+		a = extra_new(&destroyed);
+		a->block_fd = p2[0];
+		jobs[0] = &a->base;
+		n = 0;
+		assert_int_equal(sp_proc_read__maps_with(r, root, 10, jobs, 1, &xrc, count_line,
+							 &n, NULL), 0);
+		assert_int_equal(xrc, -ETIMEDOUT);
+		assert_int_equal(n, 3);
+		/* pid 10 is stuck now: skipped until the extra returns */
+		assert_int_equal(sp_proc_read__maps(r, root, 10, count_line, &n, NULL), -EBUSY);
+		assert_int_equal(write(p2[1], "x", 1), 1);
+		for (int w = 0; w < 400 && atomic_load(&destroyed) < 4; w++)
+			usleep(5000);
+		assert_int_equal(atomic_load(&destroyed), 4);
+		close(p2[0]);
+		close(p2[1]);
+	}
 	sp_proc_read__free(r);
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/20", root);

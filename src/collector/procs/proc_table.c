@@ -743,16 +743,14 @@ static int proc_scan_maps(struct sp_proc_table *t, uint32_t pid, bool fresh,
 {
 	struct sp_io_job *jobs[SP_PROC_READ_EXTRAS];
 	uint32_t n = 0;
-	bool ran = false;
-	int err;
+	int err, xrc = -EBUSY;
 
 	if (fresh && t->companions.take)
 		n = t->companions.take(pid, jobs, SP_PROC_READ_EXTRAS, t->companions.ctx);
-	err = sp_proc_read__maps_with(t->pread, t->proc_root, pid, jobs, n, &ran,
+	err = sp_proc_read__maps_with(t->pread, t->proc_root, pid, jobs, n, &xrc,
 				      proc_take_line, sc, rs);
 	if (n)
-		t->companions.back(pid, err == -ETIMEDOUT ? NULL : jobs, n,
-				   err == -ETIMEDOUT ? err : ran ? 0 : -EBUSY,
+		t->companions.back(pid, xrc == -ETIMEDOUT ? NULL : jobs, n, xrc,
 				   t->companions.ctx);
 	return err;
 }
