@@ -40,7 +40,7 @@ struct io_helper {
 	pthread_cond_t cv;		/* CLOCK_MONOTONIC */
 	struct sp_io_job *job;		/* set by the caller, cleared when run */
 	bool done;
-	bool staged;			/* the job called sp_io_job__stage */
+	uint32_t stages;		/* sp_io_job__stage calls of the job */
 	bool abandoned;
 	bool quit;
 	uint32_t key_slot;		/* in sh->slots while abandoned */
@@ -116,7 +116,7 @@ void sp_io_job__stage(struct sp_io_job *j)
 	struct io_helper *h = j->helper;
 
 	pthread_mutex_lock(&h->mu);
-	h->staged = true;
+	h->stages++;
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -256,7 +256,7 @@ int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)
 	j->helper = h;
 	h->job = j;
 	h->done = false;
-	h->staged = false;
+	h->stages = 0;
 	pthread_cond_signal(&h->cv);
 	while (!h->done)
 		if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT)
@@ -270,8 +270,10 @@ int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)
 	 * max_stuck were stuck at the start and only this thread adds: a
 	 * key slot is free.  What the job finished before its stage is
 	 * moved out first (the helper cannot end it while we hold h->mu). */
-	if (h->staged && j->late)
+	if (h->stages && j->late) {
+		j->stages = h->stages;
 		j->late(j);
+	}
 	pthread_mutex_lock(&d->sh->mu);
 	for (h->key_slot = 0; h->key_slot + 1 < d->sh->n_slots; h->key_slot++)
 		if (!d->sh->slots[h->key_slot].used)

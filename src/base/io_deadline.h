@@ -45,16 +45,18 @@ struct sp_io_job {
 	void (*run)(struct sp_io_job *j);	/* on the helper: results into *j */
 	void (*destroy)(struct sp_io_job *j);	/* frees j and what it holds */
 	uint64_t key;	/* what it touches (a pid, ...), 0 = none: see __stuck_on */
-	/* Optional: a job whose first part may be of use without the rest
-	 * calls sp_io_job__stage(j) from run() once that part is done (and
+	/* Optional: a job whose first parts may be of use without the rest
+	 * calls sp_io_job__stage(j) from run() as each part is done (and
 	 * no longer touched by run); if it is then abandoned at the limit,
-	 * late(j) runs first, on the caller's thread, j still alive, to move
-	 * that part out (what it moves must not be freed by destroy then). */
+	 * late(j) runs first, on the caller's thread, j still alive and
+	 * j->stages the number of parts done, to move them out (what it
+	 * moves must not be freed by destroy then). */
 	void (*late)(struct sp_io_job *j);
+	uint32_t stages;
 	void *helper;	/* io_deadline's, while it runs */
 };
 
-/* From run(): the part before this call is done (see late). */
+/* From run(): one more part is done (see late). */
 void sp_io_job__stage(struct sp_io_job *j);
 
 #define SP_IO_DEADLINE_MAX_STUCK 64

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/pin.h"
 #include "base/proc_read.h"
 
 #define BUF_FIRST (64u << 10)
@@ -30,13 +31,49 @@ struct maps_text {
 	int err;
 };
 
+/* One mapping's pin, done on the helper (e.path: a copy, owned). */
+struct pin {
+	struct sp_map_entry e;
+	int fd;			/* >= 0 pinned, else -errno (-ENODATA: none) */
+	struct stat st;
+};
+
+/* The pins of one read (maps_job.pins; sp_proc_read.pins while its lines
+ * are handed to fn). */
+struct pins {
+	struct pin *v;
+	uint32_t n;
+	uint32_t next;		/* where the next take looks first (maps order) */
+};
+
+/* What a late job had finished (maps_late). */
+struct salvage {
+	struct maps_text t;
+	struct pins pins;
+	bool pins_hung;		/* its pins were not done */
+};
+
 struct sp_proc_read {
 	struct sp_io_deadline *io;
 	char *spare;
 	size_t spare_cap;
 	uint64_t skipped;
-	struct maps_text salvaged;	/* a late job's finished read (maps_late) */
+	struct salvage salvaged;
+	bool pin_exec;
+	struct pins pins;		/* the read being parsed */
+	bool pins_hung;			/* ... whose pins hung: none taken */
 };
+
+static void pins_close(struct pins *p)
+{
+	for (uint32_t i = 0; i < p->n; i++) {
+		if (p->v[i].fd >= 0)
+			close(p->v[i].fd);
+		free((char *)p->v[i].e.path);
+	}
+	free(p->v);
+	memset(p, 0, sizeof(*p));
+}
 
 struct maps_job {
 	struct sp_io_job base;		/* first */
@@ -45,7 +82,11 @@ struct maps_job {
 	struct sp_io_job *extras[SP_PROC_READ_EXTRAS];	/* owned until handed back */
 	uint32_t n_extras;
 	bool extras_ran;
-	struct maps_text *salvage;	/* the reader's, for maps_late */
+	struct salvage *salvage;	/* the reader's, for maps_late */
+	bool pin_exec;
+	char proc_root[PATH_MAX];	/* for the pins */
+	uint32_t pid;
+	struct pins pins;		/* owned until handed back */
 };
 
 /* Grows j->t.buf to hold more; false at SP_PROC_READ_MAPS_MAX or without
@@ -105,14 +146,41 @@ static void maps_run(struct sp_io_job *base)
 	}
 }
 
+/* On the helper: notes an executable file mapping to pin, with a copy
+ * of its line's path (sp_maps_line_fn: the text is not the job's once it
+ * has staged). */
+static int pin_line(const struct sp_map_entry *e, void *ctx)
+{
+	struct maps_job *j = ctx;
+	struct pin *p;
+	char *path;
+
+	if (!(e->perms & SP_MAP_X) || !e->path_len || e->path[0] == '[')
+		return 0;
+	if (j->pins.n == SP_PROC_READ_PINS || !(path = strndup(e->path, e->path_len)))
+		return 1;	/* the rest are pinned by the caller */
+	p = &j->pins.v[j->pins.n++];
+	p->e = *e;
+	p->e.path = path;
+	p->fd = -ENODATA;
+	return 0;
+}
+
 static void maps_run_all(struct sp_io_job *base)
 {
 	struct maps_job *j = (struct maps_job *)base;
+	struct sp_maps_read_stats st;
 
 	maps_run(base);	/* first: what the caller waits for most */
 	j->t.done = true;
-	if (j->n_extras)
-		sp_io_job__stage(base);	/* j->t is not touched from here */
+	if (j->pin_exec && !j->t.err &&
+	    (j->pins.v = calloc(SP_PROC_READ_PINS, sizeof(*j->pins.v))))
+		sp_maps_reader__scan_buf(j->t.buf, j->t.len, pin_line, j, &st);
+	sp_io_job__stage(base);		/* 1: j->t is not touched from here */
+	for (uint32_t i = 0; i < j->pins.n; i++)
+		j->pins.v[i].fd = sp_pin__mapping(j->proc_root, j->pid, &j->pins.v[i].e,
+						  &j->pins.v[i].st);
+	sp_io_job__stage(base);		/* 2: nor j->pins */
 	for (uint32_t i = 0; i < j->n_extras; i++)
 		j->extras[i]->run(j->extras[i]);
 	j->extras_ran = true;
@@ -124,21 +192,29 @@ static void maps_late(struct sp_io_job *base)
 {
 	struct maps_job *j = (struct maps_job *)base;
 
-	*j->salvage = j->t;
+	j->salvage->t = j->t;
 	memset(&j->t, 0, sizeof(j->t));
+	j->salvage->pins_hung = j->pin_exec && base->stages < 2;
+	if (!j->salvage->pins_hung) {
+		j->salvage->pins = j->pins;
+		memset(&j->pins, 0, sizeof(j->pins));
+	}
 }
 
 /* Parses what a read brought (or returns its error) and keeps its buffer
  * as the next read's spare. */
-static int maps_parse(struct sp_proc_read *r, struct maps_text *t, sp_maps_line_fn fn,
-		      void *ctx, struct sp_maps_read_stats *st)
+static int maps_parse(struct sp_proc_read *r, struct maps_text *t, struct pins *pins,
+		      sp_maps_line_fn fn, void *ctx, struct sp_maps_read_stats *st)
 {
 	int rc = t->err;
 
+	if (pins)
+		r->pins = *pins;	/* for __take_pin, until the scan ends */
 	if (rc == 0) {
 		rc = sp_maps_reader__scan_buf(t->buf, t->len, fn, ctx, st);
 		st->truncated |= t->truncated;
 	}
+	pins_close(&r->pins);
 	if (t->cap <= SPARE_MAX && !r->spare) {
 		r->spare = t->buf;
 		r->spare_cap = t->cap;
@@ -154,6 +230,7 @@ static void maps_destroy(struct sp_io_job *base)
 
 	for (uint32_t i = 0; i < j->n_extras; i++)
 		j->extras[i]->destroy(j->extras[i]);
+	pins_close(&j->pins);
 	free(j->t.buf);
 	free(j);
 }
@@ -213,6 +290,7 @@ int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint3
 	struct sp_maps_read_stats tmp;
 	struct maps_job *j;
 	struct maps_text text;
+	struct pins pins;
 	int n, rc;
 
 	if (!st)
@@ -235,6 +313,11 @@ int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint3
 	if (n_extras)
 		memcpy(j->extras, extras, n_extras * sizeof(*extras));
 	j->n_extras = n_extras;
+	j->pin_exec = r->pin_exec;
+	j->pid = pid;
+	if (r->pin_exec && snprintf(j->proc_root, sizeof(j->proc_root), "%s", proc_root) >=
+				   (int)sizeof(j->proc_root))
+		j->pin_exec = false;
 	j->t.buf = r->spare;
 	j->t.cap = r->spare_cap;
 	r->spare = NULL;
@@ -247,11 +330,15 @@ int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint3
 		 * the read itself was done (an extra is what hung). */
 		if (extras_rc)
 			*extras_rc = -ETIMEDOUT;
-		if (!r->salvaged.done)
+		if (!r->salvaged.t.done)
 			return rc;
-		text = r->salvaged;
+		text = r->salvaged.t;
+		pins = r->salvaged.pins;
+		r->pins_hung = r->salvaged.pins_hung;
 		memset(&r->salvaged, 0, sizeof(r->salvaged));
-		return maps_parse(r, &text, fn, ctx, st);
+		rc = maps_parse(r, &text, &pins, fn, ctx, st);
+		r->pins_hung = false;
+		return rc;
 	}
 	/* Back to the caller, ran or not. */
 	if (extras_rc)
@@ -259,10 +346,44 @@ int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint3
 	j->n_extras = 0;
 	text = j->t;
 	memset(&j->t, 0, sizeof(j->t));
+	pins = j->pins;
+	memset(&j->pins, 0, sizeof(j->pins));
 	maps_destroy(&j->base);
 	if (rc)
 		text.err = rc;	/* not run: -EBUSY */
-	return maps_parse(r, &text, fn, ctx, st);
+	return maps_parse(r, &text, &pins, fn, ctx, st);
+}
+
+void sp_proc_read__set_pin_exec(struct sp_proc_read *r, bool on)
+{
+	if (r)
+		r->pin_exec = on;
+}
+
+int sp_proc_read__take_pin(struct sp_proc_read *r, const struct sp_map_entry *e,
+			   struct stat *st)
+{
+	struct pins *p = &r->pins;
+
+	if (r->pins_hung)
+		return -EBUSY;
+	/* fn sees the lines in the order they were pinned: look from the
+	 * last hit on, then from the start. */
+	for (uint32_t k = 0; k < p->n; k++) {
+		uint32_t i = (p->next + k) % p->n;
+		struct pin *x = &p->v[i];
+		int fd = x->fd;
+
+		if (x->e.start != e->start || x->e.end != e->end)
+			continue;
+		if (fd == -ENODATA)
+			return -ENODATA;	/* taken already */
+		*st = x->st;
+		x->fd = -ENODATA;
+		p->next = i + 1;
+		return fd;
+	}
+	return -ENODATA;
 }
 
 void sp_proc_read__stats(const struct sp_proc_read *r, struct sp_proc_read_stats *out)

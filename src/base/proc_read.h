@@ -40,6 +40,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "base/io_deadline.h"
 #include "base/maps_reader.h"
@@ -83,6 +84,23 @@ int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint3
 
 /* 0: j ran and is the caller's again (results in it). */
 int sp_proc_read__job(struct sp_proc_read *r, uint32_t pid, struct sp_io_job *j);
+
+/* Pins in the same hand-off: with __set_pin_exec(r, true), every maps
+ * read also pins (base/pin.h's sp_pin__mapping) the file behind each
+ * executable file mapping, on the helper, after the read and before the
+ * extras (at most SP_PROC_READ_PINS of them; the pin of a caught
+ * process's file waits on its mmap lock as its maps do: one wait).  From
+ * fn, __take_pin(r, e, &st) hands over the pinned O_PATH descriptor of
+ * e's mapping (the caller closes it), a negative errno when its pin
+ * failed, -EBUSY when the pins hung (the maps read was done, the helper
+ * stuck after it: skip the file, the pid is stuck), or -ENODATA when it
+ * was not pinned here (none asked, past SP_PROC_READ_PINS: the caller
+ * pins it itself).  Pins not taken are closed when the read returns. */
+#define SP_PROC_READ_PINS 256
+
+void sp_proc_read__set_pin_exec(struct sp_proc_read *r, bool on);
+int sp_proc_read__take_pin(struct sp_proc_read *r, const struct sp_map_entry *e,
+			   struct stat *st);
 
 void sp_proc_read__stats(const struct sp_proc_read *r, struct sp_proc_read_stats *out);
 

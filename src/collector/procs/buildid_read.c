@@ -175,12 +175,16 @@ static void job_finish(struct bid_job *j, struct sp_buildid_pinned *keep)
 	job_destroy(&j->base);
 }
 
+static enum sp_buildid_read_result after_pin(struct sp_buildid_read *r, struct bid_job *j,
+					     const struct sp_map_entry *e,
+					     struct sp_build_id *b,
+					     struct sp_buildid_pinned *keep);
+
 enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint32_t pid,
 						 const struct sp_map_entry *e,
 						 struct sp_build_id *b,
 						 struct sp_buildid_pinned *keep)
 {
-	struct sp_buildid_cache_key key;
 	struct bid_job *j;
 	int rc;
 
@@ -196,6 +200,44 @@ enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint
 	rc = step(r, j, e);
 	if (rc)
 		return rc;
+	return after_pin(r, j, e, b, keep);
+}
+
+enum sp_buildid_read_result sp_buildid_read__get_pinned(struct sp_buildid_read *r, uint32_t pid,
+							const struct sp_map_entry *e, int pfd,
+							const struct stat *st,
+							struct sp_build_id *b,
+							struct sp_buildid_pinned *keep)
+{
+	struct bid_job *j;
+
+	memset(b, 0, sizeof(*b));
+	if (keep)
+		keep->fd = -1;
+	if (marked(r, e)) {
+		close(pfd);
+		return SP_BUILDID_READ_SKIPPED;
+	}
+	j = job_new(r, pid, e);
+	if (!j) {
+		close(pfd);
+		return SP_BUILDID_READ_FAILED;
+	}
+	j->pfd = pfd;
+	j->st = *st;
+	return after_pin(r, j, e, b, keep);
+}
+
+/* The cache, then (on a miss) the read, of a pinned file (j->err: the
+ * pin's).  Consumes j. */
+static enum sp_buildid_read_result after_pin(struct sp_buildid_read *r, struct bid_job *j,
+					     const struct sp_map_entry *e,
+					     struct sp_build_id *b,
+					     struct sp_buildid_pinned *keep)
+{
+	struct sp_buildid_cache_key key;
+	int rc;
+
 	if (j->err) {
 		job_destroy(&j->base);
 		return SP_BUILDID_READ_FAILED;

@@ -64,6 +64,16 @@ enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint
 						 struct sp_build_id *b,
 						 struct sp_buildid_pinned *keep);
 
+/* __get for a file pinned already (pfd: an O_PATH descriptor from
+ * base/pin.h, st its stat; both taken over, closed or left in keep): the
+ * cache, then on a miss the read on a helper.  The pin of a new process's
+ * files comes with its maps read (base/proc_read.h), in one hand-off. */
+enum sp_buildid_read_result sp_buildid_read__get_pinned(struct sp_buildid_read *r, uint32_t pid,
+							const struct sp_map_entry *e, int pfd,
+							const struct stat *st,
+							struct sp_build_id *b,
+							struct sp_buildid_pinned *keep);
+
 void sp_buildid_read__stats(const struct sp_buildid_read *r, struct sp_io_deadline_stats *out);
 
 #endif

@@ -600,8 +600,26 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 			  struct sp_proc_exec_map *lm)
 {
 	struct sp_buildid_pinned pin;
+	enum sp_buildid_read_result res;
+	struct stat st;
+	int fd = sp_proc_read__take_pin(t->pread, e, &st);
 
-	switch (sp_buildid_read__get(t->bread, pid, e, b, lm ? &pin : NULL)) {
+	/* Pinned with the maps read (one hand-off) or not (pin it now); a
+	 * pin that hung there: skipped, as buildid_read skips a stuck pid. */
+	if (fd >= 0)
+		res = sp_buildid_read__get_pinned(t->bread, pid, e, fd, &st, b,
+						  lm ? &pin : NULL);
+	else if (fd == -ENODATA)
+		res = sp_buildid_read__get(t->bread, pid, e, b, lm ? &pin : NULL);
+	else if (fd == -EBUSY)
+		res = SP_BUILDID_READ_SKIPPED;
+	else
+		res = SP_BUILDID_READ_FAILED;
+	if (fd < 0 && fd != -ENODATA) {
+		memset(b, 0, sizeof(*b));
+		pin.fd = -1;
+	}
+	switch (res) {
 	case SP_BUILDID_READ_HIT:
 		t->stats.buildid_cache_hits++;
 		break;
@@ -934,6 +952,7 @@ struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
 
 		t->bread = sp_buildid_read__new(t->proc_root, t->bcache, &io);
 		t->pread = sp_proc_read__new(&io);
+		sp_proc_read__set_pin_exec(t->pread, true);
 	}
 	if (!t->slots || !t->pid_heads || !t->mappings || !t->map_index ||
 	    !t->str_index || !t->pathbuf || !t->scratch || !t->bcache ||
