@@ -18,7 +18,11 @@
  *     not run when the pid is stuck; abandoned with a stuck maps read,
  *     the helper destroys them once the read returns; an extra that
  *     hangs after a good maps read: the maps are parsed all the same,
- *     the extra abandoned, the pid skipped until it returns.
+ *     the extra abandoned, the pid skipped until it returns;
+ *   - __set_pin_exec: this process's own maps (real /proc): every
+ *     executable file mapping comes pinned (an O_PATH descriptor on the
+ *     very inode the line names), others are not (-ENODATA), in the one
+ *     hand-off.
  * spanprof-test: serial (bounds a latency)
  */
 #include <errno.h>
@@ -285,9 +289,54 @@ static void test_maps_with(void **state)
 	rmdir(root);
 }
 
+struct pin_seen {
+	struct sp_proc_read *r;
+	int pinned, unpinned, bad;
+};
+
+static int take_line(const struct sp_map_entry *e, void *ctx)
+{
+	struct pin_seen *ps = ctx;
+	struct stat st;
+	int fd = sp_proc_read__take_pin(ps->r, e, &st);
+	bool file = (e->perms & SP_MAP_X) && e->path_len && e->path[0] != '[';
+
+	if (fd >= 0) {
+		ps->pinned++;
+		ps->bad += !file || st.st_ino != e->inode || !S_ISREG(st.st_mode);
+		/* taken once */
+		ps->bad += sp_proc_read__take_pin(ps->r, e, &st) != -ENODATA;
+		close(fd);
+	} else {
+		ps->unpinned++;
+		ps->bad += file || fd != -ENODATA;
+	}
+	return 0;
+}
+
+static void test_pin_exec(void **state)
+{
+	struct sp_proc_read_stats st;
+	struct pin_seen ps = { 0 };
+
+	(void)state;
+	ps.r = sp_proc_read__new(NULL);
+	assert_non_null(ps.r);
+	sp_proc_read__set_pin_exec(ps.r, true);
+	assert_int_equal(sp_proc_read__maps(ps.r, "/proc", (uint32_t)getpid(), take_line, &ps,
+					    NULL), 0);
+	assert_int_equal(ps.bad, 0);
+	assert_true(ps.pinned >= 2);	/* this test and libc at least */
+	assert_true(ps.unpinned >= 1);
+	sp_proc_read__stats(ps.r, &st);
+	assert_int_equal(st.runs, 1);
+	sp_proc_read__free(ps.r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pin_exec),
 		cmocka_unit_test(test_proc_read),
 		cmocka_unit_test(test_maps_with),
 	};
