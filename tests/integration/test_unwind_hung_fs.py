@@ -26,7 +26,6 @@ Root, real BPF, real FUSE (/dev/fuse).  Trace-context discovery is off
 """
 import os
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -34,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import HangFs  # noqa: E402
+from fault_util import HangFs, sigterm_record  # noqa: E402
 import agent_util as au  # noqa: E402
 
 require_root()
@@ -124,18 +123,7 @@ try:
                              "ctypes.CDLL(sys.argv[1]); time.sleep(30)", fresh[0]])
     procs.append(late)
     time.sleep(3)
-    t0 = time.monotonic()
-    rec.send_signal(signal.SIGTERM)
-    try:
-        _, err = rec.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        rec.kill()
-        rec.communicate()
-        fail("record did not exit within 20 s of SIGTERM (waiting on the builder's read)")
-    dt = time.monotonic() - t0
-    print(err, flush=True)
-    check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
-    check(dt < 6, "record: exited %.1f s after SIGTERM" % dt)
+    sigterm_record(rec, "waiting on the builder's read")
     u = load_json(js)["unwind"]
     check(u["failed_stalled"] >= 1, "record: the file that stopped answering is counted as "
           "stalled (%d)" % u["failed_stalled"])

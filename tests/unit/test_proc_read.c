@@ -83,6 +83,20 @@ static void put(const char *root, unsigned pid, const char *maps, int fifo)
 	fclose(f);
 }
 
+/* Removes what put() made for pids 10 and 20, and root. */
+static void unput(const char *root)
+{
+	char p[PATH_MAX];
+
+	for (unsigned pid = 10; pid <= 20; pid += 10) {
+		snprintf(p, sizeof(p), "%s/%u/maps", root, pid);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s/%u", root, pid);
+		rmdir(p);
+	}
+	rmdir(root);
+}
+
 static void noop_run(struct sp_io_job *j)
 {
 	(void)j;
@@ -150,14 +164,7 @@ static void test_proc_read(void **state)
 	 * longer skipped, through the job above */
 	sp_proc_read__free(r);
 	sp_proc_read__free(NULL);
-	unlink(fifo);
-	snprintf(fifo, sizeof(fifo), "%s/20", root);
-	rmdir(fifo);
-	snprintf(fifo, sizeof(fifo), "%s/10/maps", root);
-	unlink(fifo);
-	snprintf(fifo, sizeof(fifo), "%s/10", root);
-	rmdir(fifo);
-	rmdir(root);
+	unput(root);
 }
 
 struct extra {
@@ -279,14 +286,7 @@ static void test_maps_with(void **state)
 		close(p2[1]);
 	}
 	sp_proc_read__free(r);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/20", root);
-	rmdir(p);
-	snprintf(p, sizeof(p), "%s/10/maps", root);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/10", root);
-	rmdir(p);
-	rmdir(root);
+	unput(root);
 }
 
 struct pin_seen {
