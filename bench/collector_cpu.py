@@ -34,6 +34,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -87,7 +88,8 @@ def run(load_bin, dur, kind, prof):
         od = os.path.join(B.WORK, "cpu-agent")
         os.makedirs(od, exist_ok=True)
         for f in glob.glob(os.path.join(od, "*")):
-            os.unlink(f)
+            # the agent leaves a syms/ directory of host symbols too
+            shutil.rmtree(f) if os.path.isdir(f) else os.unlink(f)
         argv = [B.SPANPROF, "agent", "-F", "97", "--output-dir", od, "-q",
                 "--metrics-addr", METRICS]
     else:

@@ -18,7 +18,8 @@ LOAD=$(cat "$W/load")
 "$LOAD" 40 2 & L=$!
 "$B/spanprof" record -a -F 97 -d 32 --no-report -q -o "$W/sp.pb.gz" --summary-json "$W/sp.json" & S=$!
 sleep 5
-cpu() { awk '{s += $1} END {print s}' /proc/$S/task/*/schedstat; }
+# %.0f: mawk prints a large sum as 3.1e+09 and overflows %d at 2^31.
+cpu() { awk '{s += $1} END {printf "%.0f\n", s}' /proc/$S/task/*/schedstat; }
 S0=$(cpu)
 perf record -g -F 997 -p $S -o "$W/perf.data" -- sleep 25 2> "$W/perf.err"
 S1=$(cpu)

@@ -16,6 +16,14 @@ Phases, one after another on a fresh agent each (same load, same rate):
   noenv   spanprof agent -F 97 --no-process-env (reads none)
   perf    perf record -F 97 -g -a (the peer: what a whole-system sampler
           pays for the same churn; it reads no environment)
+and, with --phases (issue 17: what the unwinder adds per new process):
+  fp      spanprof agent -F 97 --unwind fp (no unwinder: no tables, no
+          ranges, no re-reads for it)
+  eager   spanprof agent -F 97 --unwind-build eager (every mapped file's
+          table built at once; the agent's default is lazy)
+For every spanprof phase the CPU is also split by thread name (schedstat
+of /proc/PID/task/TID, comm): consumer, sp-unwind (the table builder),
+helpers.
 CPU: schedstat of every collector thread (ns on CPU), over the window from
 STEADY_FROM s after start to 1 s before the end; processes: the execs the
 spawner made in that window.  The agent's own counters
@@ -28,10 +36,11 @@ happened.
 
 Run as root from the repository root, after `make -j2`, under the shared
 lock: flock /tmp/spanprof-heavy.lock python3 bench/env_read_cost.py
-  [--duration 20] [--rate 100] [--reps 3]
+  [--duration 20] [--rate 100] [--reps 3] [--phases env,noenv,perf,fp,eager]
 Takes about REPS x 3 x (D + 6) s.
 """
 import argparse
+import glob
 import os
 import re
 import subprocess
@@ -89,6 +98,21 @@ class Spawner(threading.Thread):
         return sum(1 for t in self.times if a <= t < b)
 
 
+def thread_ns(pid):
+    """{thread name: ns on CPU} of pid's threads (schedstat); {} if gone."""
+    out = {}
+    for tid in glob.glob("/proc/%d/task/*" % pid):
+        try:
+            with open(tid + "/comm") as f:
+                name = f.read().strip()
+            with open(tid + "/schedstat") as f:
+                ns = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        out[name] = out.get(name, 0) + ns
+    return out
+
+
 def env_counters():
     try:
         with urllib.request.urlopen(f"http://{METRICS}/metrics", timeout=2) as r:
@@ -108,8 +132,10 @@ def run(load_bin, kind, dur, rate):
         argv = ["perf", "record", "-F", "97", "-g", "-a", "-q", "-o",
                 os.path.join(B.WORK, "env-perf.data"), "--", "sleep", str(dur)]
     else:
+        extra = {"noenv": ["--no-process-env"], "fp": ["--unwind", "fp"],
+                 "eager": ["--unwind-build", "eager"]}.get(kind, [])
         argv = [B.SPANPROF, "agent", "-F", "97", "--interval", "5", "--output-dir", od, "-q",
-                "--metrics-addr", METRICS] + (["--no-process-env"] if kind == "noenv" else [])
+                "--metrics-addr", METRICS] + extra
     t0 = time.monotonic()
     p = B.spawn(argv)
     if kind != "perf":
@@ -118,9 +144,11 @@ def run(load_bin, kind, dur, rate):
     while time.monotonic() - t0 < STEADY_FROM:
         time.sleep(0.05)
     c_a, t_a, e_a = sched_ns(p.pid), time.monotonic(), env_counters()
+    th_a = thread_ns(p.pid)
     while time.monotonic() - t0 < dur - 1.0:
         time.sleep(0.05)
     c_b, t_b, e_b = sched_ns(p.pid), time.monotonic(), env_counters()
+    th_b = thread_ns(p.pid)
     sp.stop_at = time.monotonic()
     sp.join()
     if kind != "perf":
@@ -132,7 +160,8 @@ def run(load_bin, kind, dur, rate):
     ev = {k: e_b.get(k, 0) - e_a.get(k, 0) for k in e_b}
     if c_a is None or c_b is None or not n:
         B.die(f"{kind}: the collector exited early or nothing was spawned")
-    return (c_b - c_a) / n / 1000.0, n, (c_b - c_a) / (t_b - t_a) / 1e7, ev
+    threads = {k: (th_b[k] - th_a.get(k, 0)) / n / 1000.0 for k in th_b}
+    return (c_b - c_a) / n / 1000.0, n, (c_b - c_a) / (t_b - t_a) / 1e7, ev, threads
 
 
 def main():
@@ -140,32 +169,45 @@ def main():
     ap.add_argument("--duration", type=int, default=20)
     ap.add_argument("--rate", type=int, default=100)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--phases", default="env,noenv,perf")
     a = ap.parse_args()
+    phases = a.phases.split(",")
+    if not all(k in ("env", "noenv", "perf", "fp", "eager") for k in phases):
+        B.die("--phases: a comma-separated list of env, noenv, perf, fp, eager")
     B.require(["perf", "bpftool", "clang"])
     load_bin = B.build_load()
     print(B.machine())
     print(f"load: load_mixed 2 threads; churn: {a.rate} execs/s of /bin/sleep 0.05 with a "
           f"{sum(len(k) + len(v) + 2 for k, v in child_env().items())}-byte environment; "
           f"window {STEADY_FROM:.0f}..{a.duration - 1} s of {a.duration} s")
-    res = {k: [] for k in ("env", "noenv", "perf")}
-    rows = []
+    res = {k: [] for k in phases}
+    rows, trows = [], []
     for r in range(a.reps):
-        for kind in ("env", "noenv", "perf"):
-            us, n, pct, ev = run(load_bin, kind, a.duration, a.rate)
+        for kind in phases:
+            us, n, pct, ev, threads = run(load_bin, kind, a.duration, a.rate)
             res[kind].append(us)
             evs = " ".join(f"{k}={ev[k]}" for k in ("read", "declared", "unreadable")
                            if k in ev)
             rows.append([r + 1, kind, n, B.fmt(us, 1), B.fmt(pct, 2), evs or "-"])
+            if kind != "perf":
+                top = sorted(threads.items(), key=lambda kv: -kv[1])
+                trows.append([r + 1, kind, " ".join(f"{k}={B.fmt(v, 1)}" for k, v in top
+                                                    if v >= 0.05) or "-"])
     B.table(["rep", "collector", "execs", "us/process", "% of core", "env reads (window)"],
             rows)
+    if trows:
+        print()
+        B.table(["rep", "collector", "us/process by thread"], trows)
     med = {k: B.median(v) for k, v in res.items()}
     print()
     B.table(["median", "us/process", "ratio to perf"],
-            [[k, B.fmt(med[k], 1), B.fmt(med[k] / med["perf"], 2) if med["perf"] else "-"]
-             for k in ("env", "noenv", "perf")])
-    diffs = [e - n for e, n in zip(res["env"], res["noenv"])]
-    print(f"\nenvironment read per new process (env - noenv, per rep): "
-          f"{', '.join(B.fmt(d, 1) for d in diffs)} us; median {B.fmt(B.median(diffs), 1)} us")
+            [[k, B.fmt(med[k], 1), B.fmt(med[k] / med["perf"], 2) if med.get("perf") else "-"]
+             for k in phases])
+    if "env" in res and "noenv" in res:
+        diffs = [e - n for e, n in zip(res["env"], res["noenv"])]
+        print(f"\nenvironment read per new process (env - noenv, per rep): "
+              f"{', '.join(B.fmt(d, 1) for d in diffs)} us; median "
+              f"{B.fmt(B.median(diffs), 1)} us")
 
 
 if __name__ == "__main__":

@@ -20,10 +20,18 @@
 
 #define HELPER_STACK (256u << 10)	/* ELF note reads need little */
 
-/* Outlives the deadline object while abandoned helpers may come back. */
+/* Outlives the deadline object while abandoned helpers may come back.
+ * slots[]: the keys of the abandoned jobs still running, one slot per
+ * stuck helper (max_stuck of them), under mu. */
 struct io_shared {
 	atomic_uint stuck;
 	atomic_uint refs;
+	pthread_mutex_t mu;
+	uint32_t n_slots;
+	struct {
+		uint64_t key;
+		bool used;
+	} slots[];
 };
 
 struct io_helper {
@@ -32,8 +40,10 @@ struct io_helper {
 	pthread_cond_t cv;		/* CLOCK_MONOTONIC */
 	struct sp_io_job *job;		/* set by the caller, cleared when run */
 	bool done;
+	uint32_t stages;		/* sp_io_job__stage calls of the job */
 	bool abandoned;
 	bool quit;
+	uint32_t key_slot;		/* in sh->slots while abandoned */
 	struct io_shared *sh;
 };
 
@@ -42,12 +52,19 @@ struct sp_io_deadline {
 	struct io_helper *cur;		/* idle helper, NULL until needed */
 	struct io_shared *sh;
 	struct sp_io_deadline_stats st;
+	struct sp_io_deadline *next, *prev;	/* in all_head, under all_mu */
 };
+
+/* Every live deadline object, for __retire_all. */
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_io_deadline *all_head;
 
 static void shared_put(struct io_shared *sh)
 {
-	if (atomic_fetch_sub(&sh->refs, 1) == 1)
+	if (atomic_fetch_sub(&sh->refs, 1) == 1) {
+		pthread_mutex_destroy(&sh->mu);
 		free(sh);
+	}
 }
 
 static void helper_free(struct io_helper *h)
@@ -80,6 +97,9 @@ static void *helper_main(void *arg)
 
 			pthread_mutex_unlock(&h->mu);
 			j->destroy(j);
+			pthread_mutex_lock(&sh->mu);
+			sh->slots[h->key_slot].used = false;
+			pthread_mutex_unlock(&sh->mu);
 			atomic_fetch_sub(&sh->stuck, 1);
 			shared_put(sh);
 			helper_free(h);
@@ -89,6 +109,15 @@ static void *helper_main(void *arg)
 	}
 	pthread_mutex_unlock(&h->mu);
 	return NULL;
+}
+
+void sp_io_job__stage(struct sp_io_job *j)
+{
+	struct io_helper *h = j->helper;
+
+	pthread_mutex_lock(&h->mu);
+	h->stages++;
+	pthread_mutex_unlock(&h->mu);
 }
 
 static struct io_helper *helper_start(struct io_shared *sh)
@@ -128,7 +157,15 @@ struct sp_io_deadline *sp_io_deadline__new(const struct sp_io_deadline_config *c
 
 	if (!d)
 		return NULL;
-	d->sh = calloc(1, sizeof(*d->sh));
+	if (cfg)
+		d->cfg = *cfg;
+	if (!d->cfg.timeout_ms)
+		d->cfg.timeout_ms = 250;
+	if (!d->cfg.max_stuck)
+		d->cfg.max_stuck = 4;
+	if (d->cfg.max_stuck > SP_IO_DEADLINE_MAX_STUCK)
+		d->cfg.max_stuck = SP_IO_DEADLINE_MAX_STUCK;
+	d->sh = calloc(1, sizeof(*d->sh) + d->cfg.max_stuck * sizeof(d->sh->slots[0]));
 	if (!d->sh) {
 		free(d);
 		errno = ENOMEM;
@@ -136,29 +173,59 @@ struct sp_io_deadline *sp_io_deadline__new(const struct sp_io_deadline_config *c
 	}
 	atomic_init(&d->sh->refs, 1);
 	atomic_init(&d->sh->stuck, 0);
-	if (cfg)
-		d->cfg = *cfg;
-	if (!d->cfg.timeout_ms)
-		d->cfg.timeout_ms = 250;
-	if (!d->cfg.max_stuck)
-		d->cfg.max_stuck = 4;
+	pthread_mutex_init(&d->sh->mu, NULL);
+	d->sh->n_slots = d->cfg.max_stuck;
+	pthread_mutex_lock(&all_mu);
+	d->next = all_head;
+	if (all_head)
+		all_head->prev = d;
+	all_head = d;
+	pthread_mutex_unlock(&all_mu);
 	return d;
+}
+
+/* Ends and joins d's idle helper: the next run starts another. */
+static void retire(struct sp_io_deadline *d)
+{
+	if (!d->cur)
+		return;
+	pthread_mutex_lock(&d->cur->mu);
+	d->cur->quit = true;
+	pthread_cond_signal(&d->cur->cv);
+	pthread_mutex_unlock(&d->cur->mu);
+	pthread_join(d->cur->th, NULL);
+	helper_free(d->cur);
+	d->cur = NULL;
 }
 
 void sp_io_deadline__free(struct sp_io_deadline *d)
 {
 	if (!d)
 		return;
-	if (d->cur) {
-		pthread_mutex_lock(&d->cur->mu);
-		d->cur->quit = true;
-		pthread_cond_signal(&d->cur->cv);
-		pthread_mutex_unlock(&d->cur->mu);
-		pthread_join(d->cur->th, NULL);
-		helper_free(d->cur);
-	}
+	pthread_mutex_lock(&all_mu);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		all_head = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	pthread_mutex_unlock(&all_mu);
+	retire(d);
 	shared_put(d->sh);
 	free(d);
+}
+
+uint32_t sp_io_deadline__retire_all(void)
+{
+	uint32_t stuck = 0;
+
+	pthread_mutex_lock(&all_mu);
+	for (struct sp_io_deadline *d = all_head; d; d = d->next) {
+		retire(d);
+		stuck += atomic_load(&d->sh->stuck);
+	}
+	pthread_mutex_unlock(&all_mu);
+	return stuck;
 }
 
 int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)
@@ -186,8 +253,10 @@ int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)
 		dl.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&h->mu);
+	j->helper = h;
 	h->job = j;
 	h->done = false;
+	h->stages = 0;
 	pthread_cond_signal(&h->cv);
 	while (!h->done)
 		if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT)
@@ -197,7 +266,21 @@ int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)
 		d->st.runs++;
 		return 0;
 	}
-	/* Late: the helper and the job are its own from here. */
+	/* Late: the helper and the job are its own from here.  Fewer than
+	 * max_stuck were stuck at the start and only this thread adds: a
+	 * key slot is free.  What the job finished before its stage is
+	 * moved out first (the helper cannot end it while we hold h->mu). */
+	if (h->stages && j->late) {
+		j->stages = h->stages;
+		j->late(j);
+	}
+	pthread_mutex_lock(&d->sh->mu);
+	for (h->key_slot = 0; h->key_slot + 1 < d->sh->n_slots; h->key_slot++)
+		if (!d->sh->slots[h->key_slot].used)
+			break;
+	d->sh->slots[h->key_slot].key = j->key;
+	d->sh->slots[h->key_slot].used = true;
+	pthread_mutex_unlock(&d->sh->mu);
 	h->abandoned = true;
 	atomic_fetch_add(&d->sh->stuck, 1);
 	atomic_fetch_add(&d->sh->refs, 1);
@@ -207,6 +290,19 @@ int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j)
 	d->cur = NULL;
 	d->st.timeouts++;
 	return -ETIMEDOUT;
+}
+
+bool sp_io_deadline__stuck_on(const struct sp_io_deadline *d, uint64_t key)
+{
+	bool found = false;
+
+	if (!key)
+		return false;
+	pthread_mutex_lock(&d->sh->mu);
+	for (uint32_t i = 0; i < d->sh->n_slots && !found; i++)
+		found = d->sh->slots[i].used && d->sh->slots[i].key == key;
+	pthread_mutex_unlock(&d->sh->mu);
+	return found;
 }
 
 void sp_io_deadline__stats(const struct sp_io_deadline *d, struct sp_io_deadline_stats *out)

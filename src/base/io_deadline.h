@@ -38,16 +38,32 @@
 #ifndef SPANPROF_BASE_IO_DEADLINE_H
 #define SPANPROF_BASE_IO_DEADLINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct sp_io_job {
 	void (*run)(struct sp_io_job *j);	/* on the helper: results into *j */
 	void (*destroy)(struct sp_io_job *j);	/* frees j and what it holds */
+	uint64_t key;	/* what it touches (a pid, ...), 0 = none: see __stuck_on */
+	/* Optional: a job whose first parts may be of use without the rest
+	 * calls sp_io_job__stage(j) from run() as each part is done (and
+	 * no longer touched by run); if it is then abandoned at the limit,
+	 * late(j) runs first, on the caller's thread, j still alive and
+	 * j->stages the number of parts done, to move them out (what it
+	 * moves must not be freed by destroy then). */
+	void (*late)(struct sp_io_job *j);
+	uint32_t stages;
+	void *helper;	/* io_deadline's, while it runs */
 };
+
+/* From run(): one more part is done (see late). */
+void sp_io_job__stage(struct sp_io_job *j);
+
+#define SP_IO_DEADLINE_MAX_STUCK 64
 
 struct sp_io_deadline_config {
 	uint32_t timeout_ms;	/* default 250 */
-	uint32_t max_stuck;	/* default 4 */
+	uint32_t max_stuck;	/* default 4, at most SP_IO_DEADLINE_MAX_STUCK */
 };
 
 struct sp_io_deadline_stats {
@@ -67,6 +83,21 @@ void sp_io_deadline__free(struct sp_io_deadline *d);	/* NULL-safe */
 /* Runs j->run(j) on a helper within the limit; see the ownership table. */
 int sp_io_deadline__run(struct sp_io_deadline *d, struct sp_io_job *j);
 
+/* True while a job with this key (non-zero) was abandoned and has not
+ * returned yet: a caller asks before starting another job on the same
+ * thing (one stuck process costs one helper, not max_stuck). */
+bool sp_io_deadline__stuck_on(const struct sp_io_deadline *d, uint64_t key);
+
 void sp_io_deadline__stats(const struct sp_io_deadline *d, struct sp_io_deadline_stats *out);
+
+/* Ends every idle helper of every deadline object in the process (each
+ * object's next run starts a new one), and returns how many abandoned
+ * helpers are still blocked.  Why: capabilities are per thread, and a
+ * thread inherits its creator's; a program that drops its capabilities
+ * after start-up reads (the agent: privs.h) calls this right before the
+ * drop, so that no helper keeps the start-up set, and warns about the
+ * stuck ones (they keep it until their call returns and they end).  Only
+ * while no other thread runs jobs (one-threaded start-up). */
+uint32_t sp_io_deadline__retire_all(void);
 
 #endif /* SPANPROF_BASE_IO_DEADLINE_H */

@@ -123,3 +123,31 @@ int sp_maps_reader__scan_fd(int fd, sp_maps_line_fn fn, void *ctx, struct sp_map
 		return fd < 0 ? -EBADF : -EINVAL;
 	return scan_fd(fd, &s);
 }
+
+int sp_maps_reader__scan_buf(const char *buf, size_t len, sp_maps_line_fn fn, void *ctx,
+			     struct sp_maps_read_stats *st)
+{
+	struct sp_maps_read_stats tmp;
+	struct scan s = { .fn = fn, .ctx = ctx, .st = st ? st : &tmp };
+	size_t start = 0;
+	int rc = 0;
+
+	memset(s.st, 0, sizeof(*s.st));
+	if ((!buf && len) || !fn)
+		return -EINVAL;
+	while (start < len && !rc) {
+		const char *nl = memchr(buf + start, '\n', len - start);
+		size_t end = nl ? (size_t)(nl - buf) : len;
+
+		if (end - start >= SP_MAPS_LINE_MAX) {
+			/* As scan_fd: longer than any valid line, counted once. */
+			if (!admit(&s))
+				break;
+			s.st->malformed++;
+		} else {
+			rc = take(&s, buf + start, end - start);
+		}
+		start = end + 1;
+	}
+	return rc < 0 ? rc : 0;
+}

@@ -26,6 +26,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/maps.h"
@@ -47,5 +48,11 @@ int sp_maps_reader__scan(const char *proc_root, uint32_t pid, sp_maps_line_fn fn
 /* The same over an open descriptor, read from its current offset to the
  * end (not closed; the fuzz target feeds it a memfd). */
 int sp_maps_reader__scan_fd(int fd, sp_maps_line_fn fn, void *ctx, struct sp_maps_read_stats *st);
+
+/* The same over a maps text already in memory (base/proc_read.h reads
+ * it on a helper thread): lines as above, one of SP_MAPS_LINE_MAX bytes
+ * or more counted malformed and skipped; buf need not end in '\n'. */
+int sp_maps_reader__scan_buf(const char *buf, size_t len, sp_maps_line_fn fn, void *ctx,
+			     struct sp_maps_read_stats *st);
 
 #endif /* SPANPROF_BASE_MAPS_READER_H */

@@ -1,5 +1,6 @@
 /* libFuzzer target: /proc/PID/maps lines (src/base/maps.c) and whole maps
- * files through the bounded reader (src/base/maps_reader.c, fed a memfd). */
+ * files through the bounded reader (src/base/maps_reader.c, fed a memfd),
+ * and the in-memory reader, which must see the same lines. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,15 +22,21 @@ static int check_entry(const struct sp_map_entry *e, void *ctx)
 static void whole_file(const uint8_t *data, size_t size)
 {
 	static int fd = -1;
-	struct sp_maps_read_stats st;
+	struct sp_maps_read_stats st, bst;
+	int rc, brc;
 
 	if (fd < 0)
 		fd = memfd_create("fuzz-maps", MFD_CLOEXEC);
 	if (fd < 0 || ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size ||
 	    lseek(fd, 0, SEEK_SET) != 0)
 		return;
-	if (sp_maps_reader__scan_fd(fd, check_entry, NULL, &st) == 0 &&
-	    (st.malformed > st.lines || st.lines > SP_MAPS_MAX_LINES))
+	rc = sp_maps_reader__scan_fd(fd, check_entry, NULL, &st);
+	if (rc == 0 && (st.malformed > st.lines || st.lines > SP_MAPS_MAX_LINES))
+		abort();
+	/* The in-memory reader (base/proc_read.h's path) sees the same lines. */
+	brc = sp_maps_reader__scan_buf((const char *)data, size, check_entry, NULL, &bst);
+	if (brc != rc || bst.lines != st.lines || bst.malformed != st.malformed ||
+	    bst.truncated != st.truncated)
 		abort();
 }
 

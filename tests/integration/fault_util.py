@@ -8,12 +8,14 @@ import gzip
 import os
 import re
 import shutil
+import signal
 import subprocess
+import tempfile
 import time
 import types
 
 from lib.pb import field_bytes as _ld, field_packed as _packed, field_varint as _vi
-from spt import BUILD, SPANPROF, fail
+from spt import BUILD, SPANPROF, check, fail
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SYMBOLIZER = os.path.join(BUILD, "spanprof-symbolizer")
@@ -178,3 +180,67 @@ def strace_opens(log_path):
         if m:
             out.append((m.group(1), m.group(2), line.strip()))
     return out
+
+
+class HangFs:
+    """hangfs.c (libfuse3) mounted on a fresh directory: FILE (its lib.so)
+    answers lookups and opens, never a read, until close().  close(procs)
+    ends the hang first (a page whose read never ends stays locked, and a
+    process touching it would be stuck for good, on a machine others
+    share), then kills the daemon (SIGKILL: on SIGTERM its loop waits for
+    its handler threads), which fails whatever is still pending, and only
+    then kills and reaps procs, unmounts and removes the directory.
+    With backing (a file) and prefix (bytes), FILE has backing's size and
+    bytes, and only reads past prefix hang (hangfs.c's usage)."""
+
+    def __init__(self, workdir, backing=None, prefix=0):
+        if not os.path.exists("/dev/fuse"):
+            fail("/dev/fuse is missing: load the fuse module (modprobe fuse)")
+        libs = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"],
+                              capture_output=True, text=True)
+        if libs.returncode:
+            fail("libfuse3-dev is needed (scripts/deps.sh): %s" % libs.stderr.strip())
+        exe = compile_c("hangfs.c", os.path.join(workdir, "hangfs"), extra=libs.stdout.split())
+        self.mnt = tempfile.mkdtemp(prefix="spanprof-hangfs-")
+        self.FILE = os.path.join(self.mnt, "lib.so")
+        self.hold = os.path.join(workdir, "hangfs-hold")
+        open(self.hold, "w").close()
+        argv = [exe, self.mnt, self.hold] + ([backing, str(prefix)] if backing else [])
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for _ in range(50):
+            if os.path.ismount(self.mnt):
+                return
+            time.sleep(0.1)
+        self.close([])
+        fail("hangfs did not mount: %s" % self.proc.stderr.read(2000))
+
+    def close(self, procs):
+        if os.path.exists(self.hold):
+            os.unlink(self.hold)
+        time.sleep(0.5)
+        self.proc.kill()
+        self.proc.wait()
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+        subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+        os.rmdir(self.mnt)
+
+
+def sigterm_record(rec, stuck_what):
+    """Stops a running `spanprof record` (Popen, text pipes) with SIGTERM:
+    it must exit 0 within 5 s (20 s at most, then it is killed and the test
+    fails naming stuck_what).  Returns its stderr (the summary), printed."""
+    t0 = time.monotonic()
+    rec.send_signal(signal.SIGTERM)
+    try:
+        _, err = rec.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        rec.kill()
+        fail("record did not stop within 20 s of SIGTERM (%s)" % stuck_what)
+    dt = time.monotonic() - t0
+    print(err, flush=True)
+    check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
+    check(dt < 5, "record: stopped %.1f s after SIGTERM" % dt)
+    return err

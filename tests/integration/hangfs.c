@@ -7,7 +7,10 @@
  * HOLD exists (then it fails with EIO: a test ends its hang before it
  * cleans up, because a page whose read never ends stays locked, and any
  * process touching it would be stuck for good).  Open keeps the page
- * cache (a FUSE open otherwise invalidates it, waiting on that lock).
+ * cache (a FUSE open otherwise invalidates it, waiting on that lock).  An
+ * open with O_SYNC is answered with direct_io: the kernel's mmap of such a
+ * file invalidates the cache, waiting on a hung page with the caller's
+ * mmap lock held (hung_proc.c's "lock" trap).
  * Usage: hangfs MOUNTPOINT HOLD [BACKING PREFIX] (foreground,
  * multi-threaded, so other requests keep being answered while reads hang).
  * With BACKING and PREFIX, lib.so has BACKING's size and bytes, and reads
@@ -66,6 +69,8 @@ static int hang_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
 static int hang_open(const char *path, struct fuse_file_info *fi)
 {
 	fi->keep_cache = 1;
+	if (fi->flags & O_SYNC)
+		fi->direct_io = 1;
 	return strcmp(path, "/" FILE_NAME) ? -ENOENT : 0;
 }
 

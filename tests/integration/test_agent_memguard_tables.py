@@ -79,7 +79,10 @@ try:
     mapper = subprocess.Popen([sys.executable, "-c", MAPPER] + BIG, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     check(int(mapper.stdout.readline()) == len(BIG), "the mapper maps %d big files" % len(BIG))
+    # --unwind-build eager: the mapper runs no code in the big files (lazy,
+    # the agent's default, would build none of their tables).
     a = au.Agent(["-F", "19", "--interval", "2", "--no-trace-context", "--unwind-cpu", "100",
+                  "--unwind-build", "eager",
                   "--output-dir", os.path.join(d, "out")], d, preexec_fn=cg.join)
     mapper.stdin.write("go\n")
     mapper.stdin.flush()

@@ -19,28 +19,18 @@ fixture (callchain) runs beside it.  What must hold:
 Root, real BPF, real FUSE (/dev/fuse).
 """
 import os
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spt import BUILD, SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import compile_c  # noqa: E402
+from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
+from fault_util import HangFs, sigterm_record  # noqa: E402
 import agent_util as au  # noqa: E402
 from lib.otlp_stub import OtlpStub  # noqa: E402
 
 require_root()
-if not os.path.exists("/dev/fuse"):
-    fail("/dev/fuse is missing: load the fuse module (modprobe fuse)")
 d = tmpdir()
-FUSE_LIBS = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True,
-                           text=True)
-if FUSE_LIBS.returncode:
-    fail("libfuse3-dev is needed (scripts/deps.sh): %s" % FUSE_LIBS.stderr.strip())
-hangfs = compile_c("hangfs.c", os.path.join(d, "hangfs"), extra=FUSE_LIBS.stdout.split())
-mnt = tempfile.mkdtemp(prefix="spanprof-hangfs-")
 MAPPER = r"""
 import mmap, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
@@ -51,14 +41,12 @@ x = 0
 while time.time() < end:
     x += 1
 """
-hold = os.path.join(d, "hold")
-open(hold, "w").close()
-fs = subprocess.Popen([hangfs, mnt, hold], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+fs = HangFs(d)
 procs = []
 
 
 def mapper(secs):
-    p = subprocess.Popen([sys.executable, "-c", MAPPER, os.path.join(mnt, "lib.so"), str(secs)],
+    p = subprocess.Popen([sys.executable, "-c", MAPPER, fs.FILE, str(secs)],
                          stdout=subprocess.PIPE, text=True)
     procs.append(p)
     if p.stdout.readline().strip() != "mapped":
@@ -67,13 +55,6 @@ def mapper(secs):
 
 
 try:
-    for _ in range(50):
-        if os.path.ismount(mnt):
-            break
-        time.sleep(0.1)
-    else:
-        fail("hangfs did not mount: %s" % fs.stderr.read(2000))
-
     # ------------------------------------------------ 1. record
     busy = au.busy(30)
     procs.append(busy)
@@ -86,17 +67,7 @@ try:
     time.sleep(1.5)
     second = mapper(30)     # the same file, another process: skipped at once
     time.sleep(1.5)
-    t0 = time.monotonic()
-    rec.send_signal(signal.SIGTERM)
-    try:
-        _, err = rec.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        rec.kill()
-        fail("record did not stop within 20 s of SIGTERM (the consumer is stuck in the FUSE read)")
-    dt = time.monotonic() - t0
-    print(err, flush=True)
-    check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
-    check(dt < 5, "record: stopped %.1f s after SIGTERM" % dt)
+    err = sigterm_record(rec, "the consumer is stuck in the FUSE read")
     procs_js = load_json(js)["procs"]
     check(procs_js["files_timed_out"] >= 1,
           "record: the file that did not answer is counted (files_timed_out %d)"
@@ -144,19 +115,4 @@ try:
         a.kill()
         stub.close()
 finally:
-    # End the hang first: a page whose read never ends stays locked, and
-    # a process touching it (an exit unmapping it, an open) would be
-    # stuck for good, on a machine others share.
-    # Then kill the daemon (SIGKILL: its loop waits for handler threads
-    # on SIGTERM): that aborts the connection, failing any request still
-    # pending, before anything waits for the processes using the mount.
-    os.unlink(hold)
-    time.sleep(0.5)
-    fs.kill()
-    fs.wait()
-    for p in procs:
-        p.kill()
-    for p in procs:
-        p.wait()
-    subprocess.run(["umount", "-l", mnt], capture_output=True)
-    os.rmdir(mnt)
+    fs.close(procs)

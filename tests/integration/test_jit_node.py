@@ -78,7 +78,7 @@ def part_record(d):
     js = os.path.join(d, "hot.js")
     with open(js, "w") as f:
         f.write(JS)
-    node = subprocess.Popen(["node", "--perf-basic-prof", js, "12"], cwd=d)
+    node = subprocess.Popen(["node", "--perf-basic-prof", js, "40"], cwd=d)
     try:
         time.sleep(2)		# compiled and hot before either starts
         out, perf_data, err = perfcmp.sample_both(node.pid, 5, d, spt.RECORD)

@@ -6,7 +6,8 @@ to the unwinder), run in waves of 4 under `spanprof agent
 --unwind-budget 512k` (libc's table is ~100 KiB; about 7 tables fit).
 Polling /metrics and the agent's own BPF map fds:
   - the unwinder's BPF bytes in use never exceed the budget, and all the
-    agent's BPF maps together stay below the fixed maps + the budget;
+    agent's BPF maps together stay below the fixed maps + the budget, and
+    the fixed maps at start are under 16 MiB (the 4 MiB ring included);
   - RSS stays flat: its peak over the last three waves (18 binaries in)
     is within 2 MiB of its peak over the first three (the aggregators
     and export buffers fill early; unwind state does not grow with files);
@@ -28,6 +29,7 @@ from agent_util import Agent, wait_for
 require_root()
 SRC = os.path.join(BUILD, "fixtures", "unw_wide")
 BUDGET = 512 * 1024
+FIXED_MAPS_MAX = 16 << 20
 d = tmpdir()
 
 
@@ -62,9 +64,10 @@ for i in range(24):
     copies.append(dst)
 
 
-def bpf_map_bytes(pid):
-    """memlock of every BPF map the process holds an fd of (fdinfo)."""
-    total, seen = 0, set()
+def bpf_maps(pid):
+    """[(map_type, max_entries, memlock)] of every BPF map the process holds
+    an fd of (fdinfo), each map once."""
+    rows, seen = [], set()
     for fd in os.listdir("/proc/%d/fd" % pid):
         try:
             info = open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
@@ -77,14 +80,20 @@ def bpf_map_bytes(pid):
         if mid in seen:
             continue
         seen.add(mid)
-        total += int(kv.get("memlock", "0").strip())
-    return total
+        rows.append((int(kv.get("map_type", "0")), int(kv.get("max_entries", "0")),
+                     int(kv.get("memlock", "0").strip())))
+    return rows
+
+
+def bpf_map_bytes(pid):
+    return sum(r[2] for r in bpf_maps(pid))
 
 
 agent = Agent(["-F", "97", "--interval", "1", "--output-dir", os.path.join(d, "out"),
                "--unwind-budget", "512k"], d)
 try:
-    base_maps = bpf_map_bytes(agent.pid)
+    base_rows = bpf_maps(agent.pid)
+    base_maps = sum(r[2] for r in base_rows)
     samples, rss, in_use, maps = [], [], [], []
 
     def poll():
@@ -114,6 +123,13 @@ budget = m.get1("spanprof_unwind_bpf_bytes", kind="budget")
 fixed = m.get1("spanprof_unwind_bpf_bytes", kind="fixed")
 check(budget == BUDGET, "budget %d bytes" % budget)
 check(max(in_use) <= BUDGET, "unwinder BPF bytes in use peaked at %d <= budget %d" % (max(in_use), BUDGET))
+# Without a pid filter or a target selection the filter hashes are one
+# entry each (bpf_sampler.c size_filter_maps); at 65536 entries they were
+# 5 MiB each and the agent's maps 23 MiB at start.
+check(base_maps <= FIXED_MAPS_MAX,
+      "the agent's BPF maps at start: %.1f MiB <= %.0f MiB (largest: (type, entries, bytes) %s)"
+      % (base_maps / 2.0**20, FIXED_MAPS_MAX / 2.0**20,
+         sorted(base_rows, key=lambda r: -r[2])[:6]))
 check(max(maps) <= base_maps + BUDGET + 64 * 1024,
       "all BPF maps of the agent peaked at %d bytes <= %d at start + budget" % (max(maps), base_maps))
 early, late = max(wave_rss[:3]), max(wave_rss[-3:])

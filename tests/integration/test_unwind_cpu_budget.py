@@ -12,8 +12,8 @@ the builds are all queued within the first seconds.  Built at full
 speed that is several seconds of CPU; the agent runs with --unwind-cpu 40
 (40% of one CPU, a 1 s burst allowed: well under the whole CPU the
 builder takes unthrottled, and half the wall time of 20%).  Polling every
-0.5 s the builder thread's own CPU time from /proc/AGENT/task/TID/stat (the thread named
-sp-unwind; an independent reader of what the builder's token bucket
+0.5 s the builder thread's own CPU time from /proc/AGENT/task/TID/stat
+(the thread named sp-unwind; an independent reader of what the builder's token bucket
 counts with CLOCK_THREAD_CPUTIME_ID), checks:
   - at every poll, and between every two polls, its CPU time is within
     40% of the wall time elapsed plus 2.1 s (the 1 s burst, one job's
@@ -136,7 +136,11 @@ try:
         procs.append(p)
         mapped += int(p.stdout.readline())
     check(mapped >= 0.95 * len(files), "the mappers map %d of %d files" % (mapped, len(files)))
-    a = au.Agent(["-F", "97", "--interval", "5", "--no-trace-context", "--unwind-cpu",
+    # --unwind-build eager: the mappers never run code in the files, so
+    # lazy builds (the agent's default) would wait for samples that never
+    # come; the budget is what is tested here.
+    a = au.Agent(["-F", "97", "--interval", "5", "--no-trace-context", "--unwind-build", "eager",
+                  "--unwind-cpu",
                   str(int(SHARE * 100)), "--unwind-budget", "512m", "--output-dir",
                   os.path.join(d, "out")], d)
     t0 = time.monotonic()

@@ -26,31 +26,22 @@ Root, real BPF, real FUSE (/dev/fuse).  Trace-context discovery is off
 """
 import os
 import shutil
-import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import compile_c  # noqa: E402
+from fault_util import HangFs, sigterm_record  # noqa: E402
 import agent_util as au  # noqa: E402
 
 require_root()
-if not os.path.exists("/dev/fuse"):
-    fail("/dev/fuse is missing: load the fuse module (modprobe fuse)")
 SRC = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"
 if not os.path.exists(SRC):
     fail("%s is missing (libstdc++6 is a dependency of the build)" % SRC)
 PREFIX = 1 << 20
 d = tmpdir()
-FUSE_LIBS = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True,
-                           text=True)
-if FUSE_LIBS.returncode:
-    fail("libfuse3-dev is needed (scripts/deps.sh): %s" % FUSE_LIBS.stderr.strip())
-hangfs = compile_c("hangfs.c", os.path.join(d, "hangfs"), extra=FUSE_LIBS.stdout.split())
 
 
 def sections(b):
@@ -89,7 +80,6 @@ check(bid_off + bid_size < PREFIX and eh > PREFIX + (256 << 10) and shoff > PREF
       "the copy's build id is in the first MiB, its CFI (at %#x) and section headers (at %#x) "
       "beyond it" % (eh, shoff))
 
-mnt = tempfile.mkdtemp(prefix="spanprof-hangfs-")
 MAPPER = r"""
 import mmap, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
@@ -100,15 +90,12 @@ x = 0
 while time.time() < end:
     x += 1
 """
-hold = os.path.join(d, "hold")
-open(hold, "w").close()
-fs = subprocess.Popen([hangfs, mnt, hold, lib, str(PREFIX)], stdout=subprocess.DEVNULL,
-                      stderr=subprocess.PIPE)
+fs = HangFs(d, backing=lib, prefix=PREFIX)
 procs = []
 
 
 def mapper(secs):
-    p = subprocess.Popen([sys.executable, "-c", MAPPER, os.path.join(mnt, "lib.so"), str(secs)],
+    p = subprocess.Popen([sys.executable, "-c", MAPPER, fs.FILE, str(secs)],
                          stdout=subprocess.PIPE, text=True)
     procs.append(p)
     if p.stdout.readline().strip() != "mapped":
@@ -117,13 +104,7 @@ def mapper(secs):
 
 
 try:
-    for _ in range(50):
-        if os.path.ismount(mnt):
-            break
-        time.sleep(0.1)
-    else:
-        fail("hangfs did not mount: %s" % fs.stderr.read(2000))
-    with open(os.path.join(mnt, "lib.so"), "rb") as f:
+    with open(fs.FILE, "rb") as f:
         check(f.read(4) == b"\x7fELF", "the FUSE file's first page reads (an ELF header)")
 
     # ------------------------------------------------ 1. record
@@ -134,6 +115,9 @@ try:
     # (~1 s of CPU) before the stall, not after the signal.
     rec = subprocess.Popen([SPANPROF, "record", "--no-report", "-q", "-F", "97", "--no-kernel",
                             "--no-trace-context", "--unwind-cpu", "100", "-a", "-o", out,
+                            # the mapper runs no code in the file: eager,
+                            # or no build (lazy, -a's default) would read it
+                            "--unwind-build", "eager",
                             "--summary-json", js],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(5)
@@ -142,18 +126,7 @@ try:
                              "ctypes.CDLL(sys.argv[1]); time.sleep(30)", fresh[0]])
     procs.append(late)
     time.sleep(3)
-    t0 = time.monotonic()
-    rec.send_signal(signal.SIGTERM)
-    try:
-        _, err = rec.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        rec.kill()
-        rec.communicate()
-        fail("record did not exit within 20 s of SIGTERM (waiting on the builder's read)")
-    dt = time.monotonic() - t0
-    print(err, flush=True)
-    check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
-    check(dt < 6, "record: exited %.1f s after SIGTERM" % dt)
+    sigterm_record(rec, "waiting on the builder's read")
     u = load_json(js)["unwind"]
     check(u["failed_stalled"] >= 1, "record: the file that stopped answering is counted as "
           "stalled (%d)" % u["failed_stalled"])
@@ -166,6 +139,7 @@ try:
 
     # ------------------------------------------------ 2. agent
     a = au.Agent(["-F", "97", "--interval", "1", "--no-trace-context", "--unwind-cpu", "100",
+                  "--unwind-build", "eager",
                   "--output-dir", os.path.join(d, "out")], d)
     try:
         au.wait_for(lambda: a.metrics().get1("spanprof_unwind_tables_total",
@@ -185,16 +159,5 @@ try:
     finally:
         a.kill()
 finally:
-    # End the hang first (hangfs answers EIO once HOLD is gone), then
-    # kill the daemon, as test_fault_hung_fs.py does.
-    os.unlink(hold)
-    time.sleep(0.5)
-    fs.kill()
-    fs.wait()
-    for p in procs:
-        p.kill()
-    for p in procs:
-        p.wait()
-    subprocess.run(["umount", "-l", mnt], capture_output=True)
-    os.rmdir(mnt)
+    fs.close(procs)  # ends the hang first, then the daemon, procs, the mount
 print("PASS")

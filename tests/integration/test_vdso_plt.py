@@ -44,7 +44,7 @@ TVD = []		# (ok, what): checked after both runs, so one run shows both
 # symbolizer fault that moves 3 points of samples fails this check.
 TVD_MARGIN = 2.5
 PY_LOOP = ("import time\n"
-           "end = time.monotonic() + 14\n"
+           "end = time.monotonic() + 40\n"
            "n = 0\n"
            "while time.monotonic() < end:\n"
            "    for _ in range(1000):\n"
@@ -53,7 +53,7 @@ PY_LOOP = ("import time\n"
 # sqlite's exported helpers are called through libsqlite3's PLT.
 SQL = """PRAGMA automatic_index = 0;
 CREATE TABLE a(k TEXT, v INT); CREATE TABLE b(k TEXT, v INT);
-WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 9000)
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 12000)
   INSERT INTO a SELECT printf('key-%08d', x % 1000), x FROM c;
 INSERT INTO b SELECT * FROM a;
 SELECT count(*), sum(a.v + b.v) FROM a JOIN b ON a.k = b.k AND a.v > b.v;

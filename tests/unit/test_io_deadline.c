@@ -11,7 +11,10 @@
  *   - once the pipes are written to, the abandoned helpers finish, destroy
  *     their jobs exactly once and the stuck gauge returns to 0; new jobs
  *     run again;
- *   - __free with stuck helpers returns at once (they are detached).
+ *   - __free with stuck helpers returns at once (they are detached);
+ *   - __retire_all ends every idle helper of every object (the process
+ *     is back to one thread: what the agent's capability drop needs),
+ *     reports the stuck ones, and the next run starts a new helper.
  * spanprof-test: serial (bounds a latency)
  */
 #include <errno.h>
@@ -20,7 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -148,10 +153,73 @@ static void test_deadline(void **state)
 	sp_io_deadline__free(NULL);
 }
 
+/* Threads of this process (/proc/self/status "Threads:"). */
+static int n_threads(void)
+{
+	char line[128];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Threads:", 8))
+			n = atoi(line + 8);
+	fclose(f);
+	return n;
+}
+
+static void test_retire_all(void **state)
+{
+	struct sp_io_deadline_config cfg = { .timeout_ms = 50, .max_stuck = 2 };
+	struct sp_io_deadline *a, *b;
+	struct pipe_job *j;
+	int p[2];
+
+	(void)state;
+	atomic_store(&destroyed, 0);
+	a = sp_io_deadline__new(&cfg);
+	b = sp_io_deadline__new(&cfg);
+	assert_non_null(a);
+	assert_non_null(b);
+	/* test_deadline's released helpers end on their own */
+	for (int w = 0; w < 200 && n_threads() > 1; w++)
+		usleep(5000);
+	assert_int_equal(n_threads(), 1);
+	for (int i = 0; i < 2; i++) {
+		j = pj_new(-1);
+		assert_int_equal(sp_io_deadline__run(i ? b : a, &j->base), 0);
+		j->base.destroy(&j->base);
+	}
+	assert_int_equal(n_threads(), 3);	/* one idle helper each */
+	assert_int_equal(sp_io_deadline__retire_all(), 0);
+	assert_int_equal(n_threads(), 1);
+	/* a stuck helper is reported, and stays */
+	assert_int_equal(pipe(p), 0);
+	j = pj_new(p[0]);
+	assert_int_equal(sp_io_deadline__run(a, &j->base), -ETIMEDOUT);
+	assert_int_equal(sp_io_deadline__retire_all(), 1);
+	assert_int_equal(n_threads(), 2);
+	/* the next run gets a new helper */
+	j = pj_new(-1);
+	assert_int_equal(sp_io_deadline__run(b, &j->base), 0);
+	assert_true(j->ran);
+	j->base.destroy(&j->base);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	for (int w = 0; w < 200 && atomic_load(&destroyed) < 4; w++)
+		usleep(5000);
+	assert_int_equal(atomic_load(&destroyed), 4);
+	sp_io_deadline__free(a);
+	sp_io_deadline__free(b);
+	assert_int_equal(sp_io_deadline__retire_all(), 0);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_deadline),
+		cmocka_unit_test(test_retire_all),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -308,6 +308,18 @@ static void test_unwind_options(void **state)
 	assert_int_equal(o.unwind_cpu_pct, 10);
 	expect_refused((const char *const[]){ "c", "--unwind-cpu", "0", NULL },
 		       "--unwind-cpu 0: expected 1..100 percent");
+	/* --unwind-build: unset means "by what is recorded" (pipeline.c). */
+	assert_int_equal(parse((const char *const[]){ "c", NULL }, &o, msg, sizeof(msg),
+			       &own_seen), 0);
+	assert_int_equal(o.unwind_build, SP_UNWIND_BUILD_DEFAULT);
+	assert_int_equal(parse((const char *const[]){ "c", "--unwind-build", "lazy", NULL }, &o,
+			       msg, sizeof(msg), &own_seen), 0);
+	assert_int_equal(o.unwind_build, SP_UNWIND_BUILD_LAZY);
+	assert_int_equal(parse((const char *const[]){ "c", "--unwind-build", "eager", NULL }, &o,
+			       msg, sizeof(msg), &own_seen), 0);
+	assert_int_equal(o.unwind_build, SP_UNWIND_BUILD_EAGER);
+	expect_refused((const char *const[]){ "c", "--unwind-build", "sometimes", NULL },
+		       "--unwind-build sometimes: expected eager or lazy");
 }
 
 static void test_usage_and_table(void **state)

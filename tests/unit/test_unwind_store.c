@@ -283,6 +283,77 @@ static void test_files_lifecycle(void **state)
 	sp_unw_blob__free_all(b);
 }
 
+/* Lazy mode: a file no sample has needed is never queued, however many
+ * processes (and execs) map it; the first BPF stamp queues it once, and a
+ * reference after that shares the table. */
+static void test_files_lazy(void **state)
+{
+	struct sp_unw_blob *b = sp_unw_blob__new(&be, 4 * SP_UNW_CHUNK_BYTES);
+	struct sp_unw_files *f = sp_unw_files__new(&be, b, 0);
+	struct sp_unw_file_key k = key_n(1), k2 = key_n(2), k3 = key_n(3);
+	struct sp_unw_rebuild w[8];
+	struct sp_unw_build_req req;
+	struct sp_unw_table t = fake_table(100);
+	uint32_t word, word2, slot, base;
+	bool q;
+
+	(void)state;
+	sp_unw_files__set_lazy(f, true);
+	/* 50 short-lived processes of one executable (two paths, one build
+	 * id: one key), none sampled: one entry, nothing queued. */
+	word = sp_unw_files__ref(f, &k, 100, 0x1000, 0x2000, &q, &req);
+	assert_false(q);
+	for (uint32_t pid = 101; pid < 150; pid++) {
+		word2 = sp_unw_files__ref(f, &k, pid, 0x1000, 0x2000, &q, &req);
+		assert_int_equal(word2, word);
+		assert_false(q);
+		sp_unw_files__unref(f, word2);
+	}
+	sp_unw_files__ref(f, &k2, 100, 0x3000, 0x4000, &q, &req);
+	assert_false(q);
+	assert_int_equal(sp_unw_files__stats(f)->files, 2);
+	assert_int_equal(sp_unw_files__stats(f)->deferred, 2);
+	assert_int_equal(sp_unw_files__sampled(f, w, 8), 0);
+	assert_int_equal(sp_unw_files__stats(f)->unsampled, 2);
+	/* The tick's backstop does not queue unsampled files either. */
+	assert_int_equal(sp_unw_files__wanted(f, w, 8), 0);
+	/* BPF stamps file 1 (a sample had a frame in it): queued once, with
+	 * its latest process to reopen it from. */
+	slot = word >> SP_UNW_FILE_GEN_BITS;
+	mb->files[slot].last_used_ns = 5;
+	assert_int_equal(sp_unw_files__sampled(f, w, 8), 1);
+	assert_int_equal(w[0].req.slot, slot);
+	assert_int_equal(w[0].pid, 149);
+	assert_int_equal(sp_unw_files__state(f, slot), SP_UNW_FS_QUEUED);
+	assert_int_equal(sp_unw_files__stats(f)->unsampled, 1);
+	assert_int_equal(sp_unw_files__sampled(f, w, 8), 0);
+	assert_true(sp_unw_files__begin(f, &w[0].req));
+	assert_int_equal(sp_unw_files__reserve(f, &w[0].req, 100, 10, &base), 0);
+	sp_unw_blob__write(b, base, t.words, 100);
+	sp_unw_files__publish(f, &w[0].req, base, &t, 10);
+	/* A re-exec of the same file: the same table, no build. */
+	word2 = sp_unw_files__ref(f, &k, 200, 0x1000, 0x2000, &q, &req);
+	assert_int_equal(word2, word);
+	assert_false(q);
+	assert_int_equal(sp_unw_files__stats(f)->built, 1);
+	assert_int_equal(sp_unw_files__stats(f)->sample_queued, 1);
+	/* A file already stamped when a process maps it is queued by that
+	 * reference (with the reader's descriptor, as in eager mode). */
+	word2 = sp_unw_files__ref(f, &k3, 300, 0x5000, 0x6000, &q, &req);
+	assert_false(q);
+	sp_unw_files__unref(f, word2);	/* its process exits ... */
+	assert_int_equal(sp_unw_files__sampled(f, w, 8), 0);	/* ... off the list */
+	mb->files[word2 >> SP_UNW_FILE_GEN_BITS].last_used_ns = 7;
+	assert_int_equal(sp_unw_files__sampled(f, w, 8), 0);	/* nobody maps it */
+	sp_unw_files__ref(f, &k3, 301, 0x5000, 0x6000, &q, &req);
+	assert_true(q);
+	assert_int_equal(req.slot, word2 >> SP_UNW_FILE_GEN_BITS);
+	assert_int_equal(sp_unw_files__stats(f)->sample_queued, 2);
+	sp_unw_table__release(&t);
+	sp_unw_files__free(f);
+	sp_unw_blob__free_all(b);
+}
+
 static void test_files_lru(void **state)
 {
 	/* 2 chunks = 65535 usable words; tables of 20000 words: 3 fit. */
@@ -486,6 +557,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_blob_budget_and_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files_lifecycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files_lru, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_files_lazy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files_slot_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_procs_ranges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_procs_evict_for_ranges, setup, teardown),

@@ -78,6 +78,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/io_deadline.h"
 #include "collector/agent/agent.h"
 #include "collector/agent/memguard.h"
 #include "collector/agent/metrics.h"
@@ -841,6 +842,10 @@ static void go_metrics(struct sp_metrics_buf *b, const struct sp_go_stats *g,
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		sp_metrics__u64(b, "spanprof_go_process_failures_total",
 				L("reason", sp_go_fail__name(i)), g->fail[i]);
+	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "exe_timed_out"),
+			g->exe_timed_out);
+	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "exe_skipped"),
+			g->exe_skipped);
 	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "bpf_map_full"),
 			g->bpf_map_full);
 	sp_metrics__family(b, "spanprof_go_park_probes_total", SP_METRIC_COUNTER,
@@ -923,6 +928,19 @@ static void render_unwind(struct sp_metrics_buf *b, struct sp_unwinder *unw)
 		  "Unwind table bytes evicted to bring the memory guard's usage down",
 		  u.evicted_memguard_bytes);
 	m_gauge(b, "spanprof_unwind_files", "Executable files the unwinder knows", (double)u.files);
+	m_counter(b, "spanprof_unwind_deferred_files_total",
+		  "New files whose table waits for a sample with a frame in them (lazy builds)",
+		  u.deferred);
+	m_counter(b, "spanprof_unwind_sample_queued_total",
+		  "Unwind table builds queued because a sample had a frame in the file",
+		  u.sample_queued);
+	m_gauge(b, "spanprof_unwind_unsampled_files",
+		"Known files no sample has needed yet (lazy builds: no table built)",
+		(double)u.unsampled);
+	m_counter(b, "spanprof_unwind_builder_handoffs_total",
+		  "Hand-offs of builds to the builder thread (one per batch)", u.builder_pushes);
+	m_counter(b, "spanprof_unwind_builder_wakeups_total",
+		  "Hand-offs that had to wake the idle builder thread", u.builder_wakeups);
 	m_gauge(b, "spanprof_unwind_tables", "Unwind tables in BPF", (double)u.tables);
 	m_gauge(b, "spanprof_unwind_processes", "Processes with executable ranges in BPF",
 		(double)u.procs);
@@ -1086,14 +1104,17 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.select_bpf_full);
 	sp_metrics__family(b, "spanprof_process_env_total", SP_METRIC_COUNTER,
 			   "Resource identity read from the processes' /proc/PID/environ "
-			   "(OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES), and what was not kept");
+			   "(OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES), and what was not kept "
+			   "(timed_out: not read within 250 ms; skipped: its earlier read still stuck)");
 	{
 		static const char *const ev[] = { "read", "declared", "unreadable", "truncated",
-						  "invalid", "attrs_dropped", "over_budget" };
+						  "invalid", "attrs_dropped", "over_budget",
+						  "timed_out", "skipped" };
 		const uint64_t v[] = { p.sum.env.reads, p.sum.env.declared, p.sum.env.unreadable,
 				       p.sum.env.truncated, p.sum.env.invalid,
 				       p.sum.env.attrs_dropped + p.sum.res_attrs_dropped,
-				       p.sum.env.over_budget };
+				       p.sum.env.over_budget, p.sum.env.timed_out,
+				       p.sum.env.skipped };
 
 		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 			sp_metrics__u64(b, "spanprof_process_env_total", L("event", ev[i]), v[i]);
@@ -1103,7 +1124,9 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	sp_metrics__family(b, "spanprof_process_events_total", SP_METRIC_COUNTER,
 			   "Process table events and bounds hit (file_timed_out: a mapped "
 			   "file did not answer within 250 ms; file_skipped: such a file "
-			   "met again, or every reading helper stuck)");
+			   "met again, or every reading helper stuck; maps_timed_out: a "
+			   "process's maps did not answer within 250 ms; maps_skipped: its "
+			   "earlier read still stuck, or every helper)");
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_read"),
 			p.sum.procs.maps_reads);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "gone_before_read"),
@@ -1118,6 +1141,10 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.sum.procs.files_timed_out);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "file_skipped"),
 			p.sum.procs.files_skipped);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_timed_out"),
+			p.sum.procs.maps_timed_out);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_skipped"),
+			p.sum.procs.maps_skipped);
 
 	m_counter(b, "spanprof_ctx_processes_resolved_total",
 		  "Processes whose trace context BPF reads (descriptor in the tls_descs map)",
@@ -1355,6 +1382,7 @@ int sp_agent__main(int argc, char **argv)
 	sigset_t sigs;
 	struct timespec now;
 	uint64_t eff = 0, perm = 0;
+	uint32_t stuck;
 	int rc = 1, sig = 0;
 
 	/* A fixed mmap threshold: every large buffer is its own mapping and
@@ -1446,8 +1474,15 @@ int sp_agent__main(int argc, char **argv)
 	}
 
 	/* Attached: from here on only /proc reads, BPF map updates and the
-	 * goroutine park probes of new Go executables need privileges.  No
-	 * other thread exists yet, so all inherit this. */
+	 * goroutine park probes of new Go executables need privileges.
+	 * Capabilities are per thread: the start-up scan's deadline helpers
+	 * (base/io_deadline.h) end first, so that no other thread exists and
+	 * every later one inherits the dropped set. */
+	stuck = sp_io_deadline__retire_all();
+	if (stuck)
+		fprintf(stderr, "spanprof agent: %u start-up /proc read(s) still blocked (a hung "
+			"file system?): their helper threads keep the start-up capabilities "
+			"until the read returns\n", stuck);
 	if (sp_privs__drop(sp_privs__needed(a->o.s.off_cpu_goroutines), err, sizeof(err)) < 0) {
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;
@@ -1477,6 +1512,9 @@ int sp_agent__main(int argc, char **argv)
 		goto out;
 	}
 	consumer_started = true;
+	/* Named: an operator (and test_agent_health_stall.py) finds the
+	 * thread --health-stall watches. */
+	pthread_setname_np(consumer_th, "sp-consumer");
 	if (a->o.metrics_addr &&
 	    sp_metrics_server__start(a->o.metrics_addr, 0, render, healthy, a, &a->metrics, err,
 				     sizeof(err))) {

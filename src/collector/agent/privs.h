@@ -30,7 +30,11 @@
  * effective, inheritable and ambient sets, and no_new_privs is set.
  *
  * Capabilities are per thread: call sp_privs__drop before creating any
- * thread (threads inherit the reduced sets).
+ * thread (threads inherit the reduced sets).  The start-up /proc reads
+ * run on deadline helpers (base/io_deadline.h): end them first with
+ * sp_io_deadline__retire_all (the agent does, and warns about any still
+ * blocked on a hung file system: those keep the start-up sets until
+ * their read returns and they end).
  */
 #ifndef SPANPROF_PRIVS_H
 #define SPANPROF_PRIVS_H

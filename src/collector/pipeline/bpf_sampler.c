@@ -52,6 +52,26 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
  * the BPF programs read it directly.  A pinned map of another shape is
  * ignored with a note (it is not ours to fix); no map is the common case.
  */
+/*
+ * The pid and tid filter maps are preallocated hashes (perf_event programs
+ * may use no other kind), so each costs its max_entries in kernel memory
+ * whether used or not: 65536 entries are about 5 MiB each.  A map whose
+ * filter is off is never written and, behind its rodata switch, never
+ * read: one entry keeps it valid at next to no cost.
+ */
+static int size_filter_maps(struct sp_sampler *s, const struct sp_sampler_config *cfg)
+{
+	int err = 0;
+
+	if (!cfg->filter_pids)
+		err = bpf_map__set_max_entries(s->skel->maps.targets, 1);
+	if (!err && !cfg->filter_tids)
+		err = bpf_map__set_max_entries(s->skel->maps.target_tids, 1);
+	if (!err && !cfg->exclude)
+		err = bpf_map__set_max_entries(s->skel->maps.excluded, 1);
+	return err;
+}
+
 static int use_obi_map(struct sp_sampler *s, char *err_msg, size_t err_len)
 {
 	struct bpf_map_info info = {};
@@ -173,6 +193,11 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	/* Per Go executable, by go_discovery (attach_go_parks). */
 	bpf_program__set_autoattach(s->skel->progs.sp_go_park, false);
 	bpf_program__set_autoattach(s->skel->progs.sp_go_unpark, false);
+	err = size_filter_maps(s, cfg);
+	if (err) {
+		snprintf(err_msg, err_len, "pid filter map size rejected: %s", strerror(-err));
+		goto fail;
+	}
 	err = bpf_map__set_max_entries(s->skel->maps.events, cfg->ringbuf_bytes);
 	if (err) {
 		snprintf(err_msg, err_len, "ring buffer size %u rejected: it must be a power "

@@ -45,6 +45,7 @@ struct sp_pipeline {
 	char host_name[256];		/* "" = gethostname() at each snapshot */
 	uint64_t attrs_dropped;		/* resources full (snapshot.h), lock held */
 	uint64_t execs_seen;		/* consumer's thread */
+	bool took_env, took_exe;	/* companions of the maps read under way */
 	uint64_t fast_until_ns;
 };
 
@@ -58,6 +59,42 @@ static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 		sp_proc_env__note(p->env, pid);
 	if (p->cfg.on_proc)
 		p->cfg.on_proc(pid, why, p->cfg.on_proc_ctx);
+}
+
+/* The process table's companions (proc_table.h): a new process's environ
+ * (proc_env) and executable (ctx discovery's Go look) read with its
+ * first maps, in one hand-off.  In that order in jobs[]. */
+static uint32_t companions_take(uint32_t pid, struct sp_io_job **jobs, uint32_t max, void *ctx)
+{
+	struct sp_pipeline *p = ctx;
+	uint32_t n = 0;
+
+	p->took_env = p->took_exe = false;
+	if (n < max && p->env && (jobs[n] = sp_proc_env__companion(p->env, pid))) {
+		p->took_env = true;
+		n++;
+	}
+	if (n < max && (jobs[n] = sp_ctx_discovery__companion(p->disc, pid))) {
+		p->took_exe = true;
+		n++;
+	}
+	return n;
+}
+
+static void companions_back(uint32_t pid, struct sp_io_job **jobs, uint32_t n, int rc,
+			    void *ctx)
+{
+	struct sp_pipeline *p = ctx;
+	uint32_t i = 0;
+
+	(void)n;
+	if (p->took_env) {
+		sp_proc_env__companion_back(p->env, pid, jobs ? jobs[i] : NULL, rc);
+		i++;
+	}
+	if (p->took_exe)
+		sp_ctx_discovery__companion_back(p->disc, pid, jobs ? jobs[i] : NULL, rc);
+	p->took_env = p->took_exe = false;
 }
 
 /* Ring callback: the gate sees samples first. */
@@ -151,8 +188,17 @@ static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config
  * table's maps reads (not with --unwind fp: frame pointers only). */
 static int start_unwinder(struct sp_pipeline *p, char *err, size_t err_len)
 {
-	struct sp_unwinder_config ucfg = { .budget_bytes = p->opts.unwind_budget,
-					   .cpu_share = p->opts.unwind_cpu_pct / 100.0 };
+	/* The whole host: most processes, and most files of the others, are
+	 * never sampled, so tables wait for a sample that needs them; a
+	 * targeted recording wants every process it names. */
+	bool targeted = p->cfg.filter_pids || p->cfg.filter_tids;
+	struct sp_unwinder_config ucfg = {
+		.budget_bytes = p->opts.unwind_budget,
+		.cpu_share = p->opts.unwind_cpu_pct / 100.0,
+		.lazy = p->opts.unwind_build == SP_UNWIND_BUILD_DEFAULT
+				? !targeted
+				: p->opts.unwind_build == SP_UNWIND_BUILD_LAZY,
+	};
 	struct sp_sampler_unwind_maps um;
 	struct sp_unw_backend be;
 	int rc;
@@ -242,6 +288,8 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	}
 	/* First sight and exec reuse the maps the table has just read. */
 	sp_ctx_discovery__set_procs(p->disc, p->procs);
+	sp_proc_table__set_companions(p->procs, &(struct sp_proc_companions){
+		.take = companions_take, .back = companions_back, .ctx = p });
 	rc = start_unwinder(p, err, err_len);
 	if (rc)
 		goto fail;

@@ -54,9 +54,18 @@ struct sp_sampling_opts {
 	bool unwind_fp;			/* --unwind fp: frame pointers only */
 	uint64_t unwind_budget;		/* --unwind-budget; 0 = the default (64 MiB) */
 	uint32_t unwind_cpu_pct;	/* --unwind-cpu; 0 = the default (25) */
+	uint32_t unwind_build;		/* --unwind-build: SP_UNWIND_BUILD_* */
 	bool off_cpu_tuned;		/* parser state: an --off-cpu-* option was given */
 	bool cpu_filter;		/* -C given: sample only the CPUs in cpus */
 	uint64_t cpus[SP_CLI_CPU_WORDS];	/* -C's set (cli.h), online when parsed */
+};
+
+/* When unwind tables are built (--unwind-build). */
+enum {
+	SP_UNWIND_BUILD_DEFAULT = 0,	/* lazy for the whole host, eager when
+					 * targeted (record -- CMD, -p, -t) */
+	SP_UNWIND_BUILD_EAGER = 1,	/* at the first maps read naming the file */
+	SP_UNWIND_BUILD_LAZY = 2,	/* once a sample has a frame in the file */
 };
 
 /* A command's own option: getopt_long's value c and its argument (or

@@ -62,6 +62,12 @@ static void print_unwind(FILE *f, const struct sp_summary *s)
 		u->bytes_in_use / 1048576.0, u->budget_bytes / 1048576.0, u->table_bytes / 1048576.0,
 		u->range_bytes / 1048576.0, u->procs, u->build_cpu_ns / 1e6,
 		s->mmap_watch ? "" : "; new mappings seen by misses only (no tracefs)");
+	fprintf(f, "    unwind builds: %s; %" PRIu64 " files known, %" PRIu64
+		" left to a sample's demand, %" PRIu64 " of them queued by one, %" PRIu64
+		" still unsampled; %" PRIu64 " hand-offs to the builder, %" PRIu64 " woke it\n",
+		u->lazy ? "lazy (when a sample needs a table)" : "eager (when a file is mapped)",
+		u->files, u->deferred, u->sample_queued, u->unsampled, u->builder_pushes,
+		u->builder_wakeups);
 	if (u->files_full || u->queue_full || u->procs_full || u->ranges_no_space ||
 	    u->ranges_truncated || u->paused_builds)
 		fprintf(f, "    unwind bounds: files full %" PRIu64 ", build queue full %" PRIu64
@@ -240,6 +246,11 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 		fprintf(f, "  files that did not answer within the limit %" PRIu64 " (skipped "
 			"since: %" PRIu64 "): their mappings have no build id (a hung file "
 			"system?)\n", s->procs.files_timed_out, s->procs.files_skipped);
+	if (s->procs.maps_timed_out || s->procs.maps_skipped)
+		fprintf(f, "  processes whose maps did not answer within the limit %" PRIu64
+			" (skipped since: %" PRIu64 "): their earlier maps kept (a thread stuck "
+			"on a hung file system holding the process's mmap lock?)\n",
+			s->procs.maps_timed_out, s->procs.maps_skipped);
 	fprintf(f, "  trace context: samples with ids %" PRIu64 " (with attributes %" PRIu64
 		"); processes resolved %" PRIu64 ", failed %" PRIu64, c->ctx_samples,
 		c->attrs_samples, s->ctx_procs_resolved, s->ctx_procs_failed);
@@ -262,9 +273,11 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 	if (s->process_env)
 		fprintf(f, "  resource identity from environments: read %" PRIu64 ", declaring %"
 			PRIu64 ", unreadable %" PRIu64 ", truncated %" PRIu64 ", invalid %" PRIu64
-			", attributes dropped %" PRIu64 ", over budget %" PRIu64 "\n", s->env.reads,
+			", attributes dropped %" PRIu64 ", over budget %" PRIu64 ", timed out %"
+			PRIu64 " (skipped since %" PRIu64 ")\n", s->env.reads,
 			s->env.declared, s->env.unreadable, s->env.truncated, s->env.invalid,
-			s->env.attrs_dropped + s->res_attrs_dropped, s->env.over_budget);
+			s->env.attrs_dropped + s->res_attrs_dropped, s->env.over_budget,
+			s->env.timed_out, s->env.skipped);
 	print_unwind(f, s);
 	print_go(f, s);
 	if (s->off_cpu)
@@ -340,11 +353,13 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"maps_unreadable\": %" PRIu64 ", \"no_build_id\": %" PRIu64
 		", \"addr_unmapped\": %" PRIu64 ", \"addr_anon\": %" PRIu64
 		", \"mappings_full\": %" PRIu64
-		", \"files_timed_out\": %" PRIu64 ", \"files_skipped\": %" PRIu64 "},\n",
+		", \"files_timed_out\": %" PRIu64 ", \"files_skipped\": %" PRIu64
+		", \"maps_timed_out\": %" PRIu64 ", \"maps_skipped\": %" PRIu64 "},\n",
 		s->procs.procs_seen, s->procs.procs_table_full, s->procs.maps_reads,
 		s->procs.maps_gone, s->procs.maps_unreadable, s->procs.no_build_id,
 		s->procs.addr_unmapped, s->procs.addr_anon, s->procs.mappings_full,
-		s->procs.files_timed_out, s->procs.files_skipped);
+		s->procs.files_timed_out, s->procs.files_skipped, s->procs.maps_timed_out,
+		s->procs.maps_skipped);
 	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
 		PRIu64 ", \"procs_failed\": %" PRIu64 ", \"publish_rereads\": %" PRIu64
 		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64
@@ -361,20 +376,23 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"bpf_map_full\": %" PRIu64 ", \"files_read\": %" PRIu64
 		", \"cache_hits\": %" PRIu64 ", \"keys_dropped\": %" PRIu64
 		", \"parks_files\": %" PRIu64 ", \"parks_unsupported\": %" PRIu64
-		", \"parks_failed\": %" PRIu64 ", \"parks_gone\": %" PRIu64, s->go.procs,
+		", \"parks_failed\": %" PRIu64 ", \"parks_gone\": %" PRIu64
+		", \"exe_timed_out\": %" PRIu64 ", \"exe_skipped\": %" PRIu64, s->go.procs,
 		s->go.procs_dwarf, s->go.procs_table, s->go.procs_failed, s->go.bpf_map_full,
 		s->go.files_read, s->go.cache_hits, s->go.keys_dropped, s->go.parks_files,
-		s->go.parks_unsupported, s->go.parks_failed, s->go.parks_gone);
+		s->go.parks_unsupported, s->go.parks_failed, s->go.parks_gone,
+		s->go.exe_timed_out, s->go.exe_skipped);
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, sp_go_fail__name(i), s->go.fail[i]);
 	fprintf(f, "},\n");
 	fprintf(f, "  \"env\": {\"enabled\": %s, \"reads\": %" PRIu64 ", \"declared\": %" PRIu64
 		", \"unreadable\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"invalid\": %" PRIu64
 		", \"attrs_dropped\": %" PRIu64 ", \"res_attrs_dropped\": %" PRIu64
-		", \"over_budget\": %" PRIu64 ", \"evictions\": %" PRIu64 "},\n",
+		", \"over_budget\": %" PRIu64 ", \"evictions\": %" PRIu64
+		", \"timed_out\": %" PRIu64 ", \"skipped\": %" PRIu64 "},\n",
 		s->process_env ? "true" : "false", s->env.reads, s->env.declared, s->env.unreadable,
 		s->env.truncated, s->env.invalid, s->env.attrs_dropped, s->res_attrs_dropped,
-		s->env.over_budget, s->env.evictions);
+		s->env.over_budget, s->env.evictions, s->env.timed_out, s->env.skipped);
 	{
 		const struct sp_unwinder_stats *u = &s->unw;
 
@@ -396,6 +414,9 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			", \"rereads\": %" PRIu64 ", \"paused_builds\": %" PRIu64
 			", \"build_cpu_ns\": %" PRIu64 ", \"build_throttle_ns\": %" PRIu64
 			", \"cfi_rows\": %" PRIu64 ", \"eh_frame_bytes\": %" PRIu64
+			", \"lazy\": %s, \"deferred\": %" PRIu64 ", \"sample_queued\": %" PRIu64
+			", \"unsampled\": %" PRIu64 ", \"builder_pushes\": %" PRIu64
+			", \"builder_wakeups\": %" PRIu64
 			", \"vdso_table\": %s},\n", u->budget_bytes, u->bytes_in_use, u->table_bytes,
 			u->range_bytes, u->fixed_bytes, u->files, u->tables, u->procs, u->built,
 			u->rebuilt, u->no_cfi, u->failed, u->failed_malformed, u->failed_unreadable,
@@ -403,7 +424,9 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			u->files_full, u->queue_full,
 			u->procs_full, u->ranges_no_space, u->ranges_truncated, u->rereads,
 			u->paused_builds, u->build_cpu_ns, u->build_throttle_ns, u->cfi_rows,
-			u->eh_frame_bytes, u->vdso_table ? "true" : "false");
+			u->eh_frame_bytes, u->lazy ? "true" : "false", u->deferred, u->sample_queued,
+			u->unsampled, u->builder_pushes, u->builder_wakeups,
+			u->vdso_table ? "true" : "false");
 	}
 	{
 		uint64_t pending;

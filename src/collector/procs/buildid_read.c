@@ -143,12 +143,21 @@ void sp_buildid_read__free(struct sp_buildid_read *r)
  * the read (j destroyed or given away). */
 static int step(struct sp_buildid_read *r, struct bid_job *j, const struct sp_map_entry *e)
 {
-	int rc = sp_io_deadline__run(r->io, &j->base);
+	/* A pin is keyed by pid: it goes through PID/map_files, whose lookup
+	 * takes the process's mmap lock (held for good by a process a hung
+	 * file system caught), so its other files wait for the stuck one,
+	 * and the file is not marked (a libc marked for every process for
+	 * one process's lock).  A read is the file's own: marked. */
+	bool pin = j->step == STEP_PIN;
+	int rc;
 
+	j->base.key = pin ? j->pid : 0;
+	rc = sp_io_deadline__run(r->io, &j->base);
 	if (rc == 0)
 		return 0;
 	if (rc == -ETIMEDOUT) {
-		mark(r, e);	/* j is its helper's now */
+		if (!pin)
+			mark(r, e);	/* j is its helper's now */
 		return SP_BUILDID_READ_TIMEOUT;
 	}
 	job_destroy(&j->base);
@@ -166,19 +175,23 @@ static void job_finish(struct bid_job *j, struct sp_buildid_pinned *keep)
 	job_destroy(&j->base);
 }
 
+static enum sp_buildid_read_result after_pin(struct sp_buildid_read *r, struct bid_job *j,
+					     const struct sp_map_entry *e,
+					     struct sp_build_id *b,
+					     struct sp_buildid_pinned *keep);
+
 enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint32_t pid,
 						 const struct sp_map_entry *e,
 						 struct sp_build_id *b,
 						 struct sp_buildid_pinned *keep)
 {
-	struct sp_buildid_cache_key key;
 	struct bid_job *j;
 	int rc;
 
 	memset(b, 0, sizeof(*b));
 	if (keep)
 		keep->fd = -1;
-	if (marked(r, e))
+	if (marked(r, e) || sp_io_deadline__stuck_on(r->io, pid))
 		return SP_BUILDID_READ_SKIPPED;
 	j = job_new(r, pid, e);
 	if (!j)
@@ -187,6 +200,44 @@ enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint
 	rc = step(r, j, e);
 	if (rc)
 		return rc;
+	return after_pin(r, j, e, b, keep);
+}
+
+enum sp_buildid_read_result sp_buildid_read__get_pinned(struct sp_buildid_read *r, uint32_t pid,
+							const struct sp_map_entry *e, int pfd,
+							const struct stat *st,
+							struct sp_build_id *b,
+							struct sp_buildid_pinned *keep)
+{
+	struct bid_job *j;
+
+	memset(b, 0, sizeof(*b));
+	if (keep)
+		keep->fd = -1;
+	if (marked(r, e)) {
+		close(pfd);
+		return SP_BUILDID_READ_SKIPPED;
+	}
+	j = job_new(r, pid, e);
+	if (!j) {
+		close(pfd);
+		return SP_BUILDID_READ_FAILED;
+	}
+	j->pfd = pfd;
+	j->st = *st;
+	return after_pin(r, j, e, b, keep);
+}
+
+/* The cache, then (on a miss) the read, of a pinned file (j->err: the
+ * pin's).  Consumes j. */
+static enum sp_buildid_read_result after_pin(struct sp_buildid_read *r, struct bid_job *j,
+					     const struct sp_map_entry *e,
+					     struct sp_build_id *b,
+					     struct sp_buildid_pinned *keep)
+{
+	struct sp_buildid_cache_key key;
+	int rc;
+
 	if (j->err) {
 		job_destroy(&j->base);
 		return SP_BUILDID_READ_FAILED;

@@ -8,10 +8,14 @@
  *
  * Steps: pin the file (base/pin.h, on a helper), look its identity up in
  * the cache (here), on a miss reopen and read its notes (on a helper).  A
- * step past the limit marks the file (the maps line's device and inode):
+ * read past the limit marks the file (the maps line's device and inode):
  * its later mappings, in any process, get no build id without waiting
  * (SP_BUILDID_READ_SKIPPED), until SP_BUILDID_READ_MARKS newer marks push
- * it out.  While every helper allowed is stuck, every read is skipped.
+ * it out.  A pin past the limit marks the process instead: its other
+ * mappings are skipped until the pin returns (the pin looks the file up
+ * through PID/map_files, under the process's mmap lock: a lock held for
+ * good would otherwise cost one helper per file).  While every helper allowed
+ * is stuck, every read is skipped.
  * The mapping is still registered (path, addresses): its samples keep
  * their addresses.
  *
@@ -59,6 +63,16 @@ enum sp_buildid_read_result sp_buildid_read__get(struct sp_buildid_read *r, uint
 						 const struct sp_map_entry *e,
 						 struct sp_build_id *b,
 						 struct sp_buildid_pinned *keep);
+
+/* __get for a file pinned already (pfd: an O_PATH descriptor from
+ * base/pin.h, st its stat; both taken over, closed or left in keep): the
+ * cache, then on a miss the read on a helper.  The pin of a new process's
+ * files comes with its maps read (base/proc_read.h), in one hand-off. */
+enum sp_buildid_read_result sp_buildid_read__get_pinned(struct sp_buildid_read *r, uint32_t pid,
+							const struct sp_map_entry *e, int pfd,
+							const struct stat *st,
+							struct sp_build_id *b,
+							struct sp_buildid_pinned *keep);
 
 void sp_buildid_read__stats(const struct sp_buildid_read *r, struct sp_io_deadline_stats *out);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/proc_read.h"
 #include "collector/procs/proc_env.h"
 #include "collector/procs/pid_slots.h"
 
@@ -31,9 +32,44 @@ struct sp_proc_env {
 	size_t budget, used;
 	char proc_root[64];
 	struct sp_proc_env_stats stats;
-	char *buf;		/* SP_PROC_ENV_READ_MAX + 1, for reads */
+	char *buf;		/* SP_PROC_ENV_READ_MAX + 1, for reads; lent to
+				 * each read's job, NULL after a timeout until
+				 * the next read allocates another */
 	struct sp_otel_identity scratch;
+	struct sp_proc_read *pread;	/* environ reads off the caller's thread */
+	/* The read run as a companion of pre_pid's first maps read
+	 * (proc_table.h), for its next __note or __get: pre holds it
+	 * (pre_rc 0), or it was abandoned (pre NULL, pre_rc -ETIMEDOUT). */
+	struct env_job *pre;
+	uint32_t pre_pid;
+	int pre_rc;
 };
+
+/* One environ read on a helper (base/proc_read.h): owns its buffer. */
+struct env_job {
+	struct sp_io_job base;		/* first */
+	char proc_root[64];
+	uint32_t pid;
+	char *buf;
+	size_t got;
+	bool truncated;
+	int err;
+};
+
+static void env_job_run(struct sp_io_job *base)
+{
+	struct env_job *j = (struct env_job *)base;
+
+	j->err = sp_proc_env__read(j->proc_root, j->pid, j->buf, &j->got, &j->truncated);
+}
+
+static void env_job_destroy(struct sp_io_job *base)
+{
+	struct env_job *j = (struct env_job *)base;
+
+	free(j->buf);
+	free(j);
+}
 
 struct sp_proc_env *sp_proc_env__new(uint32_t slots, size_t byte_budget, const char *proc_root)
 {
@@ -44,7 +80,8 @@ struct sp_proc_env *sp_proc_env__new(uint32_t slots, size_t byte_budget, const c
 		return NULL;
 	c->slots = calloc(n, sizeof(*c->slots));
 	c->buf = malloc(SP_PROC_ENV_READ_MAX + 1);
-	if (!c->slots || !c->buf) {
+	c->pread = sp_proc_read__new(NULL);
+	if (!c->slots || !c->buf || !c->pread) {
 		sp_proc_env__free(c);
 		return NULL;
 	}
@@ -72,6 +109,9 @@ void sp_proc_env__free(struct sp_proc_env *c)
 		free(c->slots[i].d);
 	free(c->slots);
 	free(c->buf);
+	if (c->pre)
+		env_job_destroy(&c->pre->base);
+	sp_proc_read__free(c->pread);
 	free(c);
 }
 
@@ -141,6 +181,110 @@ int sp_proc_env__read(const char *proc_root, uint32_t pid, char *buf, size_t *le
 	return 0;
 }
 
+/* A job reading pid's environ into c->buf (lent to it), or NULL. */
+static struct env_job *env_job_new(struct sp_proc_env *c, uint32_t pid)
+{
+	struct env_job *j;
+
+	if (!c->buf)
+		c->buf = malloc(SP_PROC_ENV_READ_MAX + 1);
+	j = calloc(1, sizeof(*j));
+	if (!c->buf || !j) {
+		free(j);
+		return NULL;
+	}
+	j->base = (struct sp_io_job){ .run = env_job_run, .destroy = env_job_destroy };
+	memcpy(j->proc_root, c->proc_root, sizeof(j->proc_root));
+	j->pid = pid;
+	j->buf = c->buf;
+	c->buf = NULL;
+	return j;
+}
+
+/* j's results, its buffer back to c->buf; j destroyed.  j->err. */
+static int env_job_take(struct sp_proc_env *c, struct env_job *j, size_t *got, bool *truncated)
+{
+	int err = j->err;
+
+	free(c->buf);
+	c->buf = j->buf;
+	j->buf = NULL;
+	*got = j->got;
+	*truncated = j->truncated;
+	env_job_destroy(&j->base);
+	return err;
+}
+
+static void drop_pre(struct sp_proc_env *c)
+{
+	if (c->pre)
+		env_job_destroy(&c->pre->base);
+	c->pre = NULL;
+	c->pre_pid = 0;
+}
+
+struct sp_io_job *sp_proc_env__companion(struct sp_proc_env *c, uint32_t pid)
+{
+	struct env_job *j = c && pid ? env_job_new(c, pid) : NULL;
+
+	return j ? &j->base : NULL;
+}
+
+void sp_proc_env__companion_back(struct sp_proc_env *c, uint32_t pid, struct sp_io_job *j, int rc)
+{
+	struct env_job *e = (struct env_job *)j;
+
+	if (!c)
+		return;
+	drop_pre(c);
+	if (rc == 0 && e) {
+		c->pre = e;
+	} else if (rc != -ETIMEDOUT) {
+		size_t got;
+		bool truncated;
+
+		if (e)
+			env_job_take(c, e, &got, &truncated);	/* not run: the buffer back */
+		return;
+	}
+	c->pre_pid = pid;
+	c->pre_rc = rc;
+}
+
+/* Reads pid's environ into c->buf on a helper, within the limit (or takes
+ * the companion read just done): 0 (*got, *truncated set) or -errno,
+ * -ETIMEDOUT / -EBUSY (counted). */
+static int read_bounded(struct sp_proc_env *c, uint32_t pid, size_t *got, bool *truncated)
+{
+	struct env_job *j;
+	int err;
+
+	if (c->pre_pid == pid) {
+		j = c->pre;
+		err = c->pre_rc;
+		c->pre = NULL;
+		c->pre_pid = 0;
+		if (j)
+			return env_job_take(c, j, got, truncated);
+		c->stats.timed_out++;
+		return err;
+	}
+	j = env_job_new(c, pid);
+	if (!j)
+		return -ENOMEM;
+	err = sp_proc_read__job(c->pread, pid, &j->base);
+	if (err == -ETIMEDOUT) {
+		c->stats.timed_out++;
+		return err;	/* j and its buffer are the helper's */
+	}
+	if (err == -EBUSY) {
+		c->stats.skipped++;
+		env_job_take(c, j, got, truncated);
+		return err;
+	}
+	return env_job_take(c, j, got, truncated);
+}
+
 /* Reads and parses pid's environment into the slot.  0, or -errno. */
 static int read_env(struct sp_proc_env *c, uint32_t pid, struct slot *s)
 {
@@ -149,7 +293,9 @@ static int read_env(struct sp_proc_env *c, uint32_t pid, struct slot *s)
 	int err;
 
 	c->stats.reads++;
-	err = sp_proc_env__read(c->proc_root, pid, c->buf, &got, &truncated);
+	err = read_bounded(c, pid, &got, &truncated);
+	if (err == -ETIMEDOUT || err == -EBUSY)
+		return err;
 	if (err) {
 		c->stats.unreadable++;
 		return err;
@@ -200,6 +346,8 @@ void sp_proc_env__forget(struct sp_proc_env *c, uint32_t pid)
 
 	if (!c || !pid)
 		return;
+	if (c->pre_pid == pid)
+		drop_pre(c);
 	s = slot_of(c, pid);
 	if (s->pid == pid)
 		drop(c, s);

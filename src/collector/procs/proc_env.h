@@ -9,7 +9,12 @@
  * (more: "truncated", the variables are looked for in what was read).
  * The block is the process's own bytes, parsed under otel_env.h's bounds.
  * A process that cannot be read (gone, or hidepid/ptrace rules deny it)
- * is counted "unreadable" and has no identity here.
+ * is counted "unreadable" and has no identity here.  The read runs on a
+ * helper thread within 250 ms (base/proc_read.h: reading environ takes
+ * the process's mmap lock, which a thread stuck on a hung file system
+ * can hold for good): past it "timed_out", and the process's later
+ * reads "skipped" until the stuck one returns; both leave it without an
+ * identity for now (the next note or get reads again).
  *
  * Cache: direct-mapped by pid (like container_id.h), fixed slot count; a
  * process that declares something gets one compact heap copy, all copies
@@ -40,6 +45,10 @@ struct sp_proc_env_stats {
 	uint64_t reads;		/* /proc/PID/environ reads */
 	uint64_t declared;	/* ... that found OTEL_SERVICE_NAME or _RESOURCE_ATTRIBUTES */
 	uint64_t unreadable;	/* gone or denied */
+	uint64_t timed_out;	/* not read within the limit (its mmap lock
+				 * held by a thread stuck on a hung file
+				 * system: base/proc_read.h) */
+	uint64_t skipped;	/* not read: its earlier read still stuck */
 	uint64_t truncated;	/* larger than SP_PROC_ENV_READ_MAX */
 	uint64_t invalid;	/* OTEL_RESOURCE_ATTRIBUTES discarded (otel_env.h) */
 	uint64_t attrs_dropped;	/* over otel_env.h's bounds */
@@ -65,6 +74,14 @@ void sp_proc_env__note(struct sp_proc_env *c, uint32_t pid);
  * note, get or forget. */
 const struct sp_proc_env_ident *sp_proc_env__get(struct sp_proc_env *c, uint32_t pid);
 void sp_proc_env__forget(struct sp_proc_env *c, uint32_t pid);
+/* pid's environ read as a companion of its first maps read (one hand-off
+ * for a new process: proc_table.h), NULL without memory; and the job
+ * back (rc and ownership as sp_proc_companions' back): what it read is
+ * kept for pid's next __note or __get, which then reads nothing. */
+struct sp_io_job;
+struct sp_io_job *sp_proc_env__companion(struct sp_proc_env *c, uint32_t pid);
+void sp_proc_env__companion_back(struct sp_proc_env *c, uint32_t pid, struct sp_io_job *j, int rc);
+
 const struct sp_proc_env_stats *sp_proc_env__stats(const struct sp_proc_env *c);
 
 #endif

@@ -75,6 +75,7 @@
 #include "base/maps.h"
 #include "base/maps_reader.h"
 #include "base/pin.h"
+#include "base/proc_read.h"
 #include "collector/procs/buildid_cache.h"
 #include "collector/procs/buildid_read.h"
 #include "collector/procs/proc_table.h"
@@ -166,6 +167,8 @@ struct sp_proc_table {
 
 	struct sp_buildid_cache *bcache;
 	struct sp_buildid_read *bread;	/* file reads off this thread */
+	struct sp_proc_read *pread;	/* maps reads off this thread */
+	struct sp_proc_companions companions;	/* run with fresh maps reads */
 
 	/* listener (unwinder) and what it is given per maps read */
 	struct sp_proc_maps_listener listener;
@@ -597,8 +600,26 @@ static void proc_build_id(struct sp_proc_table *t, uint32_t pid,
 			  struct sp_proc_exec_map *lm)
 {
 	struct sp_buildid_pinned pin;
+	enum sp_buildid_read_result res;
+	struct stat st;
+	int fd = sp_proc_read__take_pin(t->pread, e, &st);
 
-	switch (sp_buildid_read__get(t->bread, pid, e, b, lm ? &pin : NULL)) {
+	/* Pinned with the maps read (one hand-off) or not (pin it now); a
+	 * pin that hung there: skipped, as buildid_read skips a stuck pid. */
+	if (fd >= 0)
+		res = sp_buildid_read__get_pinned(t->bread, pid, e, fd, &st, b,
+						  lm ? &pin : NULL);
+	else if (fd == -ENODATA)
+		res = sp_buildid_read__get(t->bread, pid, e, b, lm ? &pin : NULL);
+	else if (fd == -EBUSY)
+		res = SP_BUILDID_READ_SKIPPED;
+	else
+		res = SP_BUILDID_READ_FAILED;
+	if (fd < 0 && fd != -ENODATA) {
+		memset(b, 0, sizeof(*b));
+		pin.fd = -1;
+	}
+	switch (res) {
 	case SP_BUILDID_READ_HIT:
 		t->stats.buildid_cache_hits++;
 		break;
@@ -724,19 +745,38 @@ static uint64_t proc_mono_ns(void)
 }
 
 /* Reads PID/maps into p.  0, or -ENOENT (gone) / other negative errno
- * (unreadable); on failure p keeps its previous maps. */
+ * (unreadable); on failure p keeps its previous maps.  fresh: the
+ * process's first read since exec or first sight, with the companions. */
 static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns,
-			      bool soft);
+			      bool soft, bool fresh);
 
 static int proc_read_maps(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
 {
-	return proc_read_maps_how(t, p, now_ns, false);
+	return proc_read_maps_how(t, p, now_ns, false, false);
+}
+
+/* __maps_with the companions' jobs of a fresh read; hands them back. */
+static int proc_scan_maps(struct sp_proc_table *t, uint32_t pid, bool fresh,
+			  struct proc_scan *sc, struct sp_maps_read_stats *rs)
+{
+	struct sp_io_job *jobs[SP_PROC_READ_EXTRAS];
+	uint32_t n = 0;
+	int err, xrc = -EBUSY;
+
+	if (fresh && t->companions.take)
+		n = t->companions.take(pid, jobs, SP_PROC_READ_EXTRAS, t->companions.ctx);
+	err = sp_proc_read__maps_with(t->pread, t->proc_root, pid, jobs, n, &xrc,
+				      proc_take_line, sc, rs);
+	if (n)
+		t->companions.back(pid, xrc == -ETIMEDOUT ? NULL : jobs, n, xrc,
+				   t->companions.ctx);
+	return err;
 }
 
 /* soft: a process found gone is left as it was (its exit event, or the
  * next resolve, decides); the read is only a refresh. */
 static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns,
-			      bool soft)
+			      bool soft, bool fresh)
 {
 	struct proc_scan sc = { .t = t, .p = p };
 	struct sp_maps_read_stats rs;
@@ -753,7 +793,7 @@ static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint
 	t->ln = 0;
 	if (t->listener.begin)
 		t->listener.begin(p->pid, t->listener.ctx);
-	err = sp_maps_reader__scan(t->proc_root, p->pid, proc_take_line, &sc, &rs);
+	err = proc_scan_maps(t, p->pid, fresh, &sc, &rs);
 	t->stats.maps_malformed_lines += rs.malformed;
 	n = sc.n;
 	if (err) {
@@ -802,6 +842,15 @@ static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint
 	}
 	return 0;
 fail:
+	if (err == -ETIMEDOUT || err == -EBUSY) {
+		/* Its maps did not answer in time (base/proc_read.h): what
+		 * was known stays; read again once the stuck read is back. */
+		if (err == -ETIMEDOUT)
+			t->stats.maps_timed_out++;
+		else
+			t->stats.maps_skipped++;
+		return err;
+	}
 	if ((err == -ENOENT || err == -ESRCH) && soft)
 		return -ENOENT;
 	if (err == -ENOENT || err == -ESRCH) {
@@ -820,7 +869,7 @@ fail:
  * process is gone, what we knew about it stays. */
 static void proc_refresh_all(struct sp_proc_table *t, struct proc_slot *p, uint64_t now_ns)
 {
-	if (proc_read_maps(t, p, now_ns) == -ENOENT)
+	if (proc_read_maps_how(t, p, now_ns, false, true) == -ENOENT)
 		return;
 	if (!p->have_comm)
 		proc_read_comm(t, p);
@@ -902,10 +951,12 @@ struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
 						    .max_stuck = t->cfg.file_max_stuck };
 
 		t->bread = sp_buildid_read__new(t->proc_root, t->bcache, &io);
+		t->pread = sp_proc_read__new(&io);
+		sp_proc_read__set_pin_exec(t->pread, true);
 	}
 	if (!t->slots || !t->pid_heads || !t->mappings || !t->map_index ||
 	    !t->str_index || !t->pathbuf || !t->scratch || !t->bcache ||
-	    !t->bread)
+	    !t->bread || !t->pread)
 		goto fail;
 	t->str_cap = (size_t)t->cfg.max_mappings * PROC_STR_PER_MAPPING;
 	if (t->str_cap < PROC_STR_MIN_CAP)
@@ -950,6 +1001,7 @@ void sp_proc_table__free(struct sp_proc_table *t)
 		for (i = 0; i <= t->str_mask; i++)
 			free(t->str_index[i]);
 	sp_buildid_read__free(t->bread);
+	sp_proc_read__free(t->pread);
 	sp_buildid_cache__free(t->bcache);
 	free(t->scratch);
 	free(t->lscratch);
@@ -1139,6 +1191,16 @@ void sp_proc_table__release(struct sp_proc_table *t, uint64_t closed,
 	}
 }
 
+void sp_proc_table__set_companions(struct sp_proc_table *t, const struct sp_proc_companions *c)
+{
+	if (!t)
+		return;
+	if (c && c->take && c->back)
+		t->companions = *c;
+	else
+		memset(&t->companions, 0, sizeof(t->companions));
+}
+
 int sp_proc_table__set_listener(struct sp_proc_table *t, const struct sp_proc_maps_listener *l)
 {
 	struct sp_proc_exec_map *ls = NULL;
@@ -1164,5 +1226,5 @@ int sp_proc_table__reread(struct sp_proc_table *t, uint32_t pid, uint64_t now_ns
 
 	if (!p || p->info.gone)
 		return -ENOENT;
-	return proc_read_maps_how(t, p, now_ns, true);
+	return proc_read_maps_how(t, p, now_ns, true, false);
 }

@@ -3,6 +3,10 @@
  * proc_table.h - what the collector knows about each process: its
  * executable mappings (from /proc/PID/maps) with GNU build ids, so that
  * every user frame becomes (mapping id, address).  It never symbolizes.
+ * A maps read runs on a helper within file_timeout_ms (base/proc_read.h:
+ * a process whose mmap lock a hung file system holds); past it the
+ * process keeps what was known of it (maps_timed_out), and is not read
+ * again until the stuck read returns (maps_skipped).
  *
  * Mappings are interned in a global registry: a mapping id (>= 1) names one
  * (path, build id, start, limit, file offset).  Id 0 means "unknown".  The
@@ -47,6 +51,7 @@
 #include <stdint.h>
 
 #include "base/buildid.h"
+#include "base/io_deadline.h"
 
 struct sp_proc_table_config {
 	uint32_t max_procs;		/* default 8192 */
@@ -116,6 +121,11 @@ struct sp_proc_table_stats {
 	uint64_t files_timed_out;	/* a file's pin or read past the limit:
 					 * marked, mapping kept without an id */
 	uint64_t files_skipped;		/* marked earlier, or every helper stuck */
+	uint64_t maps_timed_out;	/* PID/maps not read within the limit
+					 * (the process's mmap lock held by a
+					 * thread stuck on a hung file system) */
+	uint64_t maps_skipped;		/* its earlier read still stuck, or
+					 * every helper: previous maps kept */
 	uint64_t addr_unmapped;		/* address in no known mapping */
 	uint64_t addr_anon;		/* address in anonymous executable memory */
 	uint64_t procs_released;	/* gone processes forgotten by __release */
@@ -210,6 +220,26 @@ const struct sp_mapping_info *sp_proc_table__mapping(const struct sp_proc_table 
 uint32_t sp_proc_table__n_mappings(const struct sp_proc_table *t);
 
 const struct sp_proc_table_stats *sp_proc_table__stats(const struct sp_proc_table *t);
+
+/*
+ * Companions: the other reads a new process needs at once (its environ,
+ * its executable), run with its first maps read (exec, first sight) on
+ * the same helper in one hand-off (base/proc_read.h's __maps_with), so
+ * that a process living milliseconds is not gone by the next reader's
+ * turn.  take(pid, jobs, max) gives up to max jobs (owned by the table
+ * until back); back(pid, jobs, n, rc) returns them: rc 0 they ran
+ * (results in them), -EBUSY they did not, both with jobs the callee's
+ * again; -ETIMEDOUT they were abandoned with the maps read (jobs NULL:
+ * their helper frees them).  Called on the table's thread.
+ */
+struct sp_proc_companions {
+	uint32_t (*take)(uint32_t pid, struct sp_io_job **jobs, uint32_t max, void *ctx);
+	void (*back)(uint32_t pid, struct sp_io_job **jobs, uint32_t n, int rc, void *ctx);
+	void *ctx;
+};
+
+/* Installs (c != NULL) or removes the companions. */
+void sp_proc_table__set_companions(struct sp_proc_table *t, const struct sp_proc_companions *c);
 
 /* Installs (l != NULL) or removes the maps listener; -ENOMEM. */
 int sp_proc_table__set_listener(struct sp_proc_table *t, const struct sp_proc_maps_listener *l);

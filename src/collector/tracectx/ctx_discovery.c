@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/proc_read.h"
 #include "collector/pipeline/bpf_sampler.h"
 #include "collector/tracectx/ctx_discovery.h"
 #include "collector/tracectx/go_discovery.h"
@@ -61,6 +62,9 @@ struct sp_ctx_discovery {
 	uint64_t tls_fail[SP_TLS_FAIL__MAX];
 	uint64_t pctx_fail[SP_PCTX__MAX];
 	uint64_t bpf_map_errors;	/* tls_descs update failed (map full) */
+	uint64_t timed_out;	/* the look did not end within the limit */
+	uint64_t stuck;		/* not looked at: its earlier look still stuck */
+	struct sp_proc_read *pread;	/* the looks, off the caller's thread */
 	/* Every publication is re-read at once or coalesced:
 	 * received = publish_rereads + publish_coalesced.  Coalesced ones
 	 * are covered by the next immediate re-read or, if none comes within
@@ -84,11 +88,25 @@ struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char 
 	d->slots = calloc(d->mask + 1, sizeof(*d->slots));
 	d->pending = calloc(SP_CTX_DISCOVERY_MAX, sizeof(*d->pending));
 	d->go = sp_go_discovery__new(s, d->proc_root);
-	if (!d->slots || !d->pending || !d->go) {
+	d->pread = sp_proc_read__new(&(struct sp_io_deadline_config){
+		.timeout_ms = SP_CTX_LOOK_TIMEOUT_MS });
+	if (!d->slots || !d->pending || !d->go || !d->pread) {
 		sp_ctx_discovery__free(d);
 		return NULL;
 	}
 	return d;
+}
+
+struct sp_io_job *sp_ctx_discovery__companion(struct sp_ctx_discovery *d, uint32_t pid)
+{
+	return d ? sp_go_discovery__companion(d->go, pid) : NULL;
+}
+
+void sp_ctx_discovery__companion_back(struct sp_ctx_discovery *d, uint32_t pid,
+				      struct sp_io_job *j, int rc)
+{
+	if (d)
+		sp_go_discovery__companion_back(d->go, pid, j, rc);
 }
 
 void sp_ctx_discovery__set_procs(struct sp_ctx_discovery *d, struct sp_proc_table *procs)
@@ -129,6 +147,7 @@ void sp_ctx_discovery__free(struct sp_ctx_discovery *d)
 	free(d->slots);
 	free(d->pending);
 	sp_go_discovery__free(d->go);
+	sp_proc_read__free(d->pread);
 	free(d);
 }
 
@@ -204,12 +223,71 @@ static void mark_failed(struct sp_ctx_discovery *d, struct slot *sl, uint64_t *r
 	sl->fail_ctr = reason_ctr;
 }
 
+/* One look at a process (its maps, memory and ELF files: the process
+ * context, then the TLS search), run on a helper within the limit
+ * (base/proc_read.h).  Owns copies of what it reads with and what it
+ * finds: an abandoned look may end after the table has moved on. */
+struct look_job {
+	struct sp_io_job base;		/* first */
+	char *proc_root;
+	uint32_t pid;
+	struct sp_process_ctx pctx;
+	enum sp_pctx_fail why;
+	int pctx_err;
+	struct sp_tls_desc desc;
+	enum sp_tls_fail reason;
+	int tls_err;
+};
+
+static void look_run(struct sp_io_job *base)
+{
+	struct look_job *j = (struct look_job *)base;
+
+	j->pctx_err = sp_process_ctx__read(j->proc_root, j->pid, &j->pctx, &j->why);
+	if (!j->pctx_err)
+		j->tls_err = sp_tls_resolve__pid(j->proc_root, j->pid, &j->desc, &j->reason);
+}
+
+static void look_destroy(struct sp_io_job *base)
+{
+	struct look_job *j = (struct look_job *)base;
+
+	sp_process_ctx__clear(&j->pctx);
+	free(j->proc_root);
+	free(j);
+}
+
+/* The finished look, or NULL (not back in time, skipped, no memory:
+ * counted on sl). */
+static struct look_job *look(struct sp_ctx_discovery *d, struct slot *sl, uint32_t pid)
+{
+	struct look_job *j = calloc(1, sizeof(*j));
+	int rc;
+
+	if (j)
+		j->proc_root = strdup(d->proc_root);
+	if (!j || !j->proc_root) {
+		free(j);
+		return NULL;
+	}
+	j->base = (struct sp_io_job){ .run = look_run, .destroy = look_destroy };
+	j->pid = pid;
+	rc = sp_proc_read__job(d->pread, pid, &j->base);
+	if (rc == 0)
+		return j;
+	if (rc == -ETIMEDOUT) {
+		mark_failed(d, sl, &d->timed_out);	/* j is its helper's */
+		return NULL;
+	}
+	mark_failed(d, sl, &d->stuck);
+	look_destroy(&j->base);
+	return NULL;
+}
+
 static void examine(struct sp_ctx_discovery *d, uint32_t pid)
 {
-	struct sp_process_ctx pctx = { 0 };
-	enum sp_pctx_fail why = SP_PCTX_OK;
-	enum sp_tls_fail reason = SP_TLS_FAIL_NONE;
-	struct sp_tls_desc desc;
+	struct look_job *j;
+	struct sp_process_ctx *pctx;
 	struct slot *sl;
 	int err;
 
@@ -217,8 +295,14 @@ static void examine(struct sp_ctx_discovery *d, uint32_t pid)
 	if (!sl)
 		return;
 	d->examined++;
-	err = sp_process_ctx__read(d->proc_root, pid, &pctx, &why);
+	j = look(d, sl, pid);
+	if (!j)
+		return;
+	pctx = &j->pctx;
+	err = j->pctx_err;
 	if (err) {
+		enum sp_pctx_fail why = j->why;
+
 		/* Nothing published is the common case, not a failure; nor is
 		 * a process that exited before we looked. */
 		if (err != -ESRCH && err != -ENOENT && why != SP_PCTX_NO_MAPPING &&
@@ -227,21 +311,20 @@ static void examine(struct sp_ctx_discovery *d, uint32_t pid)
 		goto out;
 	}
 	free(sl->service_name);
-	sl->service_name = pctx.service_name[0]
-				   ? strndup(pctx.service_name, CTX_SERVICE_NAME_MAX)
+	sl->service_name = pctx->service_name[0]
+				   ? strndup(pctx->service_name, CTX_SERVICE_NAME_MAX)
 				   : NULL;
 	slot_free_keys(sl);
-	if (pctx.n_keys && (sl->keys = malloc(pctx.n_keys * sizeof(*sl->keys)))) {
-		memcpy(sl->keys, pctx.keys, pctx.n_keys * sizeof(*sl->keys));
-		sl->n_keys = pctx.n_keys;
-		pctx.n_keys = 0;	/* moved: clear() must not free them */
+	if (pctx->n_keys && (sl->keys = malloc(pctx->n_keys * sizeof(*sl->keys)))) {
+		memcpy(sl->keys, pctx->keys, pctx->n_keys * sizeof(*sl->keys));
+		sl->n_keys = pctx->n_keys;
+		pctx->n_keys = 0;	/* moved: clear() must not free them */
 	}
-	err = sp_tls_resolve__pid(d->proc_root, pid, &desc, &reason);
-	if (err) {
-		mark_failed(d, sl, reason < SP_TLS_FAIL__MAX ? &d->tls_fail[reason] : NULL);
+	if (j->tls_err) {
+		mark_failed(d, sl, j->reason < SP_TLS_FAIL__MAX ? &d->tls_fail[j->reason] : NULL);
 		goto out;
 	}
-	if (sp_sampler__set_tls_desc(d->sampler, pid, &desc)) {
+	if (sp_sampler__set_tls_desc(d->sampler, pid, &j->desc)) {
 		mark_failed(d, sl, &d->bpf_map_errors);
 		goto out;
 	}
@@ -249,7 +332,7 @@ static void examine(struct sp_ctx_discovery *d, uint32_t pid)
 		d->resolved++;
 	sl->state = SLOT_RESOLVED;
 out:
-	sp_process_ctx__clear(&pctx);
+	look_destroy(&j->base);
 }
 
 /* Forgets what was known of a slot's process (exec, pid reused after exit). */
@@ -482,6 +565,12 @@ void sp_ctx_discovery__fill_summary(const struct sp_ctx_discovery *d, struct sp_
 	if (s->n_ctx_fail < 16) {
 		s->ctx_fail_names[s->n_ctx_fail] = "bpf_map_full";
 		s->ctx_fail[s->n_ctx_fail++] = d->bpf_map_errors;
+	}
+	if (s->n_ctx_fail + 2 <= 16) {
+		s->ctx_fail_names[s->n_ctx_fail] = "timed_out";
+		s->ctx_fail[s->n_ctx_fail++] = d->timed_out;
+		s->ctx_fail_names[s->n_ctx_fail] = "stuck";
+		s->ctx_fail[s->n_ctx_fail++] = d->stuck;
 	}
 	for (int i = 1; i < SP_PCTX__MAX && s->n_ctx_fail < 16; i++) {
 		if (i == SP_PCTX_NO_MAPPING)

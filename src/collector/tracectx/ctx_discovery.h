@@ -13,7 +13,9 @@
  * process context is read (service name,
  * attribute key map); only a process that publishes one has its ELF files
  * searched for otel_thread_ctx_v1 (that search costs milliseconds, so it is
- * not done for every process on the machine).  Every failure is counted by
+ * not done for every process on the machine).  Both run as one look on a
+ * helper thread within SP_CTX_LOOK_TIMEOUT_MS (base/proc_read.h): a process
+ * caught by a hung file system costs the caller one wait of the limit.  Every failure is counted by
  * reason, once per process (a process failing again for the same reason
  * is not counted twice).  State is bounded: SP_CTX_DISCOVERY_MAX processes,
  * and the agent forgets a pid when the process table does (__forget), so
@@ -37,6 +39,13 @@
 
 #define SP_CTX_DISCOVERY_MAX 16384
 #define SP_CTX_PUBLISH_MIN_MS 100	/* between re-reads of one process */
+/* One look at a process (process context, TLS search: its maps, memory
+ * and ELF files) runs on a helper thread and is waited for at most this
+ * long (base/proc_read.h); longer than a single file read's 250 ms since
+ * a search reads every module's symbol table.  Past it the process is
+ * counted failed "timed_out", and its later looks "stuck" until the
+ * abandoned one returns. */
+#define SP_CTX_LOOK_TIMEOUT_MS 1000
 
 struct sp_proc_table;
 struct sp_sampler;
@@ -48,6 +57,13 @@ struct sp_ctx_discovery *sp_ctx_discovery__new(struct sp_sampler *s, const char 
  * whose maps, just read by the table, show no OTEL_CTX mapping. */
 void sp_ctx_discovery__set_procs(struct sp_ctx_discovery *d, struct sp_proc_table *procs);
 void sp_ctx_discovery__free(struct sp_ctx_discovery *d);
+
+/* go_discovery.h's companion of a new process's first maps read: the
+ * executable __on_proc's Go look opens. */
+struct sp_io_job;
+struct sp_io_job *sp_ctx_discovery__companion(struct sp_ctx_discovery *d, uint32_t pid);
+void sp_ctx_discovery__companion_back(struct sp_ctx_discovery *d, uint32_t pid,
+				      struct sp_io_job *j, int rc);
 
 /* sp_consumer_proc_fn: examine pid (first sight: only if never examined;
  * exec: forget what was known; publish: look again, rate-limited; exit:

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/proc_read.h"
 #include "collector/pipeline/bpf_sampler.h"
 #include "collector/tracectx/go_discovery.h"
 
@@ -41,7 +42,49 @@ struct sp_go_discovery {
 	uint64_t clock;
 	uint32_t desc_seq;	/* descriptors given to BPF so far (sp_go_desc.seq) */
 	struct sp_go_stats st;
+	struct sp_proc_read *pread;	/* the exe's open and read, off this thread */
+	/* Step 1 run as a companion of pre_pid's first maps read
+	 * (proc_table.h): pre holds it (pre_rc 0), or it was abandoned (pre
+	 * NULL, pre_rc -ETIMEDOUT). */
+	struct exe_job *pre;
+	uint32_t pre_pid;
+	int pre_rc;
 };
+
+/* PID/exe opened and stat'ed (step 1), then, on a cache miss, read
+ * (step 2), on a helper within the limit (base/proc_read.h: an
+ * executable on a hung file system).  Owns its descriptor. */
+struct exe_job {
+	struct sp_io_job base;		/* first */
+	char path[PATH_MAX];
+	bool read;			/* step 2 */
+	int fd;
+	struct stat st;
+	int err;			/* step 1: -errno; step 2: read_fd's */
+	enum sp_go_fail why;
+	struct sp_go_binary bin;
+};
+
+static void exe_run(struct sp_io_job *base)
+{
+	struct exe_job *j = (struct exe_job *)base;
+
+	if (j->read) {
+		j->err = sp_go_binary__read_fd(j->fd, &j->bin, &j->why);
+		return;
+	}
+	j->fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	j->err = j->fd < 0 ? -errno : fstat(j->fd, &j->st) ? -errno : 0;
+}
+
+static void exe_destroy(struct sp_io_job *base)
+{
+	struct exe_job *j = (struct exe_job *)base;
+
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j);
+}
 
 struct sp_go_keys {
 	uint32_t n;
@@ -56,23 +99,121 @@ struct sp_go_discovery *sp_go_discovery__new(struct sp_sampler *s, const char *p
 		return NULL;
 	g->sampler = s;
 	g->proc_root = proc_root ? proc_root : "/proc";
+	g->pread = sp_proc_read__new(NULL);
+	if (!g->pread) {
+		free(g);
+		return NULL;
+	}
 	return g;
 }
 
 void sp_go_discovery__free(struct sp_go_discovery *g)
 {
+	if (!g)
+		return;
+	if (g->pre)
+		exe_destroy(&g->pre->base);
+	sp_proc_read__free(g->pread);
 	free(g);
 }
 
-/* The cache entry of the file, read now if it is not cached. */
-static struct file_entry *file_info(struct sp_go_discovery *g, int fd)
+/* A step-1 job for pid's executable, or NULL. */
+static struct exe_job *exe_job_new(const struct sp_go_discovery *g, uint32_t pid)
+{
+	struct exe_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->base = (struct sp_io_job){ .run = exe_run, .destroy = exe_destroy };
+	j->fd = -1;
+	if (snprintf(j->path, sizeof(j->path), "%s/%u/exe", g->proc_root, pid) >=
+	    (int)sizeof(j->path)) {
+		exe_destroy(&j->base);
+		return NULL;
+	}
+	return j;
+}
+
+struct sp_io_job *sp_go_discovery__companion(struct sp_go_discovery *g, uint32_t pid)
+{
+	struct exe_job *j = g && pid ? exe_job_new(g, pid) : NULL;
+
+	return j ? &j->base : NULL;
+}
+
+void sp_go_discovery__companion_back(struct sp_go_discovery *g, uint32_t pid,
+				     struct sp_io_job *j, int rc)
+{
+	if (!g)
+		return;
+	if (g->pre)
+		exe_destroy(&g->pre->base);
+	g->pre = NULL;
+	g->pre_pid = 0;
+	if (rc != 0 && rc != -ETIMEDOUT) {
+		if (j)
+			exe_destroy(j);	/* not run */
+		return;
+	}
+	g->pre = rc == 0 ? (struct exe_job *)j : NULL;
+	g->pre_pid = pid;
+	g->pre_rc = rc;
+}
+
+static bool exe_step(struct sp_go_discovery *g, uint32_t pid, struct exe_job *j);
+
+/* Step 1 for pid: the companion's result when there is one, else run
+ * now.  NULL when it did not come back (counted). */
+static struct exe_job *exe_opened(struct sp_go_discovery *g, uint32_t pid)
+{
+	struct exe_job *j;
+
+	if (g->pre_pid == pid) {
+		j = g->pre;
+		g->pre = NULL;
+		g->pre_pid = 0;
+		if (!j)
+			g->st.exe_timed_out++;
+		return j;
+	}
+	j = exe_job_new(g, pid);
+	return j && exe_step(g, pid, j) ? j : NULL;
+}
+
+/* Runs j's step for pid: true when it came back (j still ours); false
+ * when it did not (timed out: j is its helper's; skipped: j destroyed),
+ * counted. */
+static bool exe_step(struct sp_go_discovery *g, uint32_t pid, struct exe_job *j)
+{
+	int rc = sp_proc_read__job(g->pread, pid, &j->base);
+
+	if (rc == 0)
+		return true;
+	if (rc == -ETIMEDOUT) {
+		g->st.exe_timed_out++;
+		return false;
+	}
+	g->st.exe_skipped++;
+	exe_destroy(&j->base);
+	return false;
+}
+
+/* The cache entry of pid's executable, read now if it is not cached;
+ * NULL when it could not be opened or did not answer in time. */
+static struct file_entry *file_info(struct sp_go_discovery *g, uint32_t pid)
 {
 	struct file_entry *victim = &g->files[0];
 	struct file_key k = { 0 };
+	struct exe_job *j = exe_opened(g, pid);
 	struct stat st;
 
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+	if (!j)
 		return NULL;
+	st = j->st;
+	if (j->err || !S_ISREG(st.st_mode)) {
+		exe_destroy(&j->base);
+		return NULL;	/* gone, a kernel thread, or not ours to read */
+	}
 	k.dev = st.st_dev;
 	k.ino = st.st_ino;
 	k.size = (uint64_t)st.st_size;
@@ -83,19 +224,26 @@ static struct file_entry *file_info(struct sp_go_discovery *g, int fd)
 		if (e->used && !memcmp(&e->key, &k, sizeof(k))) {
 			e->used = ++g->clock;
 			g->st.cache_hits++;
+			exe_destroy(&j->base);
 			return e;
 		}
 		if (e->used < victim->used)
 			victim = e;
 	}
+	j->read = true;
+	if (!exe_step(g, pid, j))
+		return NULL;	/* read again at its next exec or sight */
 	if (victim->used && victim->parks >= 0)
 		sp_sampler__detach_go_parks(g->sampler, victim->parks);
 	memset(victim, 0, sizeof(*victim));
 	victim->parks = -1;
 	victim->key = k;
 	victim->used = ++g->clock;
-	victim->rc = sp_go_binary__read_fd(fd, &victim->bin, &victim->why);
+	victim->rc = j->err;
+	victim->why = j->why;
+	victim->bin = j->bin;
 	g->st.files_read++;
+	exe_destroy(&j->base);
 	return victim;
 }
 
@@ -129,17 +277,13 @@ int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 	struct file_entry *e;
 	char path[PATH_MAX];
 	enum sp_go_fail why;
-	int fd, rc;
+	int rc;
 
 	if (!g || !pid)
 		return 0;
 	if (snprintf(path, sizeof(path), "%s/%u/exe", g->proc_root, pid) >= (int)sizeof(path))
 		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return 0;	/* gone, a kernel thread, or not ours to read */
-	e = file_info(g, fd);
-	close(fd);
+	e = file_info(g, pid);
 	if (!e || e->rc == -ENOENT)
 		return 0;
 	if (e->rc) {

@@ -41,6 +41,9 @@ struct sp_go_stats {
 	uint64_t fail[SP_GO_FAIL__MAX];	/*   by reason */
 	uint64_t bpf_map_full;		/*   or go_descs full */
 	uint64_t files_read;		/* executables parsed */
+	uint64_t exe_timed_out;		/* PID/exe not opened or read within
+					 * 250 ms (base/proc_read.h) */
+	uint64_t exe_skipped;		/* not tried: its earlier one stuck */
 	uint64_t cache_hits;
 	uint64_t parks_files;		/* executables with park probes */
 	uint64_t parks_unsupported;	/* ... without: gopark's code unknown */
@@ -55,6 +58,15 @@ struct sp_go_discovery;
 
 struct sp_go_discovery *sp_go_discovery__new(struct sp_sampler *s, const char *proc_root);
 void sp_go_discovery__free(struct sp_go_discovery *g);	/* NULL-safe */
+
+/* The open and stat of pid's executable as a companion of its first maps
+ * read (one hand-off for a new process: proc_table.h), NULL without
+ * memory; and the job back (rc and ownership as sp_proc_companions'
+ * back): kept for pid's next __examine, which then opens nothing. */
+struct sp_io_job;
+struct sp_io_job *sp_go_discovery__companion(struct sp_go_discovery *g, uint32_t pid);
+void sp_go_discovery__companion_back(struct sp_go_discovery *g, uint32_t pid,
+				     struct sp_io_job *j, int rc);
 
 /* Examines pid's executable (/proc/PID/exe).  1: a Go process, its
  * descriptor is now in BPF; 0: not Go (or gone); < 0: Go, but no

@@ -14,6 +14,9 @@
 #define DEF_QUEUE 1024
 #define DEF_SHARE 0.25
 #define TICK_NS 1000000000ull
+/* With the queue empty, a tick (which scans every file slot for
+ * rebuilds) runs at most this often: not after every batch. */
+#define IDLE_TICK_NS 100000000ull
 #define BURST_NS 1e9		/* CPU the builder may spend at once */
 
 struct sp_unw_builder {
@@ -25,6 +28,10 @@ struct sp_unw_builder {
 	struct sp_unw_job *q;
 	uint32_t cap, head, n;
 	bool stop, paused, running;
+	/* Hand-offs cost a futex wake only when someone sleeps: the builder
+	 * waiting for work (idle), callers of __wait_idle. */
+	bool idle;
+	uint32_t idle_waiters;
 	bool exited;			/* builder_main has returned (or will now) */
 	bool abandoned;			/* __free gave up waiting: the thread frees b */
 	double share;
@@ -82,7 +89,7 @@ static void builder_destroy(struct sp_unw_builder *b)
 static void *builder_main(void *arg)
 {
 	struct sp_unw_builder *b = arg;
-	uint64_t next_tick = mono_ns() + TICK_NS;
+	uint64_t next_tick = mono_ns() + TICK_NS, last_tick = 0;
 
 	/* Named, so its CPU time can be read from outside
 	 * (/proc/PID/task/TID/stat; test_unwind_cpu_budget.py). */
@@ -92,7 +99,7 @@ static void *builder_main(void *arg)
 		struct sp_unw_job job;
 		uint64_t c0, used, now = mono_ns();
 
-		if (now >= next_tick || !b->n || b->paused) {
+		if (now >= next_tick || ((!b->n || b->paused) && now - last_tick >= IDLE_TICK_NS)) {
 			/* Ticks also find rebuilds to queue. */
 			pthread_mutex_unlock(&b->lock);
 			c0 = thread_ns();
@@ -100,14 +107,18 @@ static void *builder_main(void *arg)
 			used = thread_ns() - c0;
 			pthread_mutex_lock(&b->lock);
 			b->st.cpu_ns += used;
-			next_tick = mono_ns() + TICK_NS;
+			last_tick = mono_ns();
+			next_tick = last_tick + TICK_NS;
 		}
 		if (!b->n || b->paused) {
 			struct timespec ts;
 
-			pthread_cond_broadcast(&b->idle_cond);
+			if (b->idle_waiters)
+				pthread_cond_broadcast(&b->idle_cond);
 			deadline(&ts, next_tick);
+			b->idle = true;
 			pthread_cond_timedwait(&b->cond, &b->lock, &ts);
+			b->idle = false;
 			continue;
 		}
 		/* Token bucket: share x wall time accrues, up to BURST_NS; a
@@ -140,7 +151,7 @@ static void *builder_main(void *arg)
 		b->st.jobs++;
 		b->st.cpu_ns += used;
 		b->tokens_ns -= (double)used;
-		if (!b->n)
+		if (!b->n && b->idle_waiters)
 			pthread_cond_broadcast(&b->idle_cond);
 	}
 	b->running = false;
@@ -236,21 +247,34 @@ int sp_unw_builder__free(struct sp_unw_builder *b, uint32_t wait_ms)
 	return 0;
 }
 
-int sp_unw_builder__push(struct sp_unw_builder *b, const struct sp_unw_job *job)
+uint32_t sp_unw_builder__push_many(struct sp_unw_builder *b, const struct sp_unw_job *jobs,
+				   uint32_t n)
 {
-	int err = 0;
+	uint32_t i;
 
+	if (!n)
+		return 0;
 	pthread_mutex_lock(&b->lock);
-	if (b->n == b->cap || b->stop) {
-		b->st.queue_full++;
-		err = -ENOSPC;
-	} else {
-		b->q[(b->head + b->n) % b->cap] = *job;
+	for (i = 0; i < n && b->n < b->cap && !b->stop; i++) {
+		b->q[(b->head + b->n) % b->cap] = jobs[i];
 		b->n++;
-		pthread_cond_broadcast(&b->cond);
+	}
+	b->st.queue_full += n - i;
+	b->st.pushes++;
+	/* One wake for the batch, and none when the builder is busy (it
+	 * looks at the queue after each job) or throttled (it sleeps until
+	 * its tokens return, whatever is queued). */
+	if (i && b->idle && !b->paused) {
+		b->st.wakeups++;
+		pthread_cond_signal(&b->cond);
 	}
 	pthread_mutex_unlock(&b->lock);
-	return err;
+	return i;
+}
+
+int sp_unw_builder__push(struct sp_unw_builder *b, const struct sp_unw_job *job)
+{
+	return sp_unw_builder__push_many(b, job, 1) == 1 ? 0 : -ENOSPC;
 }
 
 void sp_unw_builder__set_paused(struct sp_unw_builder *b, bool paused)
@@ -269,9 +293,11 @@ bool sp_unw_builder__wait_idle(struct sp_unw_builder *b, uint32_t timeout_ms)
 
 	deadline(&ts, until);
 	pthread_mutex_lock(&b->lock);
+	b->idle_waiters++;
 	while ((b->n || b->running) && !b->stop && mono_ns() < until)
 		if (pthread_cond_timedwait(&b->idle_cond, &b->lock, &ts) == ETIMEDOUT)
 			break;
+	b->idle_waiters--;
 	idle = !b->n && !b->running;
 	pthread_mutex_unlock(&b->lock);
 	return idle;

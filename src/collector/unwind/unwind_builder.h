@@ -11,8 +11,8 @@
  * bucket empty the thread sleeps until it is positive again.  So the
  * builder uses at most cpu_share of one CPU over any long interval, plus
  * a burst of 1 s (a new recording's first files are built at once).
- * Between jobs, and at least every second, tick_fn runs (retries,
- * rebuilds, the blob's quarantine).
+ * Every second, and when the queue runs empty (at most every 100 ms),
+ * tick_fn runs (retries, rebuilds, the blob's quarantine).
  *
  * Ownership: a queued job's fd belongs to the queue until fn returns
  * (fn must not close it; the builder does, and closes the fds of jobs
@@ -41,6 +41,8 @@ struct sp_unw_builder_stats {
 	uint64_t queue_full;		/* refused by __push */
 	uint64_t cpu_ns;		/* builder thread CPU time, jobs and ticks */
 	uint64_t throttle_ns;		/* slept to stay within the CPU share */
+	uint64_t pushes;		/* __push / __push_many calls */
+	uint64_t wakeups;		/* of them, that woke the idle builder */
 	uint32_t queued;		/* gauge */
 };
 
@@ -64,6 +66,14 @@ int sp_unw_builder__start(struct sp_unw_builder *b);
  * either way.  NULL-safe (0). */
 int sp_unw_builder__free(struct sp_unw_builder *b, uint32_t wait_ms);
 
+/* Queues jobs[0..n) in order, as many as fit: returns how many (the rest
+ * are counted as queue_full, their fds stay the caller's).  The builder is
+ * woken (one futex wake) only if it waits for work: a maps read that
+ * finds several new files, or a drain that finds several sampled ones,
+ * costs one hand-off, and a busy builder none. */
+uint32_t sp_unw_builder__push_many(struct sp_unw_builder *b, const struct sp_unw_job *jobs,
+				   uint32_t n);
+/* One job: 0 or -ENOSPC. */
 int sp_unw_builder__push(struct sp_unw_builder *b, const struct sp_unw_job *job);
 /* Paused: queued jobs wait (memory guard engaged). */
 void sp_unw_builder__set_paused(struct sp_unw_builder *b, bool paused);

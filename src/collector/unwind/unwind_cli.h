@@ -18,6 +18,9 @@
  *   --call-graph lbr      refused: needs hardware branch records
  *   --unwind-budget B     bytes of BPF memory for tables and ranges (k/m/g
  *                         suffixes), default 64m
+ *   --unwind-build WHEN   lazy (a table once a sample needs it) or eager
+ *                         (when a file is mapped); parsed in sampling_opts.c,
+ *                         default by what is recorded (pipeline.c)
  */
 #ifndef SPANPROF_UNWIND_CLI_H
 #define SPANPROF_UNWIND_CLI_H

@@ -18,6 +18,7 @@ struct fentry {
 	uint8_t state;		/* enum sp_unw_fstate */
 	uint8_t ever_built;
 	uint8_t pinned;		/* never evicted (the vDSO) */
+	uint8_t in_pend;	/* on the lazy list (struct sp_unw_files.pend) */
 	uint32_t gen;
 	uint32_t refs;		/* process ranges naming it */
 	uint32_t base, words;	/* extent while READY or BUILDING-with-space */
@@ -35,6 +36,17 @@ struct sp_unw_files {
 	uint32_t *slot_gen;		/* generation of each slot's last owner */
 	uint32_t *index;		/* HASH_SLOTS, slot or 0 */
 	uint32_t free_head;		/* 0 = none */
+	/* One past the highest slot ever handed out: the scans (LRU, the
+	 * tick's rebuilds) stop there, not at SP_UNW_FILES_MAX (slots are
+	 * handed out from 1 up, and freed ones first again). */
+	uint32_t hwm;
+	bool lazy;
+	/* Lazy mode: NEW files to look at in __sampled, as slot and
+	 * generation; an entry whose slot moved on is dropped there.  Full
+	 * (stale entries of reused slots): not added, the tick's __wanted
+	 * finds the file instead. */
+	struct sp_unw_build_req *pend;	/* [SP_UNW_FILES_MAX] */
+	uint32_t n_pend;
 	struct sp_unw_files_stats st;
 };
 
@@ -76,7 +88,8 @@ struct sp_unw_files *sp_unw_files__new(const struct sp_unw_backend *be, struct s
 	f->e = calloc(SP_UNW_FILES_MAX, sizeof(*f->e));
 	f->index = calloc(HASH_SLOTS, sizeof(*f->index));
 	f->slot_gen = calloc(SP_UNW_FILES_MAX, sizeof(*f->slot_gen));
-	if (!f->e || !f->index || !f->slot_gen) {
+	f->pend = calloc(SP_UNW_FILES_MAX, sizeof(*f->pend));
+	if (!f->e || !f->index || !f->slot_gen || !f->pend) {
 		sp_unw_files__free(f);
 		errno = ENOMEM;
 		return NULL;
@@ -95,7 +108,13 @@ void sp_unw_files__free(struct sp_unw_files *f)
 	free(f->e);
 	free(f->index);
 	free(f->slot_gen);
+	free(f->pend);
 	free(f);
+}
+
+void sp_unw_files__set_lazy(struct sp_unw_files *f, bool lazy)
+{
+	f->lazy = lazy;
 }
 
 static uint32_t index_find(const struct sp_unw_files *f, const struct sp_unw_file_key *k,
@@ -136,6 +155,27 @@ static void index_del(struct sp_unw_files *f, uint32_t s)
 static struct sp_unw_file *desc(const struct sp_unw_files *f, uint32_t s)
 {
 	return &f->be.files[s];
+}
+
+/* BPF has stamped slot s's descriptor: a sample had a frame in the file
+ * (bpf/unwind.bpf.h sp_unw_touch; the stamp is 0 from the slot's
+ * assignment until then). */
+static bool sampled(const struct sp_unw_files *f, uint32_t s)
+{
+	return __atomic_load_n(&desc(f, s)->last_used_ns, __ATOMIC_RELAXED) != 0;
+}
+
+/* Lazy mode: slot s is NEW, waiting for a sample. */
+static void pend_add(struct sp_unw_files *f, uint32_t s)
+{
+	struct fentry *e = &f->e[s];
+
+	if (!f->lazy || e->in_pend || f->n_pend == SP_UNW_FILES_MAX)
+		return;
+	f->pend[f->n_pend].slot = s;
+	f->pend[f->n_pend].gen = e->gen;
+	f->n_pend++;
+	e->in_pend = 1;
 }
 
 /* Withdraws slot s's table from BPF and the blob. */
@@ -199,9 +239,11 @@ uint32_t sp_unw_files__ref(struct sp_unw_files *f, const struct sp_unw_file_key 
 {
 	uint32_t h = key_hash(key), pos, s;
 	struct fentry *e;
+	bool created;
 
 	*build = false;
 	s = index_find(f, key, h, &pos);
+	created = !s;
 	if (!s) {
 		s = slot_alloc(f, 0);
 		if (!s) {
@@ -209,6 +251,8 @@ uint32_t sp_unw_files__ref(struct sp_unw_files *f, const struct sp_unw_file_key 
 			return 0;
 		}
 		index_find(f, key, h, &pos);	/* a reclaim may have moved entries */
+		if (s >= f->hwm)
+			f->hwm = s + 1;
 		e = &f->e[s];
 		memset(e, 0, sizeof(*e));
 		e->key = *key;
@@ -228,11 +272,18 @@ uint32_t sp_unw_files__ref(struct sp_unw_files *f, const struct sp_unw_file_key 
 	e->wpid = pid;
 	e->wstart = start;
 	e->wend = end;
-	if (e->state == SP_UNW_FS_NEW) {
+	if (e->state == SP_UNW_FS_NEW && f->lazy && !sampled(f, s)) {
+		/* No sample has needed it: wait for one (__sampled). */
+		if (created)
+			f->st.deferred++;
+		pend_add(f, s);
+	} else if (e->state == SP_UNW_FS_NEW) {
 		e->state = SP_UNW_FS_QUEUED;
 		*build = true;
 		req->slot = s;
 		req->gen = e->gen;
+		if (f->lazy)
+			f->st.sample_queued++;
 	}
 	return s << SP_UNW_FILE_GEN_BITS | (e->gen & GEN_MASK);
 }
@@ -259,8 +310,11 @@ void sp_unw_files__unqueue(struct sp_unw_files *f, const struct sp_unw_build_req
 {
 	struct fentry *e = req_entry(f, req);
 
-	if (e && e->state == SP_UNW_FS_QUEUED)
+	if (e && e->state == SP_UNW_FS_QUEUED) {
 		e->state = e->ever_built ? SP_UNW_FS_EVICTED : SP_UNW_FS_NEW;
+		if (e->state == SP_UNW_FS_NEW)
+			pend_add(f, req->slot);
+	}
 }
 
 bool sp_unw_files__begin(struct sp_unw_files *f, const struct sp_unw_build_req *req)
@@ -278,7 +332,7 @@ bool sp_unw_files__evict_lru(struct sp_unw_files *f, uint64_t now_ns)
 	uint32_t best = 0;
 	uint64_t best_t = 0;
 
-	for (uint32_t s = 1; s < SP_UNW_FILES_MAX; s++) {
+	for (uint32_t s = 1; s < f->hwm; s++) {
 		const struct fentry *e = &f->e[s];
 		uint64_t t;
 
@@ -391,15 +445,18 @@ uint32_t sp_unw_files__wanted(struct sp_unw_files *f, struct sp_unw_rebuild *out
 {
 	uint32_t n = 0;
 
-	for (uint32_t s = 1; s < SP_UNW_FILES_MAX && n < max; s++) {
+	for (uint32_t s = 1; s < f->hwm && n < max; s++) {
 		struct fentry *e = &f->e[s];
 
-		/* Never built (its queueing failed) and mapped, or evicted and
-		 * touched by BPF since. */
-		if (!e->wpid || !(e->state == SP_UNW_FS_NEW ? e->refs > 0 :
+		/* Never built (its queueing failed, or in lazy mode a sample
+		 * has needed it since) and mapped, or evicted and touched by
+		 * BPF since. */
+		if (!e->wpid || !(e->state == SP_UNW_FS_NEW ? e->refs > 0 && (!f->lazy || sampled(f, s)) :
 				  e->state == SP_UNW_FS_EVICTED &&
 				  desc(f, s)->last_used_ns > e->stamp_ns))
 			continue;
+		if (e->state == SP_UNW_FS_NEW && f->lazy)
+			f->st.sample_queued++;
 		e->state = SP_UNW_FS_QUEUED;
 		out[n].req.slot = s;
 		out[n].req.gen = e->gen;
@@ -419,6 +476,46 @@ void sp_unw_files__lost_witness(struct sp_unw_files *f, const struct sp_unw_buil
 		return;
 	e->state = e->ever_built ? SP_UNW_FS_EVICTED : SP_UNW_FS_NEW;
 	e->wpid = 0;
+	if (e->state == SP_UNW_FS_NEW)
+		pend_add(f, req->slot);
+}
+
+uint32_t sp_unw_files__sampled(struct sp_unw_files *f, struct sp_unw_rebuild *out, uint32_t max)
+{
+	uint32_t n = 0, waiting = 0;
+
+	if (!f->lazy)
+		return 0;
+	for (uint32_t i = 0; i < f->n_pend;) {
+		uint32_t s = f->pend[i].slot;
+		struct fentry *e = &f->e[s];
+		/* Unmapped files leave the list too (their next reference
+		 * puts them back): it holds what live processes map. */
+		bool keep = e->gen == f->pend[i].gen && e->state == SP_UNW_FS_NEW && e->refs;
+
+		if (keep && n < max && e->wpid && sampled(f, s)) {
+			e->state = SP_UNW_FS_QUEUED;
+			out[n].req = f->pend[i];
+			out[n].pid = e->wpid;
+			out[n].start = e->wstart;
+			out[n].end = e->wend;
+			n++;
+			f->st.sample_queued++;
+			keep = false;
+		}
+		if (keep) {
+			waiting++;
+			i++;
+			continue;
+		}
+		/* Queued now, or its slot moved on: off the list (a file that
+		 * becomes NEW again is put back). */
+		if (e->gen == f->pend[i].gen)
+			e->in_pend = 0;
+		f->pend[i] = f->pend[--f->n_pend];
+	}
+	f->st.unsampled = waiting;
+	return n;
 }
 
 int sp_unw_files__key(const struct sp_unw_files *f, const struct sp_unw_build_req *req,

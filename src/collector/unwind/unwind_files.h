@@ -22,6 +22,17 @@
  * process maps any more keeps its table until the space or its slot is
  * needed.
  *
+ * Lazy mode (sp_unw_files__set_lazy; `record -a` and the agent by
+ * default): a new file stays NEW, with no build, until BPF has stamped
+ * its descriptor (last_used_ns != 0: a sample had a frame in one of its
+ * ranges, and fell back to frame pointers there, counted as no_table).
+ * On a busy host most executables of most processes are never sampled
+ * (a short-lived process is gone before the 97 Hz timer finds it, a
+ * daemon sleeps), so their tables are never built.  sp_unw_files__sampled
+ * hands out the NEW files BPF has stamped, from a list of NEW files (not
+ * a scan of every slot: it runs on each consumer drain); a reference to a
+ * NEW file already stamped queues it at once, as in eager mode.
+ *
  * Every outcome is counted (struct sp_unw_files_stats).  Not thread safe:
  * the unwinder's lock.  Memory: SP_UNW_FILES_MAX entries (~200 B each)
  * allocated at __new.
@@ -64,7 +75,13 @@ struct sp_unw_files_stats {
 	uint64_t evicted;		/* tables dropped for space (LRU) */
 	uint64_t files_full;		/* no slot for a new file */
 	uint64_t slots_reclaimed;	/* unmapped files forgotten for a slot */
+	uint64_t deferred;		/* lazy: new files left NEW until a sample
+					 * needs them */
+	uint64_t sample_queued;		/* lazy: of those, queued because a sample
+					 * had a frame in them */
 	/* gauges */
+	uint64_t unsampled;		/* lazy: NEW files no sample has needed yet
+					 * (as of the last __sampled) */
 	uint64_t files;			/* slots in use */
 	uint64_t ready;			/* tables in the blob */
 	uint64_t table_words;		/* words of those tables */
@@ -83,6 +100,10 @@ struct sp_unw_files;
 struct sp_unw_files *sp_unw_files__new(const struct sp_unw_backend *be, struct sp_unw_blob *blob,
 				       uint64_t per_file_max_bytes);
 void sp_unw_files__free(struct sp_unw_files *f);	/* NULL-safe */
+
+/* Lazy mode on or off (default off: every new file is queued at its first
+ * reference).  Set before the first reference. */
+void sp_unw_files__set_lazy(struct sp_unw_files *f, bool lazy);
 
 /* A process maps the file: its range word (slot << 12 | gen) with one
  * more reference, or 0 when no slot is free (counted).  *build is set
@@ -126,6 +147,11 @@ struct sp_unw_rebuild {
 	uint64_t start, end;
 };
 uint32_t sp_unw_files__wanted(struct sp_unw_files *f, struct sp_unw_rebuild *out, uint32_t max);
+/* Lazy mode: NEW files, mapped by a live process, that BPF has stamped
+ * since (a sample had a frame in them): up to max build requests (each
+ * becomes QUEUED), as __wanted.  Costs one look per NEW file on the
+ * list; 0 outside lazy mode. */
+uint32_t sp_unw_files__sampled(struct sp_unw_files *f, struct sp_unw_rebuild *out, uint32_t max);
 
 /* The file could not be reopened from its recorded process: wait for
  * the next reference (which records a live one). */

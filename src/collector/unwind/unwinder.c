@@ -27,6 +27,10 @@
 
 #define DEFER_MAX 1024
 #define WANTED_PER_TICK 64
+/* Lazy mode: how often the NEW files are looked at for BPF's stamp (each
+ * drain, at most this often: on_exec_mapping also polls, several times
+ * per new process). */
+#define SAMPLED_SCAN_NS (10ull * 1000 * 1000)
 #define RESERVE_TRIES 4
 #define DEF_FILE_CPU_NS (10ull * 1000000000ull)
 #define VDSO_MAX (1u << 20)
@@ -56,6 +60,7 @@ struct sp_unwinder {
 					 * nothing but lock and counters */
 	bool builder_started;		/* consumer's thread */
 	struct sp_unw_range_in *rbuf;	/* SP_UNW_RANGES_MAX, listener only */
+	struct sp_unw_job *jbuf;	/* SP_UNW_RANGES_MAX, listener only */
 	struct defer defer[DEFER_MAX];
 	uint32_t n_defer;
 	uint64_t per_file_words;
@@ -65,6 +70,7 @@ struct sp_unwinder {
 	bool guard_capped;		/* ... once it has said */
 	uint64_t guard_evicted, guard_evicted_bytes;
 	uint64_t cfi_rows, eh_bytes;
+	uint64_t sampled_scan_ns;	/* last sp_unw_files__sampled (consumer) */
 };
 
 static uint64_t mono_ns(void)
@@ -267,6 +273,30 @@ static void build(const struct sp_unw_job *job, void *ctx)
 	close(fd);
 }
 
+/* Queues builds for w[0..n) (files QUEUED by unwind_files), reopened
+ * through their witness process, in one hand-off; those that do not fit
+ * go back.  Without the lock. */
+static void queue_rebuilds(struct sp_unwinder *u, const struct sp_unw_rebuild *w, uint32_t n)
+{
+	struct sp_unw_job jobs[WANTED_PER_TICK];
+	uint32_t pushed;
+
+	if (!n)
+		return;
+	for (uint32_t i = 0; i < n && i < WANTED_PER_TICK; i++)
+		jobs[i] = (struct sp_unw_job){
+			.req = w[i].req, .fd = -1, .pid = w[i].pid, .start = w[i].start,
+			.end = w[i].end,
+		};
+	pushed = sp_unw_builder__push_many(u->builder, jobs, n);
+	if (pushed == n)
+		return;
+	pthread_mutex_lock(&u->lock);
+	for (uint32_t i = pushed; i < n; i++)
+		sp_unw_files__unqueue(u->files, &w[i].req);
+	pthread_mutex_unlock(&u->lock);
+}
+
 /* Builder thread, about once a second: the blob's quarantine, and files
  * to (re)build. */
 static void tick(void *ctx)
@@ -284,18 +314,7 @@ static void tick(void *ctx)
 	if (!u->pressure)
 		n = sp_unw_files__wanted(u->files, w, WANTED_PER_TICK);
 	pthread_mutex_unlock(&u->lock);
-	for (uint32_t i = 0; i < n; i++) {
-		struct sp_unw_job job = {
-			.req = w[i].req, .fd = -1, .pid = w[i].pid, .start = w[i].start,
-			.end = w[i].end,
-		};
-
-		if (sp_unw_builder__push(u->builder, &job)) {
-			pthread_mutex_lock(&u->lock);
-			sp_unw_files__unqueue(u->files, &w[i].req);
-			pthread_mutex_unlock(&u->lock);
-		}
-	}
+	queue_rebuilds(u, w, n);
 }
 
 /* ------------------------------------------------------------ vDSO */
@@ -418,7 +437,7 @@ static void on_maps(uint32_t pid, const struct sp_proc_exec_map *m, uint32_t n, 
 {
 	struct sp_unwinder *u = ctx;
 	uint64_t now = mono_ns();
-	uint32_t stale;
+	uint32_t stale, nj = 0, pushed;
 
 	if (n > SP_UNW_RANGES_MAX) {
 		n = SP_UNW_RANGES_MAX;
@@ -451,17 +470,23 @@ static void on_maps(uint32_t pid, const struct sp_proc_exec_map *m, uint32_t n, 
 			u->paused++;
 			sp_unw_files__unqueue(u->files, &req);	/* the tick retries */
 		} else {
-			struct sp_unw_job job = {
+			struct sp_unw_job *job = &u->jbuf[nj];
+
+			*job = (struct sp_unw_job){
 				.req = req, .pid = pid, .start = m[i].start, .end = m[i].end,
 			};
-
-			job.fd = fcntl(m[i].fd, F_DUPFD_CLOEXEC, 0);
-			if (job.fd < 0 || sp_unw_builder__push(u->builder, &job)) {
-				if (job.fd >= 0)
-					close(job.fd);
+			job->fd = fcntl(m[i].fd, F_DUPFD_CLOEXEC, 0);
+			if (job->fd < 0)
 				sp_unw_files__unqueue(u->files, &req);
-			}
+			else
+				nj++;
 		}
+	}
+	/* One hand-off for all the new files of this read. */
+	pushed = sp_unw_builder__push_many(u->builder, u->jbuf, nj);
+	for (uint32_t i = pushed; i < nj; i++) {
+		close(u->jbuf[i].fd);
+		sp_unw_files__unqueue(u->files, &u->jbuf[i].req);
 	}
 	sp_unw_procs__set(u->uprocs, pid, u->rbuf, n, truncated, now);
 	/* Stale as written (an exec'd process's loader still mapping its
@@ -508,12 +533,14 @@ int sp_unwinder__new(const struct sp_unwinder_config *cfg, const struct sp_unw_b
 	u->per_file_words = (uint64_t)sp_unw_blob__stats(u->blob)->chunks_max * SP_UNW_CHUNK_WORDS / 4;
 	u->uprocs = sp_unw_procs__new(&u->be, u->blob, u->files, u->cfg.max_procs);
 	u->rbuf = calloc(SP_UNW_RANGES_MAX, sizeof(*u->rbuf));
-	if (!u->uprocs || !u->rbuf)
+	u->jbuf = calloc(SP_UNW_RANGES_MAX, sizeof(*u->jbuf));
+	if (!u->uprocs || !u->rbuf || !u->jbuf)
 		goto fail;
 	u->prefetch = sp_unw_prefetch__new(0, 0);
 	if (!u->prefetch)
 		goto fail;
 	build_vdso(u);
+	sp_unw_files__set_lazy(u->files, u->cfg.lazy);
 	u->builder = sp_unw_builder__new(0, u->cfg.cpu_share, build, tick, u);
 	if (!u->builder) {
 		e = -errno;
@@ -552,6 +579,7 @@ void sp_unwinder__free(struct sp_unwinder *u)
 	sp_unw_files__free(u->files);
 	sp_unw_blob__free_all(u->blob);
 	free(u->rbuf);
+	free(u->jbuf);
 	if (stuck)
 		return;	/* the builder thread may still use u->lock and
 			 * u->prefetch: they stay */
@@ -605,7 +633,8 @@ void sp_unwinder__on_exec_mapping(struct sp_unwinder *u, uint32_t pid, uint64_t 
 
 void sp_unwinder__poll(struct sp_unwinder *u, uint64_t now_ns)
 {
-	uint32_t due[DEFER_MAX], retry[SP_UNW_PROCS_RETRY], n = 0, nr;
+	uint32_t due[DEFER_MAX], retry[SP_UNW_PROCS_RETRY], n = 0, nr, ns = 0;
+	struct sp_unw_rebuild w[WANTED_PER_TICK];
 	uint64_t now = mono_ns();
 
 	if (!u)
@@ -627,7 +656,13 @@ void sp_unwinder__poll(struct sp_unwinder *u, uint64_t now_ns)
 		}
 	}
 	u->rereads += n;
+	/* Lazy mode: files a sample has needed since the last drain. */
+	if (!u->pressure && !u->closing && u->cfg.lazy && now - u->sampled_scan_ns >= SAMPLED_SCAN_NS) {
+		u->sampled_scan_ns = now;
+		ns = sp_unw_files__sampled(u->files, w, WANTED_PER_TICK);
+	}
 	pthread_mutex_unlock(&u->lock);
+	queue_rebuilds(u, w, ns);
 	/* Unlocked: the re-read calls back into the listener. */
 	for (uint32_t i = 0; i < n; i++)
 		sp_proc_table__reread(u->procs, due[i], now_ns);
@@ -739,6 +774,12 @@ void sp_unwinder__stats(struct sp_unwinder *u, struct sp_unwinder_stats *o)
 	o->ranges_truncated = ps->truncated;
 	o->rereads = u->rereads;
 	o->paused_builds = u->paused;
+	o->lazy = u->cfg.lazy;
+	o->deferred = fs->deferred;
+	o->sample_queued = fs->sample_queued;
+	o->unsampled = fs->unsampled;
+	o->builder_pushes = bs.pushes;
+	o->builder_wakeups = bs.wakeups;
 	o->build_cpu_ns = bs.cpu_ns;
 	o->build_throttle_ns = bs.throttle_ns;
 	o->cfi_rows = u->cfi_rows;

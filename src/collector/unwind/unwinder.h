@@ -19,6 +19,15 @@
  * looks files up, queues jobs (never blocking) and writes the process's
  * range list (a few hundred bytes and one map update).
  *
+ * When tables are built: eagerly (a file's table is queued at the first
+ * maps read that finds it; `record -- CMD` / `-p`: every process recorded
+ * is wanted) or lazily (`record -a` and the agent: queued once BPF has
+ * had a sample with a frame in the file, unwind_files.h; the frames of
+ * such samples before the table is in are walked by frame pointer,
+ * counted as no_table).  Either way a table is keyed by build id, shared
+ * by every process and every exec of the file, and built once while it
+ * stays in the budget.
+ *
  * The vDSO: every process maps the same kernel image, so its table is
  * built once, at __new, from the collector's own [vdso] (copied from
  * memory), and never evicted.
@@ -54,6 +63,7 @@ struct sp_unwinder_config {
 	double cpu_share;		/* builder CPU, fraction of one CPU; 0: default */
 	uint32_t max_procs;		/* 0: SP_UNW_PROCS_MAX */
 	uint64_t max_cpu_ns_per_file;	/* 0: 10 s; more is "too slow" (failed) */
+	bool lazy;			/* build on a sample's demand, see above */
 };
 
 struct sp_unwinder_stats {
@@ -89,9 +99,16 @@ struct sp_unwinder_stats {
 	uint64_t ranges_truncated;
 	uint64_t rereads;		/* maps re-read after a new executable mapping */
 	uint64_t paused_builds;		/* builds deferred by memory pressure */
+	/* lazy mode */
+	bool lazy;
+	uint64_t deferred;		/* new files left unbuilt until sampled */
+	uint64_t sample_queued;		/* builds queued because a sample needed one */
+	uint64_t unsampled;		/* gauge: known files no sample has needed */
 	/* builder */
 	uint64_t build_cpu_ns;
 	uint64_t build_throttle_ns;
+	uint64_t builder_pushes;	/* hand-offs to the builder (batches) */
+	uint64_t builder_wakeups;	/* of them, that had to wake it */
 	uint64_t cfi_rows;		/* CFI rows read */
 	uint64_t eh_frame_bytes;	/* .eh_frame read */
 	uint32_t queued;
