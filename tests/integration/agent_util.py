@@ -14,7 +14,7 @@ import subprocess
 import time
 import urllib.request
 
-from spt import BUILD, SPANPROF, check, fail
+from spt import BUILD, SPANPROF, check, fail, skip
 
 SYMBOLIZER = os.path.join(BUILD, "spanprof-symbolizer")
 FIXTURES = os.path.join(BUILD, "fixtures")
@@ -106,14 +106,63 @@ class Agent:
             self.p.wait()
 
 
-def wait_for(pred, timeout, step=0.2, what="condition"):
+def wait_for(pred, timeout, step=0.2, what="condition", note=None):
+    """pred()'s first true value; fails after timeout seconds, naming what,
+    and what note() (if given) says of the state at the timeout."""
     t0 = time.time()
     while time.time() - t0 < timeout:
         v = pred()
         if v:
             return v
         time.sleep(step)
-    fail("timed out after %.0fs waiting for %s" % (timeout, what))
+    fail("timed out after %.0fs waiting for %s%s" % (timeout, what, note() if note else ""))
+
+
+# ------------------------------------------------------------ memory cgroup
+class MemCgroup:
+    """A v1 memory cgroup of the test's own, ROOT/spanprof-test-PID (the
+    memory guard's tests run the agent in it).  MemCgroup.require() first
+    skips the test (77) on a host without the v1 memory hierarchy; .remove()
+    deletes the cgroup once the processes in it are gone (each test calls it
+    in its finally)."""
+    ROOT = "/sys/fs/cgroup/memory"
+
+    @staticmethod
+    def require():
+        if not os.path.exists(os.path.join(MemCgroup.ROOT, "memory.limit_in_bytes")):
+            skip("no cgroup v1 memory hierarchy at %s (v2 hosts: covered by the unit test)"
+                 % MemCgroup.ROOT)
+
+    def __init__(self):
+        self.path = os.path.join(self.ROOT, "spanprof-test-%d" % os.getpid())
+        os.mkdir(self.path)
+
+    def put(self, name, v):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(str(v))
+
+    def get(self, name):
+        with open(os.path.join(self.path, name)) as f:
+            return f.read()
+
+    def join(self):
+        """preexec_fn for a child that is to run in the cgroup."""
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    def check_no_oom_kill(self):
+        kills = [l for l in self.get("memory.oom_control").split("\n")
+                 if l.startswith("oom_kill ")]
+        check(not kills or kills[0].split()[1] == "0", "no OOM kill in the cgroup (%s)"
+              % (kills[0] if kills else "no oom_kill line"))
+
+    def remove(self):
+        for _ in range(50):     # the last process may take a moment to leave it
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                time.sleep(0.1)
 
 
 # ------------------------------------------------------------ Prometheus
@@ -311,6 +360,17 @@ class StoreServe:
         if self.p.poll() is not None:
             fail("serve exited: %s" % open(self.log_path).read())
 
+    def metrics(self):
+        st, body = http_get(self.port, "/metrics")
+        if st != 200:
+            fail("GET serve's /metrics -> %s %s" % (st, body[:200]))
+        return parse_prom(body)
+
+    def stored(self, kind):
+        """Symbol files of kind (elf, jit, kallsyms) serve has stored."""
+        return self.metrics().get("spanprof_symbolizer_symbols_stored_total", {}).get(
+            (("kind", kind),), 0)
+
     def stop(self):
         """SIGTERM, wait; returns its log."""
         if self.p.poll() is None:
@@ -321,6 +381,19 @@ class StoreServe:
     def cleanup(self):
         import shutil
         shutil.rmtree(self.top, ignore_errors=True)
+
+
+def exported_after_upload(agent, srv, kind, batches, timeout=40):
+    """Waits until serve has stored a symbol file of kind the agent uploaded
+    (--upload-symbols), then until the agent has exported batches more
+    batches: serve symbolized those with it.  Instead of a fixed sleep."""
+    wait_for(lambda: srv.stored(kind) >= 1, timeout, what="serve to store an uploaded %s file"
+             % kind)
+    def exported():
+        return agent.metrics().get1("spanprof_export_batches_total", outcome="exported")
+    n0 = exported()
+    wait_for(lambda: exported() >= n0 + batches, timeout,
+             what="%d batches exported after serve stored the %s file" % (batches, kind))
 
 
 def busy(seconds, name="callchain"):

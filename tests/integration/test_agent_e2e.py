@@ -3,7 +3,7 @@
 """spanprof agent end to end over real HTTP on loopback:
 
   spanprof-demo (libspanctx, service.name "checkout")
-  spanprof agent -F 97 --interval 2 --endpoint http://127.0.0.1:P
+  spanprof agent -F 97 --interval 1 --endpoint http://127.0.0.1:P
      -> spanprof-symbolizer serve --listen 127.0.0.1:P --output-dir DIR
      -> DIR/profile-*.otlp.pb.gz
 
@@ -33,13 +33,15 @@ os.makedirs(out)
 sport = au.free_port()
 sym = au.start_symbolizer(sport, out, d)
 truth = os.path.join(d, "truth.jsonl")
-demo = subprocess.Popen([au.DEMO, "--duration", "12", "--threads", "2", "--service-name",
+# The demo outlasts the agent's three 1 s batches and exits by itself (its
+# ground truth then holds every span it served); the test waits for that.
+demo = subprocess.Popen([au.DEMO, "--duration", "8", "--threads", "2", "--service-name",
                          "checkout", "--truth", truth],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 agent = None
 try:
     time.sleep(0.5)     # the demo publishes its context; the agent's scan finds it
-    agent = au.Agent(["-F", "97", "--interval", "2", "--endpoint",
+    agent = au.Agent(["-F", "97", "--interval", "1", "--endpoint",
                       "http://127.0.0.1:%d" % sport], d)
     m0 = agent.metrics()
     au.wait_for(lambda: agent.metrics().get1("spanprof_export_batches_total",

@@ -102,7 +102,7 @@ try:
 
     # ------------------------------------------------ 5. capabilities after attach
     stub = OtlpStub(lambda i: (200, {}))
-    a = au.Agent(["--interval", "5", "--endpoint", "http://127.0.0.1:%d" % stub.port], d)
+    a = au.Agent(["--interval", "1", "--endpoint", "http://127.0.0.1:%d" % stub.port], d)
     want = (1 << 2) | (1 << 19) | (1 << 39) | (1 << 40)
     tasks = os.listdir("/proc/%d/task" % a.pid)
     check(len(tasks) >= 4, "%d threads" % len(tasks))

@@ -1,3 +1,4 @@
+# spanprof-test: parallel (BPF on its own command only: record of a 2 s Go run whose build id and top names are checked; the rest is the symbolizer on files; no timing, rate or whole-machine assertion)
 """A stripped Go binary (-ldflags=-s -w) symbolized from .gopclntab matches
 its unstripped build symbolized from DWARF (issue 13).
 

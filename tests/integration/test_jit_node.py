@@ -33,7 +33,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spt  # noqa: E402
 from spt import check, fail  # noqa: E402
-from agent_util import Agent, StoreServe, http_get, otlp_files, wait_for  # noqa: E402
+from agent_util import Agent, StoreServe, exported_after_upload, http_get, otlp_files  # noqa: E402
 from lib import perfcmp  # noqa: E402
 from lib.otlp import read_otlp  # noqa: E402
 
@@ -145,12 +145,14 @@ def part_agent(d, node_flags="--perf-basic-prof", js=JS):
     agent = None
     try:
         agent = Agent(["--endpoint", "http://127.0.0.1:%d" % port, "--upload-symbols",
-                       "--interval", "3", "--jitter", "0", "-F", "97"], d)
-        time.sleep(9)
+                       "--interval", "1", "--jitter", "0", "-F", "97"], d)
+        # the perf map's pieces grow as node compiles: three batches after
+        # the first piece is stored, so that later ones are in too
+        exported_after_upload(agent, srv, "jit", 3)
         rc, _ = agent.stop()
         check(rc == 0, "agent exited 0")
-        files = wait_for(lambda: otlp_files(out), 20, what="serve's output files")
-        time.sleep(1)
+        # serve renames a profile into its output directory before it
+        # answers 200 (serve.c): what the stop flushed is there now
         files = otlp_files(out)
     finally:
         if agent:

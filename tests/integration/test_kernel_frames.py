@@ -34,7 +34,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spt  # noqa: E402
 from spt import check, fail, skip  # noqa: E402
-from agent_util import Agent, StoreServe, http_get, otlp_files, wait_for  # noqa: E402
+from agent_util import Agent, StoreServe, exported_after_upload, http_get, otlp_files  # noqa: E402
 from lib.otlp import read_otlp  # noqa: E402
 import test_symbolizer_kernel as tsk  # noqa: E402
 
@@ -128,16 +128,17 @@ def part_agent(td, oracle, text, base, record_top):
     agent = dd = None
     try:
         agent = Agent(["--endpoint", "http://127.0.0.1:%d" % port, "--upload-symbols",
-                       "--interval", "3", "--jitter", "0", "-F", "97"], td)
+                       "--interval", "1", "--jitter", "0", "-F", "97"], td)
         dd = subprocess.Popen(dd_cmd(10 ** 9), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
-        time.sleep(8)
+        exported_after_upload(agent, srv, "kallsyms", 3)
         dd.kill()
         dd.wait()
         rc, _ = agent.stop()
         check(rc == 0, "agent exited 0")
-        wait_for(lambda: otlp_files(out), 20, what="serve's output")
-        time.sleep(1)
+        # serve renames a profile into its output directory before it
+        # answers 200 (serve.c): what the stop flushed is there now
+        check(otlp_files(out), "serve's output holds the exported profiles")
     finally:
         if dd and dd.poll() is None:
             dd.kill()

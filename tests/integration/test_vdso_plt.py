@@ -96,7 +96,7 @@ def part_agent(d):
     agent = None
     try:
         agent = Agent(["--endpoint", "http://127.0.0.1:%d" % srv.port, "--upload-symbols",
-                       "--interval", "3", "--jitter", "0", "-F", "97"], d)
+                       "--interval", "1", "--jitter", "0", "-F", "97"], d)
         # two intervals exported, then the stop's flush: the image must be
         # stored once across every batch
         wait_for(lambda: agent.metrics().get1("spanprof_export_batches_total",

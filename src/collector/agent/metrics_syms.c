@@ -2,97 +2,136 @@
 /*
  * metrics_syms.c - host-symbol families on the agent's /metrics (see
  * metrics_syms.h).
+ *
+ * One table, one row per sample line, in the order they are written: a row
+ * with a help text opens its family (# HELP and # TYPE); a row without a
+ * label is a family of one sample; labelled rows that follow their opening
+ * row add samples to it.  The value is read from one snapshot of the four
+ * modules' statistics at the row's offset (every field is a uint64_t).
  */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
 #include "collector/agent/metrics_syms.h"
 #include "collector/host/hostsyms.h"
 #include "export/uploader.h"
 
-#define L(...) ((const char *const[]){ __VA_ARGS__, NULL })
-
-#define counter(b, name, help, v) sp_metrics__single_u64(b, name, SP_METRIC_COUNTER, help, v)
-#define gauge(b, name, help, v) sp_metrics__single_u64(b, name, SP_METRIC_GAUGE, help, v)
-
-void sp_agent_metrics__syms(struct sp_metrics_buf *b, struct sp_hostsyms *hs,
-			    struct sp_uploader *up)
-{
-	static const char jr[] = "spanprof_jit_maps_refused_total";
-	static const char uo[] = "spanprof_symbols_upload_blobs_total";
-	static const char jd[] = "spanprof_jitdump_refused_total";
+struct syms_snapshot {
 	struct sp_jit_maps_stats j;
 	struct sp_hostsyms_stats h;
 	struct sp_kernel_layout_stats k;
 	struct sp_uploader_stats u;
+};
 
-	sp_jit_maps__stats(sp_hostsyms__jit(hs), &j);
-	sp_hostsyms__stats(hs, &h);
-	sp_kernel_layout__stats(sp_hostsyms__kernel(hs), &k);
-	sp_uploader__stats(up, &u);
+struct syms_row {
+	const char *name;
+	enum sp_metric_type type;	/* of the family (read on its opening row) */
+	const char *help;	/* NULL: another sample of the family above */
+	const char *label;	/* NULL: the family's only sample */
+	const char *value;
+	size_t off;		/* of a uint64_t in struct syms_snapshot */
+};
 
-	counter(b, "spanprof_jit_maps_checks_total",
-		"Checks of a process's perf map (a stat, at most one per process per second)",
-		j.checks);
-	counter(b, "spanprof_jit_maps_pieces_total",
-		"Perf-map pieces copied (content-addressed, for the symbolizer)", j.pieces);
-	counter(b, "spanprof_jit_maps_bytes_total", "Perf-map bytes copied", j.bytes_read);
-	sp_metrics__family(b, jr, SP_METRIC_COUNTER,
-			   "Perf maps not copied, by reason (no_map: the process has none)");
-	sp_metrics__u64(b, jr, L("reason", "no_map"), j.no_map);
-	sp_metrics__u64(b, jr, L("reason", "not_regular"), j.not_regular);
-	sp_metrics__u64(b, jr, L("reason", "wrong_owner"), j.wrong_owner);
-	sp_metrics__u64(b, jr, L("reason", "stale"), j.stale);
-	sp_metrics__u64(b, jr, L("reason", "unreadable"), j.unreadable);
-	sp_metrics__u64(b, jr, L("reason", "truncated"), j.truncated);
-	sp_metrics__u64(b, jr, L("reason", "over_budget"), j.over_budget);
-	sp_metrics__u64(b, jr, L("reason", "not_shipped"), j.sink_refused);
-	sp_metrics__u64(b, jr, L("reason", "table_full"), j.procs_full);
-	counter(b, "spanprof_jit_maps_notes_dropped_total",
-		"Samples in JIT code whose perf-map check was not queued (queue full)",
-		j.notes_dropped);
-	counter(b, "spanprof_jit_maps_restarts_total",
-		"Perf maps shipped again from their start (replaced, rewritten, or a lost upload)",
-		j.restarts);
-	gauge(b, "spanprof_jit_maps_processes", "Processes whose perf map is followed",
-	      j.procs_with_map);
-	counter(b, "spanprof_jitdump_checks_total",
-		"Checks that found a process's jitdump (jit-PID.dump mapped executable)",
-		j.jitdump_checks);
-	counter(b, "spanprof_jitdump_code_loads_total",
-		"Jitdump code loads and moves turned into perf-map lines", j.jitdump_loads);
-	sp_metrics__family(b, jd, SP_METRIC_COUNTER,
-			   "Jitdump content not used, by reason");
-	sp_metrics__u64(b, jd, L("reason", "file_refused"), j.jitdump_refused);
-	sp_metrics__u64(b, jd, L("reason", "bad_record"), j.jitdump_bad_records);
-	sp_metrics__u64(b, jd, L("reason", "move_unknown"), j.jitdump_moves_unknown);
-	sp_metrics__u64(b, jd, L("reason", "name_cut"), j.jitdump_names_cut);
-	sp_metrics__u64(b, jd, L("reason", "info_skipped"), j.jitdump_skipped);
+/* offsetof, and a compile error unless the field is a uint64_t */
+#define AT(field) (offsetof(struct syms_snapshot, field) + \
+		   _Generic(((struct syms_snapshot *)0)->field, uint64_t: 0))
+#define ONE(name, type, help, field) { name, SP_METRIC_##type, help, NULL, NULL, AT(field) }
+#define FAMILY(name, type, help, label, value, field) \
+	{ name, SP_METRIC_##type, help, label, value, AT(field) }
+#define MORE(name, label, value, field) { name, SP_METRIC_COUNTER, NULL, label, value, AT(field) }
 
-	gauge(b, "spanprof_kernel_modules", "Loadable modules mapped for kernel frames",
-	      k.modules);
-	counter(b, "spanprof_kernel_boot_frames_total",
-		"Kernel frames outside the image and modules (BPF, trampolines): boot-specific",
-		k.boot_frames);
+#define JR "spanprof_jit_maps_refused_total"
+#define JD "spanprof_jitdump_refused_total"
+#define UO "spanprof_symbols_upload_blobs_total"
 
-	counter(b, "spanprof_symbols_store_writes_total",
-		"Host-symbol files written to --output-dir DIR/syms", h.store_writes);
-	counter(b, "spanprof_symbols_store_errors_total",
-		"Host-symbol files that could not be written", h.store_errors);
-	sp_metrics__family(b, uo, SP_METRIC_COUNTER,
-			   "Host-symbol blobs for the symbolizer, by outcome");
-	sp_metrics__u64(b, uo, L("outcome", "queued"), u.submitted);
-	sp_metrics__u64(b, uo, L("outcome", "known"), u.known);
-	sp_metrics__u64(b, uo, L("outcome", "delivered"), u.delivered);
-	sp_metrics__u64(b, uo, L("outcome", "failed"), u.failed);
-	sp_metrics__u64(b, uo, L("outcome", "dropped_queue_full"), u.dropped_queue_full);
-	sp_metrics__u64(b, uo, L("outcome", "dropped_shutdown"), u.dropped_shutdown);
-	counter(b, "spanprof_symbols_upload_requests_total",
-		"HTTP attempts uploading host symbols", u.sender.requests);
-	counter(b, "spanprof_symbols_upload_retries_total", "Host-symbol upload retries",
-		u.sender.retries);
-	counter(b, "spanprof_symbols_upload_sent_bytes_total",
-		"Host-symbol request bytes uploaded, every attempt", u.sender.bytes_sent);
-	gauge(b, "spanprof_symbols_upload_queue_bytes",
-	      "Encoded host-symbol bytes waiting for upload (in flight included)",
-	      u.queue_bytes);
-	gauge(b, "spanprof_symbols_upload_queue_limit_bytes",
-	      "Host-symbol upload queue cap (--symbols-queue-bytes)", u.queue_limit_bytes);
+static const struct syms_row rows[] = {
+	ONE("spanprof_jit_maps_checks_total", COUNTER,
+	    "Checks of a process's perf map (a stat, at most one per process per second)",
+	    j.checks),
+	ONE("spanprof_jit_maps_pieces_total", COUNTER,
+	    "Perf-map pieces copied (content-addressed, for the symbolizer)", j.pieces),
+	ONE("spanprof_jit_maps_bytes_total", COUNTER, "Perf-map bytes copied", j.bytes_read),
+	FAMILY(JR, COUNTER, "Perf maps not copied, by reason (no_map: the process has none)",
+	       "reason", "no_map", j.no_map),
+	MORE(JR, "reason", "not_regular", j.not_regular),
+	MORE(JR, "reason", "wrong_owner", j.wrong_owner),
+	MORE(JR, "reason", "stale", j.stale),
+	MORE(JR, "reason", "unreadable", j.unreadable),
+	MORE(JR, "reason", "truncated", j.truncated),
+	MORE(JR, "reason", "over_budget", j.over_budget),
+	MORE(JR, "reason", "not_shipped", j.sink_refused),
+	MORE(JR, "reason", "table_full", j.procs_full),
+	ONE("spanprof_jit_maps_notes_dropped_total", COUNTER,
+	    "Samples in JIT code whose perf-map check was not queued (queue full)",
+	    j.notes_dropped),
+	ONE("spanprof_jit_maps_restarts_total", COUNTER,
+	    "Perf maps shipped again from their start (replaced, rewritten, or a lost upload)",
+	    j.restarts),
+	ONE("spanprof_jit_maps_processes", GAUGE, "Processes whose perf map is followed",
+	    j.procs_with_map),
+	ONE("spanprof_jitdump_checks_total", COUNTER,
+	    "Checks that found a process's jitdump (jit-PID.dump mapped executable)",
+	    j.jitdump_checks),
+	ONE("spanprof_jitdump_code_loads_total", COUNTER,
+	    "Jitdump code loads and moves turned into perf-map lines", j.jitdump_loads),
+	FAMILY(JD, COUNTER, "Jitdump content not used, by reason",
+	       "reason", "file_refused", j.jitdump_refused),
+	MORE(JD, "reason", "bad_record", j.jitdump_bad_records),
+	MORE(JD, "reason", "move_unknown", j.jitdump_moves_unknown),
+	MORE(JD, "reason", "name_cut", j.jitdump_names_cut),
+	MORE(JD, "reason", "info_skipped", j.jitdump_skipped),
+
+	ONE("spanprof_kernel_modules", GAUGE, "Loadable modules mapped for kernel frames",
+	    k.modules),
+	ONE("spanprof_kernel_boot_frames_total", COUNTER,
+	    "Kernel frames outside the image and modules (BPF, trampolines): boot-specific",
+	    k.boot_frames),
+
+	ONE("spanprof_symbols_store_writes_total", COUNTER,
+	    "Host-symbol files written to --output-dir DIR/syms", h.store_writes),
+	ONE("spanprof_symbols_store_errors_total", COUNTER,
+	    "Host-symbol files that could not be written", h.store_errors),
+	FAMILY(UO, COUNTER, "Host-symbol blobs for the symbolizer, by outcome",
+	       "outcome", "queued", u.submitted),
+	MORE(UO, "outcome", "known", u.known),
+	MORE(UO, "outcome", "delivered", u.delivered),
+	MORE(UO, "outcome", "failed", u.failed),
+	MORE(UO, "outcome", "dropped_queue_full", u.dropped_queue_full),
+	MORE(UO, "outcome", "dropped_shutdown", u.dropped_shutdown),
+	ONE("spanprof_symbols_upload_requests_total", COUNTER,
+	    "HTTP attempts uploading host symbols", u.sender.requests),
+	ONE("spanprof_symbols_upload_retries_total", COUNTER, "Host-symbol upload retries",
+	    u.sender.retries),
+	ONE("spanprof_symbols_upload_sent_bytes_total", COUNTER,
+	    "Host-symbol request bytes uploaded, every attempt", u.sender.bytes_sent),
+	ONE("spanprof_symbols_upload_queue_bytes", GAUGE,
+	    "Encoded host-symbol bytes waiting for upload (in flight included)", u.queue_bytes),
+	ONE("spanprof_symbols_upload_queue_limit_bytes", GAUGE,
+	    "Host-symbol upload queue cap (--symbols-queue-bytes)", u.queue_limit_bytes),
+};
+
+void sp_agent_metrics__syms(struct sp_metrics_buf *b, struct sp_hostsyms *hs,
+			    struct sp_uploader *up)
+{
+	struct syms_snapshot s;
+
+	sp_jit_maps__stats(sp_hostsyms__jit(hs), &s.j);
+	sp_hostsyms__stats(hs, &s.h);
+	sp_kernel_layout__stats(sp_hostsyms__kernel(hs), &s.k);
+	sp_uploader__stats(up, &s.u);
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct syms_row *r = &rows[i];
+		uint64_t v;
+
+		memcpy(&v, (const char *)&s + r->off, sizeof(v));
+		if (!r->label) {
+			sp_metrics__single_u64(b, r->name, r->type, r->help, v);
+			continue;
+		}
+		if (r->help)
+			sp_metrics__family(b, r->name, r->type, r->help);
+		sp_metrics__u64(b, r->name, (const char *const[]){ r->label, r->value, NULL }, v);
+	}
 }
