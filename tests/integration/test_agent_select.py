@@ -87,6 +87,16 @@ try:
 
     au.wait_for(lambda: {a.pid, c.pid, e.pid, g.pid, late.pid} <= pids_seen(), 30,
                 what="samples of the selected processes")
+    # Each image is decided at its first sample: podB's and env-wins' may
+    # come after the selected ones' (a loaded CI run had env-wins still
+    # undecided 3 s later); wait for both verdicts, then measure the 3 s.
+    def sel_note():
+        m = agent.metrics()
+        return " (selection: %s)" % {o: m.get1("spanprof_target_selection_total", outcome=o)
+                                     for o in ("included", "excluded", "deferred", "unreadable")}
+    au.wait_for(lambda: agent.metrics().get1("spanprof_target_selection_total",
+                                             outcome="excluded") >= 2, 20,
+                what="podB and env-wins to be decided (excluded)", note=sel_note)
     m1 = agent.metrics()
     time.sleep(3)
     m2 = agent.metrics()
