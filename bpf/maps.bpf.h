@@ -67,8 +67,9 @@ SP_SHARED struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-/* Target processes (tgid -> 1) when cfg_filter_pids; children of targets
- * are added on fork, so a profiled command's whole tree is followed. */
+/* Target processes (tgid -> enum sp_target_state) when cfg_filter_pids;
+ * children of targets are added on fork (in their parent's state), so a
+ * profiled command's whole tree is followed. */
 SP_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -332,9 +333,14 @@ static __always_inline void sp_count(__u32 idx)
 
 static __always_inline bool sp_is_target(__u32 tgid)
 {
+	__u8 *v;
+
 	if (cfg_exclude && bpf_map_lookup_elem(&excluded, &tgid))
 		return false;
-	return !cfg_filter_pids || bpf_map_lookup_elem(&targets, &tgid);
+	if (!cfg_filter_pids)
+		return true;
+	v = bpf_map_lookup_elem(&targets, &tgid);
+	return v && *v == SP_TARGET_ON;
 }
 
 /* Samples and waits of this thread are streamed: its process is a target

@@ -73,7 +73,12 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sp_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u8 *state;
 
+	/* record's command is streamed from its new image on. */
+	state = cfg_filter_pids ? bpf_map_lookup_elem(&targets, &tgid) : NULL;
+	if (state && *state == SP_TARGET_AT_EXEC)
+		*state = SP_TARGET_ON;
 	/* A new image: the selection is decided again at its first sample. */
 	if (cfg_exclude)
 		bpf_map_delete_elem(&excluded, &tgid);
@@ -116,14 +121,17 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(sp_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid, ctgid;
-	__u8 one = 1;
+	__u8 *state, copy;
 
 	if (!cfg_filter_pids)
 		return 0;
 	ptgid = BPF_CORE_READ(parent, tgid);
 	ctgid = BPF_CORE_READ(child, tgid);
-	if (ptgid != ctgid && bpf_map_lookup_elem(&targets, &ptgid))
-		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	state = ptgid != ctgid ? bpf_map_lookup_elem(&targets, &ptgid) : NULL;
+	if (state) {
+		copy = *state;
+		bpf_map_update_elem(&targets, &ctgid, &copy, BPF_ANY);
+	}
 	return 0;
 }
 

@@ -75,6 +75,15 @@ enum sp_event_type {
 				 * per stale episode, see SP_UNW_PROC_* below) */
 };
 
+/* Values of the targets map (bpf/maps.bpf.h), tgid -> state. */
+enum sp_target_state {
+	SP_TARGET_ON = 1,	/* streamed */
+	SP_TARGET_AT_EXEC = 2,	/* record's command, forked and not yet
+				 * exec'd: streamed from its exec on, so no
+				 * sample shows record's own pre-exec image
+				 * (whose maps nobody can read afterwards) */
+};
+
 enum sp_sample_flags {
 	SP_F_IDLE = 1 << 0,		/* the CPU ran its idle task */
 	SP_F_KSTACK_TRUNC = 1 << 1,	/* kernel stack hit SP_MAX_FRAMES */

@@ -317,6 +317,55 @@ static void test_child_exits_after_read(void **state)
 	sp_proc_table__free(t);
 }
 
+/* The real late sample: the exit event is handled while the process is a
+ * zombie, whose /proc/PID/maps still opens and reads empty (its mm is
+ * gone).  That read must not replace what was known. */
+static void test_zombie_keeps_maps(void **state)
+{
+	struct sp_proc_table *t = sp_proc_table__new(NULL);
+	int pfd[2];
+	char c, path[64], buf[512];
+	pid_t child;
+	uint32_t id;
+	bool zombie = false;
+
+	(void)state;
+	assert_int_equal(pipe(pfd), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		close(pfd[0]);
+		if (write(pfd[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &c, 1), 1);
+	close(pfd[0]);
+	id = sp_proc_table__resolve(t, (uint32_t)child, probe_addr(), now());
+	assert_true(id >= 2);
+	kill(child, SIGKILL);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)child);
+	for (int i = 0; i < 2000 && !zombie; i++) {	/* up to 2 s */
+		FILE *f = fopen(path, "r");
+		char *rp;
+
+		assert_non_null(f);
+		rp = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		zombie = rp && rp[1] == ' ' && rp[2] == 'Z';
+		if (!zombie)
+			usleep(1000);
+	}
+	assert_true(zombie);
+	sp_proc_table__on_exit(t, (uint32_t)child);
+	assert_int_equal(sp_proc_table__resolve(t, (uint32_t)child, probe_addr(), now()), id);
+	assert_true(sp_proc_table__proc(t, (uint32_t)child)->gone);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	sp_proc_table__free(t);
+}
+
 static void test_pid_reuse(void **state)
 {
 	struct sp_proc_table *t = sp_proc_table__new(NULL);
@@ -1069,6 +1118,7 @@ int main(void)
 		cmocka_unit_test(test_deleted_file),
 		cmocka_unit_test(test_child_reaped_before_read),
 		cmocka_unit_test(test_child_exits_after_read),
+		cmocka_unit_test(test_zombie_keeps_maps),
 		cmocka_unit_test(test_pid_reuse),
 		cmocka_unit_test(test_fake_malformed_lines),
 		cmocka_unit_test(test_fake_vdso_and_anon),

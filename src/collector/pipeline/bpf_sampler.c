@@ -390,12 +390,12 @@ void sp_sampler__destroy(struct sp_sampler *s)
 	free(s);
 }
 
-int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid)
+int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid, bool at_exec)
 {
-	uint8_t one = 1;
+	uint8_t state = at_exec ? SP_TARGET_AT_EXEC : SP_TARGET_ON;
 
-	return bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &one,
-				    sizeof(one), BPF_ANY);
+	return bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &state,
+				    sizeof(state), BPF_ANY);
 }
 
 int sp_sampler__exclude(struct sp_sampler *s, uint32_t pid)

@@ -78,7 +78,9 @@ int sp_sampler__attach(struct sp_sampler *s, char *err_msg, size_t err_len);
 void sp_sampler__stop(struct sp_sampler *s);
 void sp_sampler__destroy(struct sp_sampler *s);	/* NULL-safe */
 
-int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid);
+/* pid and the children it forks are sampled (when filter_pids); at_exec:
+ * only from its next exec on (record's command, forked and paused). */
+int sp_sampler__add_target(struct sp_sampler *s, uint32_t pid, bool at_exec);
 /* With exclude: pid's samples and waits stop in BPF until it execs or
  * exits. */
 int sp_sampler__exclude(struct sp_sampler *s, uint32_t pid);

@@ -346,9 +346,9 @@ int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid)
 	return sp_sampler__exclude(p->sampler, pid);
 }
 
-int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid)
+int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid, bool at_exec)
 {
-	return sp_sampler__add_target(p->sampler, pid);
+	return sp_sampler__add_target(p->sampler, pid, at_exec);
 }
 
 int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, char *err,

@@ -88,7 +88,8 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 		     size_t err_len);
 void sp_pipeline__free(struct sp_pipeline *p);	/* NULL-safe; frees the current aggregator */
 
-int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid);
+/* See sp_sampler__add_target. */
+int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid, bool at_exec);
 int sp_pipeline__add_target_tid(struct sp_pipeline *p, uint32_t tid);
 /* With cfg.exclude: pid is no longer sampled (in BPF) until it execs. */
 int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid);

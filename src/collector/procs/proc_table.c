@@ -802,6 +802,14 @@ static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint
 		goto fail;
 	}
 
+	if (n == 0) {
+		/* A user process always maps something (its executable, stack,
+		 * vdso): an empty read is a process past exit_mm(), whose late
+		 * samples still need the maps it had.  Treated as gone. */
+		proc_listener_close(t);
+		err = -ESRCH;
+		goto fail;
+	}
 	if (sc.full || rs.truncated)
 		t->stats.maps_per_proc_full++;
 	for (i = 1; i < n; i++) {

@@ -288,8 +288,9 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 	return 0;
 }
 
-/* Starts the command stopped on a pipe so that it becomes a target before
- * its first instruction; returns the pid and the pipe's write end. */
+/* Starts the command stopped on a pipe so that it is a target (from its
+ * exec on, SP_TARGET_AT_EXEC) before its first instruction; returns the
+ * pid and the pipe's write end. */
 static pid_t spawn_paused(char **argv, int *go_fd)
 {
 	int fds[2];
@@ -607,7 +608,7 @@ int sp_record__main(int argc, char **argv)
 			o.pids[o.n_pids++] = (uint32_t)tgid;
 	}
 	for (uint32_t i = 0; i < o.n_pids; i++) {
-		sp_pipeline__add_target(pipe, o.pids[i]);
+		sp_pipeline__add_target(pipe, o.pids[i], false);
 		/* a pidfd turns readable when its process exits (no pid reuse) */
 		pidfds[i] = (int)syscall(SYS_pidfd_open, o.pids[i], 0);
 	}
@@ -621,7 +622,7 @@ int sp_record__main(int argc, char **argv)
 			goto out;
 		}
 		if (!o.all && !o.n_tids)
-			sp_pipeline__add_target(pipe, child);
+			sp_pipeline__add_target(pipe, child, true);
 	}
 	if (sp_pipeline__start(pipe, o.pids, o.n_pids, err_msg, sizeof(err_msg))) {
 		fprintf(stderr, "spanprof record: %s\n", err_msg);
