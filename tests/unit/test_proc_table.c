@@ -270,13 +270,14 @@ static void test_child_reaped_before_read(void **state)
 	sp_proc_table__free(t);
 }
 
-/* A forked child, its layout ours, paused until killed; returns once it
- * runs. */
-static pid_t fork_pausing_child(void)
+/* A child of this process (the same layout as ours) that waits in pause()
+ * until it is killed; returned once it runs.  The caller kills and reaps
+ * it. */
+static pid_t fork_paused(void)
 {
 	int pfd[2];
-	char c;
 	pid_t child;
+	char c;
 
 	assert_int_equal(pipe(pfd), 0);
 	child = fork();
@@ -302,7 +303,7 @@ static void test_child_exits_after_read(void **state)
 	uint32_t id, reads;
 
 	(void)state;
-	child = fork_pausing_child();
+	child = fork_paused();
 
 	/* Forked: same layout as ours. */
 	id = sp_proc_table__resolve(t, (uint32_t)child, probe_addr(), now());
@@ -339,7 +340,7 @@ static void test_zombie_keeps_maps(void **state)
 	bool zombie = false;
 
 	(void)state;
-	child = fork_pausing_child();
+	child = fork_paused();
 	id = sp_proc_table__resolve(t, (uint32_t)child, probe_addr(), now());
 	assert_true(id >= 2);
 	kill(child, SIGKILL);
