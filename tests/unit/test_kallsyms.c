@@ -626,9 +626,9 @@ static struct sp_ksyms *load_capture(const char *path)
 	return k;
 }
 
-/* sp_kallsyms__text_range streams the file through a buffer of two line
- * lengths: lines across its edges, a line longer than the whole buffer
- * (skipped, and the one after it read), modules and zeros. */
+/* sp_kallsyms__text_range streams the file through a 16 KiB buffer: lines
+ * across its edges, a line longer than the whole buffer (skipped, and the
+ * one after it read), modules and zeros. */
 static void test_text_range_streamed(void **state)
 {
 	char in[PATH_MAX], err[256];
@@ -642,10 +642,10 @@ static void test_text_range_streamed(void **state)
 	for (int i = 0; i < 20000; i++)
 		len += (size_t)snprintf(buf + len, cap - len, "ffffffff81%06x t fn_%d\n",
 					0x100000 + i * 16, i);
-	/* a line over 2 x SP_KALLSYMS_MAX_LINE: skipped whole, its tail too */
+	/* a line over the 16 KiB buffer: skipped whole, its tail too */
 	len += (size_t)snprintf(buf + len, cap - len, "ffffffff8f000000 T ");
-	memset(buf + len, 'x', 3 * SP_KALLSYMS_MAX_LINE);
-	len += 3 * SP_KALLSYMS_MAX_LINE;
+	memset(buf + len, 'x', 40 << 10);
+	len += 40 << 10;
 	buf[len++] = '\n';
 	len += (size_t)snprintf(buf + len, cap - len,
 				"ffffffff81000000 T _text\n"

@@ -345,18 +345,21 @@ static const char *kallsyms_src(void)
 }
 
 /*
- * Streamed, in a buffer of two line lengths: the whole file is 5+ MB and
+ * Streamed through 16 KiB (/proc/kallsyms answers a page per read, and a
+ * line is at most SP_KALLSYMS_MAX_LINE): the whole file is 5+ MB and
  * only two addresses are wanted, and this runs at every start beside the
- * BPF programs' load (their verification is charged to the same memory
- * cgroup: the agent's 48 MiB test limit was crossed with the file and its
- * line index held at that moment).  Same bounds as a capture: a line over
+ * BPF programs' load (with the whole file and its line index held while
+ * the sampler loaded, the agent crossed test_agent_memguard's 48 MiB limit
+ * at start and was OOM-killed).  Same bounds as a capture: a line over
  * SP_KALLSYMS_MAX_LINE is skipped, more than SP_KALLSYMS_MAX_BYTES is -E2BIG.
  */
 int sp_kallsyms__text_range(uint64_t *text, uint64_t *image_end, char *err, size_t err_len)
 {
 	const char *src = kallsyms_src();
 	struct text_scan sc = { 0 };
-	char buf[2 * SP_KALLSYMS_MAX_LINE + 2];
+	char buf[16 << 10];
+
+	_Static_assert(sizeof(buf) > 2 * SP_KALLSYMS_MAX_LINE, "a line and a half fit");
 	size_t have = 0, total = 0;
 	bool overlong = false;	/* inside a line already too long: skip to \n */
 	ssize_t got;
