@@ -227,7 +227,7 @@ static int start_unwinder(struct sp_pipeline *p, char *err, size_t err_len)
  * The BPF programs' verification (~0.3 s of sp_oncpu alone) runs in the
  * kernel on the loading thread, and the host symbols' first read of
  * /proc/kallsyms (0.1-0.2 s of kernel time formatting 5 MB) on this one:
- * on a thread of its own the load overlaps that read.
+ * with cfg.overlap_load the load runs on a thread of its own, beside it.
  */
 struct sampler_load {
 	struct sp_sampler_config cfg;
@@ -272,7 +272,7 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	if (rc)
 		goto fail;
 	sampler_config(p, &load.cfg);
-	loading = !pthread_create(&load_th, NULL, sampler_load_run, &load);
+	loading = cfg->overlap_load && !pthread_create(&load_th, NULL, sampler_load_run, &load);
 	if (cfg->hostsyms) {
 		struct sp_hostsyms_config hc = *cfg->hostsyms;
 

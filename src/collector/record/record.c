@@ -577,7 +577,8 @@ int sp_record__main(int argc, char **argv)
 	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, on_signal);
 	pcfg = (struct sp_pipeline_config){ .opts = &o.s, .filter_pids = !o.all,
-					    .filter_tids = o.n_tids > 0, .hostsyms = &hcfg };
+					    .filter_tids = o.n_tids > 0, .hostsyms = &hcfg,
+					    .overlap_load = true };
 	if (sp_pipeline__new(&pcfg, &pipe, err_msg, sizeof(err_msg))) {
 		fprintf(stderr, "spanprof record: %s\n", err_msg);
 		goto out;
