@@ -191,7 +191,10 @@ class HangFs:
     its handler threads), which fails whatever is still pending, and only
     then kills and reaps procs, unmounts and removes the directory.
     With backing (a file) and prefix (bytes), FILE has backing's size and
-    bytes, and only reads past prefix hang (hangfs.c's usage)."""
+    bytes, and only reads past prefix hang (hangfs.c's usage).
+    hang_opens(comm): from then on opens of FILE (by threads named comm)
+    do not answer either.
+    Each instance wants a workdir of its own (its hold file is there)."""
 
     def __init__(self, workdir, backing=None, prefix=0):
         if not os.path.exists("/dev/fuse"):
@@ -214,9 +217,23 @@ class HangFs:
         self.close([])
         fail("hangfs did not mount: %s" % self.proc.stderr.read(2000))
 
+    def hang_opens(self, comm=""):
+        """Opens of FILE stop answering: all, or those by threads named
+        comm only (hangfs.c)."""
+        with open(self.hold + ".open", "w") as f:
+            f.write(comm + "\n")
+
     def close(self, procs):
-        if os.path.exists(self.hold):
-            os.unlink(self.hold)
+        """Once; a second call only kills and reaps procs."""
+        if getattr(self, "closed", False):
+            for p in procs:
+                p.kill()
+                p.wait()
+            return
+        self.closed = True
+        for f in (self.hold, self.hold + ".open"):
+            if os.path.exists(f):
+                os.unlink(f)
         time.sleep(0.5)
         self.proc.kill()
         self.proc.wait()
