@@ -266,14 +266,8 @@ try:
         check(not open_blocks(fs_b.FILE, "other"), "trap B: others' opens answer")
         s0 = metric("spanprof_unwind_tables_total", outcome="stalled")
         n0 = stub.count()
-        t0 = time.monotonic()
         go(rb)      # samples in B: the lazy builder reopens it, and waits
-        bad = []
-        while time.monotonic() - t0 < 6:
-            st, body = au.http_get(a.port, "/healthz", timeout=2)
-            if st != 200:
-                bad.append((round(time.monotonic() - t0, 1), st, body))
-            time.sleep(0.25)
+        bad = au.healthz_watch(a.port, 6)
         n = stub.count() - n0
         check(not bad, "agent: /healthz stayed 200 (%s)" % bad)
         check(n >= 4, "agent: %d batches exported in 6 s at --interval 1" % n)

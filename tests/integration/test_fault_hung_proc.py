@@ -123,13 +123,7 @@ try:
                   "http://127.0.0.1:%d" % stub.port], d)
     try:
         n0 = stub.count()
-        t0 = time.monotonic()
-        bad = []
-        while time.monotonic() - t0 < 6:
-            st, body = au.http_get(a.port, "/healthz", timeout=2)
-            if st != 200:
-                bad.append((round(time.monotonic() - t0, 1), st, body))
-            time.sleep(0.25)
+        bad = au.healthz_watch(a.port, 6)
         n = stub.count() - n0
         check(not bad, "agent: /healthz stayed 200 beside the caught processes (%s)" % bad)
         check(n >= 4, "agent: %d batches exported in 6 s at --interval 1" % n)

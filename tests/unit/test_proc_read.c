@@ -100,6 +100,20 @@ static void unput(const char *root)
 	rmdir(root);
 }
 
+/* Waits (2 s at most) for r's stuck helpers to come back. */
+static void wait_unstuck(struct sp_proc_read *r)
+{
+	struct sp_proc_read_stats st;
+
+	for (int w = 0; w < 400; w++) {
+		sp_proc_read__stats(r, &st);
+		if (!st.stuck)
+			break;
+		usleep(5000);
+	}
+	assert_int_equal(st.stuck, 0);
+}
+
 static void noop_run(struct sp_io_job *j)
 {
 	(void)j;
@@ -155,13 +169,7 @@ static void test_proc_read(void **state)
 	wfd = open(fifo, O_WRONLY);
 	assert_true(wfd >= 0);
 	close(wfd);
-	for (int w = 0; w < 400; w++) {
-		sp_proc_read__stats(r, &st);
-		if (!st.stuck)
-			break;
-		usleep(5000);
-	}
-	assert_int_equal(st.stuck, 0);
+	wait_unstuck(r);
 	assert_int_equal(sp_proc_read__job(r, 20, &job), 0);
 	/* a FIFO with no writer now blocks again: only check the pid is no
 	 * longer skipped, through the job above */
@@ -214,13 +222,7 @@ static void test_small(void **state)
 	wfd = open(p, O_WRONLY);
 	assert_true(wfd >= 0);
 	close(wfd);
-	for (int w = 0; w < 400; w++) {
-		sp_proc_read__stats(r, &st);
-		if (!st.stuck)
-			break;
-		usleep(5000);
-	}
-	assert_int_equal(st.stuck, 0);
+	wait_unstuck(r);
 	snprintf(p, sizeof(p), "%s/10/maps", root);
 	assert_int_equal(sp_proc_read__small(r, 20, p, buf, sizeof(buf)), 15);
 	sp_proc_read__free(r);
