@@ -106,19 +106,6 @@ class Agent:
             self.p.wait()
 
 
-def healthz_watch(port, secs):
-    """Probes /healthz every 0.25 s for secs seconds; returns the probes
-    that were not 200, as (seconds in, status, body)."""
-    t0 = time.monotonic()
-    bad = []
-    while time.monotonic() - t0 < secs:
-        st, body = http_get(port, "/healthz", timeout=2)
-        if st != 200:
-            bad.append((round(time.monotonic() - t0, 1), st, body))
-        time.sleep(0.25)
-    return bad
-
-
 def wait_for(pred, timeout, step=0.2, what="condition", note=None):
     """pred()'s first true value; fails after timeout seconds, naming what,
     and what note() (if given) says of the state at the timeout."""

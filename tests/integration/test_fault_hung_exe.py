@@ -50,7 +50,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import HangFs, compile_c, sigterm_record, spin_variant  # noqa: E402
+from fault_util import HangFs, compile_c, sigterm_record, spin_variant, watch_healthz  # noqa: E402
 import agent_util as au  # noqa: E402
 from lib.otlp_stub import OtlpStub  # noqa: E402
 
@@ -101,7 +101,7 @@ libc79 = compile_c("fault_spin.c", os.path.join(d, "libc79.so"),
                   defines=["VARIANT=79"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
 fs_a = HangFs(sub("a"), backing=exe_src, prefix=exe_prefix)
 fs_b = HangFs(sub("b"), backing=libb, prefix=os.path.getsize(libb))
-procs = []
+procs = fs_a.procs     # killed and reaped by fs_a.close()
 
 # Loads a library, says so, waits for a line, then runs its spin
 # function for the given seconds.
@@ -267,7 +267,7 @@ try:
         s0 = metric("spanprof_unwind_tables_total", outcome="stalled")
         n0 = stub.count()
         go(rb)      # samples in B: the lazy builder reopens it, and waits
-        bad = au.healthz_watch(a.port, 6)
+        bad = watch_healthz(a, 6)
         n = stub.count() - n0
         check(not bad, "agent: /healthz stayed 200 (%s)" % bad)
         check(n >= 4, "agent: %d batches exported in 6 s at --interval 1" % n)
@@ -297,16 +297,16 @@ try:
         dt = time.monotonic() - t0
         print("agent: stopped %.2f s after SIGTERM; left: %s" % (dt, thread_states(a.pid)),
               flush=True)
-        fs_b.close([])      # the server answers (EIO): the open returns
+        fs_b.close()        # the server answers (EIO): the open returns
         rc = a.p.wait(timeout=15)
         print("agent: reaped %.2f s after SIGTERM, exit %d" % (time.monotonic() - t0, rc),
               flush=True)
         check(rc == 0, "agent: SIGTERM exits 0 (rc %s), its stop took %.1f s" % (rc, dt))
     finally:
-        fs_b.close([])      # first: a helper in B's open holds the agent's exit
+        fs_b.close()        # first: a helper in B's open holds the agent's exit
         a.kill()
         stub.close()
 finally:
-    fs_b.close([])
-    fs_a.close(procs)
+    fs_b.close()
+    fs_a.close()
 print("PASS")

@@ -100,6 +100,36 @@ static void unput(const char *root)
 	rmdir(root);
 }
 
+/* The fake proc root both cases read, made in root (a mkdtemp template):
+ * pid 10 with MAPS, pid 20 with a FIFO for maps; and a reader on it with a
+ * 60 ms deadline and at most 2 stuck reads.  unput(root) removes the
+ * files; the caller frees the reader. */
+static struct sp_proc_read *fake_proc_new(char *root)
+{
+	const struct sp_io_deadline_config cfg = { .timeout_ms = 60, .max_stuck = 2 };
+	struct sp_proc_read *r;
+
+	assert_non_null(mkdtemp(root));
+	put(root, 10, MAPS, 0);
+	put(root, 20, NULL, 1);
+	r = sp_proc_read__new(&cfg);
+	assert_non_null(r);
+	return r;
+}
+
+/* A writer opens pid 20's FIFO and closes it: a read stuck opening it
+ * returns. */
+static void fifo_writer_comes(const char *root)
+{
+	char p[PATH_MAX];
+	int wfd;
+
+	snprintf(p, sizeof(p), "%s/20/maps", root);
+	wfd = open(p, O_WRONLY);
+	assert_true(wfd >= 0);
+	close(wfd);
+}
+
 /* Waits (2 s at most) for r's stuck helpers to come back. */
 static void wait_unstuck(struct sp_proc_read *r)
 {
@@ -126,21 +156,16 @@ static void noop_destroy(struct sp_io_job *j)
 
 static void test_proc_read(void **state)
 {
-	struct sp_io_deadline_config cfg = { .timeout_ms = 60, .max_stuck = 2 };
 	struct sp_io_job job = { .run = noop_run, .destroy = noop_destroy };
-	char root[] = "/tmp/sp-proc-read-XXXXXX", fifo[PATH_MAX];
+	char root[] = "/tmp/sp-proc-read-XXXXXX";
 	struct sp_proc_read_stats st;
 	struct sp_maps_read_stats ms;
 	struct sp_proc_read *r;
-	int n = 0, wfd;
+	int n = 0;
 	double t0, dt;
 
 	(void)state;
-	assert_non_null(mkdtemp(root));
-	put(root, 10, MAPS, 0);
-	put(root, 20, NULL, 1);
-	r = sp_proc_read__new(&cfg);
-	assert_non_null(r);
+	r = fake_proc_new(root);
 
 	assert_int_equal(sp_proc_read__maps(r, root, 10, count_line, &n, &ms), 0);
 	assert_int_equal(n, 3);
@@ -165,10 +190,7 @@ static void test_proc_read(void **state)
 	assert_int_equal(st.stuck, 1);
 
 	/* the writer comes: the stuck open returns, the pid is read again */
-	snprintf(fifo, sizeof(fifo), "%s/20/maps", root);
-	wfd = open(fifo, O_WRONLY);
-	assert_true(wfd >= 0);
-	close(wfd);
+	fifo_writer_comes(root);
 	wait_unstuck(r);
 	assert_int_equal(sp_proc_read__job(r, 20, &job), 0);
 	/* a FIFO with no writer now blocks again: only check the pid is no
@@ -179,27 +201,21 @@ static void test_proc_read(void **state)
 }
 
 /* __small: a regular file read whole (cut at size - 1, NUL-terminated);
- * a FIFO without a writer (its open blocks: a status file that does not
- * answer) -ETIMEDOUT at the limit, buf untouched, then -EBUSY at once for
- * the same pid; a writer ends the stuck open and the pid reads again. */
+ * the FIFO (its open blocks: a status file that does not answer)
+ * -ETIMEDOUT at the limit, buf untouched, then -EBUSY at once for the
+ * same pid; a writer ends the stuck open and the pid reads again. */
 static void test_small(void **state)
 {
-	struct sp_io_deadline_config cfg = { .timeout_ms = 60, .max_stuck = 1 };
 	char root[] = "/tmp/sp-proc-small-XXXXXX", p[PATH_MAX], buf[16];
+	struct sp_proc_read *r = fake_proc_new(root);
 	struct sp_proc_read_stats st;
-	struct sp_proc_read *r;
 	double t0, dt;
-	int wfd;
 
 	(void)state;
-	assert_non_null(mkdtemp(root));
-	put(root, 10, "Name:\tx\nTgid:\t4242\n", 0);
-	put(root, 20, NULL, 1);
-	r = sp_proc_read__new(&cfg);
-	assert_non_null(r);
 	snprintf(p, sizeof(p), "%s/10/maps", root);
 	assert_int_equal(sp_proc_read__small(r, 10, p, buf, sizeof(buf)), 15);
-	assert_string_equal(buf, "Name:\tx\nTgid:\t4");
+	assert_memory_equal(buf, MAPS, 15);
+	assert_int_equal(buf[15], 0);
 	assert_int_equal(sp_proc_read__small(r, 10, p, buf, 0), -EINVAL);
 	snprintf(p, sizeof(p), "%s/99/status", root);
 	assert_int_equal(sp_proc_read__small(r, 99, p, buf, sizeof(buf)), -ENOENT);
@@ -219,9 +235,7 @@ static void test_small(void **state)
 	assert_int_equal(st.skipped, 1);
 	assert_int_equal(st.stuck, 1);
 
-	wfd = open(p, O_WRONLY);
-	assert_true(wfd >= 0);
-	close(wfd);
+	fifo_writer_comes(root);
 	wait_unstuck(r);
 	snprintf(p, sizeof(p), "%s/10/maps", root);
 	assert_int_equal(sp_proc_read__small(r, 20, p, buf, sizeof(buf)), 15);
@@ -268,22 +282,17 @@ static struct extra *extra_new(atomic_int *destroyed)
 
 static void test_maps_with(void **state)
 {
-	struct sp_io_deadline_config cfg = { .timeout_ms = 60, .max_stuck = 2 };
-	char root[] = "/tmp/sp-proc-read-XXXXXX", p[PATH_MAX];
+	char root[] = "/tmp/sp-proc-read-XXXXXX";
 	atomic_int destroyed = 0;
 	struct sp_io_job *jobs[2];
 	struct sp_proc_read_stats st;
 	struct extra *a, *b;
 	struct sp_proc_read *r;
 	int xrc = 1;
-	int n = 0, wfd;
+	int n = 0;
 
 	(void)state;
-	assert_non_null(mkdtemp(root));
-	put(root, 10, MAPS, 0);
-	put(root, 20, NULL, 1);
-	r = sp_proc_read__new(&cfg);
-	assert_non_null(r);
+	r = fake_proc_new(root);
 	a = extra_new(&destroyed);
 	b = extra_new(&destroyed);
 	jobs[0] = &a->base;
@@ -315,10 +324,7 @@ static void test_maps_with(void **state)
 			 -EBUSY);
 	assert_int_equal(xrc, -EBUSY);
 	assert_int_equal(a->runs, 0);
-	snprintf(p, sizeof(p), "%s/20/maps", root);
-	wfd = open(p, O_WRONLY);
-	assert_true(wfd >= 0);
-	close(wfd);
+	fifo_writer_comes(root);
 	for (int w = 0; w < 400 && atomic_load(&destroyed) < 2; w++)
 		usleep(5000);
 	assert_int_equal(atomic_load(&destroyed), 2);
