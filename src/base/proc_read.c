@@ -18,6 +18,7 @@
 
 #include "base/pin.h"
 #include "base/proc_read.h"
+#include "base/small_file.h"
 
 #define BUF_FIRST (64u << 10)
 #define SPARE_MAX (1u << 20)
@@ -274,6 +275,56 @@ int sp_proc_read__job(struct sp_proc_read *r, uint32_t pid, struct sp_io_job *j)
 		return -EBUSY;
 	}
 	return rc;
+}
+
+/* One small file read on the helper: its own copy of the path and its
+ * own buffer (an abandoned job outlives the caller's). */
+struct small_job {
+	struct sp_io_job base;		/* first */
+	char path[PATH_MAX];
+	size_t size;
+	ssize_t n;			/* sp_read_small's */
+	char buf[];			/* size bytes */
+};
+
+static void small_run(struct sp_io_job *base)
+{
+	struct small_job *j = (struct small_job *)base;
+
+	j->n = sp_read_small(j->path, j->buf, j->size);
+}
+
+static void small_destroy(struct sp_io_job *base)
+{
+	free(base);
+}
+
+ssize_t sp_proc_read__small(struct sp_proc_read *r, uint32_t pid, const char *path, char *buf,
+			    size_t size)
+{
+	struct small_job *j;
+	ssize_t n;
+	int rc;
+
+	if (!r || !path || !buf || !size || size > SP_PROC_READ_SMALL_MAX)
+		return -EINVAL;
+	if (strlen(path) >= sizeof(j->path))
+		return -ENAMETOOLONG;
+	j = malloc(sizeof(*j) + size);
+	if (!j)
+		return -ENOMEM;
+	j->base = (struct sp_io_job){ .run = small_run, .destroy = small_destroy };
+	strcpy(j->path, path);
+	j->size = size;
+	j->n = -EIO;
+	rc = sp_proc_read__job(r, pid, &j->base);
+	if (rc == -ETIMEDOUT)
+		return rc;	/* j is its helper's */
+	n = rc ? rc : j->n;
+	if (n >= 0)
+		memcpy(buf, j->buf, (size_t)n + 1);
+	small_destroy(&j->base);
+	return n;
 }
 
 int sp_proc_read__maps(struct sp_proc_read *r, const char *proc_root, uint32_t pid,

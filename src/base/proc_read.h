@@ -13,7 +13,7 @@
  * consumer must not.  Reproduced on Linux 6.18 with a FUSE daemon that
  * never answers (tests/integration/test_fault_hung_proc.py).
  *
- * Two shapes, keyed by pid:
+ * Three shapes, keyed by pid:
  *   __maps  PROC_ROOT/PID/maps is read whole on the helper into a buffer
  *           the job owns (at most SP_PROC_READ_MAPS_MAX bytes: past it
  *           st->truncated, the partial last line dropped), then parsed
@@ -21,6 +21,8 @@
  *           data lives (base/maps_reader.h's contract otherwise).
  *   __job   a caller's whole job (a TLS search, a process-context read:
  *           maps, ELF files and memory in one go) on the helper.
+ *   __small one small file of the process (its status) read whole on the
+ *           helper into a buffer the job owns, copied out on return.
  * After a timeout the pid is marked: every later read of it is skipped
  * at once (-EBUSY) until the stuck read returns, so one hung process
  * costs one helper thread and one wait of the limit, never the consumer,
@@ -41,6 +43,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "base/io_deadline.h"
 #include "base/maps_reader.h"
@@ -84,6 +87,16 @@ int sp_proc_read__maps_with(struct sp_proc_read *r, const char *proc_root, uint3
 
 /* 0: j ran and is the caller's again (results in it). */
 int sp_proc_read__job(struct sp_proc_read *r, uint32_t pid, struct sp_io_job *j);
+
+/* base/small_file.h's sp_read_small of path (a small file of pid's:
+ * PROC_ROOT/PID/status, ...) on the helper, keyed by pid: at most size - 1
+ * bytes into buf, NUL-terminated (size >= 1, at most SP_PROC_READ_SMALL_MAX).
+ * The bytes read, the read's negative errno, or -ETIMEDOUT / -EBUSY as
+ * above (buf untouched then). */
+#define SP_PROC_READ_SMALL_MAX (64u << 10)
+
+ssize_t sp_proc_read__small(struct sp_proc_read *r, uint32_t pid, const char *path, char *buf,
+			    size_t size);
 
 /* Pins in the same hand-off: with __set_pin_exec(r, true), every maps
  * read also pins (base/pin.h's sp_pin__mapping) the file behind each

@@ -211,7 +211,10 @@ class HangFs:
     which fails whatever is still pending, and only then kills and reaps
     procs, unmounts and removes the directory.
     With backing (a file) and prefix (bytes), FILE has backing's size and
-    bytes, and only reads past prefix hang (hangfs.c's usage)."""
+    bytes, and only reads past prefix hang (hangfs.c's usage).
+    hang_opens(comm): from then on opens of FILE (by threads named comm)
+    do not answer either.
+    Each instance wants a workdir of its own (its hold file is there)."""
 
     def __init__(self, workdir, backing=None, prefix=0):
         if not os.path.exists("/dev/fuse"):
@@ -246,9 +249,20 @@ class HangFs:
             fail("the mapper could not map the FUSE file")
         return p
 
+    def hang_opens(self, comm=""):
+        """Opens of FILE stop answering: all, or those by threads named
+        comm only (hangfs.c)."""
+        with open(self.hold + ".open", "w") as f:
+            f.write(comm + "\n")
+
     def close(self):
-        if os.path.exists(self.hold):
-            os.unlink(self.hold)
+        """Once; a second call does nothing."""
+        if getattr(self, "closed", False):
+            return
+        self.closed = True
+        for f in (self.hold, self.hold + ".open"):
+            if os.path.exists(f):
+                os.unlink(f)
         time.sleep(0.5)
         self.proc.kill()
         self.proc.wait()

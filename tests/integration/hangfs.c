@@ -13,6 +13,13 @@
  * mmap lock held (hung_proc.c's "lock" trap).
  * Usage: hangfs MOUNTPOINT HOLD [BACKING PREFIX] (foreground,
  * multi-threaded, so other requests keep being answered while reads hang).
+ * While a file named HOLD.open exists too, opens of lib.so do not answer
+ * either (then EIO): a server that went away after the file was opened
+ * and mapped.  When HOLD.open names a thread (its first line, a comm),
+ * only opens by threads of that name hang: test_fault_hung_exe.py hangs
+ * the unwind builder's own reopen ("sp-unwind") that way, while the
+ * process table's reopen of the same file a moment earlier answers (a
+ * race a test cannot win otherwise).
  * With BACKING and PREFIX, lib.so has BACKING's size and bytes, and reads
  * starting below PREFIX bytes are answered (a file whose headers and build
  * id read fine, and whose later pages - say its .eh_frame - never come,
@@ -22,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,6 +39,7 @@
 #define FILE_SIZE (1 << 20)
 
 static const char *hold;
+static char hold_open[4096];
 static int backing = -1;
 static off_t file_size = FILE_SIZE, prefix;
 
@@ -66,8 +75,38 @@ static int hang_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
 	return 0;
 }
 
+/* True when this open is to hang (HOLD.open, see the top). */
+static int open_hangs(void)
+{
+	char want[64] = "", comm[64] = "", p[64];
+	FILE *f = fopen(hold_open, "re");
+
+	if (!f)
+		return 0;
+	if (!fgets(want, sizeof(want), f))
+		want[0] = 0;
+	fclose(f);
+	want[strcspn(want, "\n")] = 0;
+	if (!want[0])
+		return 1;
+	snprintf(p, sizeof(p), "/proc/%d/comm", (int)fuse_get_context()->pid);
+	f = fopen(p, "re");
+	if (f) {
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+	}
+	comm[strcspn(comm, "\n")] = 0;
+	return !strcmp(comm, want);
+}
+
 static int hang_open(const char *path, struct fuse_file_info *fi)
 {
+	if (open_hangs()) {
+		while (access(hold_open, F_OK) == 0 && access(hold, F_OK) == 0)
+			usleep(50000);
+		return -EIO;
+	}
 	fi->keep_cache = 1;
 	if (fi->flags & O_SYNC)
 		fi->direct_io = 1;
@@ -104,6 +143,8 @@ int main(int argc, char **argv)
 	if (argc != 3 && argc != 5)
 		return 2;
 	hold = argv[2];
+	if (snprintf(hold_open, sizeof(hold_open), "%s.open", hold) >= (int)sizeof(hold_open))
+		return 2;
 	if (argc == 5) {
 		struct stat st;
 

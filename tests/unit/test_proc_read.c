@@ -19,6 +19,9 @@
  *     the helper destroys them once the read returns; an extra that
  *     hangs after a good maps read: the maps are parsed all the same,
  *     the extra abandoned, the pid skipped until it returns;
+ *   - __small: a file read whole, cut at the buffer; the FIFO:
+ *     -ETIMEDOUT at the limit (buffer untouched), -EBUSY for the pid
+ *     while stuck, read again once a writer came;
  *   - __set_pin_exec: this process's own maps (real /proc): every
  *     executable file mapping comes pinned (an O_PATH descriptor on the
  *     very inode the line names), others are not (-ENODATA), in the one
@@ -127,6 +130,20 @@ static void fifo_writer_comes(const char *root)
 	close(wfd);
 }
 
+/* Waits (2 s at most) for r's stuck helpers to come back. */
+static void wait_unstuck(struct sp_proc_read *r)
+{
+	struct sp_proc_read_stats st;
+
+	for (int w = 0; w < 400; w++) {
+		sp_proc_read__stats(r, &st);
+		if (!st.stuck)
+			break;
+		usleep(5000);
+	}
+	assert_int_equal(st.stuck, 0);
+}
+
 static void noop_run(struct sp_io_job *j)
 {
 	(void)j;
@@ -174,18 +191,55 @@ static void test_proc_read(void **state)
 
 	/* the writer comes: the stuck open returns, the pid is read again */
 	fifo_writer_comes(root);
-	for (int w = 0; w < 400; w++) {
-		sp_proc_read__stats(r, &st);
-		if (!st.stuck)
-			break;
-		usleep(5000);
-	}
-	assert_int_equal(st.stuck, 0);
+	wait_unstuck(r);
 	assert_int_equal(sp_proc_read__job(r, 20, &job), 0);
 	/* a FIFO with no writer now blocks again: only check the pid is no
 	 * longer skipped, through the job above */
 	sp_proc_read__free(r);
 	sp_proc_read__free(NULL);
+	unput(root);
+}
+
+/* __small: a regular file read whole (cut at size - 1, NUL-terminated);
+ * the FIFO (its open blocks: a status file that does not answer)
+ * -ETIMEDOUT at the limit, buf untouched, then -EBUSY at once for the
+ * same pid; a writer ends the stuck open and the pid reads again. */
+static void test_small(void **state)
+{
+	char root[] = "/tmp/sp-proc-small-XXXXXX", p[PATH_MAX], buf[16];
+	struct sp_proc_read *r = fake_proc_new(root);
+	struct sp_proc_read_stats st;
+	double t0, dt;
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/10/maps", root);
+	assert_int_equal(sp_proc_read__small(r, 10, p, buf, sizeof(buf)), 15);
+	assert_memory_equal(buf, MAPS, 15);
+	assert_int_equal(buf[15], 0);
+	assert_int_equal(sp_proc_read__small(r, 10, p, buf, 0), -EINVAL);
+	snprintf(p, sizeof(p), "%s/99/status", root);
+	assert_int_equal(sp_proc_read__small(r, 99, p, buf, sizeof(buf)), -ENOENT);
+
+	snprintf(p, sizeof(p), "%s/20/maps", root);
+	strcpy(buf, "untouched");
+	t0 = now_ms();
+	assert_int_equal(sp_proc_read__small(r, 20, p, buf, sizeof(buf)), -ETIMEDOUT);
+	dt = now_ms() - t0;
+	assert_true(dt >= 59 && dt < 1000);
+	assert_string_equal(buf, "untouched");
+	t0 = now_ms();
+	assert_int_equal(sp_proc_read__small(r, 20, p, buf, sizeof(buf)), -EBUSY);
+	assert_true(now_ms() - t0 < 50);
+	sp_proc_read__stats(r, &st);
+	assert_int_equal(st.timed_out, 1);
+	assert_int_equal(st.skipped, 1);
+	assert_int_equal(st.stuck, 1);
+
+	fifo_writer_comes(root);
+	wait_unstuck(r);
+	snprintf(p, sizeof(p), "%s/10/maps", root);
+	assert_int_equal(sp_proc_read__small(r, 20, p, buf, sizeof(buf)), 15);
+	sp_proc_read__free(r);
 	unput(root);
 }
 
@@ -352,6 +406,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pin_exec),
 		cmocka_unit_test(test_proc_read),
+		cmocka_unit_test(test_small),
 		cmocka_unit_test(test_maps_with),
 	};
 

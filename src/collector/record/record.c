@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "base/buildid.h"
+#include "base/proc_read.h"
 #include "base/symstore.h"
 #include "base/write_all.h"
 #include "collector/host/hostsyms.h"
@@ -151,29 +152,61 @@ static int parse_ids(const char *arg, uint32_t *ids, uint32_t *n, uint32_t max)
 	return *n ? 0 : -EINVAL;
 }
 
+/* -t's reads of /proc/TID/status, on a helper with a time limit
+ * (base/proc_read.h): record must not hang before it starts on a /proc
+ * entry that does not answer.  Made by the first read of a pass over the
+ * threads, freed after it (tid_reader_done). */
+#define TID_READ_MS 1000
+static struct sp_proc_read *tid_reader;
+
 /* The process of thread tid (/proc/TID/status "Tgid:"; /proc/TID resolves
- * for any thread, listed or not).  The tgid, or a negative errno. */
+ * for any thread, listed or not).  The tgid, -ESRCH (no such thread),
+ * -ETIMEDOUT / -EBUSY (its status did not answer within TID_READ_MS, or an
+ * earlier read of it is still stuck) or -ENOMEM. */
 static int64_t tgid_of(uint32_t tid)
 {
-	char path[64], line[128];
-	int64_t tgid = -ESRCH;
-	FILE *f;
+	static const struct sp_io_deadline_config lim = { .timeout_ms = TID_READ_MS,
+							  .max_stuck = 1 };
+	char path[64], buf[4096], *line;
+	uint64_t v;
+	ssize_t n;
 
+	if (!tid_reader && !(tid_reader = sp_proc_read__new(&lim)))
+		return -ENOMEM;
 	snprintf(path, sizeof(path), "/proc/%u/status", tid);
-	f = fopen(path, "re");
-	if (!f)
+	n = sp_proc_read__small(tid_reader, tid, path, buf, sizeof(buf));
+	if (n == -ETIMEDOUT || n == -EBUSY || n == -ENOMEM)
+		return n;
+	if (n < 0)
 		return -ESRCH;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Tgid:", 5)) {
-			uint64_t v;
+	line = !strncmp(buf, "Tgid:", 5) ? buf : strstr(buf, "\nTgid:");
+	if (!line)
+		return -ESRCH;
+	line += line[0] == '\n' ? 6 : 5;
+	line += strspn(line, " \t");
+	line[strcspn(line, "\n")] = 0;
+	if (sp_cli__parse_u64(line, 0x3fffffff, &v))
+		return -ESRCH;
+	return (int64_t)v;
+}
 
-			line[strcspn(line, "\n")] = 0;
-			if (!sp_cli__parse_u64(line + 5 + strspn(line + 5, " \t"), 0x3fffffff, &v))
-				tgid = (int64_t)v;
-			break;
-		}
-	fclose(f);
-	return tgid;
+static void tid_reader_done(void)
+{
+	sp_proc_read__free(tid_reader);
+	tid_reader = NULL;
+}
+
+/* One line for a -t thread tgid_of could not place (what, rc). */
+static void tid_refuse(uint32_t tid, int64_t rc, const char *gone)
+{
+	if (rc == -ETIMEDOUT || rc == -EBUSY)
+		fprintf(stderr, "spanprof record: -t: /proc/%u/status did not answer within %d ms "
+			"(its process may wait on a hung file system); leave thread %u out\n",
+			tid, TID_READ_MS, tid);
+	else if (rc == -ENOMEM)
+		fprintf(stderr, "spanprof record: -t: out of memory reading thread %u\n", tid);
+	else
+		fprintf(stderr, "spanprof record: -t: %s %u\n", gone, tid);
 }
 
 enum { OPT_FORMAT = 256, OPT_SUMMARY_JSON, OPT_NO_REPORT };
@@ -280,11 +313,16 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 			return -ESRCH;
 		}
 	}
-	for (uint32_t i = 0; i < o->n_tids; i++)
-		if (tgid_of(o->tids[i]) < 0) {
-			fprintf(stderr, "spanprof record: -t: no thread with tid %u\n", o->tids[i]);
-			return -ESRCH;
+	for (uint32_t i = 0; i < o->n_tids; i++) {
+		int64_t rc = tgid_of(o->tids[i]);
+
+		if (rc < 0) {
+			tid_refuse(o->tids[i], rc, "no thread with tid");
+			tid_reader_done();
+			return rc == -EBUSY ? -ETIMEDOUT : (int)rc;
 		}
+	}
+	tid_reader_done();
 	return 0;
 }
 
@@ -591,7 +629,7 @@ int sp_record__main(int argc, char **argv)
 		bool seen = false;
 
 		if (tgid < 0) {
-			fprintf(stderr, "spanprof record: -t: thread %u is gone\n", o.tids[i]);
+			tid_refuse(o.tids[i], tgid, "gone: thread");
 			goto out;
 		}
 		if (sp_pipeline__add_target_tid(pipe, o.tids[i])) {
@@ -608,6 +646,7 @@ int sp_record__main(int argc, char **argv)
 		if (!seen)
 			o.pids[o.n_pids++] = (uint32_t)tgid;
 	}
+	tid_reader_done();
 	for (uint32_t i = 0; i < o.n_pids; i++) {
 		sp_pipeline__add_target(pipe, o.pids[i], false);
 		/* a pidfd turns readable when its process exits (no pid reuse) */
@@ -754,6 +793,7 @@ out:
 		if (pidfds[i] >= 0)
 			close(pidfds[i]);
 	out_close(&out);
+	tid_reader_done();
 	sp_pipeline__free(pipe);
 	if (syms_dir[0])
 		rmdir(syms_dir);	/* only if a failed write left it empty */

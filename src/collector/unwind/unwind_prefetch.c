@@ -2,8 +2,9 @@
 /*
  * unwind_prefetch.c - see unwind_prefetch.h.
  *
- * A job owns a duplicate of the caller's descriptor and its buffers: an
- * abandoned job outlives the call (io_deadline.h's ownership table).
+ * A job owns a duplicate of the caller's descriptor and its buffers (an
+ * open job: its pin and the reopened descriptor): an abandoned job
+ * outlives the call (io_deadline.h's ownership table).
  *
  * ELF64 little-endian layouts read (offsets in bytes):
  *   header:  0x20 e_phoff u64, 0x28 e_shoff u64, 0x36 e_phentsize u16,
@@ -21,7 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buildid.h"
 #include "base/io_deadline.h"
+#include "base/pin.h"
 #include "collector/unwind/unwind_prefetch.h"
 
 #define JOB_MAX (8ull << 20)		/* bytes per deadline-bound job */
@@ -77,6 +80,96 @@ static void job_destroy(struct sp_io_job *base)
 	free(j->keep);
 	free(j->scratch);
 	free(j);
+}
+
+/* The builder's open (__open): owns its pin (a duplicate, or its own of
+ * path) and, until handed back, the reopened descriptor. */
+struct open_job {
+	struct sp_io_job base;		/* first */
+	int pfd;			/* the pin, the job's; -1: pin path */
+	char path[96];
+	bool want_bid;
+	int fd;				/* reopened, -1 none */
+	int err;
+	struct stat st;
+	struct sp_build_id b;
+};
+
+static void open_run(struct sp_io_job *base)
+{
+	struct open_job *j = (struct open_job *)base;
+
+	if (j->pfd < 0) {
+		j->pfd = sp_pin__path(-1, j->path, 0, &j->st);
+		if (j->pfd < 0) {
+			j->err = j->pfd;
+			return;
+		}
+	} else if (fstat(j->pfd, &j->st)) {
+		j->err = -errno;
+		return;
+	}
+	j->fd = sp_pin__reopen(j->pfd, &j->st, NULL);
+	if (j->fd < 0) {
+		j->err = j->fd;
+		return;
+	}
+	if (j->want_bid && sp_buildid__from_fd(j->fd, &j->b))
+		memset(&j->b, 0, sizeof(j->b));
+}
+
+static void open_destroy(struct sp_io_job *base)
+{
+	struct open_job *j = (struct open_job *)base;
+
+	if (j->pfd >= 0)
+		close(j->pfd);
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j);
+}
+
+int sp_unw_prefetch__open(struct sp_unw_prefetch *p, int pinned_fd, const char *pin_path,
+			  struct stat *st, struct sp_build_id *b)
+{
+	struct open_job *j;
+	int rc;
+
+	if (pinned_fd < 0 && (!pin_path || strlen(pin_path) >= sizeof(j->path)))
+		return -EINVAL;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->base = (struct sp_io_job){ .run = open_run, .destroy = open_destroy };
+	j->fd = -1;
+	j->pfd = pinned_fd >= 0 ? fcntl(pinned_fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (pinned_fd >= 0 && j->pfd < 0) {
+		rc = -errno;
+		free(j);
+		return rc;
+	}
+	if (pinned_fd < 0)
+		strcpy(j->path, pin_path);
+	j->want_bid = pinned_fd < 0 && b;
+	rc = sp_io_deadline__run(p->io, &j->base);
+	if (rc == -ETIMEDOUT) {
+		p->st.open_stalled++;	/* j is its helper's now */
+		return rc;
+	}
+	if (rc) {
+		p->st.skipped++;
+		open_destroy(&j->base);
+		return rc;
+	}
+	rc = j->err ? j->err : j->fd;
+	if (!j->err) {
+		*st = j->st;
+		if (j->want_bid)
+			*b = j->b;
+		j->fd = -1;	/* the caller's now */
+	}
+	open_destroy(&j->base);
+	return rc;
 }
 
 struct sp_unw_prefetch *sp_unw_prefetch__new(uint32_t timeout_ms, uint32_t max_stuck)
@@ -192,16 +285,16 @@ static bool fits(uint64_t off, uint64_t len, uint64_t size, uint64_t max)
 	return len <= max && off <= size && len <= size - off;
 }
 
-int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd)
+int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *stp)
 {
 	uint8_t *eh = NULL, *ph = NULL, *sh = NULL, *names = NULL;
 	uint64_t size, phoff, shoff, phlen, shlen, debug = 0, names_len = 0;
 	uint32_t phnum, phent, shnum, shent, shstrndx;
-	struct stat st;
+	struct stat st = *stp;
 	int rc;
 
-	if (fstat(fd, &st))
-		return -errno;
+	if (fd < 0)
+		return -EBADF;
 	if (marked(p, (uint64_t)st.st_dev)) {
 		p->st.skipped++;
 		return -ETIMEDOUT;

@@ -27,6 +27,7 @@
 #define SPANPROF_UNWIND_PREFETCH_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define SP_UNW_PREFETCH_MARKS 16
 
@@ -37,17 +38,32 @@ struct sp_unw_prefetch_stats {
 	uint64_t bytes;			/* read */
 	uint64_t stalled;		/* a read past the limit (device marked) */
 	uint64_t skipped;		/* on a marked device, or helpers stuck */
+	uint64_t open_stalled;		/* __open past the limit */
 };
 
 /* timeout_ms per job (0: 2000), max_stuck helpers (0: 4).  NULL with errno. */
 struct sp_unw_prefetch *sp_unw_prefetch__new(uint32_t timeout_ms, uint32_t max_stuck);
 void sp_unw_prefetch__free(struct sp_unw_prefetch *p);	/* NULL-safe */
 
-/* Reads fd's CFI-bearing parts.  0 (read, or not an ELF file this
- * understands), -ETIMEDOUT (a read stalled now, or earlier on this
- * device: skip the file), -EBUSY (helpers stuck), -ENOMEM, -errno of
- * fstat.  fd stays the caller's. */
-int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd);
+/* The builder's open of a file to build, on a helper within the same
+ * limit (a FUSE or NFS server that went away blocks open(2) and even
+ * fstat(2), not only reads): with pinned_fd >= 0 (an O_PATH pin, stays
+ * the caller's) its stat and reopen (base/pin.h); else pin_path (a
+ * PID/map_files link) pinned and reopened, and with b, the reopened
+ * file's build id read into *b (b->len 0: none).  Fills *st.  Returns the
+ * caller's readable fd, -ETIMEDOUT (not back within the limit: counted
+ * open_stalled, the job abandoned), -EBUSY (helpers stuck), or the
+ * pin's, stat's or reopen's negative errno. */
+struct sp_build_id;
+
+int sp_unw_prefetch__open(struct sp_unw_prefetch *p, int pinned_fd, const char *pin_path,
+			  struct stat *st, struct sp_build_id *b);
+
+/* Reads fd's CFI-bearing parts (st: fd's, from __open: no fstat here,
+ * it could block).  0 (read, or not an ELF file this understands),
+ * -ETIMEDOUT (a read stalled now, or earlier on this device: skip the
+ * file), -EBUSY (helpers stuck), -ENOMEM.  fd stays the caller's. */
+int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *st);
 
 void sp_unw_prefetch__stats(const struct sp_unw_prefetch *p, struct sp_unw_prefetch_stats *out);
 

@@ -85,26 +85,25 @@ static uint64_t mono_ns(void)
 
 /* A readable fd on the job's file (base/pin.h: the pinned inode itself,
  * regular file), checked against its identity when it is reopened through
- * a process (the file may have been replaced since). */
-static int job_open(struct sp_unwinder *u, const struct sp_unw_job *job)
+ * a process (the file may have been replaced since); *st its stat.  The
+ * stat, the reopen and a reopen's build-id read run on the prefetch's
+ * deadline-bound helper (unwind_prefetch.h): -ETIMEDOUT / -EBUSY when they
+ * did not come back (a file system that went away), -ESRCH when the
+ * process or the file is gone, else the reopen's errno. */
+static int job_open(struct sp_unwinder *u, const struct sp_unw_job *job, struct stat *st)
 {
 	struct sp_unw_file_key key;
+	struct sp_build_id b = { 0 };
 	char path[96];
-	struct stat st;
-	int pfd, fd, err;
+	int fd, err;
 
-	if (job->fd >= 0) {
-		if (fstat(job->fd, &st))
-			return -errno;
-		return sp_pin__reopen(job->fd, &st, NULL);
-	}
+	if (job->fd >= 0)
+		return sp_unw_prefetch__open(u->prefetch, job->fd, NULL, st, NULL);
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", job->pid,
 		 (unsigned long long)job->start, (unsigned long long)job->end);
-	pfd = sp_pin__path(-1, path, 0, &st);
-	if (pfd < 0)
-		return -ESRCH;
-	fd = sp_pin__reopen(pfd, &st, NULL);
-	close(pfd);
+	fd = sp_unw_prefetch__open(u->prefetch, -1, path, st, &b);
+	if (fd == -ETIMEDOUT || fd == -EBUSY)
+		return fd;
 	if (fd < 0)
 		return -ESRCH;
 	pthread_mutex_lock(&u->lock);
@@ -112,13 +111,10 @@ static int job_open(struct sp_unwinder *u, const struct sp_unw_job *job)
 	pthread_mutex_unlock(&u->lock);
 	if (!err) {
 		if (key.build_id.len) {
-			struct sp_build_id b;
-
-			if (sp_buildid__from_fd(fd, &b) || b.len != key.build_id.len ||
-			    memcmp(b.id, key.build_id.id, b.len))
+			if (b.len != key.build_id.len || memcmp(b.id, key.build_id.id, b.len))
 				err = -ESRCH;
-		} else if ((uint64_t)st.st_dev != key.dev || (uint64_t)st.st_ino != key.ino ||
-			   (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec !=
+		} else if ((uint64_t)st->st_dev != key.dev || (uint64_t)st->st_ino != key.ino ||
+			   (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec !=
 				   key.mtime_ns) {
 			err = -ESRCH;
 		}
@@ -168,6 +164,7 @@ static void build(const struct sp_unw_job *job, void *ctx)
 	struct sp_unwinder *u = ctx;
 	struct sp_unw_table t = { 0 };
 	enum sp_unw_fstate why = SP_UNW_FS_FAILED;
+	struct stat st;
 	uint32_t base = 0;
 	Elf *elf = NULL;
 	int fd = -1, err;
@@ -178,11 +175,16 @@ static void build(const struct sp_unw_job *job, void *ctx)
 	pthread_mutex_unlock(&u->lock);
 	if (!ok)
 		return;		/* stale: the slot moved on */
-	fd = job_open(u, job);
+	fd = job_open(u, job, &st);
 	if (fd < 0) {
 		pthread_mutex_lock(&u->lock);
 		if (u->closing) {
 			/* __free went on without us: touch nothing */
+		} else if (fd == -ETIMEDOUT || fd == -EBUSY) {
+			/* Its open or stat did not come back: as a read that
+			 * stalls (below). */
+			u->stalled++;
+			sp_unw_files__fail(u->files, &job->req, SP_UNW_FS_FAILED);
 		} else if (job->fd < 0) {
 			/* Its process is gone: wait for one that maps it. */
 			sp_unw_files__lost_witness(u->files, &job->req);
@@ -196,7 +198,7 @@ static void build(const struct sp_unw_job *job, void *ctx)
 	/* What libelf is about to read, read first on a deadline-bound
 	 * helper: a file system that stops answering blocks the helper, and
 	 * the file (and its device) is skipped, counted as stalled. */
-	err = sp_unw_prefetch__file(u->prefetch, fd);
+	err = sp_unw_prefetch__file(u->prefetch, fd, &st);
 	if (err == -ETIMEDOUT || err == -EBUSY) {
 		pthread_mutex_lock(&u->lock);
 		u->stalled++;

@@ -7,9 +7,9 @@
  *   process table maps read --listener--> per-process ranges (unwind_procs)
  *                                     \-> file tables (unwind_files): a new
  *                                         file is queued for the builder
- *   builder thread (unwind_builder): open the pinned file, read what
- *     libelf will read on a deadline-bound helper (unwind_prefetch: a
- *     stalled file system costs a helper, not the builder), extract CFI
+ *   builder thread (unwind_builder): open the pinned file and read what
+ *     libelf will read, both on a deadline-bound helper (unwind_prefetch:
+ *     a stalled file system costs a helper, not the builder), extract CFI
  *     (cfi_extract, libdw), compile (unwind_table), reserve space in the
  *     budget (LRU eviction), write, publish - within a CPU share
  *   BPF (bpf/unwind.bpf.h) reads it all; a file without a table (yet)
@@ -85,9 +85,10 @@ struct sp_unwinder_stats {
 	uint64_t failed_malformed;
 	uint64_t failed_unreadable;
 	uint64_t failed_too_slow;
-	uint64_t failed_stalled;	/* a read did not return in time (a file
-					 * system that stopped answering), or its
-					 * device did so before: skipped */
+	uint64_t failed_stalled;	/* an open, stat or read did not return in
+					 * time (a file system that stopped
+					 * answering), or its device did so
+					 * before: skipped */
 	uint64_t too_large;
 	uint64_t evicted;		/* for space (the budget, or the cap) */
 	uint64_t evicted_memguard;	/* to bring the memory guard's usage down */

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A profiled process whose executable is on a file system that stops
+answering, and a library whose server goes away after it was loaded.
+
+hangfs (hangfs.c, libfuse3) serves, on mount A, a copy of fault_spin
+(variant 77: a build id no table exists for) with 1 MiB of padding
+appended (objcopy), so that everything the kernel maps - every PT_LOAD
+segment, the build-id note, .eh_frame - lies in the first pages, which
+answer (the answered prefix), and the section headers and .symtab lie
+past them, where reads never return.  The copy is exec'd from the mount
+and spins in its own code.  What reads the rest hangs: Go discovery's
+read of the executable (section headers), the unwind table builder's
+prefetch (section headers).
+On mount B, a shared library (fault_spin built -shared, variant 78) is
+loaded by a Python process (dlopen's opens and reads answer); then the
+mount's opens by threads named sp-unwind stop answering (hangfs's
+HOLD.open: the unwind builder and the helpers it starts; the process
+table's reopen of the file, on other threads, answers - without the name
+the builder's reopen only hangs when the server goes away in the
+milliseconds between the two) and the process starts running code in the
+library: the lazy table builder's reopen of it (base/pin.h through
+/proc/self/fd) blocks in open(2).
+What must hold:
+  1. `record -a --unwind-build eager`: exits 0 within 5 s of SIGTERM; the
+     summary counts the executable's Go read that timed out
+     (go.exe_timed_out) and the builder's stalled file
+     (unwind.failed_stalled); a busy fixture and the hung executable keep
+     being sampled; no sample was lost at the ring buffer.
+  2. `agent --interval 1` (lazy tables): /healthz stays 200 and batches
+     arrive about every second; /metrics counts the same Go timeout; the
+     builder's reopen of library B stalls and is counted
+     (spanprof_unwind_tables_total{outcome="stalled"}), and a table is
+     built after it (a local library C run afterwards): before, the
+     builder thread stayed in that open for ever; within 6 s of SIGTERM
+     every thread of the agent has ended but the one helper in that open
+     (a FUSE request the daemon has read is waited out even on SIGKILL,
+     so the process is reaped, exit 0, only once the server answers).
+Root, real BPF, real FUSE (/dev/fuse).
+"""
+import ctypes
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
+from fault_util import HangFs, compile_c, sigterm_record, spin_variant, watch_healthz  # noqa: E402
+import agent_util as au  # noqa: E402
+from lib.otlp_stub import OtlpStub  # noqa: E402
+
+require_root()
+if not shutil.which("objcopy") or not shutil.which("readelf"):
+    fail("binutils (objcopy, readelf) are needed")
+d = tmpdir()
+PAD = 1 << 20
+
+
+def padded(src, dst):
+    """src with PAD bytes of a non-loaded section appended (objcopy);
+    returns the answered prefix: the end of the last PT_LOAD, rounded up
+    to a page."""
+    pad = os.path.join(d, "pad.bin")
+    with open(pad, "wb") as f:
+        f.write(os.urandom(PAD))
+    p = subprocess.run(["objcopy", "--add-section", ".hangpad=" + pad, src, dst],
+                       capture_output=True, text=True)
+    if p.returncode:
+        fail("objcopy failed: %s" % p.stderr)
+    end = 0
+    for line in subprocess.run(["readelf", "-lW", dst], capture_output=True,
+                               text=True).stdout.splitlines():
+        m = re.match(r"\s*LOAD\s+(0x[0-9a-f]+)\s+\S+\s+\S+\s+(0x[0-9a-f]+)", line)
+        if m:
+            end = max(end, int(m.group(1), 16) + int(m.group(2), 16))
+    hdr = subprocess.run(["readelf", "-hW", dst], capture_output=True, text=True).stdout
+    shoff = int(re.search(r"Start of section headers:\s+(\d+)", hdr).group(1))
+    prefix = (end + 4095) & ~4095
+    check(end and shoff > prefix + (512 << 10),
+          "%s: loaded bytes end at %#x, section headers at %#x (past the answered prefix "
+          "and its readahead)" % (os.path.basename(dst), end, shoff))
+    return prefix
+
+
+def sub(name):
+    p = os.path.join(d, name)
+    os.mkdir(p)
+    return p
+
+
+exe_prefix = padded(spin_variant(d, 77), os.path.join(d, "spin77.padded"))
+exe_src = os.path.join(d, "spin77.padded")
+libb = compile_c("fault_spin.c", os.path.join(d, "libb.so"),
+                 defines=["VARIANT=78"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
+libc79 = compile_c("fault_spin.c", os.path.join(d, "libc79.so"),
+                  defines=["VARIANT=79"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
+fs_a = HangFs(sub("a"), backing=exe_src, prefix=exe_prefix)
+fs_b = HangFs(sub("b"), backing=libb, prefix=os.path.getsize(libb))
+procs = fs_a.procs     # killed and reaped by fs_a.close()
+
+# Loads a library, says so, waits for a line, then runs its spin
+# function for the given seconds.
+RUNNER = r"""
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+fn = getattr(lib, sys.argv[2])
+fn.argtypes = [ctypes.c_double]
+print("loaded", flush=True)
+sys.stdin.readline()
+fn(float(sys.argv[3]) * 1000)
+"""
+
+
+def runner(path, fn, secs):
+    p = subprocess.Popen([sys.executable, "-c", RUNNER, path, fn, str(secs)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    procs.append(p)
+    if p.stdout.readline().strip() != "loaded":
+        fail("the runner could not load %s" % path)
+    return p
+
+
+def go(p):
+    p.stdin.write("go\n")
+    p.stdin.flush()
+
+
+def blocks(cmd):
+    try:
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1.5)
+        return False
+    except subprocess.TimeoutExpired:
+        return True
+
+
+def open_blocks(path, comm):
+    """True when an open of path by a thread named comm does not return
+    within 1.5 s.  On a thread of this process (a daemon: it ends with EIO
+    when the test ends the hang): a process in a FUSE open that the daemon
+    has read cannot be killed."""
+    done = threading.Event()
+
+    def opener():
+        ctypes.CDLL(None).prctl(15, comm.encode(), 0, 0, 0)     # PR_SET_NAME
+        try:
+            os.close(os.open(path, os.O_RDONLY))
+        except OSError:
+            pass
+        done.set()
+    threading.Thread(target=opener, daemon=True).start()
+    return not done.wait(1.5)
+
+
+def thread_states(pid):
+    """{tid: (state, wchan)} of pid's threads still there."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for t in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                st = f.read().rsplit(")", 1)[1].split()[0]
+            with open("/proc/%d/task/%s/wchan" % (pid, t)) as f:
+                out[int(t)] = (st, f.read().strip())
+        except OSError:
+            pass
+    return out
+
+
+def stopped_but_stuck(pid):
+    """True when pid's main thread has exited and what is left waits on
+    a FUSE request (the one helper in library B's open)."""
+    ts = thread_states(pid)
+    lead = ts.pop(pid, ("X", ""))
+    return lead[0] in "ZX" and all(w == "request_wait_answer" for _, w in ts.values())
+
+
+def threads(pid):
+    names = set()
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+                names.add(f.read().strip())
+        except OSError:
+            pass
+    return names
+
+
+def samples_of(prof, pid):
+    return sum(s["values"][0] for s in prof["samples"]
+               if str(s["labels"].get("pid")) == str(pid))
+
+
+try:
+    hung = subprocess.Popen([fs_a.FILE, "60000"])
+    procs.append(hung)
+    time.sleep(0.3)
+    check(hung.poll() is None and os.readlink("/proc/%d/exe" % hung.pid) == fs_a.FILE,
+          "the executable runs from the FUSE mount (rc %s)" % hung.poll())
+    check(blocks(["dd", "if=" + fs_a.FILE, "of=/dev/null", "bs=4096", "skip=%d" % (exe_prefix // 4096 + 200),
+                  "count=1"]),
+          "trap A: a read past the answered prefix (%d bytes) does not return" % exe_prefix)
+    busy = au.busy(60)
+    procs.append(busy)
+
+    # ------------------------------------------------ 1. record
+    out = os.path.join(d, "exe.pb.gz")
+    js = os.path.join(d, "exe.json")
+    rec = subprocess.Popen([SPANPROF, "record", "--no-report", "-q", "-F", "97", "--no-kernel",
+                            "--unwind-build", "eager", "-a", "-o", out, "--summary-json", js],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Recording from when its builder runs (record's start-up - BPF load,
+    # the scan of every process - takes seconds on a loaded machine).
+    au.wait_for(lambda: rec.poll() is not None or "sp-unwind" in threads(rec.pid),
+                timeout=40, what="record's unwind builder thread")
+    check(rec.poll() is None, "record runs (rc %s)" % rec.poll())
+    time.sleep(5)
+    t0 = time.monotonic()
+    sigterm_record(rec, "stuck on the executable's reads")
+    print("record: stopped %.2f s after SIGTERM" % (time.monotonic() - t0), flush=True)
+    sj = load_json(js)
+    g, u, bpf = sj["go"], sj["unwind"], sj["bpf"]
+    print("record: go %s\nrecord: unwind stalled %d built %d\nrecord: bpf %s"
+          % (g, u["failed_stalled"], u["built"], bpf), flush=True)
+    check(g["exe_timed_out"] >= 1, "record: the executable's Go read that did not answer is "
+          "counted (go.exe_timed_out %d, exe_skipped %d)" % (g["exe_timed_out"], g["exe_skipped"]))
+    check(u["failed_stalled"] >= 1, "record: the builder's read of the executable is counted "
+          "as stalled (%d)" % u["failed_stalled"])
+    lost = {k: v for k, v in bpf.items() if ("lost" in k or "drop" in k) and v}
+    check(not lost, "record: no sample lost at the ring buffer (%s)" % lost)
+    prof = read_pprof(out)
+    nb, nh = samples_of(prof, busy.pid), samples_of(prof, hung.pid)
+    check(nb >= 100, "record: the busy fixture kept being sampled (%d samples in ~5 s)" % nb)
+    check(nh >= 100, "record: the hung executable's process keeps its samples (%d)" % nh)
+
+    # ------------------------------------------------ 2. agent
+    rb = runner(fs_b.FILE, "spin_variant_78", 30)
+    rc_ = runner(libc79, "spin_variant_79", 30)
+    stub = OtlpStub(lambda i: (200, {}))
+    a = au.Agent(["-F", "97", "--interval", "1", "--no-trace-context", "--unwind-cpu", "100",
+                  "--endpoint", "http://127.0.0.1:%d" % stub.port], d)
+    try:
+        def metric(name, **lab):
+            return a.metrics().get1(name, **lab)
+
+        def unwind_note():
+            st, body = au.http_get(a.port, "/metrics")
+            return ": " + "; ".join(l for l in body.splitlines()
+                                    if l.startswith("spanprof_unwind") and not l.endswith(" 0"))
+
+        au.wait_for(lambda: metric("spanprof_go_process_failures_total",
+                                   reason="exe_timed_out") >= 1,
+                    timeout=15, what="the executable's Go read to be counted on /metrics")
+        au.wait_for(lambda: metric("spanprof_unwind_tables_total", outcome="stalled") >= 1,
+                    timeout=15, what="the executable's table to stall")
+        fs_b.hang_opens("sp-unwind")
+        check(open_blocks(fs_b.FILE, "sp-unwind"),
+              "trap B: an open of library B by a thread named sp-unwind does not return")
+        check(not open_blocks(fs_b.FILE, "other"), "trap B: others' opens answer")
+        s0 = metric("spanprof_unwind_tables_total", outcome="stalled")
+        n0 = stub.count()
+        go(rb)      # samples in B: the lazy builder reopens it, and waits
+        bad = watch_healthz(a, 6)
+        n = stub.count() - n0
+        check(not bad, "agent: /healthz stayed 200 (%s)" % bad)
+        check(n >= 4, "agent: %d batches exported in 6 s at --interval 1" % n)
+        s1 = au.wait_for(lambda: metric("spanprof_unwind_tables_total", outcome="stalled") > s0
+                         and metric("spanprof_unwind_tables_total", outcome="stalled"),
+                         timeout=15, what="the builder's open of library B to stall and be "
+                         "counted (stalled was %d)" % s0, note=unwind_note)
+        b0 = metric("spanprof_unwind_tables_total", outcome="built")
+        go(rc_)     # a library run after the stall gets its table
+        b1 = au.wait_for(lambda: metric("spanprof_unwind_tables_total", outcome="built") > b0
+                         and metric("spanprof_unwind_tables_total", outcome="built"),
+                         timeout=15, what="a table built after the stall (built was %d)" % b0,
+                         note=unwind_note)
+        print("agent: stalled %d -> %d, built %d -> %d, %d batches in 6 s"
+              % (s0, s1, b0, b1, n), flush=True)
+        check(hung.poll() is None and rb.poll() is None, "the caught processes still run")
+        # A FUSE request the daemon has read is waited out even by a
+        # thread SIGKILL hits (the kernel's request_wait_answer): the
+        # helper left in library B's open cannot end, so the agent's
+        # process cannot be reaped until the server answers.  What is
+        # bounded is the agent's own stop: every other thread ends.
+        t0 = time.monotonic()
+        a.p.send_signal(signal.SIGTERM)
+        au.wait_for(lambda: a.p.poll() is not None or stopped_but_stuck(a.pid),
+                    timeout=6, what="the agent to stop after SIGTERM (threads: %s)"
+                    % thread_states(a.pid))
+        dt = time.monotonic() - t0
+        print("agent: stopped %.2f s after SIGTERM; left: %s" % (dt, thread_states(a.pid)),
+              flush=True)
+        fs_b.close()        # the server answers (EIO): the open returns
+        rc = a.p.wait(timeout=15)
+        print("agent: reaped %.2f s after SIGTERM, exit %d" % (time.monotonic() - t0, rc),
+              flush=True)
+        check(rc == 0, "agent: SIGTERM exits 0 (rc %s), its stop took %.1f s" % (rc, dt))
+    finally:
+        fs_b.close()        # first: a helper in B's open holds the agent's exit
+        a.kill()
+        stub.close()
+finally:
+    fs_b.close()
+    fs_a.close()
+print("PASS")
