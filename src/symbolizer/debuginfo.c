@@ -157,9 +157,11 @@ void sp_debuginfo__free(struct sp_debuginfo *d)
 }
 
 /* DIR/.build-id/ab/cdef...[.debug]; DIR may itself end in ".build-id".
- * exec_only: only the suffix-less name (the executable itself). */
-static int try_dir(const char *dir, const char *id, bool exec_only,
-		   char **path_out)
+ * exec_only: only the suffix-less name (the executable itself).  A file
+ * there of another build id is skipped, counted (under d->lock) and
+ * noted in *wrong. */
+static int try_dir(struct sp_debuginfo *d, const char *dir, const char *id, bool exec_only,
+		   char **path_out, bool *wrong)
 {
 	static const char *const suffixes[] = { ".debug", "" };
 	size_t dl = strlen(dir);
@@ -174,9 +176,13 @@ static int try_dir(const char *dir, const char *id, bool exec_only,
 		if (asprintf(&p, "%.*s%s/%.2s/%s%s", (int)dl, dir, sub, id,
 			     id + 2, suffixes[i]) < 0)
 			return -ENOMEM;
-		if (access(p, R_OK) == 0 && file_has_buildid(p, id)) {
-			*path_out = p;
-			return 0;
+		if (access(p, R_OK) == 0) {
+			if (file_has_buildid(p, id)) {
+				*path_out = p;
+				return 0;
+			}
+			d->st.rejected_build_id++;
+			*wrong = true;
 		}
 		free(p);
 	}
@@ -255,9 +261,10 @@ static void give_client(struct sp_debuginfo *d, debuginfod_client *c)
 }
 
 /* Called and returns with d->lock held; the query itself runs without it,
- * so a slow download delays only the request that needs that file. */
+ * so a slow download delays only the request that needs that file.  A
+ * delivered file of another build id is refused and noted in *wrong. */
 static int try_debuginfod(struct sp_debuginfo *d, const char *id, bool exec,
-			  char **path_out)
+			  char **path_out, bool *wrong)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	debuginfod_client *client;
@@ -289,6 +296,12 @@ static int try_debuginfod(struct sp_debuginfo *d, const char *id, bool exec,
 		return -ENOENT;
 	}
 	close(fd);
+	if (path && !file_has_buildid(path, id)) {
+		d->st.rejected_build_id++;
+		*wrong = true;
+		free(path);
+		path = NULL;
+	}
 	if (!path) {
 		neg_insert(d, id, exec);
 		return -ENOENT;
@@ -302,7 +315,7 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		       enum sp_debuginfo_source *src)
 {
 	enum sp_debuginfo_source where = SP_DI_NONE;
-	bool hint_ok = false;
+	bool hint_ok = false, wrong = false;
 	char *path = NULL;
 	int err;
 
@@ -328,7 +341,7 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		goto out;
 	}
 	for (size_t i = 0; i < d->n_dirs; i++) {
-		err = try_dir(d->dirs[i], build_id, false, &path);
+		err = try_dir(d, d->dirs[i], build_id, false, &path, &wrong);
 		if (err == -ENOMEM)
 			goto out;
 		if (!err) {
@@ -344,7 +357,7 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		if (file_has_dwarf(hint_path))
 			goto use_hint;
 	}
-	if (!try_debuginfod(d, build_id, false, &path)) {
+	if (!try_debuginfod(d, build_id, false, &path, &wrong)) {
 		where = SP_DI_DEBUGINFOD;
 		d->st.found_debuginfod++;
 		goto found;
@@ -352,6 +365,8 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 	if (hint_ok)
 		goto use_hint;
 	d->st.not_found++;
+	if (src && wrong)
+		*src = SP_DI_MISMATCH;
 	err = -ENOENT;
 	goto out;
 use_hint:
@@ -376,6 +391,7 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 			    const char *hint_path, char **path_out)
 {
 	char *path = NULL;
+	bool wrong = false;	/* counted; the caller is not told */
 	int err = -ENOENT;
 
 	*path_out = NULL;
@@ -383,7 +399,7 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < d->n_dirs && err && sp_buildid__validate_go(build_id); i++) {
-		err = try_dir(d->dirs[i], build_id, true, &path);
+		err = try_dir(d, d->dirs[i], build_id, true, &path, &wrong);
 		if (err == -ENOMEM)
 			goto out;
 	}
@@ -395,7 +411,7 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 			goto out;
 	}
 	if (err && sp_buildid__validate_go(build_id))
-		err = try_debuginfod(d, build_id, true, &path);
+		err = try_debuginfod(d, build_id, true, &path, &wrong);
 out:
 	if (err)
 		d->st.exec_not_found++;
@@ -422,6 +438,8 @@ const char *sp_debuginfo__source_name(enum sp_debuginfo_source src)
 		return "path";
 	case SP_DI_DEBUGINFOD:
 		return "debuginfod";
+	case SP_DI_MISMATCH:
+		return "mismatch";
 	default:
 		return "none";
 	}

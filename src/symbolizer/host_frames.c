@@ -85,6 +85,65 @@ static bool vmlinux(const struct sp_symbolize_sources *src, const char *id,
 	return true;
 }
 
+/* The frames of a module location from the module's own debug info
+ * (ET_REL, found by the module's build id: resolve.h, relobj.h), at its
+ * offset in .text.  The real function is named "fn [NAME]" as a snapshot
+ * names it (system name: the bare symbol), so a frame is called the same
+ * whichever source named it; inlined frames are DWARF's.  0 resolved, 1
+ * not (counted by why in st->module_dwarf_*: the snapshot is asked next),
+ * or -ENOMEM. */
+static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profile *p,
+			struct sp_location *loc, const char *id, const char *fname,
+			struct sp_host_frames_cache *hc, struct sp_symbolize_stats *st)
+{
+	const char *mod = fname + sizeof(FN_MODULE) - 1;
+	size_t mlen = strcspn(mod, "]");
+	char name[2 * SP_KALLSYMS_MAX_NAME + 8];
+	struct sp_mapping *m;
+	struct sp_frames fr;
+	int err = -ENOENT;
+
+	if (src->resolver && hc->ko_miss == KO_UNKNOWN) {
+		enum sp_debuginfo_source where = SP_DI_NONE;
+
+		if (sp_resolver__load(src->resolver, id, NULL) == -ENOMEM)
+			return -ENOMEM;
+		if (!sp_resolver__module_info(src->resolver, id, NULL, &where, NULL))
+			hc->ko_miss = KO_FILE;
+		else if (where == SP_DI_NONE)
+			hc->ko_miss = KO_MISSING;
+		else
+			hc->ko_miss = where == SP_DI_MISMATCH ? KO_MISMATCH : KO_NO_LINE;
+	}
+	if (hc->ko_miss == KO_FILE)
+		err = sp_resolver__resolve_text(src->resolver, id, NULL, loc->address, &fr);
+	if (err == -ENOMEM)
+		return err;
+	if (err || fr.source != SP_RES_DWARF) {
+		if (hc->ko_miss == KO_MISMATCH)
+			st->module_dwarf_mismatch++;
+		else if (hc->ko_miss == KO_FILE || hc->ko_miss == KO_NO_LINE)
+			st->module_dwarf_no_line++;
+		else
+			st->module_dwarf_missing++;
+		return 1;
+	}
+	if (fr.f[fr.n - 1].function) {
+		snprintf(name, sizeof(name), "%s [%.*s]", fr.f[fr.n - 1].function, (int)mlen, mod);
+		if (!fr.f[fr.n - 1].linkage)
+			fr.f[fr.n - 1].linkage = fr.f[fr.n - 1].function;
+		fr.f[fr.n - 1].function = name;
+	}
+	err = sp_symbolize__fill_location(p, loc, &fr);
+	if (err)
+		return err;
+	m = &p->mappings[loc->mapping];
+	m->has_functions = m->has_filenames = m->has_line_numbers = true;
+	m->has_inline_frames = true;
+	st->resolved_module_dwarf++;
+	return 0;
+}
+
 /* One line named after a snapshot symbol. */
 static int fill_ksym(struct sp_profile *p, struct sp_location *loc, const struct sp_ksym *sym)
 {
@@ -140,6 +199,7 @@ static int kernel_location(const struct sp_symbolize_sources *src, struct sp_pro
 	if (hc->mapping != loc->mapping) {
 		hc->mapping = loc->mapping;
 		hc->vm_state = 0;
+		hc->ko_miss = KO_UNKNOWN;
 		hc->mod_name = NULL;
 		if (boot)
 			hc->k = sp_ksyms_set__get_boot(src->ksyms, id);
@@ -162,6 +222,14 @@ static int kernel_location(const struct sp_symbolize_sources *src, struct sp_pro
 			m->has_functions = m->has_filenames = m->has_line_numbers = true;
 			m->has_inline_frames = true;
 			st->resolved_kernel_dwarf++;
+			goto resolved;
+		}
+	}
+	if (module) {
+		err = module_dwarf(src, p, loc, id, fname, hc, st);
+		if (err <= 0) {
+			if (err)
+				return err;
 			goto resolved;
 		}
 	}

@@ -1,0 +1,465 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# spanprof-test: parallel (no BPF, no whole-machine sampling, no timing assertion)
+"""Kernel module frames named from the module's own debug info (.ko) found
+by the module's build id, with lines and inlined frames.
+
+This machine's kernel has no module support, so no real module can be
+loaded: the test builds a real module object instead, the way kbuild links
+one - two C files compiled as kernel code (gcc -g -O2 -mcmodel=kernel
+-fno-pic -fno-pie -ffreestanding -c; an always_inline helper inlined twice
+into a loop, so some chains are three deep; an __init function in
+.init.text and an __exit one in .exit.text, as module code has), then
+`ld -r --build-id=sha1` into fakemod.ko: an ET_REL file with a GNU
+build-id note whose sections all sit at address 0 and whose DWARF is
+still to be relocated (readelf checks all of that first).
+
+The profiles are pprof written here (test_symbolizer_cli's encoder) as the
+collector writes module frames (docs/formats.md "Kernel frames"): a
+[module:fakemod] mapping carrying the .ko's build id, memory_start 0,
+locations = offset in the module's .text - one per instruction of every
+function of .text (readelf's symbol sizes, objdump's instructions).  The
+oracle is GNU addr2line -i -f -a -j .text on the same .ko at the same
+offsets (an independent reader: BFD applies the relocations itself).
+
+1. --debug-dir D with D/.build-id/ab/cdef....debug = the .ko: every
+   location carries addr2line's chain (function, file, line; inlined
+   callees first), the real function named "fn [fakemod]"; some are three
+   deep; no frame names the .init.text/.exit.text functions although
+   their offsets in their own sections are the same numbers (only .text
+   is asked).  In the same profile a second module without any debug file
+   ([module:othermod]) is named from the kallsyms snapshot, one frame, no
+   line; an offset past fakemod's .text is left unresolved.  Counted:
+   every fakemod frame "from module debug info", othermod's as "no debug
+   file", the one past .text as "no line".
+2. The .ko served by a real debuginfod (private network namespace, as
+   test_symbolizer_debuginfod.py runs it), an empty --debug-dir: the same
+   chains, the file fetched once (found_debuginfod 1).
+3. No file of that build id, the snapshot given: every fakemod frame named
+   by the snapshot symbol covering it ("fn [fakemod]", no file, line 0),
+   counted "no debug file".
+4. A .ko of another build id at the build id's path (a copy with its
+   build-id bytes rewritten): refused, the snapshot names the frames,
+   counted "build id mismatch" (and rejected_build_id in the finder's
+   line).
+5. A debug-stripped .ko (strip --strip-debug: symbols, no DWARF) at the
+   path: the snapshot names the frames, counted "no line".
+Exit 0 pass, 77 skip, else fail.
+"""
+import gzip
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_symbolizer_cli as cli  # noqa: E402
+import test_symbolizer_debuginfod as td_dbgd  # noqa: E402
+import test_symbolizer_vmlinux as tv  # noqa: E402
+
+KERNEL_ID = "c0" * 20               # the snapshot's kernel (no vmlinux frames here)
+MOD_TEXT = 0xffffffffc0a00000       # fakemod's .text in the snapshot's boot
+OTHER_TEXT = 0xffffffffc0c00000     # othermod's
+OTHER_ID = "0d" * 20                # othermod: no debug file anywhere
+SUFFIX = " [fakemod]"
+
+HELPER_C = r"""
+/* first on the link line: its .text comes first in the module's .text,
+ * so the other unit's functions sit at a non-zero offset there */
+int fakemod_helper(int x)
+{
+	return x * 3 + 1;
+}
+"""
+
+MAIN_C = r"""
+#define __init __attribute__((section(".init.text"), noinline))
+#define __exit __attribute__((section(".exit.text"), noinline))
+
+static inline __attribute__((always_inline)) unsigned int fold(unsigned int x)
+{
+	x ^= x >> 7;
+	x *= 0x2c1b3c6du;
+	return x;
+}
+
+static inline __attribute__((always_inline)) unsigned int fold2(unsigned int x)
+{
+	return fold(x) ^ fold(x >> 3);
+}
+
+/* noipa: no .constprop/.isra clones, so DWARF and symbol names agree */
+__attribute__((noipa)) unsigned int fakemod_checksum(const unsigned char *p, int n)
+{
+	unsigned int acc = 0;
+
+	for (int i = 0; i < n; i++)
+		acc += fold2(p[i] + acc);
+	return acc;
+}
+
+__attribute__((noipa)) int fakemod_xmit(const unsigned char *p, int n)
+{
+	return (int)fakemod_checksum(p, n) + 7;
+}
+
+static unsigned char buf[64];
+
+int __init fakemod_init(void)
+{
+	return fakemod_xmit(buf, 64) + fakemod_xmit(buf, 32);
+}
+
+void __exit fakemod_exit(void)
+{
+	buf[0] = 0;
+}
+"""
+
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILURES.append(what)
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        tv.fail("%s: %s" % (" ".join(cmd), r.stderr.strip()))
+    return r.stdout
+
+
+def build_ko(td):
+    """fakemod.ko as kbuild links a module: compile, then ld -r."""
+    objs = []
+    for name, text in (("fakemod_helper", HELPER_C), ("fakemod_main", MAIN_C)):
+        src = os.path.join(td, name + ".c")
+        with open(src, "w") as f:
+            f.write(text)
+        objs.append(os.path.join(td, name + ".o"))
+        run(["gcc", "-g", "-O2", "-mcmodel=kernel", "-fno-pic", "-fno-pie", "-ffreestanding",
+             "-c", src, "-o", objs[-1]])
+    ko = os.path.join(td, "fakemod.ko")
+    run(["ld", "-r", "--build-id=sha1", "-o", ko] + objs)
+    os.chmod(ko, 0o644)
+    return ko
+
+
+def sections(ko):
+    """{name: (index, address, size)} from readelf -SW."""
+    out = {}
+    for line in run(["readelf", "-SW", ko]).splitlines():
+        m = re.match(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)",
+                     line)
+        if m:
+            out[m.group(2)] = (int(m.group(1)), int(m.group(3), 16), int(m.group(4), 16))
+    return out
+
+
+def functions(ko, shndx):
+    """{name: (value, size)} of the FUNC symbols of section shndx."""
+    out = {}
+    for line in run(["readelf", "-sW", ko]).splitlines():
+        f = line.split()
+        if len(f) == 8 and f[3] == "FUNC" and f[6] == str(shndx):
+            out[f[7]] = (int(f[1], 16), int(f[2]))
+    return out
+
+
+def insn_offsets(ko, funcs):
+    """Offsets in .text of every instruction inside a function of it."""
+    offs = []
+    for line in run(["objdump", "-d", "-j", ".text", "--no-show-raw-insn", ko]).splitlines():
+        m = re.match(r"^\s*([0-9a-f]+):\s", line)
+        if m:
+            a = int(m.group(1), 16)
+            if any(v <= a < v + n for v, n in funcs.values()):
+                offs.append(a)
+    return sorted(offs)
+
+
+def addr2line(ko, offs):
+    """{offset: [(function, file base name, line)]}, innermost first, as
+    addr2line -i -f -a -j .text reads them."""
+    out, cur, lines = {}, None, run(["addr2line", "-i", "-f", "-a", "-j", ".text", "-e", ko] +
+                                    ["0x%x" % o for o in offs]).splitlines()
+    i = 0
+    while i < len(lines):
+        if re.match(r"^0x[0-9a-f]+$", lines[i]):
+            cur = int(lines[i], 16)
+            out[cur] = []
+            i += 1
+            continue
+        fn, where = lines[i], lines[i + 1]
+        where = re.sub(r" \(discriminator \d+\)$", "", where)
+        path, _, ln = where.rpartition(":")
+        out[cur].append((fn, os.path.basename(path), int(ln) if ln.isdigit() else 0))
+        i += 2
+    return out
+
+
+def profile(bid, offs, other_offs=()):
+    """pprof: [module:fakemod] (memory_start 0) with a location per offset,
+    and [module:othermod] ones."""
+    p = cli.Pprof()
+    m = p.mapping(0, 0x100000, 0, "[module:fakemod]", bid)
+    for off in offs:
+        p.sample([p.location(m, off)])
+    if other_offs:
+        o = p.mapping(0, 0x100000, 0, "[module:othermod]", OTHER_ID)
+        for off in other_offs:
+            p.sample([p.location(o, off)])
+    return p.encode()
+
+
+def chains(path):
+    """{(mapping file, offset): [(function, file base name, line)]}."""
+    strings, funcs, locs, maps = cli.read_pprof(open(path, "rb").read())
+    files = {m[1][0]: strings[m.get(5, [0])[0]] for m in maps}
+    out = {}
+    for mid, addr, lines in locs.values():
+        out[(files.get(mid), addr)] = [(funcs[fid][0], os.path.basename(funcs[fid][1]), ln)
+                                       for fid, ln in lines]
+    return out
+
+
+def module_line(stderr):
+    """(kernel resolved, unresolved, not found, from module debug info, no
+    debug file, build id mismatch, no line) from the statistics."""
+    m = re.search(r"kernel: resolved (\d+), unresolved (\d+) \(no snapshot \d+, "
+                  r"build id mismatch \d+, not found (\d+), no build id \d+\); "
+                  r"from vmlinux debug info \d+, from module debug info (\d+) \(not from "
+                  r"it: no debug file (\d+), build id mismatch (\d+), no line (\d+)\)", stderr)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def write_snapshot(path, text_size, funcs):
+    """A kallsyms snapshot listing fakemod (its .text functions at
+    MOD_TEXT + value) and othermod (one function)."""
+    tv.tk.write_snapshot(path, KERNEL_ID, [(MOD_TEXT + v, "t", n, "fakemod")
+                                           for n, (v, _) in funcs.items()] +
+                         [(OTHER_TEXT, "t", "othermod_fn", "othermod")])
+    with gzip.open(path, "rt") as f:
+        lines = f.read().splitlines()
+    lines[1:1] = ["# module fakemod build-id=%s text=%x size=%x" % (BID[0], MOD_TEXT, text_size),
+                  "# module othermod build-id=%s text=%x size=1000" % (OTHER_ID, OTHER_TEXT)]
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+BID = [None]    # fakemod's build id, for write_snapshot
+
+
+def place(dbg, bid, src):
+    """Puts src at dbg/.build-id/ab/cdef....debug (readable by anyone)."""
+    bdir = os.path.join(dbg, ".build-id", bid[:2])
+    os.makedirs(bdir, exist_ok=True)
+    for d in (dbg, os.path.dirname(bdir), bdir):
+        os.chmod(d, 0o755)
+    dst = os.path.join(bdir, bid[2:] + ".debug")
+    shutil.copy(src, dst)
+    os.chmod(dst, 0o644)
+    return dst
+
+
+def debuginfod_inner(td):
+    """In a private network namespace: debuginfod serves only the .ko;
+    the same chains through it with an empty --debug-dir."""
+    ko = os.path.join(td, "serve", "fakemod.ko")
+    bid = cli.build_id(ko)
+    offs = [int(x) for x in open(os.path.join(td, "offsets")).read().split()]
+    want = addr2line(ko, offs)
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    port = random.randint(20000, 40000)
+    log = open(os.path.join(td, "debuginfod.log"), "w")
+    srv = subprocess.Popen(["debuginfod", "-F", "-p", str(port), "-d",
+                            os.path.join(td, "db.sqlite"), "-t", "0", "-g", "0",
+                            os.path.join(td, "serve")], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        code, _ = td_dbgd.wait_http("http://127.0.0.1:%d/buildid/%s/debuginfo" % (port, bid))
+        check(code == 200, "debuginfod serves the ET_REL .ko as debuginfo (%s)" % code)
+        if code != 200:
+            return
+        env = dict(os.environ, DEBUGINFOD_URLS="http://127.0.0.1:%d" % port,
+                   DEBUGINFOD_CACHE_PATH=os.path.join(td, "cache"), DEBUGINFOD_TIMEOUT="10")
+        env.pop("DEBUGINFOD_PROGRESS", None)
+        out = os.path.join(td, "m-dbgd.sym.pb")
+        err = tv.symbolize(os.path.join(td, "m-fake.pb"), out,
+                           ["--debug-dir", os.path.join(td, "nothing-here")], env=env)
+        got = chains(out)
+        ml = module_line(err)
+        bad = [(hex(o), got.get(("[module:fakemod]", o)), want[o]) for o in offs
+               if strip_suffix(got.get(("[module:fakemod]", o))) != want[o]]
+        check(not bad and ml and ml[3] == len(offs) and
+              td_dbgd.stat(err, "found_debuginfod") == 1,
+              "debuginfod: all %d locations carry addr2line's chain, the .ko fetched once "
+              "(found_debuginfod %s, module counters %s): %s"
+              % (len(offs), td_dbgd.stat(err, "found_debuginfod"), ml, bad[:3]))
+    finally:
+        srv.terminate()
+        srv.wait(timeout=30)
+        log.close()
+
+
+def strip_suffix(chain):
+    """The chain with the real function's " [fakemod]" taken off (None if
+    it is not there: then it does not equal addr2line's)."""
+    if not chain or not chain[-1][0].endswith(SUFFIX):
+        return None
+    return chain[:-1] + [(chain[-1][0][:-len(SUFFIX)],) + chain[-1][1:]]
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--inner":
+        debuginfod_inner(sys.argv[2])
+        return 1 if FAILURES else 0
+    for tool in ("gcc", "ld", "readelf", "objdump", "addr2line", "strip"):
+        if not shutil.which(tool):
+            cli.skip("no %s" % tool)
+    if not os.access(cli.SYM, os.X_OK):
+        cli.skip("no %s (make first)" % cli.SYM)
+
+    td = tempfile.mkdtemp(prefix="spanprof-test-")
+    os.chmod(td, 0o755)
+    try:
+        ko = build_ko(td)
+        bid = BID[0] = cli.build_id(ko)
+        hdr = run(["readelf", "-h", ko])
+        secs = sections(ko)
+        check("REL (Relocatable file)" in hdr and len(bid) == 40,
+              "fakemod.ko is ET_REL with a GNU build-id note (%s)" % bid)
+        check(all(s in secs and secs[s][1] == 0 for s in (".text", ".init.text", ".exit.text"))
+              and ".rela.debug_info" in secs,
+              ".text, .init.text, .exit.text all at address 0, .debug_info to be relocated "
+              "(%s)" % sorted(secs))
+        tidx, _, tsize = secs[".text"]
+        funcs = functions(ko, tidx)
+        init = functions(ko, secs[".init.text"][0])
+        offs = insn_offsets(ko, funcs)
+        want = addr2line(ko, offs)
+        deep = [o for o in offs if len(want[o]) >= 3]
+        inl = [o for o in offs if len(want[o]) >= 2]
+        print("fakemod.ko %s: .text %d bytes, %d instructions in %s; addr2line: %d with "
+              "inlined frames, %d three deep" % (bid, tsize, len(offs), ", ".join(sorted(funcs)),
+                                                 len(inl), len(deep)), flush=True)
+        if (set(funcs) != {"fakemod_helper", "fakemod_checksum", "fakemod_xmit"} or
+                set(init) != {"fakemod_init"} or len(offs) < 20 or not deep or not all(
+                    want[o] and want[o][-1][0] in funcs and want[o][-1][2] > 0 for o in offs)):
+            tv.fail("the oracle does not see the fixture as built: %s %s %s" %
+                    (sorted(funcs), sorted(init), [(hex(o), want.get(o)) for o in offs[:5]]))
+        # init's offsets in .init.text are also offsets in .text: a lookup
+        # that placed every section at 0 would meet its DWARF there
+        overlap = [o for o in offs if any(v <= o < v + n for v, n in init.values())]
+
+        snap = os.path.join(td, "k.kallsyms.gz")
+        write_snapshot(snap, tsize, funcs)
+        cover = sorted((v, n) for n, (v, _) in funcs.items())
+
+        def snap_chain(off):
+            return [([n for v, n in cover if v <= off][-1] + SUFFIX, "", 0)]
+
+        other = [0x10, 0x20]
+        src = os.path.join(td, "m-mixed.pb")
+        with open(src, "wb") as f:
+            f.write(profile(bid, offs + [tsize + 0x10], other))
+        with open(os.path.join(td, "m-fake.pb"), "wb") as f:
+            f.write(profile(bid, offs))
+
+        # 1: the .ko found by build id in a debug dir
+        dbg = os.path.join(td, "debug")
+        placed = place(dbg, bid, ko)
+        out = os.path.join(td, "m-mixed.sym.pb")
+        err = tv.symbolize(src, out, ["--debug-dir", dbg, "--kallsyms", snap])
+        got = chains(out)
+        ml = module_line(err)
+        bad = [(hex(o), got.get(("[module:fakemod]", o)), want[o]) for o in offs
+               if strip_suffix(got.get(("[module:fakemod]", o))) != want[o]]
+        check(not bad, "debug dir: all %d locations carry addr2line's chain for .text + "
+              "offset, the real function \"fn [fakemod]\" (%d inlined, %d three deep): %s"
+              % (len(offs), len(inl), len(deep), bad[:3]))
+        names = set(f[0] for o in deep for f in got.get(("[module:fakemod]", o), []))
+        check({"fold", "fold2", "fakemod_checksum" + SUFFIX} <= names,
+              "fold inlined in fold2 inlined in fakemod_checksum: %s" % sorted(names))
+        named = set(f[0] for o in offs for f in got.get(("[module:fakemod]", o), []))
+        check(overlap and not any(n.startswith(("fakemod_init", "fakemod_exit")) for n in named),
+              "%d offsets that are also fakemod_init's in .init.text name only .text's "
+              "functions (%s)" % (len(overlap), sorted(named)))
+        gother = [got.get(("[module:othermod]", o)) for o in other]
+        check(all(g == [("othermod_fn [othermod]", "", 0)] for g in gother),
+              "othermod (no debug file) named from the snapshot in the same profile: %s"
+              % gother)
+        check(not got.get(("[module:fakemod]", tsize + 0x10)),
+              "an offset past fakemod's .text stays unresolved (%s)"
+              % got.get(("[module:fakemod]", tsize + 0x10)))
+        n = len(offs)
+        check(ml == (n + 2, 1, 1, n, 2, 0, 1),
+              "counted: resolved %d (%d from module debug info), othermod's 2 as no debug "
+              "file, the one past .text as no line and not found: %s" % (n + 2, n, ml))
+
+        # 2: the same .ko from a real debuginfod (private netns)
+        if not shutil.which("debuginfod") or not shutil.which("ip") or subprocess.run(
+                ["unshare", "--net", "true"], capture_output=True).returncode:
+            check(False, "debuginfod step: needs debuginfod, ip and unshare --net")
+        else:
+            os.mkdir(os.path.join(td, "serve"))
+            shutil.copy(ko, os.path.join(td, "serve", "fakemod.ko"))
+            with open(os.path.join(td, "offsets"), "w") as f:
+                f.write(" ".join(str(o) for o in offs))
+            r = subprocess.run(["unshare", "--net", sys.executable, os.path.abspath(__file__),
+                                "--inner", td], timeout=300)
+            check(r.returncode == 0, "debuginfod step passed (rc %d)" % r.returncode)
+
+        fsrc = os.path.join(td, "m-fake.pb")
+
+        def fallback(label, extra, field):
+            out = os.path.join(td, "m-%s.sym.pb" % label)
+            err = tv.symbolize(fsrc, out, ["--debug-dir", dbg, "--kallsyms", snap] + extra)
+            got = chains(out)
+            ml = module_line(err)
+            bad = [(hex(o), got.get(("[module:fakemod]", o))) for o in offs
+                   if got.get(("[module:fakemod]", o)) != snap_chain(o)]
+            want_ml = [n, 0, 0, 0, 0, 0, 0]
+            want_ml[field] = n
+            check(not bad and ml == tuple(want_ml),
+                  "%s: all %d locations named by the snapshot only (one frame, no file), "
+                  "counted (%s, want %s): %s" % (label, n, ml, tuple(want_ml), bad[:3]))
+            return err
+
+        # 3: no file of that build id
+        os.unlink(placed)
+        fallback("missing", [], 4)
+
+        # 4: a .ko of another build id at that build id's path
+        other_id = "%040x" % (int(bid, 16) ^ 1)
+        td_dbgd.retag(ko, os.path.join(td, "other.ko"), bid, other_id)
+        check(cli.build_id(os.path.join(td, "other.ko")) == other_id,
+              "the retagged copy carries build id %s" % other_id)
+        place(dbg, bid, os.path.join(td, "other.ko"))
+        err = fallback("mismatch", [], 5)
+        check((td_dbgd.stat(err, "rejected_build_id") or 0) >= 1,
+              "the finder counts the refused file (rejected_build_id %s)"
+              % td_dbgd.stat(err, "rejected_build_id"))
+
+        # 5: symbols but no DWARF
+        stripped = os.path.join(td, "stripped.ko")
+        run(["strip", "--strip-debug", "-o", stripped, ko])
+        check(cli.build_id(stripped) == bid and ".debug_info" not in sections(stripped),
+              "strip --strip-debug keeps the build id, drops .debug_info")
+        place(dbg, bid, stripped)
+        fallback("no-dwarf", [], 6)
+    finally:
+        shutil.rmtree(td, ignore_errors=True)
+    if FAILURES:
+        print("%d check(s) failed" % len(FAILURES))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
