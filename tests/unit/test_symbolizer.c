@@ -224,12 +224,16 @@ static void test_finder_dirs_and_hint(void **state)
 	assert_int_equal(sp_debuginfo__find(di, fake, NULL, &path, &src),
 			 -ENOENT);
 	assert_null(path);
+	/* refused for its build id, and said so: another build id's file is
+	 * there, not nothing */
+	assert_int_equal(src, SP_DI_MISMATCH);
 	/* hint: used only when its build id matches */
 	assert_int_equal(sp_debuginfo__find(di, fake, fixture, &path, &src),
 			 -ENOENT);
 	sp_debuginfo__stats(di, &st);
 	assert_int_equal(st.found_dir, 1);
 	assert_int_equal(st.not_found, 2);
+	assert_int_equal(st.rejected_build_id, 2);
 	sp_debuginfo__free(di);
 
 	{
