@@ -89,9 +89,11 @@ static bool vmlinux(const struct sp_symbolize_sources *src, const char *id,
  * (ET_REL, found by the module's build id: resolve.h, relobj.h), at its
  * offset in .text.  The real function is named "fn [NAME]" as a snapshot
  * names it (system name: the bare symbol), so a frame is called the same
- * whichever source named it; inlined frames are DWARF's.  0 resolved, 1
- * not (counted by why in st->module_dwarf_*: the snapshot is asked next),
- * or -ENOMEM. */
+ * whichever source named it; inlined frames are DWARF's.  A file without
+ * DWARF there (a stripped .ko keeps its symbols) names the frame from its
+ * symbols only when no snapshot lists the module (one would say the same
+ * and is what the frame is counted against).  0 resolved, 1 not (counted
+ * by why in st->module_dwarf_*: the snapshot is asked next), or -ENOMEM. */
 static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profile *p,
 			struct sp_location *loc, const char *id, const char *fname,
 			struct sp_host_frames_cache *hc, struct sp_symbolize_stats *st)
@@ -126,7 +128,8 @@ static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profil
 			st->module_dwarf_no_line++;
 		else
 			st->module_dwarf_missing++;
-		return 1;
+		if (err || hc->k || !fr.n || !fr.f[fr.n - 1].function)
+			return 1;
 	}
 	if (fr.f[fr.n - 1].function) {
 		snprintf(name, sizeof(name), "%s [%.*s]", fr.f[fr.n - 1].function, (int)mlen, mod);
@@ -138,8 +141,10 @@ static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profil
 	if (err)
 		return err;
 	m = &p->mappings[loc->mapping];
-	m->has_functions = m->has_filenames = m->has_line_numbers = true;
-	m->has_inline_frames = true;
+	m->has_functions = true;
+	if (fr.source != SP_RES_DWARF)
+		return 0;
+	m->has_filenames = m->has_line_numbers = m->has_inline_frames = true;
 	st->resolved_module_dwarf++;
 	return 0;
 }

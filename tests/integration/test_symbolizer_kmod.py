@@ -43,7 +43,9 @@ offsets (an independent reader: BFD applies the relocations itself).
    counted "build id mismatch" (and rejected_build_id in the finder's
    line).
 5. A debug-stripped .ko (strip --strip-debug: symbols, no DWARF) at the
-   path: the snapshot names the frames, counted "no line".
+   path: the snapshot names the frames, counted "no line"; without the
+   snapshot the .ko's own symbols do (the same names, no file), still
+   counted "no line".
 Exit 0 pass, 77 skip, else fail.
 """
 import gzip
@@ -453,6 +455,15 @@ def main():
               "strip --strip-debug keeps the build id, drops .debug_info")
         place(dbg, bid, stripped)
         fallback("no-dwarf", [], 6)
+        out = os.path.join(td, "m-syms.sym.pb")
+        err = tv.symbolize(fsrc, out, ["--debug-dir", dbg])
+        got = chains(out)
+        ml = module_line(err)
+        bad = [(hex(o), got.get(("[module:fakemod]", o))) for o in offs
+               if got.get(("[module:fakemod]", o)) != snap_chain(o)]
+        check(not bad and ml == (n, 0, 0, 0, 0, 0, n),
+              "no DWARF, no snapshot: all %d locations named by the .ko's symbols (one "
+              "frame, no file), counted no line (%s): %s" % (n, ml, bad[:3]))
     finally:
         shutil.rmtree(td, ignore_errors=True)
     if FAILURES:
