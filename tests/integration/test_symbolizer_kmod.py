@@ -32,6 +32,10 @@ offsets (an independent reader: BFD applies the relocations itself).
    line; an offset past fakemod's .text is left unresolved.  Counted:
    every fakemod frame "from module debug info", othermod's as "no debug
    file", the one past .text as "no line".
+   The same profile as OTLP posted to `serve --debug-dir D --kallsyms`
+   (dropping root to nobody, who reads D): the profile it writes carries
+   the same chains, and /metrics counts kernel_module_frames_debuginfo_*
+   as the file command's statistics do.
 2. The .ko served by a real debuginfod (private network namespace, as
    test_symbolizer_debuginfod.py runs it), an empty --debug-dir: the same
    chains, the file fetched once (found_debuginfod 1).
@@ -53,13 +57,16 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_symbolizer_cli as cli  # noqa: E402
 import test_symbolizer_debuginfod as td_dbgd  # noqa: E402
+import test_symbolizer_serve as serve_t  # noqa: E402
 import test_symbolizer_vmlinux as tv  # noqa: E402
 
 KERNEL_ID = "c0" * 20               # the snapshot's kernel (no vmlinux frames here)
@@ -221,8 +228,12 @@ def profile(bid, offs, other_offs=()):
 
 
 def chains(path):
-    """{(mapping file, offset): [(function, file base name, line)]}."""
-    strings, funcs, locs, maps = cli.read_pprof(open(path, "rb").read())
+    """{(mapping file, offset): [(function, file base name, line)]} of a
+    pprof file (gzip'd or not)."""
+    data = open(path, "rb").read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    strings, funcs, locs, maps = cli.read_pprof(data)
     files = {m[1][0]: strings[m.get(5, [0])[0]] for m in maps}
     out = {}
     for mid, addr, lines in locs.values():
@@ -306,6 +317,73 @@ def debuginfod_inner(td):
     finally:
         srv.terminate()
         srv.wait(timeout=30)
+        log.close()
+
+
+def serve_step(td, src, dbg, snap, offs, want, tsize):
+    """The pprof at src as OTLP through `serve`; its output's chains and
+    /metrics (failed checks go to FAILURES)."""
+    otlp = os.path.join(td, "m-mixed.otlp.pb")
+    r = subprocess.run([cli.SYM, "file", src, "-o", otlp, "--format", "otlp",
+                        "--no-symbolize", "--allow-root", "-q"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode:
+        tv.fail("file --format otlp: %s" % r.stderr.strip())
+    outdir = os.path.join(td, "serve-out")
+    os.mkdir(outdir)
+    os.chmod(outdir, 0o777)     # serve writes as nobody when run as root
+    port = serve_t.free_port()
+    log = open(os.path.join(td, "serve.log"), "w+")
+    proc = subprocess.Popen([cli.SYM, "serve", "--listen", "127.0.0.1:%d" % port,
+                             "--output-dir", outdir, "--debug-dir", dbg, "--kallsyms", snap,
+                             "--no-debuginfod"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        m = None
+        for _ in range(300):
+            try:
+                m = serve_t.metrics(port)
+                break
+            except OSError:
+                time.sleep(0.1)
+        st, _, _ = serve_t.post(port, open(otlp, "rb").read())
+        check(st == 200, "serve takes the module profile (%s)" % st)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            m = serve_t.metrics(port)
+            if m.get("files_written_total", 0) >= 1:
+                break
+            time.sleep(0.1)
+        n = len(offs)
+        keys = ("kernel_module_frames_debuginfo_total",
+                "kernel_module_frames_debuginfo_missing_total",
+                "kernel_module_frames_debuginfo_mismatch_total",
+                "kernel_module_frames_debuginfo_no_line_total")
+        got_m = tuple(m.get(k) for k in keys) if m else None
+        check(got_m == (n, 2, 0, 1),
+              "serve /metrics: %d module frames from debug info, 2 no debug file, 0 "
+              "mismatch, 1 no line (%s; files written %s)"
+              % (n, got_m, m and m.get("files_written_total")))
+        files = sorted(os.listdir(outdir))
+        if not files:
+            check(False, "serve wrote the symbolized profile (nothing in %s)" % outdir)
+            return
+        back = os.path.join(td, "serve-back.pb")
+        r = subprocess.run([cli.SYM, "file", os.path.join(outdir, files[0]), "-o", back,
+                            "--format", "pprof", "--no-symbolize", "--allow-root", "-q"],
+                           capture_output=True, text=True, timeout=60)
+        got = chains(back) if not r.returncode else {}
+        bad = [(hex(o), got.get(("[module:fakemod]", o)), want[o]) for o in offs
+               if strip_suffix(got.get(("[module:fakemod]", o))) != want[o]]
+        check(not r.returncode and not bad,
+              "serve: all %d locations carry addr2line's chain (%s): %s"
+              % (n, r.stderr.strip()[-200:], bad[:3]))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         log.close()
 
 
@@ -403,6 +481,8 @@ def main():
         check(ml == (n + 2, 1, 1, n, 2, 0, 1),
               "counted: resolved %d (%d from module debug info), othermod's 2 as no debug "
               "file, the one past .text as no line and not found: %s" % (n + 2, n, ml))
+
+        serve_step(td, src, dbg, snap, offs, want, tsize)
 
         # 2: the same .ko from a real debuginfod (private netns)
         if not shutil.which("debuginfod") or not shutil.which("ip") or subprocess.run(
