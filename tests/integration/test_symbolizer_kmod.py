@@ -50,6 +50,11 @@ offsets (an independent reader: BFD applies the relocations itself).
    path: the snapshot names the frames, counted "no line"; without the
    snapshot the .ko's own symbols do (the same names, no file), still
    counted "no line".
+6. Separate debug files of the module, as distributions ship them
+   (`eu-strip -f`, as Fedora's kernel-debuginfo is made, and `objcopy
+   --only-keep-debug`): ET_REL with .text NOBITS and the debug sections'
+   relocations kept; each at the path gives addr2line's chains (on the
+   unstripped .ko) for every location.
 Exit 0 pass, 77 skip, else fail.
 """
 import gzip
@@ -399,7 +404,8 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--inner":
         debuginfod_inner(sys.argv[2])
         return 1 if FAILURES else 0
-    for tool in ("gcc", "ld", "readelf", "objdump", "addr2line", "strip"):
+    for tool in ("gcc", "ld", "readelf", "objdump", "addr2line", "strip", "eu-strip",
+                 "objcopy"):
         if not shutil.which(tool):
             cli.skip("no %s" % tool)
     if not os.access(cli.SYM, os.X_OK):
@@ -544,6 +550,29 @@ def main():
         check(not bad and ml == (n, 0, 0, 0, 0, 0, n),
               "no DWARF, no snapshot: all %d locations named by the .ko's symbols (one "
               "frame, no file), counted no line (%s): %s" % (n, ml, bad[:3]))
+
+        # 6: separate debug files (.text NOBITS)
+        for label, cmd in (("eu-strip -f", lambda d: ["eu-strip", "-f", d, "-o",
+                                                       os.path.join(td, "s.ko"), ko]),
+                           ("objcopy --only-keep-debug",
+                            lambda d: ["objcopy", "--only-keep-debug", ko, d])):
+            dfile = os.path.join(td, "sep.debug")
+            run(cmd(dfile))
+            s = sections(dfile)
+            check(cli.build_id(dfile) == bid and ".rela.debug_info" in s and
+                  "NOBITS" in run(["readelf", "-SW", dfile]).split("] .text ")[1].split("\n")[0],
+                  "%s: a debug file of that build id, .text NOBITS, .rela.debug_info kept"
+                  % label)
+            place(dbg, bid, dfile)
+            out = os.path.join(td, "m-sep.sym.pb")
+            err = tv.symbolize(fsrc, out, ["--debug-dir", dbg])
+            got = chains(out)
+            ml = module_line(err)
+            bad = [(hex(o), got.get(("[module:fakemod]", o)), want[o]) for o in offs
+                   if strip_suffix(got.get(("[module:fakemod]", o))) != want[o]]
+            check(not bad and ml and ml[3] == n,
+                  "%s debug file: all %d locations carry addr2line's chain (%s): %s"
+                  % (label, n, ml, bad[:3]))
     finally:
         shutil.rmtree(td, ignore_errors=True)
     if FAILURES:
