@@ -50,6 +50,7 @@ offsets (an independent reader: BFD applies the relocations itself).
    path: the snapshot names the frames, counted "no line"; without the
    snapshot the .ko's own symbols do (the same names, no file), still
    counted "no line".
+   `addr -e fakemod.ko --text OFFSET...` prints addr2line's chains too.
 6. Separate debug files of the module, as distributions ship them
    (`eu-strip -f`, as Fedora's kernel-debuginfo is made, and `objcopy
    --only-keep-debug`): ET_REL with .text NOBITS and the debug sections'
@@ -487,6 +488,20 @@ def main():
         check(ml == (n + 2, 1, 1, n, 2, 0, 1),
               "counted: resolved %d (%d from module debug info), othermod's 2 as no debug "
               "file, the one past .text as no line and not found: %s" % (n + 2, n, ml))
+
+        r = subprocess.run([cli.SYM, "addr", "-e", ko, "--text", "--allow-root", "-q"] +
+                           ["0x%x" % o for o in offs], capture_output=True, text=True,
+                           timeout=60)
+        blocks = r.stdout.split("\n\n")
+        got_a = {}
+        for o, b in zip(offs, blocks):
+            ls = b.strip("\n").splitlines()
+            got_a[o] = [(ls[i], os.path.basename(ls[i + 1].rsplit(":", 2)[0]),
+                         int(ls[i + 1].rsplit(":", 2)[1])) for i in range(0, len(ls) - 1, 2)]
+        bad = [(hex(o), got_a.get(o), want[o]) for o in offs if got_a.get(o) != want[o]]
+        check(r.returncode == 0 and len(blocks) >= len(offs) and not bad,
+              "addr -e fakemod.ko --text: addr2line's chain at all %d offsets (rc %d): %s"
+              % (n, r.returncode, bad[:3] or r.stderr[-300:]))
 
         serve_step(td, src, dbg, snap, offs, want, tsize)
 
