@@ -60,7 +60,6 @@ Exit 0 pass, 77 skip, else fail.
 """
 import gzip
 import os
-import random
 import re
 import shutil
 import signal
@@ -134,13 +133,9 @@ void __exit fakemod_exit(void)
 }
 """
 
-FAILURES = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
+# one list of failed checks, shared with the vmlinux test's helpers
+FAILURES = tv.FAILURES
+check = tv.check
 
 
 def run(cmd):
@@ -294,36 +289,21 @@ def debuginfod_inner(td):
     bid = cli.build_id(ko)
     offs = [int(x) for x in open(os.path.join(td, "offsets")).read().split()]
     want = addr2line(ko, offs)
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    port = random.randint(20000, 40000)
-    log = open(os.path.join(td, "debuginfod.log"), "w")
-    srv = subprocess.Popen(["debuginfod", "-F", "-p", str(port), "-d",
-                            os.path.join(td, "db.sqlite"), "-t", "0", "-g", "0",
-                            os.path.join(td, "serve")], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        code, _ = td_dbgd.wait_http("http://127.0.0.1:%d/buildid/%s/debuginfo" % (port, bid))
+    with td_dbgd.private_debuginfod(td, bid) as (code, env):
         check(code == 200, "debuginfod serves the ET_REL .ko as debuginfo (%s)" % code)
         if code != 200:
             return
-        env = dict(os.environ, DEBUGINFOD_URLS="http://127.0.0.1:%d" % port,
-                   DEBUGINFOD_CACHE_PATH=os.path.join(td, "cache"), DEBUGINFOD_TIMEOUT="10")
-        env.pop("DEBUGINFOD_PROGRESS", None)
         out = os.path.join(td, "m-dbgd.sym.pb")
         err = tv.symbolize(os.path.join(td, "m-fake.pb"), out,
                            ["--debug-dir", os.path.join(td, "nothing-here")], env=env)
         got = chains(out)
         ml = module_line(err)
-        bad = [(hex(o), got.get(("[module:fakemod]", o)), want[o]) for o in offs
-               if strip_suffix(got.get(("[module:fakemod]", o))) != want[o]]
+        bad = dwarf_errors(got, offs, want)
         check(not bad and ml and ml[3] == len(offs) and
               td_dbgd.stat(err, "found_debuginfod") == 1,
               "debuginfod: all %d locations carry addr2line's chain, the .ko fetched once "
               "(found_debuginfod %s, module counters %s): %s"
               % (len(offs), td_dbgd.stat(err, "found_debuginfod"), ml, bad[:3]))
-    finally:
-        srv.terminate()
-        srv.wait(timeout=30)
-        log.close()
 
 
 def serve_step(td, src, dbg, snap, offs, want, tsize):
@@ -378,8 +358,7 @@ def serve_step(td, src, dbg, snap, offs, want, tsize):
                             "--format", "pprof", "--no-symbolize", "--allow-root", "-q"],
                            capture_output=True, text=True, timeout=60)
         got = chains(back) if not r.returncode else {}
-        bad = [(hex(o), got.get(("[module:fakemod]", o)), want[o]) for o in offs
-               if strip_suffix(got.get(("[module:fakemod]", o))) != want[o]]
+        bad = dwarf_errors(got, offs, want)
         check(not r.returncode and not bad,
               "serve: all %d locations carry addr2line's chain (%s): %s"
               % (n, r.stderr.strip()[-200:], bad[:3]))
@@ -391,6 +370,13 @@ def serve_step(td, src, dbg, snap, offs, want, tsize):
             proc.kill()
             proc.wait()
         log.close()
+
+
+def dwarf_errors(got, offs, want):
+    """(offset, chain, addr2line's) of the fakemod locations of got whose
+    chain is not addr2line's with the real function "fn [fakemod]"."""
+    return [(hex(o), got.get(("[module:fakemod]", o)), want[o]) for o in offs
+            if strip_suffix(got.get(("[module:fakemod]", o))) != want[o]]
 
 
 def strip_suffix(chain):
@@ -465,8 +451,7 @@ def main():
         err = tv.symbolize(src, out, ["--debug-dir", dbg, "--kallsyms", snap])
         got = chains(out)
         ml = module_line(err)
-        bad = [(hex(o), got.get(("[module:fakemod]", o)), want[o]) for o in offs
-               if strip_suffix(got.get(("[module:fakemod]", o))) != want[o]]
+        bad = dwarf_errors(got, offs, want)
         check(not bad, "debug dir: all %d locations carry addr2line's chain for .text + "
               "offset, the real function \"fn [fakemod]\" (%d inlined, %d three deep): %s"
               % (len(offs), len(inl), len(deep), bad[:3]))
@@ -583,8 +568,7 @@ def main():
             err = tv.symbolize(fsrc, out, ["--debug-dir", dbg])
             got = chains(out)
             ml = module_line(err)
-            bad = [(hex(o), got.get(("[module:fakemod]", o)), want[o]) for o in offs
-                   if strip_suffix(got.get(("[module:fakemod]", o))) != want[o]]
+            bad = dwarf_errors(got, offs, want)
             check(not bad and ml and ml[3] == n,
                   "%s debug file: all %d locations carry addr2line's chain (%s): %s"
                   % (label, n, ml, bad[:3]))

@@ -42,7 +42,6 @@ Exit 0 pass, 77 skip, else fail.
 """
 import gzip
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -216,20 +215,10 @@ def debuginfod_inner(td):
     bid = cli.build_id(elf)
     addrs = insn_addrs(elf, nm(elf))
     want = dict(zip(addrs, tl.llvm(elf, addrs)))
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    port = random.randint(20000, 40000)
-    log = open(os.path.join(td, "debuginfod.log"), "w")
-    srv = subprocess.Popen(["debuginfod", "-F", "-p", str(port), "-d",
-                            os.path.join(td, "db.sqlite"), "-t", "0", "-g", "0",
-                            os.path.join(td, "serve")], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        code, _ = td_dbgd.wait_http("http://127.0.0.1:%d/buildid/%s/debuginfo" % (port, bid))
+    with td_dbgd.private_debuginfod(td, bid) as (code, env):
         check(code == 200, "debuginfod serves the vmlinux as debuginfo (%s)" % code)
         if code != 200:
             return
-        env = dict(os.environ, DEBUGINFOD_URLS="http://127.0.0.1:%d" % port,
-                   DEBUGINFOD_CACHE_PATH=os.path.join(td, "cache"), DEBUGINFOD_TIMEOUT="10")
-        env.pop("DEBUGINFOD_PROGRESS", None)
         out = os.path.join(td, "k-dbgd.sym.pb")
         err = symbolize(os.path.join(td, "k-%x.pb" % LINK_TEXT), out,
                         ["--debug-dir", os.path.join(td, "nothing-here")], env=env)
@@ -241,10 +230,6 @@ def debuginfod_inner(td):
               "debuginfod: all %d locations carry llvm-symbolizer's chain, vmlinux "
               "fetched once (found_debuginfod %s, kernel %s): %s"
               % (len(addrs), td_dbgd.stat(err, "found_debuginfod"), ks, bad[:3]))
-    finally:
-        srv.terminate()
-        srv.wait(timeout=30)
-        log.close()
 
 
 def main():
