@@ -38,6 +38,7 @@
 #include "symbolizer/debuginfo.h"
 #include "symbolizer/dwarf_line.h"
 #include "symbolizer/report.h"
+#include "symbolizer/relobj.h"
 #include "symbolizer/resolve.h"
 #include "symbolizer/symbolize.h"
 
@@ -391,6 +392,61 @@ static void test_resolver_functions_and_inlines(void **state)
 	/* bad build id */
 	assert_int_equal(sp_resolver__resolve(x.r, "../x", fixture, 0, &fr),
 			 -EINVAL);
+	rctx_fini(&x);
+}
+
+/* The fixture's source compiled -c and linked as kbuild links a module
+ * (ld -r --build-id=sha1): an ET_REL file whose sections all sit at 0.
+ * Asked at offsets in .text (sp_resolver__resolve_text), every address of
+ * crunch gives the chain the linked fixture gives at crunch's vaddr plus
+ * the same offset (the same compiler, the same flags: the same code), so
+ * relobj.c's layout and relocated DWARF read as the linker's do. */
+static void test_resolver_relocatable(void **state)
+{
+	char kmod[PATH_MAX], kid[SP_BUILDID_MAX_HEX + 1];
+	uint64_t va, size, kva, ksize;
+	struct sp_frames fr, fk;
+	struct sp_relobj *o;
+	struct rctx x;
+	int fd;
+
+	(void)state;
+	if (!have_fixture())
+		skip();
+	snprintf(kmod, sizeof(kmod), "%.*s/sym_inline_kmod.ko",
+		 (int)(strrchr(fixture, '/') - fixture), fixture);
+	assert_int_equal(access(kmod, R_OK), 0);
+	/* not ET_REL: refused, the descriptor closed all the same */
+	fd = open(fixture, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(sp_relobj__open(fd, fixture, &o), -ENOEXEC);
+	assert_null(o);
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	fd = open(kmod, O_RDONLY);
+	assert_int_equal(sp_relobj__open(fd, kmod, &o), 0);
+	assert_non_null(sp_relobj__dwarf(o));
+	sp_relobj__free(o);
+	sp_relobj__free(NULL);
+
+	rctx_init(&x, 0);
+	assert_int_equal(sp_buildid__read_file(kmod, kid, sizeof(kid)), 0);
+	assert_true(fixture_sym("crunch", &va, &size));
+	assert_true(elf_func_sym(kmod, "crunch", &kva, &ksize));
+	assert_int_equal(ksize, size);
+	for (uint64_t a = 0; a < size; a++) {
+		assert_int_equal(sp_resolver__resolve_vaddr(x.r, x.id, fixture, va + a, &fr), 0);
+		assert_int_equal(sp_resolver__resolve_text(x.r, kid, kmod, kva + a, &fk), 0);
+		assert_int_equal(fk.source, SP_RES_DWARF);
+		assert_int_equal(fk.n, fr.n);
+		for (uint8_t i = 0; i < fr.n; i++) {
+			assert_string_equal(fk.f[i].function, fr.f[i].function);
+			assert_string_equal(base(fk.f[i].file), base(fr.f[i].file));
+			assert_int_equal(fk.f[i].line, fr.f[i].line);
+			assert_int_equal(fk.f[i].column, fr.f[i].column);
+		}
+	}
+	/* past .text: nothing, whatever lies beyond in the layout */
+	assert_int_equal(sp_resolver__resolve_text(x.r, kid, kmod, 1u << 24, &fk), -ENOENT);
 	rctx_fini(&x);
 }
 
@@ -1228,6 +1284,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_finder_negative_cache, tu_setup_dir,
 						tu_teardown_dir),
 		cmocka_unit_test(test_resolver_functions_and_inlines),
+		cmocka_unit_test(test_resolver_relocatable),
 		cmocka_unit_test(test_resolver_cache_bound),
 		cmocka_unit_test(test_resolver_lazy_units_budget),
 		cmocka_unit_test_setup_teardown(test_resolver_load_does_not_block_others, tu_setup_dir,
