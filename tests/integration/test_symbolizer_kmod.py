@@ -45,7 +45,7 @@ offsets (an independent reader: BFD applies the relocations itself).
 4. A .ko of another build id at the build id's path (a copy with its
    build-id bytes rewritten): refused, the snapshot names the frames,
    counted "build id mismatch" (and rejected_build_id in the finder's
-   line).
+   line); `lookup ID` says "not-found (only files of another build id)".
 5. A debug-stripped .ko (strip --strip-debug: symbols, no DWARF) at the
    path: the snapshot names the frames, counted "no line"; without the
    snapshot the .ko's own symbols do (the same names, no file), still
@@ -533,6 +533,11 @@ def main():
         check((td_dbgd.stat(err, "rejected_build_id") or 0) >= 1,
               "the finder counts the refused file (rejected_build_id %s)"
               % td_dbgd.stat(err, "rejected_build_id"))
+        r = subprocess.run([cli.SYM, "lookup", bid, "--debug-dir", dbg, "--no-debuginfod",
+                            "--allow-root", "-q"], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 3 and r.stdout.strip() ==
+              "%s not-found (only files of another build id)" % bid,
+              "lookup says why: %r (rc %d)" % (r.stdout.strip(), r.returncode))
 
         # 5: symbols but no DWARF
         stripped = os.path.join(td, "stripped.ko")
