@@ -7,7 +7,9 @@
     unwind.end_not_executable), and the value is never emitted: every
     sample with that leaf has exactly one frame, no kernel frame, and no
     user frame of the profile lies outside the process's executable
-    mappings (consumer.frames_unresolved = 0).
+    mappings (consumer.frames_unresolved = 0): none is of record's forked
+    child before its exec (whose image's maps no one can read afterwards),
+    none of a late sample resolved against the zombie's empty maps.
   - unw_misc deep: a recursion 200 deep (CFI, no frame pointers) is cut at
     127 user frames, flagged truncated (unwind.end_truncated,
     consumer.ustack_truncated).
@@ -74,6 +76,10 @@ for mode, key in (("noncanon", "end_noncanonical"), ("notexec", "end_not_executa
           % (mode, u[key], u["walked"], key))
     check(c["frames_unresolved"] == 0, "%s: no user frame outside an executable mapping (%d)"
           % (mode, c["frames_unresolved"]))
+    # the command is sampled from its exec on: never in record's own image
+    pre = sum(s["values"][0] for s in raw["samples"]
+              if (s.get("labels") or {}).get("thread_name") == "spanprof")
+    check(pre == 0, "%s: no sample of the forked child before its exec (%d)" % (mode, pre))
     bad = 0xdead000000000000
     check(all(a != bad for _, a in raw["locations"].values()), "%s: %#x is in no location" % (mode, bad))
     kern = [k for k, d in raw["mappings"].items() if d["file"].startswith("[kernel")]
