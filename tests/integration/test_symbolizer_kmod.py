@@ -54,8 +54,9 @@ offsets (an independent reader: BFD applies the relocations itself).
 6. Separate debug files of the module, as distributions ship them
    (`eu-strip -f`, as Fedora's kernel-debuginfo is made, and `objcopy
    --only-keep-debug`): ET_REL with .text NOBITS and the debug sections'
-   relocations kept; each at the path gives addr2line's chains (on the
-   unstripped .ko) for every location.
+   relocations kept; and the .ko with compressed debug sections (objcopy
+   --compress-debug-sections=zlib-gabi: SHF_COMPRESSED).  Each at the path
+   gives addr2line's chains (on the plain .ko) for every location.
 Exit 0 pass, 77 skip, else fail.
 """
 import gzip
@@ -556,18 +557,24 @@ def main():
               "no DWARF, no snapshot: all %d locations named by the .ko's symbols (one "
               "frame, no file), counted no line (%s): %s" % (n, ml, bad[:3]))
 
-        # 6: separate debug files (.text NOBITS)
-        for label, cmd in (("eu-strip -f", lambda d: ["eu-strip", "-f", d, "-o",
-                                                       os.path.join(td, "s.ko"), ko]),
-                           ("objcopy --only-keep-debug",
-                            lambda d: ["objcopy", "--only-keep-debug", ko, d])):
+        # 6: separate debug files (.text NOBITS), compressed debug sections
+        for label, cmd, how in (
+                ("eu-strip -f", lambda d: ["eu-strip", "-f", d, "-o",
+                                           os.path.join(td, "s.ko"), ko], "NOBITS"),
+                ("objcopy --only-keep-debug",
+                 lambda d: ["objcopy", "--only-keep-debug", ko, d], "NOBITS"),
+                ("objcopy --compress-debug-sections",
+                 lambda d: ["objcopy", "--compress-debug-sections=zlib-gabi", ko, d], "  C ")):
             dfile = os.path.join(td, "sep.debug")
             run(cmd(dfile))
             s = sections(dfile)
+            shdrs = run(["readelf", "-SW", dfile])
+            line = {".text": shdrs.split("] .text ")[1].split("\n")[0],
+                    "  C ": shdrs.split("] .debug_info ")[1].split("\n")[0]}
             check(cli.build_id(dfile) == bid and ".rela.debug_info" in s and
-                  "NOBITS" in run(["readelf", "-SW", dfile]).split("] .text ")[1].split("\n")[0],
-                  "%s: a debug file of that build id, .text NOBITS, .rela.debug_info kept"
-                  % label)
+                  how in line[".text" if how == "NOBITS" else how],
+                  "%s: a file of that build id, %s, .rela.debug_info kept"
+                  % (label, ".text NOBITS" if how == "NOBITS" else ".debug_info compressed"))
             place(dbg, bid, dfile)
             out = os.path.join(td, "m-sep.sym.pb")
             err = tv.symbolize(fsrc, out, ["--debug-dir", dbg])
