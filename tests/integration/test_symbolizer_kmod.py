@@ -254,21 +254,18 @@ def module_line(stderr):
     return tuple(int(x) for x in m.groups()) if m else None
 
 
-def write_snapshot(path, text_size, funcs):
-    """A kallsyms snapshot listing fakemod (its .text functions at
-    MOD_TEXT + value) and othermod (one function)."""
+def write_snapshot(path, bid, text_size, funcs):
+    """A kallsyms snapshot listing fakemod (build id bid, its .text
+    functions at MOD_TEXT + value) and othermod (one function)."""
     tv.tk.write_snapshot(path, KERNEL_ID, [(MOD_TEXT + v, "t", n, "fakemod")
                                            for n, (v, _) in funcs.items()] +
                          [(OTHER_TEXT, "t", "othermod_fn", "othermod")])
     with gzip.open(path, "rt") as f:
         lines = f.read().splitlines()
-    lines[1:1] = ["# module fakemod build-id=%s text=%x size=%x" % (BID[0], MOD_TEXT, text_size),
+    lines[1:1] = ["# module fakemod build-id=%s text=%x size=%x" % (bid, MOD_TEXT, text_size),
                   "# module othermod build-id=%s text=%x size=1000" % (OTHER_ID, OTHER_TEXT)]
     with gzip.open(path, "wt") as f:
         f.write("\n".join(lines) + "\n")
-
-
-BID = [None]    # fakemod's build id, for write_snapshot
 
 
 def place(dbg, bid, src):
@@ -307,7 +304,7 @@ def debuginfod_inner(td):
               % (len(offs), td_dbgd.stat(err, "found_debuginfod"), ml, bad[:3]))
 
 
-def serve_step(td, src, dbg, snap, offs, want, tsize):
+def serve_step(td, src, dbg, snap, offs, want):
     """The pprof at src as OTLP through `serve`; its output's chains and
     /metrics (failed checks go to FAILURES)."""
     otlp = os.path.join(td, "m-mixed.otlp.pb")
@@ -403,7 +400,7 @@ def main():
     os.chmod(td, 0o755)
     try:
         ko = build_ko(td)
-        bid = BID[0] = cli.build_id(ko)
+        bid = cli.build_id(ko)
         hdr = run(["readelf", "-h", ko])
         secs = sections(ko)
         check("REL (Relocatable file)" in hdr and len(bid) == 40,
@@ -432,7 +429,7 @@ def main():
         overlap = [o for o in offs if any(v <= o < v + n for v, n in init.values())]
 
         snap = os.path.join(td, "k.kallsyms.gz")
-        write_snapshot(snap, tsize, funcs)
+        write_snapshot(snap, bid, tsize, funcs)
         cover = sorted((v, n) for n, (v, _) in funcs.items())
 
         def snap_chain(off):
@@ -489,7 +486,7 @@ def main():
               "addr -e fakemod.ko --text: addr2line's chain at all %d offsets (rc %d): %s"
               % (n, r.returncode, bad[:3] or r.stderr[-300:]))
 
-        serve_step(td, src, dbg, snap, offs, want, tsize)
+        serve_step(td, src, dbg, snap, offs, want)
 
         # 2: the same .ko from a real debuginfod (private netns)
         if not shutil.which("debuginfod") or not shutil.which("ip") or subprocess.run(
