@@ -89,10 +89,12 @@ static bool vmlinux(const struct sp_symbolize_sources *src, const char *id,
  * (ET_REL, found by the module's build id: resolve.h, relobj.h), at its
  * offset in .text.  The real function is named "fn [NAME]" as a snapshot
  * names it (system name: the bare symbol), so a frame is called the same
- * whichever source named it; inlined frames are DWARF's.  A file without
- * DWARF there (a stripped .ko keeps its symbols) names the frame from its
- * symbols only when no snapshot lists the module (one would say the same
- * and is what the frame is counted against).  0 resolved, 1 not (counted
+ * whichever source named it; inlined frames are DWARF's.  A line without
+ * a DWARF function (assembler code whose unit has none) is taken with the
+ * symbol's name.  A file without DWARF there (a stripped .ko keeps its
+ * symbols) names the frame from its symbols only when no snapshot lists
+ * the module (one would say the same and is what the frame is counted
+ * against).  0 resolved, 1 not (counted
  * by why in st->module_dwarf_*: the snapshot is asked next), or -ENOMEM. */
 static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profile *p,
 			struct sp_location *loc, const char *id, const char *fname,
@@ -103,6 +105,7 @@ static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profil
 	char name[2 * SP_KALLSYMS_MAX_NAME + 8];
 	struct sp_mapping *m;
 	struct sp_frames fr;
+	bool lines;
 	int err = -ENOENT;
 
 	if (src->resolver && hc->ko_miss == KO_UNKNOWN) {
@@ -121,7 +124,8 @@ static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profil
 		err = sp_resolver__resolve_text(src->resolver, id, NULL, loc->address, &fr);
 	if (err == -ENOMEM)
 		return err;
-	if (err || fr.source != SP_RES_DWARF) {
+	lines = !err && fr.n && fr.f[0].file && fr.f[0].line > 0;
+	if (!lines) {
 		if (hc->ko_miss == KO_MISMATCH)
 			st->module_dwarf_mismatch++;
 		else if (hc->ko_miss == KO_FILE || hc->ko_miss == KO_NO_LINE)
@@ -142,9 +146,10 @@ static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profil
 		return err;
 	m = &p->mappings[loc->mapping];
 	m->has_functions = true;
-	if (fr.source != SP_RES_DWARF)
+	if (!lines)
 		return 0;
-	m->has_filenames = m->has_line_numbers = m->has_inline_frames = true;
+	m->has_filenames = m->has_line_numbers = true;
+	m->has_inline_frames |= fr.source == SP_RES_DWARF;
 	st->resolved_module_dwarf++;
 	return 0;
 }

@@ -9,7 +9,8 @@ loaded: the test builds a real module object instead, the way kbuild links
 one - two C files compiled as kernel code (gcc -g -O2 -mcmodel=kernel
 -fno-pic -fno-pie -ffreestanding -c; an always_inline helper inlined twice
 into a loop, so some chains are three deep; an __init function in
-.init.text and an __exit one in .exit.text, as module code has), then
+.init.text and an __exit one in .exit.text, as module code has) and an
+assembler file (gcc -g -c x.S, as crypto modules have), then
 `ld -r --build-id=sha1` into fakemod.ko: an ET_REL file with a GNU
 build-id note whose sections all sit at address 0 and whose DWARF is
 still to be relocated (readelf checks all of that first).
@@ -81,6 +82,20 @@ OTHER_TEXT = 0xffffffffc0c00000     # othermod's
 OTHER_ID = "0d" * 20                # othermod: no debug file anywhere
 SUFFIX = " [fakemod]"
 
+ASM_S = r"""
+/* assembler code, as crypto modules have: its own unit of line info */
+	.text
+	.globl fakemod_asm_mix
+	.type fakemod_asm_mix, @function
+fakemod_asm_mix:
+	movq %rdi, %rax
+	addq %rsi, %rax
+	imulq $3, %rax
+	ret
+	.size fakemod_asm_mix, .-fakemod_asm_mix
+	.section .note.GNU-stack,"",@progbits
+"""
+
 HELPER_C = r"""
 /* first on the link line: its .text comes first in the module's .text,
  * so the other unit's functions sit at a non-zero offset there */
@@ -149,11 +164,12 @@ def run(cmd):
 def build_ko(td):
     """fakemod.ko as kbuild links a module: compile, then ld -r."""
     objs = []
-    for name, text in (("fakemod_helper", HELPER_C), ("fakemod_main", MAIN_C)):
-        src = os.path.join(td, name + ".c")
+    for name, text in (("fakemod_helper.c", HELPER_C), ("fakemod_asm.S", ASM_S),
+                       ("fakemod_main.c", MAIN_C)):
+        src = os.path.join(td, name)
         with open(src, "w") as f:
             f.write(text)
-        objs.append(os.path.join(td, name + ".o"))
+        objs.append(os.path.join(td, name.split(".")[0] + ".o"))
         run(["gcc", "-g", "-O2", "-mcmodel=kernel", "-fno-pic", "-fno-pie", "-ffreestanding",
              "-c", src, "-o", objs[-1]])
     ko = os.path.join(td, "fakemod.ko")
@@ -419,7 +435,8 @@ def main():
         print("fakemod.ko %s: .text %d bytes, %d instructions in %s; addr2line: %d with "
               "inlined frames, %d three deep" % (bid, tsize, len(offs), ", ".join(sorted(funcs)),
                                                  len(inl), len(deep)), flush=True)
-        if (set(funcs) != {"fakemod_helper", "fakemod_checksum", "fakemod_xmit"} or
+        if (set(funcs) != {"fakemod_helper", "fakemod_asm_mix", "fakemod_checksum",
+                           "fakemod_xmit"} or
                 set(init) != {"fakemod_init"} or len(offs) < 20 or not deep or not all(
                     want[o] and want[o][-1][0] in funcs and want[o][-1][2] > 0 for o in offs)):
             tv.fail("the oracle does not see the fixture as built: %s %s %s" %
