@@ -10,7 +10,9 @@ one - two C files compiled as kernel code (gcc -g -O2 -mcmodel=kernel
 -fno-pic -fno-pie -ffreestanding -c; an always_inline helper inlined twice
 into a loop, so some chains are three deep; an __init function in
 .init.text and an __exit one in .exit.text, as module code has) and an
-assembler file (gcc -g -c x.S, as crypto modules have), then
+assembler file (as crypto modules have; assembled by gcc, whose GNU as
+writes a DWARF function per symbol, and by clang, whose assembler writes
+only labels: lines without a DWARF function), then
 `ld -r --build-id=sha1` into fakemod.ko: an ET_REL file with a GNU
 build-id note whose sections all sit at address 0 and whose DWARF is
 still to be relocated (readelf checks all of that first).
@@ -162,15 +164,21 @@ def run(cmd):
 
 
 def build_ko(td):
-    """fakemod.ko as kbuild links a module: compile, then ld -r."""
+    """fakemod.ko as kbuild links a module: compile, then ld -r.  The
+    assembler file twice: by gcc (GNU as writes a DW_TAG_subprogram per
+    function symbol) and by clang (its integrated assembler writes only
+    DW_TAG_label: lines without a DWARF function, as LLVM=1 kernels have)."""
     objs = []
-    for name, text in (("fakemod_helper.c", HELPER_C), ("fakemod_asm.S", ASM_S),
-                       ("fakemod_main.c", MAIN_C)):
+    for name, text, cc in (("fakemod_helper.c", HELPER_C, "gcc"),
+                           ("fakemod_asm.S", ASM_S, "gcc"),
+                           ("fakemod_asm_llvm.S", ASM_S.replace("fakemod_asm_mix",
+                                                                "fakemod_asm_llvm"), "clang"),
+                           ("fakemod_main.c", MAIN_C, "gcc")):
         src = os.path.join(td, name)
         with open(src, "w") as f:
             f.write(text)
         objs.append(os.path.join(td, name.split(".")[0] + ".o"))
-        run(["gcc", "-g", "-O2", "-mcmodel=kernel", "-fno-pic", "-fno-pie", "-ffreestanding",
+        run([cc, "-g", "-O2", "-mcmodel=kernel", "-fno-pic", "-fno-pie", "-ffreestanding",
              "-c", src, "-o", objs[-1]])
     ko = os.path.join(td, "fakemod.ko")
     run(["ld", "-r", "--build-id=sha1", "-o", ko] + objs)
@@ -405,7 +413,7 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--inner":
         debuginfod_inner(sys.argv[2])
         return 1 if FAILURES else 0
-    for tool in ("gcc", "ld", "readelf", "objdump", "addr2line", "strip", "eu-strip",
+    for tool in ("gcc", "clang", "ld", "readelf", "objdump", "addr2line", "strip", "eu-strip",
                  "objcopy"):
         if not shutil.which(tool):
             cli.skip("no %s" % tool)
@@ -435,8 +443,8 @@ def main():
         print("fakemod.ko %s: .text %d bytes, %d instructions in %s; addr2line: %d with "
               "inlined frames, %d three deep" % (bid, tsize, len(offs), ", ".join(sorted(funcs)),
                                                  len(inl), len(deep)), flush=True)
-        if (set(funcs) != {"fakemod_helper", "fakemod_asm_mix", "fakemod_checksum",
-                           "fakemod_xmit"} or
+        if (set(funcs) != {"fakemod_helper", "fakemod_asm_mix", "fakemod_asm_llvm",
+                           "fakemod_checksum", "fakemod_xmit"} or
                 set(init) != {"fakemod_init"} or len(offs) < 20 or not deep or not all(
                     want[o] and want[o][-1][0] in funcs and want[o][-1][2] > 0 for o in offs)):
             tv.fail("the oracle does not see the fixture as built: %s %s %s" %
