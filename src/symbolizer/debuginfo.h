@@ -12,6 +12,12 @@
  *          (the executable itself); DIR may also be given as the
  *          ".build-id" directory itself.  A candidate is accepted only
  *          when its own build id matches.
+ *       1b. for a kernel mapping's hint ("[kernel.kallsyms]",
+ *          "[module:NAME]": never used as a path), every DIR's kernel
+ *          tree by name (ktree.h: DIR/lib/modules/RELEASE/.../NAME.ko,
+ *          .../vmlinux, DIR/boot/vmlinux-RELEASE, as Debian's and
+ *          Fedora's debug packages install them), the build id again
+ *          deciding.
  *       2. the hint path (the mapping's file name), only when its build id
  *          matches and it carries DWARF; a matching but stripped hint is
  *          kept as the fallback (its .symtab/.dynsym) and returned only
@@ -73,6 +79,7 @@ struct sp_debuginfo_stats {
 	uint64_t debuginfod_queries;	/* calls into libdebuginfod */
 	uint64_t invalid_build_id;
 	uint64_t rejected_build_id;	/* candidates of another build id */
+	uint64_t ktree_skipped;		/* kernel-tree files over the bound */
 	uint64_t exec_found;		/* sp_debuginfo__find_exec */
 	uint64_t exec_not_found;
 };

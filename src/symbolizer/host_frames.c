@@ -67,8 +67,10 @@ static int elf_symbol(const char *path, const char *name, uint64_t *out)
 	return err;
 }
 
-/* vmlinux of build id found by the resolver, and its _text. */
-static bool vmlinux(const struct sp_symbolize_sources *src, const char *id,
+/* vmlinux of build id found by the resolver, and its _text.  The
+ * mapping's name is the hint: the finder then also looks for vmlinux by
+ * name in the debug dirs' kernel trees (ktree.h). */
+static bool vmlinux(const struct sp_symbolize_sources *src, const char *id, const char *fname,
 		    struct sp_host_frames_cache *hc)
 {
 	const char *path = NULL;
@@ -76,7 +78,7 @@ static bool vmlinux(const struct sp_symbolize_sources *src, const char *id,
 	if (hc->vm_state)
 		return hc->vm_state == 2;
 	hc->vm_state = 1;
-	if (!src->resolver || sp_resolver__load(src->resolver, id, NULL) ||
+	if (!src->resolver || sp_resolver__load(src->resolver, id, fname) ||
 	    sp_resolver__module_info(src->resolver, id, &path, NULL, NULL) || !path)
 		return false;
 	if (elf_symbol(path, "_text", &hc->vm_text) && elf_symbol(path, "_stext", &hc->vm_text))
@@ -86,8 +88,9 @@ static bool vmlinux(const struct sp_symbolize_sources *src, const char *id,
 }
 
 /* The frames of a module location from the module's own debug info
- * (ET_REL, found by the module's build id: resolve.h, relobj.h), at its
- * offset in .text.  The real function is named "fn [NAME]" as a snapshot
+ * (ET_REL, found by the module's build id - in the debug dirs' kernel
+ * trees by its name too, the mapping's name being the hint: ktree.h -
+ * resolve.h, relobj.h), at its offset in .text.  The real function is named "fn [NAME]" as a snapshot
  * names it (system name: the bare symbol), so a frame is called the same
  * whichever source named it; inlined frames are DWARF's.  A line without
  * a DWARF function (assembler code whose unit has none) is taken with the
@@ -111,7 +114,7 @@ static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profil
 	if (src->resolver && hc->ko_miss == KO_UNKNOWN) {
 		enum sp_debuginfo_source where = SP_DI_NONE;
 
-		if (sp_resolver__load(src->resolver, id, NULL) == -ENOMEM)
+		if (sp_resolver__load(src->resolver, id, fname) == -ENOMEM)
 			return -ENOMEM;
 		if (!sp_resolver__module_info(src->resolver, id, NULL, &where, NULL))
 			hc->ko_miss = KO_FILE;
@@ -121,7 +124,7 @@ static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profil
 			hc->ko_miss = where == SP_DI_MISMATCH ? KO_MISMATCH : KO_NO_LINE;
 	}
 	if (hc->ko_miss == KO_FILE)
-		err = sp_resolver__resolve_text(src->resolver, id, NULL, loc->address, &fr);
+		err = sp_resolver__resolve_text(src->resolver, id, fname, loc->address, &fr);
 	if (err == -ENOMEM)
 		return err;
 	lines = !err && fr.n && fr.f[0].file && fr.f[0].line > 0;
@@ -220,10 +223,10 @@ static int kernel_location(const struct sp_symbolize_sources *src, struct sp_pro
 			hc->k = sp_ksyms_set__get(src->ksyms, id);
 	}
 	if (!boot && !module && !legacy && loc->address >= m->memory_start &&
-	    vmlinux(src, id, hc)) {
+	    vmlinux(src, id, fname, hc)) {
 		struct sp_frames fr;
 
-		if (!sp_resolver__resolve_vaddr(src->resolver, id, NULL,
+		if (!sp_resolver__resolve_vaddr(src->resolver, id, fname,
 						hc->vm_text + (loc->address - m->memory_start), &fr)) {
 			err = sp_symbolize__fill_location(p, loc, &fr);
 			if (err)

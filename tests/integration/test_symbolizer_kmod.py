@@ -39,6 +39,10 @@ offsets (an independent reader: BFD applies the relocations itself).
    (dropping root to nobody, who reads D): the profile it writes carries
    the same chains, and /metrics counts kernel_module_frames_debuginfo_*
    as the file command's statistics do.
+   Debian's layout (its linux-image-*-dbg links only the vDSO into
+   .build-id): the .ko at D/lib/modules/RELEASE/kernel/.../fakemod.ko, an
+   older release's fakemod.ko (another build id) beside it: found by the
+   module's name, the other refused for its build id.
 2. The .ko served by a real debuginfod (private network namespace, as
    test_symbolizer_debuginfod.py runs it), an empty --debug-dir: the same
    chains, the file fetched once (found_debuginfod 1).
@@ -512,6 +516,30 @@ def main():
               % (n, r.returncode, bad[:3] or r.stderr[-300:]))
 
         serve_step(td, src, dbg, snap, offs, want)
+
+        # 1b: Debian's layout: no .build-id link, the .ko under
+        # lib/modules/RELEASE/kernel/..., next to an older release's
+        # fakemod.ko (another build id)
+        tree = os.path.join(td, "debian")
+        for rel, f in (("6.1.0-test-amd64", ko), ("6.0.0-old-amd64", None)):
+            kdir = os.path.join(tree, "lib", "modules", rel, "kernel", "drivers", "misc")
+            os.makedirs(kdir)
+            if f:
+                shutil.copy(f, os.path.join(kdir, "fakemod.ko"))
+            else:
+                td_dbgd.retag(ko, os.path.join(kdir, "fakemod.ko"), bid, "%040x" % (int(bid, 16) ^ 2))
+        out = os.path.join(td, "m-debian.sym.pb")
+        err = tv.symbolize(os.path.join(td, "m-fake.pb"), out, ["--debug-dir", tree])
+        got = chains(out)
+        ml = module_line(err)
+        bad = dwarf_errors(got, offs, want)
+        check(not bad and ml and ml[3] == n and td_dbgd.stat(err, "found_dir") == 1 and
+              td_dbgd.stat(err, "rejected_build_id") == 1,
+              "Debian's layout (lib/modules/RELEASE/kernel/.../fakemod.ko, no .build-id): found "
+              "by name, the older release's file refused for its build id (found_dir %s, "
+              "rejected_build_id %s, %s): %s" % (td_dbgd.stat(err, "found_dir"),
+                                                 td_dbgd.stat(err, "rejected_build_id"), ml,
+                                                 bad[:3]))
 
         # 2: the same .ko from a real debuginfod (private netns)
         if not shutil.which("debuginfod") or not shutil.which("ip") or subprocess.run(

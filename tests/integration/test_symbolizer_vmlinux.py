@@ -25,6 +25,9 @@ instruction of every function.
 2. The same offsets under another memory_start (a collector that derived
    another link-time base): the same chains - the symbolizer adds the
    offset to vmlinux's own _text, it never assumes a base.
+   The same vmlinux where Debian's and Fedora's debug packages install it,
+   with no .build-id link: --debug-dir D with D/lib/modules/RELEASE/vmlinux,
+   then D/boot/vmlinux-RELEASE: found by name, the same chains.
 3. The ELF removed, a kallsyms snapshot of that build id given (runtime
    addresses with a KASLR slide, written by test_symbolizer_kernel's
    independent writer): the same profile falls back to names only, one
@@ -294,6 +297,23 @@ def main():
             check(ks is not None and ks[0] == ks[6] == len(addrs) and ks[1] == 0,
                   "memory_start 0x%x: every kernel frame resolved from vmlinux debug "
                   "info (%s)" % (start, ks))
+
+        # 2b: where Debian's and Fedora's debug packages put vmlinux (no
+        # .build-id link): found by name, the build id deciding
+        for where in (("lib", "modules", "6.1.0-test-amd64", "vmlinux"),
+                      ("boot", "vmlinux-6.1.0-test-amd64")):
+            tree = os.path.join(td, "tree-" + where[0])
+            os.makedirs(os.path.join(tree, *where[:-1]))
+            shutil.copy(elf, os.path.join(tree, *where))
+            src = os.path.join(td, "k-%x.pb" % LINK_TEXT)
+            out = os.path.join(td, "k-tree.sym.pb")
+            err = symbolize(src, out, ["--debug-dir", tree])
+            got = chains(out)
+            ks = kernel_line(err)
+            bad = [(hex(a), got.get(a), want[a]) for a in addrs if got.get(a) != want[a]]
+            check(not bad and ks and ks[6] == len(addrs),
+                  "vmlinux at DIR/%s (no .build-id): all %d locations carry llvm-symbolizer's "
+                  "chain (%s): %s" % ("/".join(where), len(addrs), ks, bad[:3]))
 
         # 5: report drops to nobody and still reads the debug dir
         src = os.path.join(td, "k-%x.pb" % LINK_TEXT)

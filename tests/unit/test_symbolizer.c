@@ -38,6 +38,7 @@
 #include "symbolizer/debuginfo.h"
 #include "symbolizer/dwarf_line.h"
 #include "symbolizer/report.h"
+#include "symbolizer/ktree.h"
 #include "symbolizer/relobj.h"
 #include "symbolizer/resolve.h"
 #include "symbolizer/symbolize.h"
@@ -263,6 +264,86 @@ static void test_finder_dirs_and_hint(void **state)
 	assert_int_equal(src, SP_DI_DIR);
 	free(path);
 	sp_debuginfo__free(di);
+}
+
+/* Kernel debug files by name (ktree.h): which hints ask, which files are
+ * indexed (.ko, .ko.debug, vmlinux in lib/modules/RELEASE/ and
+ * boot/vmlinux-RELEASE; not symbolic links, not other names), '-' read as
+ * '_', several releases under one name in path order. */
+static void test_ktree(void **state)
+{
+	static const char *const files[] = {
+		"lib/modules/6.1.0-b/kernel/fs/xfs/xfs.ko",
+		"lib/modules/6.1.0-a/kernel/fs/xfs/xfs.ko",
+		"lib/modules/6.1.0-a/kernel/sound/snd-hda-intel.ko.debug",
+		"lib/modules/6.1.0-a/vmlinux",
+		"lib/modules/6.1.0-a/kernel/fs/xfs/xfs.ko.xz",
+		"lib/modules/6.1.0-a/modules.dep",
+		"boot/vmlinux-6.1.0-a",
+		"boot/System.map-6.1.0-a",
+	};
+	char buf[SP_KTREE_NAME_MAX], p[PATH_MAX], q[PATH_MAX];
+	struct sp_ktree *t;
+	const char *got;
+	size_t it = 0;
+
+	(void)state;
+	assert_true(sp_ktree__hint_name("[module:snd-hda-intel]", buf, sizeof(buf)));
+	assert_string_equal(buf, "snd_hda_intel");
+	assert_true(sp_ktree__hint_name("[kernel.kallsyms]", buf, sizeof(buf)));
+	assert_string_equal(buf, "vmlinux");
+	assert_false(sp_ktree__hint_name("/usr/lib/x.so", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name("[module:../../etc]", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name("[module:x]y", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name("[module:]", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name(NULL, buf, sizeof(buf)));
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *slash;
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s/%s", tu_dir, files[i]);
+		for (slash = strchr(p + strlen(tu_dir) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+			*slash = '\0';
+			mkdir(p, 0755);
+			*slash = '/';
+		}
+		assert_non_null(f = fopen(p, "w"));
+		fclose(f);
+	}
+	/* a symbolic link to a tree is not followed */
+	snprintf(p, sizeof(p), "%s/lib/modules/6.1.0-a", tu_dir);
+	snprintf(q, sizeof(q), "%s/lib/modules/6.1.0-link", tu_dir);
+	assert_int_equal(symlink(p, q), 0);
+
+	assert_int_equal(sp_ktree__build(tu_dir, &t), 0);
+	snprintf(p, sizeof(p), "%s/%s", tu_dir, files[1]);
+	assert_non_null(got = sp_ktree__next(t, "xfs", &it));
+	assert_string_equal(got, p);
+	snprintf(p, sizeof(p), "%s/%s", tu_dir, files[0]);
+	assert_non_null(got = sp_ktree__next(t, "xfs", &it));
+	assert_string_equal(got, p);
+	assert_null(sp_ktree__next(t, "xfs", &it));
+	it = 0;
+	assert_non_null(sp_ktree__next(t, "snd_hda_intel", &it));
+	assert_null(sp_ktree__next(t, "snd_hda_intel", &it));
+	it = 0;
+	assert_non_null(got = sp_ktree__next(t, "vmlinux", &it));
+	assert_non_null(strstr(got, "/boot/vmlinux-6.1.0-a"));
+	assert_non_null(got = sp_ktree__next(t, "vmlinux", &it));
+	assert_non_null(strstr(got, "/lib/modules/6.1.0-a/vmlinux"));
+	assert_null(sp_ktree__next(t, "vmlinux", &it));
+	it = 0;
+	assert_null(sp_ktree__next(t, "modules.dep", &it));
+	it = 0;
+	assert_null(sp_ktree__next(t, "zzz", &it));
+	assert_int_equal(sp_ktree__skipped(t), 0);
+	sp_ktree__free(t);
+	sp_ktree__free(NULL);
+	/* no tree at all: an empty index */
+	assert_int_equal(sp_ktree__build("/nonexistent", &t), 0);
+	it = 0;
+	assert_null(sp_ktree__next(t, "xfs", &it));
+	sp_ktree__free(t);
 }
 
 static void test_finder_negative_cache(void **state)
@@ -1281,6 +1362,7 @@ int main(void)
 		cmocka_unit_test(test_finder_rejects_bad_ids),
 		cmocka_unit_test_setup_teardown(test_finder_dirs_and_hint, tu_setup_dir,
 						tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(test_ktree, tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(test_finder_negative_cache, tu_setup_dir,
 						tu_teardown_dir),
 		cmocka_unit_test(test_resolver_functions_and_inlines),

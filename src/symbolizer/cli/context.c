@@ -237,8 +237,8 @@ void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_sta
 		" found_debuginfod %" PRIu64 " not_found %" PRIu64
 		" negative_hits %" PRIu64 " debuginfod_queries %" PRIu64
 		" exec_found %" PRIu64 " exec_not_found %" PRIu64
-		" rejected_build_id %" PRIu64 "\n",
+		" rejected_build_id %" PRIu64 " kernel_tree_skipped %" PRIu64 "\n",
 		ds.lookups, ds.found_dir, ds.found_path, ds.found_debuginfod,
 		ds.not_found, ds.negative_hits, ds.debuginfod_queries,
-		ds.exec_found, ds.exec_not_found, ds.rejected_build_id);
+		ds.exec_found, ds.exec_not_found, ds.rejected_build_id, ds.ktree_skipped);
 }
