@@ -61,7 +61,8 @@ def main():
     busy = os.path.join(bl.WORK, "busy1s.py")
     with open(busy, "w") as f:
         f.write(BUSY)
-    cmds = {"true": ["true"], "busy 1 s": [sys.executable, busy]}
+    # absolute paths: bpftrace's -c refuses a name that PATH resolves twice
+    cmds = {"true": ["/usr/bin/true"], "busy 1 s": [sys.executable, busy]}
     ts = tools(a.freq, out)
     res = {(t, c): [] for t in ts for c in cmds}
     for _ in range(a.reps):
@@ -76,7 +77,7 @@ def main():
             m = bl.median(res[(t, c)])
             rows.append([c, t, bl.fmt(m, 3), bl.fmt(min(res[(t, c)]), 3),
                          bl.fmt(m / base, 2) + "x"])
-    print(bl.table(["command", "tool", "median s", "min s", "vs perf"], rows))
+    bl.table(["command", "tool", "median s", "min s", "vs perf"], rows)
 
 
 if __name__ == "__main__":

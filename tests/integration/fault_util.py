@@ -4,18 +4,22 @@ Independent of spanprof's C code: profiles are written here with a
 protobuf encoder made from the pprof field numbers, fixtures are compiled
 here from tests/integration/*.c.
 """
+import contextlib
 import gzip
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import types
 
 from lib.pb import field_bytes as _ld, field_packed as _packed, field_varint as _vi
+from lib.otlp_stub import OtlpStub
 from spt import BUILD, SPANPROF, check, fail
+import agent_util as au
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SYMBOLIZER = os.path.join(BUILD, "spanprof-symbolizer")
@@ -182,14 +186,30 @@ def strace_opens(log_path):
     return out
 
 
+# A Python process that maps argv[1] executable (MAP_PRIVATE, its whole
+# size, without touching a page), says "mapped", and spins for argv[2] s.
+_MAPPER = r"""
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+m = mmap.mmap(fd, os.fstat(fd).st_size, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_EXEC)
+print("mapped", flush=True)
+end = time.time() + float(sys.argv[2])
+x = 0
+while time.time() < end:
+    x += 1
+"""
+
+
 class HangFs:
     """hangfs.c (libfuse3) mounted on a fresh directory: FILE (its lib.so)
-    answers lookups and opens, never a read, until close().  close(procs)
-    ends the hang first (a page whose read never ends stays locked, and a
-    process touching it would be stuck for good, on a machine others
-    share), then kills the daemon (SIGKILL: on SIGTERM its loop waits for
-    its handler threads), which fails whatever is still pending, and only
-    then kills and reaps procs, unmounts and removes the directory.
+    answers lookups and opens, never a read, until close().  procs are the
+    processes close() kills and reaps (mapper() adds its own; a test adds
+    any other process that may touch FILE).  close() ends the hang first
+    (a page whose read never ends stays locked, and a process touching it
+    would be stuck for good, on a machine others share), then kills the
+    daemon (SIGKILL: on SIGTERM its loop waits for its handler threads),
+    which fails whatever is still pending, and only then kills and reaps
+    procs, unmounts and removes the directory.
     With backing (a file) and prefix (bytes), FILE has backing's size and
     bytes, and only reads past prefix hang (hangfs.c's usage)."""
 
@@ -201,6 +221,7 @@ class HangFs:
         if libs.returncode:
             fail("libfuse3-dev is needed (scripts/deps.sh): %s" % libs.stderr.strip())
         exe = compile_c("hangfs.c", os.path.join(workdir, "hangfs"), extra=libs.stdout.split())
+        self.procs = []
         self.mnt = tempfile.mkdtemp(prefix="spanprof-hangfs-")
         self.FILE = os.path.join(self.mnt, "lib.so")
         self.hold = os.path.join(workdir, "hangfs-hold")
@@ -211,18 +232,29 @@ class HangFs:
             if os.path.ismount(self.mnt):
                 return
             time.sleep(0.1)
-        self.close([])
+        self.close()
         fail("hangfs did not mount: %s" % self.proc.stderr.read(2000))
 
-    def close(self, procs):
+    def mapper(self, secs):
+        """A process (in procs) that maps FILE executable without reading
+        it and spins for secs seconds; returned once it has mapped it (the
+        test fails when it cannot)."""
+        p = subprocess.Popen([sys.executable, "-c", _MAPPER, self.FILE, str(secs)],
+                             stdout=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        if p.stdout.readline().strip() != "mapped":
+            fail("the mapper could not map the FUSE file")
+        return p
+
+    def close(self):
         if os.path.exists(self.hold):
             os.unlink(self.hold)
         time.sleep(0.5)
         self.proc.kill()
         self.proc.wait()
-        for p in procs:
+        for p in self.procs:
             p.kill()
-        for p in procs:
+        for p in self.procs:
             p.wait()
         subprocess.run(["umount", "-l", self.mnt], capture_output=True)
         os.rmdir(self.mnt)
@@ -244,3 +276,42 @@ def sigterm_record(rec, stuck_what):
     check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
     check(dt < 5, "record: stopped %.1f s after SIGTERM" % dt)
     return err
+
+
+def sigterm_agent(a):
+    """Stops a running au.Agent with SIGTERM: it must exit 0 within 6 s
+    (checked; 15 s at most, then it is killed and the test fails)."""
+    rc, dt = a.stop()
+    check(rc == 0 and dt < 6, "agent: SIGTERM exits 0 in %.1f s (rc %s)" % (dt, rc))
+
+
+@contextlib.contextmanager
+def exporting_agent(workdir, args=()):
+    """`spanprof agent -F 97 --interval 1` (and args) exporting to an
+    OtlpStub that takes every batch; yields (agent, stub), started and
+    healthy.  Whatever ends the block, the agent is killed if it still
+    runs and the stub closed."""
+    stub = OtlpStub(lambda i: (200, {}))
+    try:
+        a = au.Agent(["-F", "97", "--interval", "1", "--endpoint",
+                      "http://127.0.0.1:%d" % stub.port] + list(args), workdir)
+        try:
+            yield a, stub
+        finally:
+            a.kill()
+    finally:
+        stub.close()
+
+
+def watch_healthz(a, secs=6):
+    """Probes the agent's /healthz every 0.25 s for secs seconds (2 s
+    timeout each); returns the probes that did not answer 200, as
+    (seconds since the start, status, body)."""
+    t0 = time.monotonic()
+    bad = []
+    while time.monotonic() - t0 < secs:
+        st, body = au.http_get(a.port, "/healthz", timeout=2)
+        if st != 200:
+            bad.append((round(time.monotonic() - t0, 1), st, body))
+        time.sleep(0.25)
+    return bad

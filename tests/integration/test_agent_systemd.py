@@ -227,10 +227,10 @@ check(rc == 0, "agent with hidepid=invisible /proc, private /tmp and /home: exit
 check(victim_rc == 0, "the victim ran as nobody from %s (exit %d)" % (spin, victim_rc))
 hits = total = 0
 seen = {}	# (mapping name, build id) -> samples of the victim: the diagnosis
-for f in os.listdir(ns_out):
-    if f.startswith("."):
-        continue
-    for smp in read_otlp(os.path.join(ns_out, f)):
+# the profiles only: the output directory also holds syms/ when a process
+# on the host published JIT symbols (a Node test's, say) while this ran
+for f in au.otlp_files(ns_out):
+    for smp in read_otlp(f):
         if smp["pid"] != victim.pid:
             continue
         total += smp["count"]

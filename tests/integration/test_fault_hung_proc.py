@@ -33,9 +33,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import BUILD, SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import HangFs, compile_c, sigterm_record  # noqa: E402
+from fault_util import (HangFs, compile_c, exporting_agent, sigterm_agent,  # noqa: E402
+                        sigterm_record, watch_healthz)
 import agent_util as au  # noqa: E402
-from lib.otlp_stub import OtlpStub  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 require_root()
@@ -44,13 +44,12 @@ hung_proc = compile_c("hung_proc.c", os.path.join(d, "hung_proc"),
                       extra=["-I" + os.path.join(ROOT, "lib", "spanctx"), "-L" + BUILD,
                              "-lspanctx", "-Wl,-rpath," + BUILD, "-lpthread"])
 fs = HangFs(d)
-procs = []
 
 
 def caught(mode, secs):
     p = subprocess.Popen([hung_proc, mode, fs.FILE, str(secs)],
                          stdout=subprocess.PIPE, text=True)
-    procs.append(p)
+    fs.procs.append(p)
     lines = [p.stdout.readline().strip() for _ in range(2)]
     if lines != ["starting", "ready"]:
         fail("hung_proc %s did not set its trap (said %s, rc %s)" % (mode, lines, p.poll()))
@@ -75,7 +74,7 @@ def samples_of(prof, pid):
 
 try:
     busy = au.busy(60)
-    procs.append(busy)
+    fs.procs.append(busy)
     lock = caught("lock", 60)
     mem = caught("mem", 60)
     elf = caught("elf", 60)
@@ -118,18 +117,9 @@ try:
         check(n >= 10, "record: caught process %s keeps its samples (%d)" % (name, n))
 
     # ------------------------------------------------ 2. agent
-    stub = OtlpStub(lambda i: (200, {}))
-    a = au.Agent(["-F", "97", "--interval", "1", "--endpoint",
-                  "http://127.0.0.1:%d" % stub.port], d)
-    try:
+    with exporting_agent(d) as (a, stub):
         n0 = stub.count()
-        t0 = time.monotonic()
-        bad = []
-        while time.monotonic() - t0 < 6:
-            st, body = au.http_get(a.port, "/healthz", timeout=2)
-            if st != 200:
-                bad.append((round(time.monotonic() - t0, 1), st, body))
-            time.sleep(0.25)
+        bad = watch_healthz(a, 6)
         n = stub.count() - n0
         check(not bad, "agent: /healthz stayed 200 beside the caught processes (%s)" % bad)
         check(n >= 4, "agent: %d batches exported in 6 s at --interval 1" % n)
@@ -141,10 +131,6 @@ try:
               "agent: /metrics counts the reads that did not answer (maps %d, environ %d, "
               "context looks %d)" % (mt, et, ct))
         check(all(p.poll() is None for p in (lock, mem, elf)), "the caught processes still run")
-        rc, dt = a.stop()
-        check(rc == 0 and dt < 6, "agent: SIGTERM exits 0 in %.1f s" % dt)
-    finally:
-        a.kill()
-        stub.close()
+        sigterm_agent(a)
 finally:
-    fs.close(procs)
+    fs.close()

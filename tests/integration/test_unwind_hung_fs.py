@@ -33,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import HangFs, sigterm_record  # noqa: E402
+from fault_util import HangFs, sigterm_agent, sigterm_record  # noqa: E402
 import agent_util as au  # noqa: E402
 
 require_root()
@@ -80,35 +80,14 @@ check(bid_off + bid_size < PREFIX and eh > PREFIX + (256 << 10) and shoff > PREF
       "the copy's build id is in the first MiB, its CFI (at %#x) and section headers (at %#x) "
       "beyond it" % (eh, shoff))
 
-MAPPER = r"""
-import mmap, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDONLY)
-m = mmap.mmap(fd, os.fstat(fd).st_size, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_EXEC)
-print("mapped", flush=True)
-end = time.time() + float(sys.argv[2])
-x = 0
-while time.time() < end:
-    x += 1
-"""
 fs = HangFs(d, backing=lib, prefix=PREFIX)
-procs = []
-
-
-def mapper(secs):
-    p = subprocess.Popen([sys.executable, "-c", MAPPER, fs.FILE, str(secs)],
-                         stdout=subprocess.PIPE, text=True)
-    procs.append(p)
-    if p.stdout.readline().strip() != "mapped":
-        fail("the mapper could not map the FUSE file")
-    return p
-
 
 try:
     with open(fs.FILE, "rb") as f:
         check(f.read(4) == b"\x7fELF", "the FUSE file's first page reads (an ELF header)")
 
     # ------------------------------------------------ 1. record
-    hung = mapper(60)
+    hung = fs.mapper(60)
     out = os.path.join(d, "hung.pb.gz")
     js = os.path.join(d, "hung.json")
     # --unwind-cpu 100: the builder gets through the machine's other files
@@ -124,7 +103,7 @@ try:
     # A file mapped after the stall: the builder is not stuck behind it.
     late = subprocess.Popen([sys.executable, "-c", "import ctypes, sys, time; "
                              "ctypes.CDLL(sys.argv[1]); time.sleep(30)", fresh[0]])
-    procs.append(late)
+    fs.procs.append(late)
     time.sleep(3)
     sigterm_record(rec, "waiting on the builder's read")
     u = load_json(js)["unwind"]
@@ -148,16 +127,15 @@ try:
         built0 = a.metrics().get1("spanprof_unwind_tables_total", outcome="built")
         late2 = subprocess.Popen([sys.executable, "-c", "import ctypes, sys, time; "
                                   "ctypes.CDLL(sys.argv[1]); time.sleep(30)", fresh[1]])
-        procs.append(late2)
+        fs.procs.append(late2)
         au.wait_for(lambda: a.metrics().get1("spanprof_unwind_tables_total",
                                              outcome="built") > built0,
                     timeout=15, what="a table built after the stall")
         st, _ = au.http_get(a.port, "/healthz")
         check(st == 200, "agent: healthz 200 with the stalled file")
-        rc, dt = a.stop()
-        check(rc == 0 and dt < 6, "agent: SIGTERM exits 0 in %.1f s (rc %s)" % (dt, rc))
+        sigterm_agent(a)
     finally:
         a.kill()
 finally:
-    fs.close(procs)  # ends the hang first, then the daemon, procs, the mount
+    fs.close()  # ends the hang first, then the daemon, procs, the mount
 print("PASS")

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "test_profile_fixture.h"
+#include "testutil.h"
 #include "export/config.h"
 #include "export/exporter.h"
 #include "export/otlp_response.h"
@@ -563,21 +564,6 @@ static void test_config_from_env(void **state)
 
 /* ------------------------------------------------------------ exporter, nothing listening */
 
-static int dead_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t al = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port;
-
-	assert_true(fd >= 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 static size_t encoded_len(const struct sp_profile *p)
 {
 	uint8_t *raw = NULL, *gz = NULL;
@@ -614,7 +600,7 @@ static void run_policy(enum sp_drop_policy pol)
 	double t0;
 
 	sp_export_config__init(&cfg);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", dead_port());
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", tu_free_port());
 	cfg.endpoint = url;
 	cfg.initial_backoff_ms = 30000;
 	cfg.max_backoff_ms = 30000;
@@ -684,7 +670,7 @@ static void test_exporter_unreachable_accounting(void **state)
 	(void)state;
 	for (int pol = 0; pol < 2; pol++) {
 		sp_export_config__init(&cfg);
-		snprintf(url, sizeof(url), "http://127.0.0.1:%d", dead_port());
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d", tu_free_port());
 		cfg.endpoint = url;
 		cfg.initial_backoff_ms = 1;
 		cfg.max_backoff_ms = 2;

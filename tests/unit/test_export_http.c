@@ -236,21 +236,6 @@ static double srv_time(struct srv *s, int idx)
 
 /* ------------------------------------------------------------ helpers */
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t al = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port;
-
-	assert_true(fd >= 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 static uint64_t events_of(const struct sp_profile *p)
 {
 	uint64_t n = 0;
@@ -601,7 +586,7 @@ static void test_http_endpoint_down_then_up(void **state)
 	struct sp_export_stats st;
 	struct sp_exporter *e;
 	struct srv *s;
-	int port = free_port();
+	int port = tu_free_port();
 	char url[64];
 	double t0;
 

@@ -626,6 +626,72 @@ static struct sp_ksyms *load_capture(const char *path)
 	return k;
 }
 
+/* sp_kallsyms__text_range streams the file through a 16 KiB buffer: lines
+ * across its edges, a line longer than the whole buffer (skipped, and the
+ * one after it read), modules and zeros. */
+static void test_text_range_streamed(void **state)
+{
+	char in[PATH_MAX], err[256];
+	uint64_t text = 0, end = 0;
+	size_t cap = 1 << 20, len = 0;
+	char *buf = malloc(cap);
+
+	(void)state;
+	assert_non_null(buf);
+	/* 20000 lines (~500 KB): every buffer edge falls inside a line */
+	for (int i = 0; i < 20000; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "ffffffff81%06x t fn_%d\n",
+					0x100000 + i * 16, i);
+	/* a line over the 16 KiB buffer: skipped whole, its tail too */
+	len += (size_t)snprintf(buf + len, cap - len, "ffffffff8f000000 T ");
+	memset(buf + len, 'x', 40 << 10);
+	len += 40 << 10;
+	buf[len++] = '\n';
+	len += (size_t)snprintf(buf + len, cap - len,
+				"ffffffff81000000 T _text\n"
+				"ffffffffc0001000 t m_fn\t[mod]\n"	/* a module: not the image */
+				"ffffffff82000000 D data\n"		/* not text */
+				"ffffffff81f00000 T last_fn");		/* no newline at the end */
+	snprintf(in, sizeof(in), "%s/stream_kallsyms", tu_dir);
+	write_file(in, buf, len);
+	setenv(SP_KALLSYMS_PATH_ENV, in, 1);
+	assert_int_equal(sp_kallsyms__text_range(&text, &end, err, sizeof(err)), 0);
+	assert_int_equal(text, 0xffffffff81000000ull);
+	assert_int_equal(end, 0xffffffff81f00000ull + SP_KALLSYMS_TAIL_MAX);
+
+	len = (size_t)snprintf(buf, cap, "0000000000000000 T _text\n0000000000000000 t b\n");
+	write_file(in, buf, len);
+	assert_int_equal(sp_kallsyms__text_range(&text, &end, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "kptr_restrict"));
+	len = (size_t)snprintf(buf, cap, "ffffffff81000100 T first_fn\n");
+	write_file(in, buf, len);
+	assert_int_equal(sp_kallsyms__text_range(&text, &end, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "_text"));
+	unsetenv(SP_KALLSYMS_PATH_ENV);
+	free(buf);
+
+	/* the real file, when this process may see its addresses: _text is
+	 * the one /proc/kallsyms names */
+	if (sp_kallsyms__text_range(&text, &end, err, sizeof(err)) == 0) {
+		FILE *f = fopen("/proc/kallsyms", "r");
+		char line[512];
+		unsigned long long want = 0;
+
+		assert_non_null(f);
+		while (!want && fgets(line, sizeof(line), f)) {
+			unsigned long long a;
+			char t, name[256];
+
+			if (sscanf(line, "%llx %c %255s", &a, &t, name) == 3 &&
+			    !strcmp(name, "_text"))
+				want = a;
+		}
+		fclose(f);
+		assert_int_equal(text, want);
+		assert_true(end > text);
+	}
+}
+
 static void test_capture_fake(void **state)
 {
 	static const char fake[] =
@@ -748,6 +814,7 @@ int main(void)
 		cmocka_unit_test(test_set_files_and_dirs),
 		cmocka_unit_test(test_symbolize_kernel_frames),
 		cmocka_unit_test(test_symbolize_layout_frames),
+		cmocka_unit_test(test_text_range_streamed),
 		cmocka_unit_test(test_capture_fake),
 		cmocka_unit_test(test_capture_real),
 	};

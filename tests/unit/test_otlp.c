@@ -29,21 +29,8 @@ static bool sp_all_zero_test(const uint8_t *b, size_t n)
 
 static void test_otlp_round_trip(void **state)
 {
-	struct sp_profile *p = fx_build(), *q = NULL;
-	uint8_t *buf = NULL, *buf2 = NULL;
-	size_t len, len2;
-
 	(void)state;
-	assert_int_equal(sp_otlp__encode(p, &buf, &len), 0);
-	assert_int_equal(sp_otlp__decode(buf, len, &q), 0);
-	fx_assert_equal(p, q, FX_NO_HAS_FLAGS);
-	assert_int_equal(sp_otlp__encode(q, &buf2, &len2), 0);
-	assert_int_equal(len, len2);
-	assert_memory_equal(buf, buf2, len);
-	free(buf);
-	free(buf2);
-	sp_profile__free(p);
-	sp_profile__free(q);
+	fx_assert_round_trip(sp_otlp__encode, sp_otlp__decode, FX_NO_HAS_FLAGS);
 }
 
 /* A resource's extra attributes (OTEL_RESOURCE_ATTRIBUTES) survive a round
@@ -266,18 +253,7 @@ static void test_otlp_decode_golden(void **state)
 
 static int decode_hex(const char *hex)
 {
-	struct sp_profile *q = (struct sp_profile *)1;
-	uint8_t *in;
-	size_t len;
-	int r;
-
-	in = fx_unhex(hex, &len);
-	r = sp_otlp__decode(in, len, &q);
-	if (r)
-		assert_null(q);
-	sp_profile__free(q);
-	free(in);
-	return r;
+	return fx_decode_hex(sp_otlp__decode, hex);
 }
 
 static void test_otlp_rejects_bad_indices(void **state)
@@ -319,40 +295,12 @@ static void test_otlp_rejects_bad_indices(void **state)
 static void test_otlp_rejects_truncated_and_garbage(void **state)
 {
 	struct sp_profile *p = fx_build(), *q;
-	uint8_t *buf = NULL, junk[4096];
-	size_t len, cut;
-	unsigned int i, seed = 777;
+	uint8_t *buf = NULL;
+	size_t len;
 
 	(void)state;
 	assert_int_equal(sp_otlp__encode(p, &buf, &len), 0);
-	for (cut = 0; cut < len; cut++) {
-		q = NULL;
-		if (sp_otlp__decode(buf, cut, &q) == 0)
-			assert_int_equal(sp_profile__validate(q), 0);
-		else
-			assert_null(q);
-		sp_profile__free(q);
-	}
-	for (i = 0; i < 200; i++) {
-		size_t j;
-
-		for (j = 0; j < sizeof(junk); j++)
-			junk[j] = (uint8_t)(rand_r(&seed) >> 7);
-		q = NULL;
-		if (sp_otlp__decode(junk, 1 + rand_r(&seed) % sizeof(junk), &q) == 0)
-			assert_int_equal(sp_profile__validate(q), 0);
-		sp_profile__free(q);
-	}
-	for (cut = 0; cut < len; cut++) {
-		uint8_t saved = buf[cut];
-
-		buf[cut] ^= (uint8_t)(1 + rand_r(&seed) % 255);
-		q = NULL;
-		if (sp_otlp__decode(buf, len, &q) == 0)
-			assert_int_equal(sp_profile__validate(q), 0);
-		sp_profile__free(q);
-		buf[cut] = saved;
-	}
+	fx_assert_decode_robust(sp_otlp__decode, buf, len, 777);
 	assert_int_equal(sp_otlp__decode(NULL, 3, &q), -EINVAL);
 	assert_int_equal(sp_otlp__decode(buf, (size_t)SP_DECODE_MAX_BYTES + 1, &q), -E2BIG);
 	free(buf);

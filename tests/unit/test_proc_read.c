@@ -97,6 +97,36 @@ static void unput(const char *root)
 	rmdir(root);
 }
 
+/* The fake proc root both cases read, made in root (a mkdtemp template):
+ * pid 10 with MAPS, pid 20 with a FIFO for maps; and a reader on it with a
+ * 60 ms deadline and at most 2 stuck reads.  unput(root) removes the
+ * files; the caller frees the reader. */
+static struct sp_proc_read *fake_proc_new(char *root)
+{
+	const struct sp_io_deadline_config cfg = { .timeout_ms = 60, .max_stuck = 2 };
+	struct sp_proc_read *r;
+
+	assert_non_null(mkdtemp(root));
+	put(root, 10, MAPS, 0);
+	put(root, 20, NULL, 1);
+	r = sp_proc_read__new(&cfg);
+	assert_non_null(r);
+	return r;
+}
+
+/* A writer opens pid 20's FIFO and closes it: a read stuck opening it
+ * returns. */
+static void fifo_writer_comes(const char *root)
+{
+	char p[PATH_MAX];
+	int wfd;
+
+	snprintf(p, sizeof(p), "%s/20/maps", root);
+	wfd = open(p, O_WRONLY);
+	assert_true(wfd >= 0);
+	close(wfd);
+}
+
 static void noop_run(struct sp_io_job *j)
 {
 	(void)j;
@@ -109,21 +139,16 @@ static void noop_destroy(struct sp_io_job *j)
 
 static void test_proc_read(void **state)
 {
-	struct sp_io_deadline_config cfg = { .timeout_ms = 60, .max_stuck = 2 };
 	struct sp_io_job job = { .run = noop_run, .destroy = noop_destroy };
-	char root[] = "/tmp/sp-proc-read-XXXXXX", fifo[PATH_MAX];
+	char root[] = "/tmp/sp-proc-read-XXXXXX";
 	struct sp_proc_read_stats st;
 	struct sp_maps_read_stats ms;
 	struct sp_proc_read *r;
-	int n = 0, wfd;
+	int n = 0;
 	double t0, dt;
 
 	(void)state;
-	assert_non_null(mkdtemp(root));
-	put(root, 10, MAPS, 0);
-	put(root, 20, NULL, 1);
-	r = sp_proc_read__new(&cfg);
-	assert_non_null(r);
+	r = fake_proc_new(root);
 
 	assert_int_equal(sp_proc_read__maps(r, root, 10, count_line, &n, &ms), 0);
 	assert_int_equal(n, 3);
@@ -148,10 +173,7 @@ static void test_proc_read(void **state)
 	assert_int_equal(st.stuck, 1);
 
 	/* the writer comes: the stuck open returns, the pid is read again */
-	snprintf(fifo, sizeof(fifo), "%s/20/maps", root);
-	wfd = open(fifo, O_WRONLY);
-	assert_true(wfd >= 0);
-	close(wfd);
+	fifo_writer_comes(root);
 	for (int w = 0; w < 400; w++) {
 		sp_proc_read__stats(r, &st);
 		if (!st.stuck)
@@ -206,22 +228,17 @@ static struct extra *extra_new(atomic_int *destroyed)
 
 static void test_maps_with(void **state)
 {
-	struct sp_io_deadline_config cfg = { .timeout_ms = 60, .max_stuck = 2 };
-	char root[] = "/tmp/sp-proc-read-XXXXXX", p[PATH_MAX];
+	char root[] = "/tmp/sp-proc-read-XXXXXX";
 	atomic_int destroyed = 0;
 	struct sp_io_job *jobs[2];
 	struct sp_proc_read_stats st;
 	struct extra *a, *b;
 	struct sp_proc_read *r;
 	int xrc = 1;
-	int n = 0, wfd;
+	int n = 0;
 
 	(void)state;
-	assert_non_null(mkdtemp(root));
-	put(root, 10, MAPS, 0);
-	put(root, 20, NULL, 1);
-	r = sp_proc_read__new(&cfg);
-	assert_non_null(r);
+	r = fake_proc_new(root);
 	a = extra_new(&destroyed);
 	b = extra_new(&destroyed);
 	jobs[0] = &a->base;
@@ -253,10 +270,7 @@ static void test_maps_with(void **state)
 			 -EBUSY);
 	assert_int_equal(xrc, -EBUSY);
 	assert_int_equal(a->runs, 0);
-	snprintf(p, sizeof(p), "%s/20/maps", root);
-	wfd = open(p, O_WRONLY);
-	assert_true(wfd >= 0);
-	close(wfd);
+	fifo_writer_comes(root);
 	for (int w = 0; w < 400 && atomic_load(&destroyed) < 2; w++)
 		usleep(5000);
 	assert_int_equal(atomic_load(&destroyed), 2);

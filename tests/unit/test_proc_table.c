@@ -270,16 +270,15 @@ static void test_child_reaped_before_read(void **state)
 	sp_proc_table__free(t);
 }
 
-static void test_child_exits_after_read(void **state)
+/* A child of this process (the same layout as ours) that waits in pause()
+ * until it is killed; returned once it runs.  The caller kills and reaps
+ * it. */
+static pid_t fork_paused(void)
 {
-	struct sp_proc_table *t = sp_proc_table__new(NULL);
-	const struct sp_proc_table_stats *st = sp_proc_table__stats(t);
 	int pfd[2];
-	char c;
 	pid_t child;
-	uint32_t id, reads;
+	char c;
 
-	(void)state;
 	assert_int_equal(pipe(pfd), 0);
 	child = fork();
 	assert_true(child >= 0);
@@ -293,6 +292,18 @@ static void test_child_exits_after_read(void **state)
 	close(pfd[1]);
 	assert_int_equal(read(pfd[0], &c, 1), 1);
 	close(pfd[0]);
+	return child;
+}
+
+static void test_child_exits_after_read(void **state)
+{
+	struct sp_proc_table *t = sp_proc_table__new(NULL);
+	const struct sp_proc_table_stats *st = sp_proc_table__stats(t);
+	pid_t child;
+	uint32_t id, reads;
+
+	(void)state;
+	child = fork_paused();
 
 	/* Forked: same layout as ours. */
 	id = sp_proc_table__resolve(t, (uint32_t)child, probe_addr(), now());
@@ -323,26 +334,13 @@ static void test_child_exits_after_read(void **state)
 static void test_zombie_keeps_maps(void **state)
 {
 	struct sp_proc_table *t = sp_proc_table__new(NULL);
-	int pfd[2];
-	char c, path[64], buf[512];
+	char path[64], buf[512];
 	pid_t child;
 	uint32_t id;
 	bool zombie = false;
 
 	(void)state;
-	assert_int_equal(pipe(pfd), 0);
-	child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		close(pfd[0]);
-		if (write(pfd[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	close(pfd[1]);
-	assert_int_equal(read(pfd[0], &c, 1), 1);
-	close(pfd[0]);
+	child = fork_paused();
 	id = sp_proc_table__resolve(t, (uint32_t)child, probe_addr(), now());
 	assert_true(id >= 2);
 	kill(child, SIGKILL);

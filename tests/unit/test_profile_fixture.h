@@ -364,4 +364,90 @@ static __attribute__((unused)) void fx_dump(const char *name, const uint8_t *buf
 	assert_int_equal(fclose(f), 0);
 }
 
+/* A codec's two directions (sp_pprof__*, sp_otlp__*), for the checks both
+ * codecs' tests make alike. */
+typedef int (*fx_encode_fn)(const struct sp_profile *p, uint8_t **out, size_t *out_len);
+typedef int (*fx_decode_fn)(const uint8_t *buf, size_t len, struct sp_profile **out);
+
+/* fx_build() through encode and decode is the same profile but for what
+ * the codec cannot carry (lossy: FX_NO_*), and re-encoding the decoded
+ * profile gives the same bytes. */
+static __attribute__((unused)) void fx_assert_round_trip(fx_encode_fn encode, fx_decode_fn decode,
+							 unsigned int lossy)
+{
+	struct sp_profile *p = fx_build(), *q = NULL;
+	uint8_t *buf = NULL, *buf2 = NULL;
+	size_t len, len2;
+
+	assert_int_equal(encode(p, &buf, &len), 0);
+	assert_int_equal(decode(buf, len, &q), 0);
+	fx_assert_equal(p, q, lossy);
+	assert_int_equal(encode(q, &buf2, &len2), 0);
+	assert_int_equal(len, len2);
+	assert_memory_equal(buf, buf2, len);
+	free(buf);
+	free(buf2);
+	sp_profile__free(p);
+	sp_profile__free(q);
+}
+
+/* decode's result for the bytes hex spells (fx_unhex); a failed decode
+ * must leave its output NULL (asserted). */
+static __attribute__((unused)) int fx_decode_hex(fx_decode_fn decode, const char *hex)
+{
+	struct sp_profile *q = (struct sp_profile *)1;
+	uint8_t *in;
+	size_t len;
+	int r;
+
+	in = fx_unhex(hex, &len);
+	r = decode(in, len, &q);
+	if (r)
+		assert_null(q);
+	sp_profile__free(q);
+	free(in);
+	return r;
+}
+
+/* Untrusted bytes never crash decode nor give an invalid profile: every
+ * strict prefix of buf (len bytes, a valid encoding) that cuts a field
+ * fails with its output NULL, one ending on a field boundary may decode (a
+ * smaller profile, valid); then 200 random buffers of up to 4 KiB and one
+ * corrupted byte at each offset of buf (restored after: buf is unchanged
+ * on return), from rand_r(seed). */
+static __attribute__((unused)) void fx_assert_decode_robust(fx_decode_fn decode, uint8_t *buf,
+							    size_t len, unsigned int seed)
+{
+	struct sp_profile *q;
+	uint8_t junk[4096];
+	size_t cut;
+
+	for (cut = 0; cut < len; cut++) {
+		q = NULL;
+		if (decode(buf, cut, &q) == 0)
+			assert_int_equal(sp_profile__validate(q), 0);
+		else
+			assert_null(q);
+		sp_profile__free(q);
+	}
+	for (unsigned int i = 0; i < 200; i++) {
+		for (size_t j = 0; j < sizeof(junk); j++)
+			junk[j] = (uint8_t)(rand_r(&seed) >> 7);
+		q = NULL;
+		if (decode(junk, 1 + rand_r(&seed) % sizeof(junk), &q) == 0)
+			assert_int_equal(sp_profile__validate(q), 0);
+		sp_profile__free(q);
+	}
+	for (cut = 0; cut < len; cut++) {
+		uint8_t saved = buf[cut];
+
+		buf[cut] ^= (uint8_t)(1 + rand_r(&seed) % 255);
+		q = NULL;
+		if (decode(buf, len, &q) == 0)
+			assert_int_equal(sp_profile__validate(q), 0);
+		sp_profile__free(q);
+		buf[cut] = saved;
+	}
+}
+
 #endif /* SPANPROF_TEST_PROFILE_FIXTURE_H */

@@ -28,18 +28,25 @@
  *                              whole files; 0 or a negative errno; the read
  *                              buffer is malloc'd (NUL-terminated, not
  *                              counted in len) and the caller frees it.
+ *   tu_free_port()             a loopback TCP port free a moment ago (bound
+ *                              to port 0, read back, closed): nothing
+ *                              listens there unless another process takes
+ *                              it since.  Its socket calls are asserted.
  */
 #ifndef SPANPROF_TEST_TESTUTIL_H
 #define SPANPROF_TEST_TESTUTIL_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -219,6 +226,21 @@ static __attribute__((unused)) int tu_read_file(const char *path, uint8_t **out,
 	*out = buf;
 	*out_len = len;
 	return 0;
+}
+
+static __attribute__((unused)) int tu_free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port;
+
+	assert_true(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
 }
 
 #endif /* SPANPROF_TEST_TESTUTIL_H */

@@ -231,14 +231,63 @@ static int mark_wanted(const char *raw, const struct kline *k, size_t n,
 /* The text symbols of src, sorted: *raw holds the file, *k the kept lines.
  * Also _text and the end of the image's text (the last symbol without a
  * module, plus the tail a symbolizer grants it). */
-static int read_text(const char *src, char **raw_out, struct kline **k_out, size_t *n_out,
-		     uint64_t *text, uint64_t *image_end, char *err, size_t err_len)
+/* What a pass over kallsyms' lines learns of the kernel image's text. */
+struct text_scan {
+	uint64_t last_vm;	/* the last text symbol without a module */
+	uint64_t text;		/* _text, 0 until seen */
+	size_t skipped;		/* malformed or over-long lines */
+	size_t zeros;		/* text symbols reading as address 0 */
+	bool nonzero;
+};
+
+/* One line (without its newline): true, with *addr, for a text symbol of
+ * a visible address. */
+static bool scan_line(struct text_scan *sc, const char *l, size_t len, uint64_t *addr)
 {
+	char type;
+
+	if (len > SP_KALLSYMS_MAX_LINE || parse_line(l, len, addr, &type)) {
+		sc->skipped++;
+		return false;
+	}
+	if (!sp_kallsyms_format__is_text(type))
+		return false;
+	if (!*addr) {
+		sc->zeros++;
+		return false;
+	}
+	sc->nonzero = true;
+	if (!memchr(l, '[', len)) {
+		if (*addr > sc->last_vm)
+			sc->last_vm = *addr;
+		if (len >= 8 && !memcmp(l + len - 6, " _text", 6) && !sc->text)
+			sc->text = *addr;
+	}
+	return true;
+}
+
+/* 0 when the pass saw a text symbol at a visible address, else the error
+ * that says why not. */
+static int scan_verdict(const struct text_scan *sc, const char *src, char *err, size_t err_len)
+{
+	if (sc->nonzero)
+		return 0;
+	if (sc->zeros) {
+		say(err, err_len, "kallsyms: every address in %s reads as 0: not allowed to see "
+		    "kernel addresses (kernel.kptr_restrict, or not root / no CAP_SYSLOG)", src);
+		return -EPERM;
+	}
+	say(err, err_len, "kallsyms: no text symbol in %s (%zu lines skipped)", src, sc->skipped);
+	return -ENOENT;
+}
+
+static int read_text(const char *src, char **raw_out, struct kline **k_out, size_t *n_out,
+		     char *err, size_t err_len)
+{
+	struct text_scan sc = { 0 };
 	char *raw = NULL;
 	struct kline *k = NULL;
-	size_t raw_len = 0, n = 0, cap = 0, skipped = 0, zeros = 0, start;
-	uint64_t last_vm = 0, t = 0;
-	bool nonzero = false;
+	size_t raw_len = 0, n = 0, cap = 0, start;
 	int rc;
 
 	rc = sp_read_path(src, SP_KALLSYMS_MAX_BYTES, (uint8_t **)&raw, &raw_len);
@@ -251,26 +300,10 @@ static int read_text(const char *src, char **raw_out, struct kline **k_out, size
 		const char *nl = memchr(raw + i, '\n', raw_len - i);
 		size_t len = nl ? (size_t)(nl - raw) - i : raw_len - i;
 		uint64_t addr;
-		char type;
 
 		start = i + len + 1;
-		if (len > SP_KALLSYMS_MAX_LINE || parse_line(raw + i, len, &addr, &type)) {
-			skipped++;
+		if (!scan_line(&sc, raw + i, len, &addr))
 			continue;
-		}
-		if (!sp_kallsyms_format__is_text(type))
-			continue;
-		if (!addr) {
-			zeros++;
-			continue;
-		}
-		nonzero = true;
-		if (!memchr(raw + i, '[', len)) {
-			if (addr > last_vm)
-				last_vm = addr;
-			if (len >= 8 && !memcmp(raw + i + len - 6, " _text", 6) && !t)
-				t = addr;
-		}
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 1 << 16;
 			struct kline *q = realloc(k, nc * sizeof(*q));
@@ -287,22 +320,9 @@ static int read_text(const char *src, char **raw_out, struct kline **k_out, size
 				       .len = (uint32_t)len, .seq = (uint32_t)n };
 		n++;
 	}
-	if (!nonzero) {
-		rc = zeros ? -EPERM : -ENOENT;
-		if (rc == -EPERM)
-			say(err, err_len, "kallsyms: every address in %s reads as 0: not "
-			    "allowed to see kernel addresses (kernel.kptr_restrict, or not "
-			    "root / no CAP_SYSLOG)", src);
-		else
-			say(err, err_len, "kallsyms: no text symbol in %s (%zu lines skipped)",
-			    src, skipped);
-		goto out;
-	}
-	qsort(k, n, sizeof(*k), cmp_kline);
-	if (text)
-		*text = t;
-	if (image_end)
-		*image_end = last_vm + SP_KALLSYMS_TAIL_MAX;
+	rc = scan_verdict(&sc, src, err, err_len);
+	if (!rc)
+		qsort(k, n, sizeof(*k), cmp_kline);
 out:
 	if (rc) {
 		free(raw);
@@ -324,19 +344,89 @@ static const char *kallsyms_src(void)
 	return src && *src ? src : "/proc/kallsyms";
 }
 
+/*
+ * Streamed through 16 KiB (/proc/kallsyms answers a page per read, and a
+ * line is at most SP_KALLSYMS_MAX_LINE): the whole file is 5+ MB and
+ * only two addresses are wanted, and this runs at every start beside the
+ * BPF programs' load (with the whole file and its line index held while
+ * the sampler loaded, the agent crossed test_agent_memguard's 48 MiB limit
+ * at start and was OOM-killed).  Same bounds as a capture: a line over
+ * SP_KALLSYMS_MAX_LINE is skipped, more than SP_KALLSYMS_MAX_BYTES is -E2BIG.
+ */
 int sp_kallsyms__text_range(uint64_t *text, uint64_t *image_end, char *err, size_t err_len)
 {
-	struct kline *k;
-	char *raw;
-	size_t n;
-	int rc = read_text(kallsyms_src(), &raw, &k, &n, text, image_end, err, err_len);
+	const char *src = kallsyms_src();
+	struct text_scan sc = { 0 };
+	char buf[16 << 10];
 
-	free(raw);
-	free(k);
-	if (!rc && !*text) {
-		say(err, err_len, "kallsyms: no _text symbol in %s", kallsyms_src());
+	_Static_assert(sizeof(buf) > 2 * SP_KALLSYMS_MAX_LINE, "a line and a half fit");
+	size_t have = 0, total = 0;
+	bool overlong = false;	/* inside a line already too long: skip to \n */
+	ssize_t got;
+	int fd, rc = 0;
+
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		say(err, err_len, "kallsyms: %s: %s", src, strerror(-rc));
+		return rc;
+	}
+	for (;;) {
+		size_t i = 0;
+
+		got = read(fd, buf + have, sizeof(buf) - have);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = -errno;
+			say(err, err_len, "kallsyms: %s: %s", src, strerror(-rc));
+			goto out;
+		}
+		total += (size_t)got;
+		if (total > SP_KALLSYMS_MAX_BYTES) {
+			rc = -E2BIG;
+			say(err, err_len, "kallsyms: %s: %s (over 64 MiB)", src, strerror(E2BIG));
+			goto out;
+		}
+		have += (size_t)got;
+		for (;;) {
+			char *nl = memchr(buf + i, '\n', have - i);
+			size_t len;
+			uint64_t addr;
+
+			if (!nl && got)
+				break;	/* read more first */
+			len = nl ? (size_t)(nl - buf) - i : have - i;
+			if (overlong)
+				overlong = false;	/* its tail: already counted */
+			else if (len)
+				scan_line(&sc, buf + i, len, &addr);
+			i += len + (nl != NULL);
+			if (!nl)
+				break;
+		}
+		memmove(buf, buf + i, have - i);
+		have -= i;
+		if (!got)
+			break;
+		if (have == sizeof(buf)) {	/* one line fills the buffer */
+			if (!overlong)
+				sc.skipped++;
+			overlong = true;
+			have = 0;
+		}
+	}
+	rc = scan_verdict(&sc, src, err, err_len);
+	if (!rc && !sc.text) {
+		say(err, err_len, "kallsyms: no _text symbol in %s", src);
 		rc = -ENOENT;
 	}
+	if (!rc) {
+		*text = sc.text;
+		*image_end = sc.last_vm + SP_KALLSYMS_TAIL_MAX;
+	}
+out:
+	close(fd);
 	return rc;
 }
 
@@ -368,7 +458,7 @@ static int snapshot(const struct sp_build_id *kernel_id, const struct sp_kmod *m
 		}
 	}
 	sp_buildid__hex(&kid, hex);
-	rc = read_text(src, &raw, &k, &n, NULL, NULL, err, err_len);
+	rc = read_text(src, &raw, &k, &n, err, err_len);
 	if (rc)
 		return rc;
 	if (want) {
