@@ -9,6 +9,9 @@
 # $(O)/fixtures/sym_inline_O2  tests/fixtures/sym_inline.c at -O2 -g with
 #                            inlining: what the resolver is compared on
 #                            against llvm-symbolizer and eu-addr2line.
+# $(O)/fixtures/sym_inline_kmod.ko  the same source compiled -c and linked
+#                            as kbuild links a module (ld -r
+#                            --build-id=sha1): an ET_REL seed of fuzz_dwarf.
 
 $(O)/gen/sp_flamegraph_html.h: src/symbolizer/flamegraph.html
 	@mkdir -p $(@D)
@@ -32,5 +35,10 @@ $(O)/fixtures/sym_inline_O2: tests/fixtures/sym_inline.c
 	@mkdir -p $(@D)
 	$(CC) $(SYM_FIXTURE_CFLAGS) -o $@ $<
 
+$(O)/fixtures/sym_inline_kmod.ko: tests/fixtures/sym_inline.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Werror -c -o $@.o $<
+	$(LD) -r --build-id=sha1 -o $@ $@.o && rm -f $@.o
+
 ALL_TARGETS += $(O)/spanprof-symbolizer
-TEST_TARGETS += $(O)/fixtures/sym_inline_O2
+TEST_TARGETS += $(O)/fixtures/sym_inline_O2 $(O)/fixtures/sym_inline_kmod.ko

@@ -25,6 +25,7 @@
 #include "base/buildid.h"
 #include "base/pin.h"
 #include "debuginfo.h"
+#include "ktree.h"
 
 #define NEG_DEFAULT 4096
 
@@ -38,6 +39,7 @@ struct sp_debuginfo {
 	pthread_mutex_t lock;
 	char **dirs;
 	size_t n_dirs;
+	struct sp_ktree **ktrees;	/* per dir, built on first need */
 	bool no_debuginfod;
 	/* libdebuginfod clients are not safe for concurrent use: a query
 	 * takes an idle one (or makes one) and gives it back, so there are
@@ -125,7 +127,8 @@ int sp_debuginfo__new(const struct sp_debuginfo_opts *opts,
 		goto fail;
 	if (n_dirs) {
 		d->dirs = calloc(n_dirs, sizeof(*d->dirs));
-		if (!d->dirs)
+		d->ktrees = calloc(n_dirs, sizeof(*d->ktrees));
+		if (!d->dirs || !d->ktrees)
 			goto fail;
 		for (size_t i = 0; i < n_dirs; i++) {
 			d->dirs[i] = strdup(opts->dirs[i]);
@@ -148,18 +151,23 @@ void sp_debuginfo__free(struct sp_debuginfo *d)
 	for (uint32_t i = 0; i < d->n_idle; i++)
 		debuginfod_end(d->idle[i]);
 	free(d->idle);
-	for (size_t i = 0; i < d->n_dirs; i++)
+	for (size_t i = 0; i < d->n_dirs; i++) {
 		free(d->dirs[i]);
+		sp_ktree__free(d->ktrees[i]);
+	}
 	free(d->dirs);
+	free(d->ktrees);
 	free(d->neg);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
 
 /* DIR/.build-id/ab/cdef...[.debug]; DIR may itself end in ".build-id".
- * exec_only: only the suffix-less name (the executable itself). */
-static int try_dir(const char *dir, const char *id, bool exec_only,
-		   char **path_out)
+ * exec_only: only the suffix-less name (the executable itself).  A file
+ * there of another build id is skipped, counted (under d->lock) and
+ * noted in *wrong. */
+static int try_dir(struct sp_debuginfo *d, const char *dir, const char *id, bool exec_only,
+		   char **path_out, bool *wrong)
 {
 	static const char *const suffixes[] = { ".debug", "" };
 	size_t dl = strlen(dir);
@@ -174,11 +182,42 @@ static int try_dir(const char *dir, const char *id, bool exec_only,
 		if (asprintf(&p, "%.*s%s/%.2s/%s%s", (int)dl, dir, sub, id,
 			     id + 2, suffixes[i]) < 0)
 			return -ENOMEM;
-		if (access(p, R_OK) == 0 && file_has_buildid(p, id)) {
-			*path_out = p;
-			return 0;
+		if (access(p, R_OK) == 0) {
+			if (file_has_buildid(p, id)) {
+				*path_out = p;
+				return 0;
+			}
+			d->st.rejected_build_id++;
+			*wrong = true;
 		}
 		free(p);
+	}
+	return -ENOENT;
+}
+
+/* Dir i's kernel tree (ktree.h): the files indexed under name whose own
+ * build id is id; the others are counted and noted in *wrong.  Under
+ * d->lock (the index is built there, once). */
+static int try_ktree(struct sp_debuginfo *d, size_t i, const char *id, const char *name,
+		     char **path_out, bool *wrong)
+{
+	const char *p;
+	size_t it = 0;
+	int err;
+
+	if (!d->ktrees[i]) {
+		err = sp_ktree__build(d->dirs[i], &d->ktrees[i]);
+		if (err)
+			return err;
+		d->st.ktree_skipped += sp_ktree__skipped(d->ktrees[i]);
+	}
+	while ((p = sp_ktree__next(d->ktrees[i], name, &it))) {
+		if (file_has_buildid(p, id)) {
+			*path_out = strdup(p);
+			return *path_out ? 0 : -ENOMEM;
+		}
+		d->st.rejected_build_id++;
+		*wrong = true;
 	}
 	return -ENOENT;
 }
@@ -255,9 +294,10 @@ static void give_client(struct sp_debuginfo *d, debuginfod_client *c)
 }
 
 /* Called and returns with d->lock held; the query itself runs without it,
- * so a slow download delays only the request that needs that file. */
+ * so a slow download delays only the request that needs that file.  A
+ * delivered file of another build id is refused and noted in *wrong. */
 static int try_debuginfod(struct sp_debuginfo *d, const char *id, bool exec,
-			  char **path_out)
+			  char **path_out, bool *wrong)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	debuginfod_client *client;
@@ -289,6 +329,12 @@ static int try_debuginfod(struct sp_debuginfo *d, const char *id, bool exec,
 		return -ENOENT;
 	}
 	close(fd);
+	if (path && !file_has_buildid(path, id)) {
+		d->st.rejected_build_id++;
+		*wrong = true;
+		free(path);
+		path = NULL;
+	}
 	if (!path) {
 		neg_insert(d, id, exec);
 		return -ENOENT;
@@ -302,8 +348,8 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		       enum sp_debuginfo_source *src)
 {
 	enum sp_debuginfo_source where = SP_DI_NONE;
-	bool hint_ok = false;
-	char *path = NULL;
+	bool hint_ok = false, wrong = false, kernel;
+	char *path = NULL, kname[SP_KTREE_NAME_MAX];
 	int err;
 
 	*path_out = NULL;
@@ -327,8 +373,15 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 		err = -EINVAL;
 		goto out;
 	}
-	for (size_t i = 0; i < d->n_dirs; i++) {
-		err = try_dir(d->dirs[i], build_id, false, &path);
+	/* a kernel mapping's name is no path: its files are looked up by
+	 * name in the directories' kernel trees, after their .build-id */
+	kernel = sp_ktree__hint_name(hint_path, kname, sizeof(kname));
+	for (size_t i = 0; i < 2 * d->n_dirs; i++) {
+		if (i < d->n_dirs)
+			err = try_dir(d, d->dirs[i], build_id, false, &path, &wrong);
+		else
+			err = kernel ? try_ktree(d, i - d->n_dirs, build_id, kname, &path, &wrong)
+				     : -ENOENT;
 		if (err == -ENOMEM)
 			goto out;
 		if (!err) {
@@ -339,12 +392,12 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 	}
 	/* The mapped file wins when it carries DWARF; a stripped one is kept
 	 * as the fallback (its symbol tables) while debuginfod is asked. */
-	if (hint_path && *hint_path && file_has_buildid(hint_path, build_id)) {
+	if (!kernel && hint_path && *hint_path && file_has_buildid(hint_path, build_id)) {
 		hint_ok = true;
 		if (file_has_dwarf(hint_path))
 			goto use_hint;
 	}
-	if (!try_debuginfod(d, build_id, false, &path)) {
+	if (!try_debuginfod(d, build_id, false, &path, &wrong)) {
 		where = SP_DI_DEBUGINFOD;
 		d->st.found_debuginfod++;
 		goto found;
@@ -352,6 +405,8 @@ int sp_debuginfo__find(struct sp_debuginfo *d, const char *build_id,
 	if (hint_ok)
 		goto use_hint;
 	d->st.not_found++;
+	if (src && wrong)
+		*src = SP_DI_MISMATCH;
 	err = -ENOENT;
 	goto out;
 use_hint:
@@ -375,7 +430,8 @@ out:
 int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 			    const char *hint_path, char **path_out)
 {
-	char *path = NULL;
+	char *path = NULL, kname[SP_KTREE_NAME_MAX];
+	bool wrong = false;	/* counted; the caller is not told */
 	int err = -ENOENT;
 
 	*path_out = NULL;
@@ -383,11 +439,11 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < d->n_dirs && err && sp_buildid__validate_go(build_id); i++) {
-		err = try_dir(d->dirs[i], build_id, true, &path);
+		err = try_dir(d, d->dirs[i], build_id, true, &path, &wrong);
 		if (err == -ENOMEM)
 			goto out;
 	}
-	if (err && hint_path && *hint_path &&
+	if (err && hint_path && *hint_path && !sp_ktree__hint_name(hint_path, kname, sizeof(kname)) &&
 	    file_has_buildid(hint_path, build_id)) {
 		path = strdup(hint_path);
 		err = path ? 0 : -ENOMEM;
@@ -395,7 +451,7 @@ int sp_debuginfo__find_exec(struct sp_debuginfo *d, const char *build_id,
 			goto out;
 	}
 	if (err && sp_buildid__validate_go(build_id))
-		err = try_debuginfod(d, build_id, true, &path);
+		err = try_debuginfod(d, build_id, true, &path, &wrong);
 out:
 	if (err)
 		d->st.exec_not_found++;
@@ -422,6 +478,8 @@ const char *sp_debuginfo__source_name(enum sp_debuginfo_source src)
 		return "path";
 	case SP_DI_DEBUGINFOD:
 		return "debuginfod";
+	case SP_DI_MISMATCH:
+		return "mismatch";
 	default:
 		return "none";
 	}

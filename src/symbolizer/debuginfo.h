@@ -12,14 +12,26 @@
  *          (the executable itself); DIR may also be given as the
  *          ".build-id" directory itself.  A candidate is accepted only
  *          when its own build id matches.
+ *       1b. for a kernel mapping's hint ("[kernel.kallsyms]",
+ *          "[module:NAME]": never used as a path), every DIR's kernel
+ *          tree by name (ktree.h: DIR/lib/modules/RELEASE/.../NAME.ko,
+ *          .../vmlinux, DIR/boot/vmlinux-RELEASE, as Debian's and
+ *          Fedora's debug packages install them), the build id again
+ *          deciding.
  *       2. the hint path (the mapping's file name), only when its build id
  *          matches and it carries DWARF; a matching but stripped hint is
  *          kept as the fallback (its .symtab/.dynsym) and returned only
  *          when debuginfod has nothing better;
  *       3. debuginfod through libdebuginfod (DEBUGINFOD_URLS, its cache,
- *          DEBUGINFOD_CACHE_PATH, timeouts), unless disabled.  A build id
- *          debuginfod could not deliver is remembered in a bounded negative
- *          cache (FIFO eviction, optional TTL) and is not asked again.
+ *          DEBUGINFOD_CACHE_PATH, timeouts), unless disabled; what it
+ *          delivers is accepted only when its own build id matches too.
+ *          A build id debuginfod could not deliver (or delivered with
+ *          another id) is remembered in a bounded negative cache (FIFO
+ *          eviction, optional TTL) and is not asked again.
+ *   - A candidate of another build id (at DIR/.build-id/ab/cdef...[.debug],
+ *     or from debuginfod) is counted in rejected_build_id; a lookup that
+ *     found nothing else fails with -ENOENT and *src = SP_DI_MISMATCH, so
+ *     a caller can tell "a wrong file is installed" from "nothing is".
  *   - Every lookup ends in exactly one of the counters found_dir,
  *     found_path, found_debuginfod, not_found; negative_hits counts lookups
  *     answered by the negative cache (these also count in not_found).
@@ -46,6 +58,7 @@ enum sp_debuginfo_source {
 	SP_DI_DIR,		/* a configured build-id directory */
 	SP_DI_PATH,		/* the hint path (mapped file) */
 	SP_DI_DEBUGINFOD,
+	SP_DI_MISMATCH,		/* not found: only files of another build id */
 };
 
 struct sp_debuginfo_opts {
@@ -65,6 +78,8 @@ struct sp_debuginfo_stats {
 	uint64_t negative_hits;
 	uint64_t debuginfod_queries;	/* calls into libdebuginfod */
 	uint64_t invalid_build_id;
+	uint64_t rejected_build_id;	/* candidates of another build id */
+	uint64_t ktree_skipped;		/* kernel-tree files over the bound */
 	uint64_t exec_found;		/* sp_debuginfo__find_exec */
 	uint64_t exec_not_found;
 };

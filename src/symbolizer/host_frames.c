@@ -67,8 +67,10 @@ static int elf_symbol(const char *path, const char *name, uint64_t *out)
 	return err;
 }
 
-/* vmlinux of build id found by the resolver, and its _text. */
-static bool vmlinux(const struct sp_symbolize_sources *src, const char *id,
+/* vmlinux of build id found by the resolver, and its _text.  The
+ * mapping's name is the hint: the finder then also looks for vmlinux by
+ * name in the debug dirs' kernel trees (ktree.h). */
+static bool vmlinux(const struct sp_symbolize_sources *src, const char *id, const char *fname,
 		    struct sp_host_frames_cache *hc)
 {
 	const char *path = NULL;
@@ -76,13 +78,83 @@ static bool vmlinux(const struct sp_symbolize_sources *src, const char *id,
 	if (hc->vm_state)
 		return hc->vm_state == 2;
 	hc->vm_state = 1;
-	if (!src->resolver || sp_resolver__load(src->resolver, id, NULL) ||
+	if (!src->resolver || sp_resolver__load(src->resolver, id, fname) ||
 	    sp_resolver__module_info(src->resolver, id, &path, NULL, NULL) || !path)
 		return false;
 	if (elf_symbol(path, "_text", &hc->vm_text) && elf_symbol(path, "_stext", &hc->vm_text))
 		return false;
 	hc->vm_state = 2;
 	return true;
+}
+
+/* The frames of a module location from the module's own debug info
+ * (ET_REL, found by the module's build id - in the debug dirs' kernel
+ * trees by its name too, the mapping's name being the hint: ktree.h -
+ * resolve.h, relobj.h), at its offset in .text.  The real function is named "fn [NAME]" as a snapshot
+ * names it (system name: the bare symbol), so a frame is called the same
+ * whichever source named it; inlined frames are DWARF's.  A line without
+ * a DWARF function (assembler code whose unit has none) is taken with the
+ * symbol's name.  A file without DWARF there (a stripped .ko keeps its
+ * symbols) names the frame from its symbols only when no snapshot lists
+ * the module (one would say the same and is what the frame is counted
+ * against).  0 resolved, 1 not (counted
+ * by why in st->module_dwarf_*: the snapshot is asked next), or -ENOMEM. */
+static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profile *p,
+			struct sp_location *loc, const char *id, const char *fname,
+			struct sp_host_frames_cache *hc, struct sp_symbolize_stats *st)
+{
+	const char *mod = fname + sizeof(FN_MODULE) - 1;
+	size_t mlen = strcspn(mod, "]");
+	char name[2 * SP_KALLSYMS_MAX_NAME + 8];
+	struct sp_mapping *m;
+	struct sp_frames fr;
+	bool lines;
+	int err = -ENOENT;
+
+	if (src->resolver && hc->ko_miss == KO_UNKNOWN) {
+		enum sp_debuginfo_source where = SP_DI_NONE;
+
+		if (sp_resolver__load(src->resolver, id, fname) == -ENOMEM)
+			return -ENOMEM;
+		if (!sp_resolver__module_info(src->resolver, id, NULL, &where, NULL))
+			hc->ko_miss = KO_FILE;
+		else if (where == SP_DI_NONE)
+			hc->ko_miss = KO_MISSING;
+		else
+			hc->ko_miss = where == SP_DI_MISMATCH ? KO_MISMATCH : KO_NO_LINE;
+	}
+	if (hc->ko_miss == KO_FILE)
+		err = sp_resolver__resolve_text(src->resolver, id, fname, loc->address, &fr);
+	if (err == -ENOMEM)
+		return err;
+	lines = !err && fr.n && fr.f[0].file && fr.f[0].line > 0;
+	if (!lines) {
+		if (hc->ko_miss == KO_MISMATCH)
+			st->module_dwarf_mismatch++;
+		else if (hc->ko_miss == KO_FILE || hc->ko_miss == KO_NO_LINE)
+			st->module_dwarf_no_line++;
+		else
+			st->module_dwarf_missing++;
+		if (err || hc->k || !fr.n || !fr.f[fr.n - 1].function)
+			return 1;
+	}
+	if (fr.f[fr.n - 1].function) {
+		snprintf(name, sizeof(name), "%s [%.*s]", fr.f[fr.n - 1].function, (int)mlen, mod);
+		if (!fr.f[fr.n - 1].linkage)
+			fr.f[fr.n - 1].linkage = fr.f[fr.n - 1].function;
+		fr.f[fr.n - 1].function = name;
+	}
+	err = sp_symbolize__fill_location(p, loc, &fr);
+	if (err)
+		return err;
+	m = &p->mappings[loc->mapping];
+	m->has_functions = true;
+	if (!lines)
+		return 0;
+	m->has_filenames = m->has_line_numbers = true;
+	m->has_inline_frames |= fr.source == SP_RES_DWARF;
+	st->resolved_module_dwarf++;
+	return 0;
 }
 
 /* One line named after a snapshot symbol. */
@@ -140,6 +212,7 @@ static int kernel_location(const struct sp_symbolize_sources *src, struct sp_pro
 	if (hc->mapping != loc->mapping) {
 		hc->mapping = loc->mapping;
 		hc->vm_state = 0;
+		hc->ko_miss = KO_UNKNOWN;
 		hc->mod_name = NULL;
 		if (boot)
 			hc->k = sp_ksyms_set__get_boot(src->ksyms, id);
@@ -150,10 +223,10 @@ static int kernel_location(const struct sp_symbolize_sources *src, struct sp_pro
 			hc->k = sp_ksyms_set__get(src->ksyms, id);
 	}
 	if (!boot && !module && !legacy && loc->address >= m->memory_start &&
-	    vmlinux(src, id, hc)) {
+	    vmlinux(src, id, fname, hc)) {
 		struct sp_frames fr;
 
-		if (!sp_resolver__resolve_vaddr(src->resolver, id, NULL,
+		if (!sp_resolver__resolve_vaddr(src->resolver, id, fname,
 						hc->vm_text + (loc->address - m->memory_start), &fr)) {
 			err = sp_symbolize__fill_location(p, loc, &fr);
 			if (err)
@@ -162,6 +235,14 @@ static int kernel_location(const struct sp_symbolize_sources *src, struct sp_pro
 			m->has_functions = m->has_filenames = m->has_line_numbers = true;
 			m->has_inline_frames = true;
 			st->resolved_kernel_dwarf++;
+			goto resolved;
+		}
+	}
+	if (module) {
+		err = module_dwarf(src, p, loc, id, fname, hc, st);
+		if (err <= 0) {
+			if (err)
+				return err;
 			goto resolved;
 		}
 	}

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * host_frames.h - frames whose names only the profiled host could give:
- * kernel frames (from kallsyms snapshots, or vmlinux debug info found by
- * build id) and JIT frames (from perf-map pieces).  symbolize.c asks here
+ * kernel frames (from kallsyms snapshots, or vmlinux and module debug info
+ * found by build id) and JIT frames (from perf-map pieces).  symbolize.c asks here
  * first for every location; what is not a host frame goes on to the ELF
  * resolver.
  *
@@ -18,8 +18,13 @@
  *       one: runtime addresses), the snapshot is asked for the address as
  *       is.
  *   "[module:NAME]"      build id = the module's; location = offset in its
- *       .text: looked up at text + offset in a snapshot listing a module
- *       with that build id ("# module" line), in NAME's symbols.
+ *       .text: looked up in the module's debug info found by that build id
+ *       (the .ko, ET_REL, laid out and relocated by libdwfl: relobj.h) at
+ *       its .text + offset, with lines and inlined frames, the real
+ *       function named "fn [NAME]"; else at text + offset in a snapshot
+ *       listing a module with that build id ("# module" line), in NAME's
+ *       symbols.  Why the debug info did not name it is counted
+ *       (module_dwarf_*).
  *   "[kernel.boot]"      build id field = the boot id; runtime address,
  *       looked up in a snapshot of that boot only.
  *   "[perf-map]", "[jitdump]"  build id field = a JIT chain's head piece;
@@ -27,7 +32,8 @@
  *       jitdump's code loads arrive converted to it by the collector).
  *
  * Kernel names are "symbol" or "symbol [module]" (system_name = the bare
- * symbol), one line, no file (snapshots) - or the DWARF chain (vmlinux).
+ * symbol), one line, no file (snapshots) - or the DWARF chain (vmlinux, a
+ * module's .ko).
  * JIT names are the perf map's text as it is ("JS:*fib /srv/app.js:1:13").
  *
  * sp_host_frames__location: 0 resolved, 1 unresolved (counted by reason in
@@ -55,6 +61,13 @@ struct sp_host_frames_cache {
 	uint64_t mod_text, mod_size;
 	int vm_state;			/* 0 not tried, 1 no vmlinux, 2 vmlinux */
 	uint64_t vm_text;
+	enum {
+		KO_UNKNOWN = 0,		/* module mapping: not looked up yet */
+		KO_FILE,		/* its debug file is open */
+		KO_MISSING,		/* none of its build id */
+		KO_MISMATCH,		/* only files of another build id */
+		KO_NO_LINE,		/* a file the resolver cannot read */
+	} ko_miss;
 };
 
 void sp_host_frames__cache_init(struct sp_host_frames_cache *hc);

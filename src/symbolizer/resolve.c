@@ -7,7 +7,10 @@
  *           segments, its sorted function-symbol table, and the sources of
  *           answers its file has (linesrc.h: DWARF, dwarf_src.c; without
  *           DWARF units a Go binary's .gopclntab, gopcln_src.c), asked in
- *           order; the symbol table answers when none does.
+ *           order; the symbol table answers when none does.  A
+ *           relocatable file (ET_REL: a kernel module) is opened through
+ *           relobj.c, so its sections, symbols and DWARF are read in the
+ *           layout libdwfl gave it.
  *   cache   res_cache.c: (module, vaddr) -> a copy of the frames.
  * Locking, so that requests for different modules run in parallel:
  *   r->lock      the module table and every module's state (absent ->
@@ -43,6 +46,7 @@
 #include "grow.h"
 #include "linesrc.h"
 #include "plt.h"
+#include "relobj.h"
 #include "res_cache.h"
 #include "resolve.h"
 #include "strpool.h"
@@ -106,6 +110,8 @@ struct module {
 	int fd;
 	Elf *elf;
 	Dwarf *dw;
+	struct sp_relobj *rel;	/* ET_REL: owns elf and dw */
+	uint64_t text_lo, text_size;	/* .text as laid out; size 0: none */
 	struct load_seg *loads;
 	uint32_t n_loads;
 	struct sym *syms;
@@ -243,6 +249,25 @@ static int sym_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* The address of a symbol: its value, or in a relocatable file its
+ * value in its section plus where that section was laid out (relobj.h);
+ * there only symbols of executable sections count.  false: skip it. */
+static bool sym_addr(const struct module *m, const GElf_Sym *s, uint64_t *out)
+{
+	GElf_Shdr sh;
+
+	if (!m->rel) {
+		*out = s->st_value;
+		return true;
+	}
+	if (s->st_shndx == SHN_UNDEF || s->st_shndx >= SHN_LORESERVE ||
+	    !gelf_getshdr(elf_getscn(m->elf, s->st_shndx), &sh) ||
+	    !(sh.sh_flags & SHF_EXECINSTR))
+		return false;
+	*out = sh.sh_addr + s->st_value;
+	return true;
+}
+
 static int load_symbols_from(struct module *m, Elf_Scn *scn, uint32_t *cap)
 {
 	GElf_Shdr sh;
@@ -258,13 +283,14 @@ static int load_symbols_from(struct module *m, Elf_Scn *scn, uint32_t *cap)
 	for (size_t i = 0; i < n; i++) {
 		GElf_Sym s;
 		const char *name;
+		uint64_t lo;
 		int t;
 
 		if (!gelf_getsym(data, (int)i, &s))
 			break;
 		t = GELF_ST_TYPE(s.st_info);
 		if ((t != STT_FUNC && t != STT_GNU_IFUNC) ||
-		    s.st_shndx == SHN_UNDEF || !s.st_value)
+		    s.st_shndx == SHN_UNDEF || !sym_addr(m, &s, &lo) || !lo)
 			continue;
 		name = elf_strptr(m->elf, sh.sh_link, s.st_name);
 		if (!name || !*name)
@@ -273,7 +299,7 @@ static int load_symbols_from(struct module *m, Elf_Scn *scn, uint32_t *cap)
 			 sizeof(*m->syms)))
 			return -ENOMEM;
 		m->syms[m->n_syms++] = (struct sym){
-			.lo = s.st_value, .size = s.st_size, .name = name,
+			.lo = lo, .size = s.st_size, .name = name,
 			.rank = GELF_ST_BIND(s.st_info) == STB_WEAK ? 2 :
 				GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0 : 1,
 		};
@@ -384,10 +410,14 @@ static void module_clear(struct module *m)
 	sp_addr_index__free(&m->sym_idx);
 	free(m->loads);
 	sp_strpool__free(&m->pool);
-	if (m->dw)
-		dwarf_end(m->dw);
-	if (m->elf)
-		elf_end(m->elf);
+	if (m->rel) {
+		sp_relobj__free(m->rel);	/* its elf and dw with it */
+	} else {
+		if (m->dw)
+			dwarf_end(m->dw);
+		if (m->elf)
+			elf_end(m->elf);
+	}
 	if (m->fd >= 0)
 		close(m->fd);
 	free(m->path);
@@ -454,6 +484,52 @@ out:
 	return err;
 }
 
+/* A relocatable file (a kernel module): m->elf, opened plainly, is
+ * replaced by the same file laid out and relocated by libdwfl (relobj.h),
+ * which takes m->fd.  Any other file is left as it is.  0, -ENOEXEC (m
+ * then has no file), -ENOMEM. */
+static int open_relocatable(struct module *m)
+{
+	GElf_Ehdr eh;
+	int fd = m->fd, err;
+
+	if (!gelf_getehdr(m->elf, &eh) || eh.e_type != ET_REL)
+		return 0;
+	elf_end(m->elf);
+	m->elf = NULL;
+	m->fd = -1;
+	err = sp_relobj__open(fd, m->path, &m->rel);
+	if (err)
+		return err;
+	m->elf = sp_relobj__elf(m->rel);
+	m->dw = sp_relobj__dwarf(m->rel);
+	return 0;
+}
+
+/* Where the file's .text is (as laid out, for a relocatable file): what
+ * an offset in .text (a module frame) is added to. */
+static void text_range(struct module *m)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(m->elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(m->elf, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+			continue;
+		n = elf_strptr(m->elf, shstrndx, sh.sh_name);
+		if (n && !strcmp(n, ".text")) {
+			m->text_lo = sh.sh_addr;
+			m->text_size = sh.sh_size;
+			return;
+		}
+	}
+}
+
 /* Fills the reserved slot m with whatever the finder gives; a module
  * without any file still loads (it answers -ENOENT quickly).  Runs without
  * r->lock: touches only m, the finder (thread safe) and the resolver's
@@ -479,6 +555,12 @@ static int module_load(struct sp_resolver *r, struct module *m, const char *hint
 	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
 	if (!m->elf || elf_kind(m->elf) != ELF_K_ELF)
 		return 0;
+	err = open_relocatable(m);
+	if (err == -ENOMEM)
+		goto fail;
+	if (err)
+		return 0;	/* an ET_REL file libdwfl refused: as no file */
+	text_range(m);
 	err = load_segments(m, m->elf, &usable);
 	if (err == -ENOMEM)
 		goto fail;
@@ -490,7 +572,8 @@ static int module_load(struct sp_resolver *r, struct module *m, const char *hint
 	err = load_symbols(r->di, m, hint, exec);
 	if (err)
 		goto fail;
-	m->dw = dwarf_begin_elf(m->elf, DWARF_C_READ, NULL);
+	if (!m->rel)
+		m->dw = dwarf_begin_elf(m->elf, DWARF_C_READ, NULL);
 	if (m->dw) {
 		struct sp_dwarf_src_opts o = {
 			.dw = m->dw, .elf = m->elf, .pool = &m->pool, .budget = &r->budget,
@@ -723,14 +806,38 @@ static void copy_frames(struct sp_frames *dst, const struct sp_frames *src)
 	memcpy(dst, src, offsetof(struct sp_frames, f) + (size_t)src->n * sizeof(src->f[0]));
 }
 
+/* What an address given to the API is. */
+enum addr_kind {
+	ADDR_VADDR,		/* an ELF virtual address */
+	ADDR_FILE_OFFSET,	/* a file offset, through the PT_LOAD segments */
+	ADDR_TEXT,		/* an offset in .text (as laid out) */
+};
+
+/* The virtual address of addr in a ready module.  0 or -ENOENT. */
+static int to_vaddr(const struct module *m, uint64_t addr, enum addr_kind kind, uint64_t *va)
+{
+	switch (kind) {
+	case ADDR_FILE_OFFSET:
+		return offset_to_vaddr(m, addr, va);
+	case ADDR_TEXT:
+		if (addr >= m->text_size)
+			return -ENOENT;
+		*va = m->text_lo + addr;
+		return 0;
+	default:
+		*va = addr;
+		return 0;
+	}
+}
+
 static int resolve_common(struct sp_resolver *r, const char *build_id,
-			  const char *hint, uint64_t addr, bool is_offset,
+			  const char *hint, uint64_t addr, enum addr_kind kind,
 			  struct sp_frames *out)
 {
 	struct sp_frames tmp;
 	struct module *m;
 	uint32_t mi;
-	uint64_t va = addr;
+	uint64_t va;
 	int err;
 
 	out->n = 0;
@@ -746,7 +853,7 @@ static int resolve_common(struct sp_resolver *r, const char *build_id,
 	 * (sp_resolver__forget_missing): a file seen before the module is
 	 * ready again is not used */
 	if (!LOAD(m->elf) || __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != MOD_READY ||
-	    (is_offset && offset_to_vaddr(m, addr, &va))) {
+	    to_vaddr(m, addr, kind, &va)) {
 		ADD(r->st.unresolved, 1);
 		return -ENOENT;
 	}
@@ -777,14 +884,21 @@ int sp_resolver__resolve(struct sp_resolver *r, const char *build_id,
 			 const char *hint_path, uint64_t file_offset,
 			 struct sp_frames *out)
 {
-	return resolve_common(r, build_id, hint_path, file_offset, true, out);
+	return resolve_common(r, build_id, hint_path, file_offset, ADDR_FILE_OFFSET, out);
 }
 
 int sp_resolver__resolve_vaddr(struct sp_resolver *r, const char *build_id,
 			       const char *hint_path, uint64_t vaddr,
 			       struct sp_frames *out)
 {
-	return resolve_common(r, build_id, hint_path, vaddr, false, out);
+	return resolve_common(r, build_id, hint_path, vaddr, ADDR_VADDR, out);
+}
+
+int sp_resolver__resolve_text(struct sp_resolver *r, const char *build_id,
+			      const char *hint_path, uint64_t text_offset,
+			      struct sp_frames *out)
+{
+	return resolve_common(r, build_id, hint_path, text_offset, ADDR_TEXT, out);
 }
 
 int sp_resolver__load(struct sp_resolver *r, const char *build_id, const char *hint_path)

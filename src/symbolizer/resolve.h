@@ -9,10 +9,18 @@
  * Contract:
  *   - Addresses are either a file offset inside the mapped ELF file
  *     (sp_resolver__resolve: what a profile Location gives after
- *     addr - memory_start + file_offset) or an ELF virtual address
+ *     addr - memory_start + file_offset), an ELF virtual address
  *     (sp_resolver__resolve_vaddr: what llvm-symbolizer and eu-addr2line
- *     take).  A file offset becomes a virtual address through the PT_LOAD
- *     segment that contains it: vaddr = off - p_offset + p_vaddr.
+ *     take), or an offset in the file's .text section
+ *     (sp_resolver__resolve_text: a kernel module frame).  A file offset
+ *     becomes a virtual address through the PT_LOAD segment that contains
+ *     it: vaddr = off - p_offset + p_vaddr; a .text offset through .text's
+ *     sh_addr (an offset at or past .text's size: -ENOENT).
+ *   - A relocatable file (ET_REL: a kernel module's .ko, or its debug
+ *     file) is read as libdwfl lays it out (relobj.h): sections at
+ *     distinct addresses, symbols at their section's address plus value,
+ *     DWARF relocated.  Its virtual addresses are that layout's, so
+ *     sp_resolver__resolve_text is the way to ask it.
  *   - A result is a chain of frames, inlined callees first, the real
  *     (out-of-line) function last: frame 0 has the line of the address
  *     itself, frame i+1 the call site (DW_AT_call_file/line/column) of
@@ -136,6 +144,9 @@ int sp_resolver__resolve(struct sp_resolver *r, const char *build_id,
 int sp_resolver__resolve_vaddr(struct sp_resolver *r, const char *build_id,
 			       const char *hint_path, uint64_t vaddr,
 			       struct sp_frames *out);
+int sp_resolver__resolve_text(struct sp_resolver *r, const char *build_id,
+			      const char *hint_path, uint64_t text_offset,
+			      struct sp_frames *out);
 
 /* Opens the module of build_id now (as a resolve would): 0 when a file
  * was found, -ENOENT when none, -ENOSPC, -ENOMEM. */
@@ -147,7 +158,10 @@ int sp_resolver__load(struct sp_resolver *r, const char *build_id, const char *h
 void sp_resolver__forget_missing(struct sp_resolver *r, const char *build_id);
 
 /* Where a build id's module came from (after a resolve call opened it):
- * 0 and *path (module-owned) / *src / *has_dwarf, or -ENOENT. */
+ * 0 and *path (module-owned) / *src / *has_dwarf, or -ENOENT.  A module
+ * loaded without a file also fills them before its -ENOENT: *src is then
+ * SP_DI_NONE (none found), SP_DI_MISMATCH (only files of another build id
+ * found) or where the file came from (found, but not a file it can read). */
 int sp_resolver__module_info(struct sp_resolver *r, const char *build_id,
 			     const char **path, enum sp_debuginfo_source *src,
 			     bool *has_dwarf);

@@ -68,6 +68,7 @@ enum ctr {
 	C_FORWARD_BYTES, C_ENCODE_ERRORS,
 	C_KERNEL_RESOLVED, C_KERNEL_NO_BUILD_ID, C_KERNEL_NO_SNAPSHOT,
 	C_KERNEL_MISMATCH, C_KERNEL_NOT_FOUND,
+	C_MODULE_DWARF, C_MODULE_DWARF_MISSING, C_MODULE_DWARF_MISMATCH, C_MODULE_DWARF_NO_LINE,
 	C_JIT_RESOLVED, C_JIT_NO_SNAPSHOT, C_JIT_NOT_FOUND, C_R503_STORE_NOT_OPEN,
 	C__MAX,
 };
@@ -93,6 +94,10 @@ static const char *const ctr_names[C__MAX] = {
 	[C_KERNEL_NO_SNAPSHOT] = "kernel_frames_unresolved_no_snapshot_total",
 	[C_KERNEL_MISMATCH] = "kernel_frames_unresolved_build_id_mismatch_total",
 	[C_KERNEL_NOT_FOUND] = "kernel_frames_unresolved_not_found_total",
+	[C_MODULE_DWARF] = "kernel_module_frames_debuginfo_total",
+	[C_MODULE_DWARF_MISSING] = "kernel_module_frames_debuginfo_missing_total",
+	[C_MODULE_DWARF_MISMATCH] = "kernel_module_frames_debuginfo_mismatch_total",
+	[C_MODULE_DWARF_NO_LINE] = "kernel_module_frames_debuginfo_no_line_total",
 	[C_JIT_RESOLVED] = "jit_frames_resolved_total",
 	[C_JIT_NO_SNAPSHOT] = "jit_frames_unresolved_no_snapshot_total",
 	[C_JIT_NOT_FOUND] = "jit_frames_unresolved_not_found_total",
@@ -131,13 +136,22 @@ static const char *const ctr_help[C__MAX] = {
 	[C_SYMBOLIZED] = "Profiles symbolized by the workers",
 	[C_FRAMES_RESOLVED] = "User-space frames given a function name",
 	[C_FRAMES_UNRESOLVED] = "User-space frames left without a name",
-	[C_KERNEL_RESOLVED] = "Kernel frames named from a kallsyms snapshot",
+	[C_KERNEL_RESOLVED] =
+		"Kernel frames named from a kallsyms snapshot or vmlinux/module debug info",
 	[C_KERNEL_NO_BUILD_ID] =
 		"Kernel frames unnamed: the kernel mapping has no valid build id",
 	[C_KERNEL_NO_SNAPSHOT] = "Kernel frames unnamed: no kallsyms snapshot is loaded",
 	[C_KERNEL_MISMATCH] = "Kernel frames unnamed: no snapshot of that kernel build id",
 	[C_KERNEL_NOT_FOUND] =
 		"Kernel frames unnamed: the address is in no snapshot symbol",
+	[C_MODULE_DWARF] = "Module frames named from the module's debug info found by its "
+			   "build id (lines, inlined frames)",
+	[C_MODULE_DWARF_MISSING] =
+		"Module frames not named from debug info: no file of the module's build id",
+	[C_MODULE_DWARF_MISMATCH] =
+		"Module frames not named from debug info: only files of another build id",
+	[C_MODULE_DWARF_NO_LINE] = "Module frames not named from debug info: the file "
+				   "has no line for the offset (or cannot be read)",
 	[C_JIT_RESOLVED] = "JIT frames named from a perf-map snapshot",
 	[C_JIT_NO_SNAPSHOT] =
 		"JIT frames unnamed: their perf-map snapshot is missing or refused",
@@ -825,6 +839,10 @@ static void count_symbolized(struct server *s, const struct sp_symbolize_stats *
 	s->ctr[C_KERNEL_NO_SNAPSHOT] += st->unresolved_kernel_no_snapshot;
 	s->ctr[C_KERNEL_MISMATCH] += st->unresolved_kernel_mismatch;
 	s->ctr[C_KERNEL_NOT_FOUND] += st->unresolved_kernel_not_found;
+	s->ctr[C_MODULE_DWARF] += st->resolved_module_dwarf;
+	s->ctr[C_MODULE_DWARF_MISSING] += st->module_dwarf_missing;
+	s->ctr[C_MODULE_DWARF_MISMATCH] += st->module_dwarf_mismatch;
+	s->ctr[C_MODULE_DWARF_NO_LINE] += st->module_dwarf_no_line;
 	s->ctr[C_JIT_RESOLVED] += st->resolved_jit;
 	s->ctr[C_JIT_NO_SNAPSHOT] += st->unresolved_jit_no_snapshot;
 	s->ctr[C_JIT_NOT_FOUND] += st->unresolved_jit_not_found;

@@ -16,11 +16,11 @@
  *     counted by reason; nothing is dropped.
  *   - Kernel frames (frame_kind SP_FRAME_KERNEL) and JIT frames (a
  *     "[perf-map]" mapping) are resolved by host_frames.h: kernel image,
- *     module and boot mappings from the kallsyms snapshots (and vmlinux
- *     debug info by build id, with lines and inlined frames, when the
- *     resolver finds one), JIT frames from the perf-map pieces.  Counted in
- *     resolved_kernel / unresolved_kernel_* and resolved_jit /
- *     unresolved_jit_*.
+ *     module and boot mappings from the kallsyms snapshots (and vmlinux or
+ *     the module's debug info by build id, with lines and inlined frames,
+ *     when the resolver finds one), JIT frames from the perf-map pieces.
+ *     Counted in resolved_kernel / unresolved_kernel_*, resolved_*_dwarf,
+ *     module_dwarf_* and resolved_jit / unresolved_jit_*.
  *   - Only the location's lines, the mappings' flags, and the string and
  *     function tables change.  Returns 0 or a negative errno (-ENOMEM).
  */
@@ -52,6 +52,14 @@ struct sp_symbolize_stats {
 	uint64_t unresolved_kernel_mismatch;	/* build id mismatch */
 	uint64_t unresolved_kernel_not_found;
 	uint64_t resolved_kernel_dwarf;	/* ... of them from vmlinux debug info */
+	uint64_t resolved_module_dwarf;	/* ... of them from a module's debug info */
+	/* module frames not named from the module's debug info (then from a
+	 * snapshot, or unresolved), by why: */
+	uint64_t module_dwarf_missing;	/* no file of that build id found */
+	uint64_t module_dwarf_mismatch;	/* only files of another build id */
+	uint64_t module_dwarf_no_line;	/* a file, but no DWARF line for the
+					 * offset (no DWARF, refused by libdwfl,
+					 * or the offset is past its .text) */
 	uint64_t resolved_jit;		/* from a JIT perf-map snapshot */
 	uint64_t unresolved_jit;	/* sum of the two below */
 	uint64_t unresolved_jit_no_snapshot;	/* chain missing or broken */

@@ -28,7 +28,8 @@ FUZZ_LIB_SRCS := $(wildcard src/base/*.c src/profile/*.c) \
 	src/symbolizer/resolve.c src/symbolizer/debuginfo.c src/symbolizer/dwarf_line.c \
 	src/symbolizer/dwarf_src.c src/symbolizer/res_cache.c src/symbolizer/strpool.c \
 	src/symbolizer/addr_index.c src/symbolizer/die_reader.c src/symbolizer/gopcln_src.c \
-	src/symbolizer/plt.c src/symbolizer/perf_map.c
+	src/symbolizer/plt.c src/symbolizer/perf_map.c src/symbolizer/relobj.c \
+	src/symbolizer/ktree.c
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_O)/obj/%.o,$(FUZZ_LIB_SRCS)) \
 	$(patsubst $(O)/gen/%.c,$(FUZZ_O)/gen/%.o,$(PB_C))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)

@@ -3,7 +3,9 @@
  * found through src/symbolizer/debuginfo.c by build id).  The input is
  * written to a file whose own build id is then asked for, so the whole
  * path runs: build-id check of the hint file, ELF open, CU indexing, line
- * and inline lookups at addresses taken from the input's tail. */
+ * and inline lookups at addresses taken from the input's tail; an ET_REL
+ * input (a kernel module) is laid out and relocated by libdwfl
+ * (src/symbolizer/relobj.c) and asked at .text offsets too. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(&a, data + size - 8 * (i + 1), 8);
 			sp_resolver__resolve_vaddr(r, bid, path, a % (1u << 24), &fr);
 			sp_resolver__resolve(r, bid, path, a % (1u << 20), &fr);
+			sp_resolver__resolve_text(r, bid, path, a % (1u << 16), &fr);
 		}
 		sp_resolver__free(r);
 	}

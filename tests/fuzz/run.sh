@@ -22,7 +22,8 @@ for t in tests/fuzz/corpus/*/; do
 done
 for name in fuzz_buildid fuzz_tls_elf fuzz_dwarf fuzz_cfi; do
 	mkdir -p "$work/$name"
-	for f in "$O/fixtures/callchain" "$O/libspanctx.so" "$O/fixtures/sym_inline_O2"; do
+	for f in "$O/fixtures/callchain" "$O/libspanctx.so" "$O/fixtures/sym_inline_O2" \
+		"$O/fixtures/sym_inline_kmod.ko"; do
 		[ -f "$f" ] && cp -n "$f" "$work/$name/$(basename "$f")"
 	done
 done

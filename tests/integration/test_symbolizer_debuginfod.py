@@ -34,6 +34,7 @@ DEBUGINFOD_CACHE_PATH:
     debug file) with their build id bytes rewritten.
 Exit 0 pass, 77 skip (no unshare/debuginfod/privileges), else fail.
 """
+import contextlib
 import gzip
 import hashlib
 import http.server
@@ -130,6 +131,32 @@ def stat(stderr, key):
                 except ValueError:
                     pass
     return None
+
+
+@contextlib.contextmanager
+def private_debuginfod(td, bid, extra=()):
+    """Inside a private network namespace: lo up, a real debuginfod
+    serving TD/serve (database and log in td) until the block ends.
+    Yields (HTTP code of /buildid/BID/debuginfo once indexed, or None;
+    the environment that points a client at it, with a cache in td)."""
+    subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True)
+    port = random.randint(20000, 40000)
+    log = open(os.path.join(td, 'debuginfod.log'), 'w')
+    srv = subprocess.Popen(['debuginfod', '-F', '-p', str(port), '-d',
+                            os.path.join(td, 'db.sqlite'), '-t', '0', '-g', '0'] +
+                           list(extra) + [os.path.join(td, 'serve')],
+                           stdout=log, stderr=subprocess.STDOUT)
+    try:
+        code, _ = wait_http('http://127.0.0.1:%d/buildid/%s/debuginfo' % (port, bid))
+        env = dict(os.environ, DEBUGINFOD_URLS='http://127.0.0.1:%d' % port,
+                   DEBUGINFOD_CACHE_PATH=os.path.join(td, 'cache'),
+                   DEBUGINFOD_TIMEOUT='10')
+        env.pop('DEBUGINFOD_PROGRESS', None)
+        yield code, env
+    finally:
+        srv.terminate()
+        srv.wait(timeout=30)
+        log.close()
 
 
 def inner(td):

@@ -38,6 +38,8 @@
 #include "symbolizer/debuginfo.h"
 #include "symbolizer/dwarf_line.h"
 #include "symbolizer/report.h"
+#include "symbolizer/ktree.h"
+#include "symbolizer/relobj.h"
 #include "symbolizer/resolve.h"
 #include "symbolizer/symbolize.h"
 
@@ -224,12 +226,16 @@ static void test_finder_dirs_and_hint(void **state)
 	assert_int_equal(sp_debuginfo__find(di, fake, NULL, &path, &src),
 			 -ENOENT);
 	assert_null(path);
+	/* refused for its build id, and said so: another build id's file is
+	 * there, not nothing */
+	assert_int_equal(src, SP_DI_MISMATCH);
 	/* hint: used only when its build id matches */
 	assert_int_equal(sp_debuginfo__find(di, fake, fixture, &path, &src),
 			 -ENOENT);
 	sp_debuginfo__stats(di, &st);
 	assert_int_equal(st.found_dir, 1);
 	assert_int_equal(st.not_found, 2);
+	assert_int_equal(st.rejected_build_id, 2);
 	sp_debuginfo__free(di);
 
 	{
@@ -258,6 +264,86 @@ static void test_finder_dirs_and_hint(void **state)
 	assert_int_equal(src, SP_DI_DIR);
 	free(path);
 	sp_debuginfo__free(di);
+}
+
+/* Kernel debug files by name (ktree.h): which hints ask, which files are
+ * indexed (.ko, .ko.debug, vmlinux in lib/modules/RELEASE/ and
+ * boot/vmlinux-RELEASE; not symbolic links, not other names), '-' read as
+ * '_', several releases under one name in path order. */
+static void test_ktree(void **state)
+{
+	static const char *const files[] = {
+		"lib/modules/6.1.0-b/kernel/fs/xfs/xfs.ko",
+		"lib/modules/6.1.0-a/kernel/fs/xfs/xfs.ko",
+		"lib/modules/6.1.0-a/kernel/sound/snd-hda-intel.ko.debug",
+		"lib/modules/6.1.0-a/vmlinux",
+		"lib/modules/6.1.0-a/kernel/fs/xfs/xfs.ko.xz",
+		"lib/modules/6.1.0-a/modules.dep",
+		"boot/vmlinux-6.1.0-a",
+		"boot/System.map-6.1.0-a",
+	};
+	char buf[SP_KTREE_NAME_MAX], p[PATH_MAX], q[PATH_MAX];
+	struct sp_ktree *t;
+	const char *got;
+	size_t it = 0;
+
+	(void)state;
+	assert_true(sp_ktree__hint_name("[module:snd-hda-intel]", buf, sizeof(buf)));
+	assert_string_equal(buf, "snd_hda_intel");
+	assert_true(sp_ktree__hint_name("[kernel.kallsyms]", buf, sizeof(buf)));
+	assert_string_equal(buf, "vmlinux");
+	assert_false(sp_ktree__hint_name("/usr/lib/x.so", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name("[module:../../etc]", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name("[module:x]y", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name("[module:]", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name(NULL, buf, sizeof(buf)));
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *slash;
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s/%s", tu_dir, files[i]);
+		for (slash = strchr(p + strlen(tu_dir) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+			*slash = '\0';
+			mkdir(p, 0755);
+			*slash = '/';
+		}
+		assert_non_null(f = fopen(p, "w"));
+		fclose(f);
+	}
+	/* a symbolic link to a tree is not followed */
+	snprintf(p, sizeof(p), "%s/lib/modules/6.1.0-a", tu_dir);
+	snprintf(q, sizeof(q), "%s/lib/modules/6.1.0-link", tu_dir);
+	assert_int_equal(symlink(p, q), 0);
+
+	assert_int_equal(sp_ktree__build(tu_dir, &t), 0);
+	snprintf(p, sizeof(p), "%s/%s", tu_dir, files[1]);
+	assert_non_null(got = sp_ktree__next(t, "xfs", &it));
+	assert_string_equal(got, p);
+	snprintf(p, sizeof(p), "%s/%s", tu_dir, files[0]);
+	assert_non_null(got = sp_ktree__next(t, "xfs", &it));
+	assert_string_equal(got, p);
+	assert_null(sp_ktree__next(t, "xfs", &it));
+	it = 0;
+	assert_non_null(sp_ktree__next(t, "snd_hda_intel", &it));
+	assert_null(sp_ktree__next(t, "snd_hda_intel", &it));
+	it = 0;
+	assert_non_null(got = sp_ktree__next(t, "vmlinux", &it));
+	assert_non_null(strstr(got, "/boot/vmlinux-6.1.0-a"));
+	assert_non_null(got = sp_ktree__next(t, "vmlinux", &it));
+	assert_non_null(strstr(got, "/lib/modules/6.1.0-a/vmlinux"));
+	assert_null(sp_ktree__next(t, "vmlinux", &it));
+	it = 0;
+	assert_null(sp_ktree__next(t, "modules.dep", &it));
+	it = 0;
+	assert_null(sp_ktree__next(t, "zzz", &it));
+	assert_int_equal(sp_ktree__skipped(t), 0);
+	sp_ktree__free(t);
+	sp_ktree__free(NULL);
+	/* no tree at all: an empty index */
+	assert_int_equal(sp_ktree__build("/nonexistent", &t), 0);
+	it = 0;
+	assert_null(sp_ktree__next(t, "xfs", &it));
+	sp_ktree__free(t);
 }
 
 static void test_finder_negative_cache(void **state)
@@ -387,6 +473,61 @@ static void test_resolver_functions_and_inlines(void **state)
 	/* bad build id */
 	assert_int_equal(sp_resolver__resolve(x.r, "../x", fixture, 0, &fr),
 			 -EINVAL);
+	rctx_fini(&x);
+}
+
+/* The fixture's source compiled -c and linked as kbuild links a module
+ * (ld -r --build-id=sha1): an ET_REL file whose sections all sit at 0.
+ * Asked at offsets in .text (sp_resolver__resolve_text), every address of
+ * crunch gives the chain the linked fixture gives at crunch's vaddr plus
+ * the same offset (the same compiler, the same flags: the same code), so
+ * relobj.c's layout and relocated DWARF read as the linker's do. */
+static void test_resolver_relocatable(void **state)
+{
+	char kmod[PATH_MAX], kid[SP_BUILDID_MAX_HEX + 1];
+	uint64_t va, size, kva, ksize;
+	struct sp_frames fr, fk;
+	struct sp_relobj *o;
+	struct rctx x;
+	int fd;
+
+	(void)state;
+	if (!have_fixture())
+		skip();
+	snprintf(kmod, sizeof(kmod), "%.*s/sym_inline_kmod.ko",
+		 (int)(strrchr(fixture, '/') - fixture), fixture);
+	assert_int_equal(access(kmod, R_OK), 0);
+	/* not ET_REL: refused, the descriptor closed all the same */
+	fd = open(fixture, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(sp_relobj__open(fd, fixture, &o), -ENOEXEC);
+	assert_null(o);
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	fd = open(kmod, O_RDONLY);
+	assert_int_equal(sp_relobj__open(fd, kmod, &o), 0);
+	assert_non_null(sp_relobj__dwarf(o));
+	sp_relobj__free(o);
+	sp_relobj__free(NULL);
+
+	rctx_init(&x, 0);
+	assert_int_equal(sp_buildid__read_file(kmod, kid, sizeof(kid)), 0);
+	assert_true(fixture_sym("crunch", &va, &size));
+	assert_true(elf_func_sym(kmod, "crunch", &kva, &ksize));
+	assert_int_equal(ksize, size);
+	for (uint64_t a = 0; a < size; a++) {
+		assert_int_equal(sp_resolver__resolve_vaddr(x.r, x.id, fixture, va + a, &fr), 0);
+		assert_int_equal(sp_resolver__resolve_text(x.r, kid, kmod, kva + a, &fk), 0);
+		assert_int_equal(fk.source, SP_RES_DWARF);
+		assert_int_equal(fk.n, fr.n);
+		for (uint8_t i = 0; i < fr.n; i++) {
+			assert_string_equal(fk.f[i].function, fr.f[i].function);
+			assert_string_equal(base(fk.f[i].file), base(fr.f[i].file));
+			assert_int_equal(fk.f[i].line, fr.f[i].line);
+			assert_int_equal(fk.f[i].column, fr.f[i].column);
+		}
+	}
+	/* past .text: nothing, whatever lies beyond in the layout */
+	assert_int_equal(sp_resolver__resolve_text(x.r, kid, kmod, 1u << 24, &fk), -ENOENT);
 	rctx_fini(&x);
 }
 
@@ -1221,9 +1362,11 @@ int main(void)
 		cmocka_unit_test(test_finder_rejects_bad_ids),
 		cmocka_unit_test_setup_teardown(test_finder_dirs_and_hint, tu_setup_dir,
 						tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(test_ktree, tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(test_finder_negative_cache, tu_setup_dir,
 						tu_teardown_dir),
 		cmocka_unit_test(test_resolver_functions_and_inlines),
+		cmocka_unit_test(test_resolver_relocatable),
 		cmocka_unit_test(test_resolver_cache_bound),
 		cmocka_unit_test(test_resolver_lazy_units_budget),
 		cmocka_unit_test_setup_teardown(test_resolver_load_does_not_block_others, tu_setup_dir,

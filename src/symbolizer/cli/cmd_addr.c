@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * cmd_addr.c - `spanprof-symbolizer addr -e ELF [ADDR...]`: resolve ELF
- * virtual addresses (file offsets with --offset) and print them like
+ * virtual addresses (file offsets with --offset, offsets in .text with
+ * --text: a kernel module frame's location) and print them like
  * `llvm-symbolizer --inlining`: function, then file:line:column, inlined
  * callees first, a blank line after each address ("??" when unknown).
  * Without ADDR, one address per line of stdin, each answered at once when
@@ -18,12 +19,12 @@
 #include "symbolizer/cli/context.h"
 #include "symbolizer/cli/privs.h"
 
-enum { OPT_OFFSET = SP_OPT_CMD };
+enum { OPT_OFFSET = SP_OPT_CMD, OPT_TEXT };
 
 struct addr_opts {
 	struct sp_common_opts c;
 	const char *elf;
-	bool is_offset;
+	bool is_offset, is_text;
 	char **addrs;
 	int n_addrs;
 };
@@ -32,6 +33,9 @@ static const struct sp_cli_opt addr_options[] = {
 	{ "exe", required_argument, 'e', "ELF", "the ELF file the addresses belong to" },
 	{ "offset", no_argument, OPT_OFFSET, NULL,
 	  "the addresses are file offsets, not virtual addresses" },
+	{ "text", no_argument, OPT_TEXT, NULL,
+	  "the addresses are offsets in the file's .text (a kernel module frame's "
+	  "location; a .ko's sections all sit at 0)" },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
@@ -53,12 +57,17 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct 
 		case OPT_OFFSET:
 			o->is_offset = true;
 			break;
+		case OPT_TEXT:
+			o->is_text = true;
+			break;
 		default:	/* in the table, not handled: a bug */
 			return sp_cli__bad(&p, "option %d not handled", c);
 		}
 	}
 	if (!o->elf)
 		return sp_cli__bad(&p, "needs -e ELF");
+	if (o->is_offset && o->is_text)
+		return sp_cli__bad(&p, "--offset and --text: give one");
 	o->addrs = argv + optind;
 	o->n_addrs = argc - optind;
 	return 0;
@@ -203,8 +212,12 @@ static int addr_one(const struct addr_opts *o, struct sp_sym_ctx *x, const char 
 		ob->n += tc->len[slot];
 		return ob->err;
 	}
-	rc = o->is_offset ? sp_resolver__resolve(x->res, id, o->elf, a, &fr)
-			  : sp_resolver__resolve_vaddr(x->res, id, o->elf, a, &fr);
+	if (o->is_text)
+		rc = sp_resolver__resolve_text(x->res, id, o->elf, a, &fr);
+	else if (o->is_offset)
+		rc = sp_resolver__resolve(x->res, id, o->elf, a, &fr);
+	else
+		rc = sp_resolver__resolve_vaddr(x->res, id, o->elf, a, &fr);
 	if (rc == -ENOMEM)
 		return rc;
 	if (sizeof(ob->b) - ob->n < TEXT_MAX)

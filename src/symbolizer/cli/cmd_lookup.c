@@ -75,7 +75,9 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 		int rc = sp_debuginfo__find(x.di, o.ids[i], o.hint, &path, &src);
 
 		if (rc)
-			printf("%s not-found %s\n", o.ids[i], strerror(-rc));
+			printf("%s not-found %s\n", o.ids[i],
+			       src == SP_DI_MISMATCH ? "(only files of another build id)"
+						     : strerror(-rc));
 		else
 			printf("%s %s %s\n", o.ids[i], sp_debuginfo__source_name(src), path);
 		found += !rc;

@@ -185,12 +185,16 @@ void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_sta
 			SP_CLI_PROG ": kernel: resolved %" PRIu64
 			", unresolved %" PRIu64 " (no snapshot %" PRIu64
 			", build id mismatch %" PRIu64 ", not found %" PRIu64
-			", no build id %" PRIu64 "); from vmlinux debug info %" PRIu64 "\n",
+			", no build id %" PRIu64 "); from vmlinux debug info %" PRIu64
+			", from module debug info %" PRIu64 " (not from it: no debug file %" PRIu64
+			", build id mismatch %" PRIu64 ", no line %" PRIu64 ")\n",
 			ss->resolved_kernel, ss->unresolved_kernel,
 			ss->unresolved_kernel_no_snapshot,
 			ss->unresolved_kernel_mismatch,
 			ss->unresolved_kernel_not_found,
-			ss->unresolved_kernel_no_build_id, ss->resolved_kernel_dwarf);
+			ss->unresolved_kernel_no_build_id, ss->resolved_kernel_dwarf,
+			ss->resolved_module_dwarf, ss->module_dwarf_missing,
+			ss->module_dwarf_mismatch, ss->module_dwarf_no_line);
 	if (ss && (ss->resolved_jit || ss->unresolved_jit)) {
 		struct sp_jit_syms_stats js;
 
@@ -232,8 +236,9 @@ void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_sta
 		" found_dir %" PRIu64 " found_path %" PRIu64
 		" found_debuginfod %" PRIu64 " not_found %" PRIu64
 		" negative_hits %" PRIu64 " debuginfod_queries %" PRIu64
-		" exec_found %" PRIu64 " exec_not_found %" PRIu64 "\n",
+		" exec_found %" PRIu64 " exec_not_found %" PRIu64
+		" rejected_build_id %" PRIu64 " kernel_tree_skipped %" PRIu64 "\n",
 		ds.lookups, ds.found_dir, ds.found_path, ds.found_debuginfod,
 		ds.not_found, ds.negative_hits, ds.debuginfod_queries,
-		ds.exec_found, ds.exec_not_found);
+		ds.exec_found, ds.exec_not_found, ds.rejected_build_id, ds.ktree_skipped);
 }
