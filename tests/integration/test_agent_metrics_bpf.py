@@ -123,12 +123,14 @@ def fam(name):
 
 on = fam("spanprof_bpf_oncpu_outcomes_total")
 events = m1.get1("spanprof_bpf_oncpu_events_total")
+# Either side may be ahead by what lands while the per-CPU counters are read
+# one after the other (the outcomes were 4 ahead of the switches once).
 check(set(on) == {"idle", "filtered", "ringbuf_sent", "ringbuf_dropped"} and
-      0 <= events - sum(on.values()) <= 64,
+      abs(events - sum(on.values())) <= 64,
       "on-CPU events %d = idle + filtered + sent + dropped %s" % (events, on))
 sw = fam("spanprof_bpf_offcpu_switch_outcomes_total")
 switches = m1.get1("spanprof_bpf_offcpu_switches_total")
-check(switches > 0 and 0 <= switches - sum(sw.values()) <= 64,
+check(switches > 0 and abs(switches - sum(sw.values())) <= 64,
       "off-CPU switches %d = the sum of their outcomes %s" % (switches, sw))
 
 

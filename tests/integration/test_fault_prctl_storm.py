@@ -15,7 +15,8 @@ tracepoint fires at syscall entry either way).  Checks:
     the deferred ones;
   - the storm's tail is not lost: the process stays 0.5 s after its last
     call, and the publications coalesced after the last immediate re-read
-    get one deferred re-read (publish_deferred 1);
+    get a deferred re-read (publish_deferred >= 1: a tick between two
+    batches of the ring may take one mid-storm too);
   - the summary line names both counts; record exits 0.
 Bounded: about 10 s.
 """
@@ -64,7 +65,10 @@ limit = int(SECONDS / 0.1) + 1 + 5   # one per 100 ms, the first, coarse-clock s
 total = x["publish_rereads"] + x["publish_deferred"]
 check(total <= limit, "re-reads %d (%d at once + %d deferred): at most one per 100 ms (<= %d)"
       % (total, x["publish_rereads"], x["publish_deferred"], limit))
-check(x["publish_deferred"] == 1, "the storm's tail got its deferred re-read (%d)"
+# >= 1, not == 1: a tick that comes between two batches of the ring, 100 ms
+# after the last re-read, re-reads the coalesced ones mid-storm too (2 once
+# in a fresh-clone CI run); the bound above keeps them one per 100 ms
+check(x["publish_deferred"] >= 1, "the storm's tail got its deferred re-read (%d)"
       % x["publish_deferred"])
 check("late publications re-read %d, coalesced %d (+ %d deferred re-reads"
       % (x["publish_rereads"], x["publish_coalesced"], x["publish_deferred"]) in err,

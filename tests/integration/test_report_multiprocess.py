@@ -14,6 +14,11 @@ spanprof-symbolizer report:
                         page's data names each frame's DSO; #inv=1 (the
                         callers view) puts leaf functions in row 1 and the
                         process frames below;
+                        the same two views as screenshots (--screenshot,
+                        read with lib/png.py): what is drawn has green,
+                        blue and warm frames, the topmost green band above
+                        the topmost warm one, and the other way round in
+                        the callers view;
                         the span picker lists the heaviest spans of the
                         demo (libspanctx trace context); #span=TRACE/SPAN
                         draws only that span's samples: the demo's process
@@ -29,6 +34,7 @@ import subprocess
 import tempfile
 
 from spt import *
+from lib import png
 
 require_root()
 d = tmpdir()
@@ -103,6 +109,36 @@ def chromium_dom(url):
     return boxes
 
 
+def chromium_png(url, name):
+    """The page as headless Chromium draws it: {kind: topmost y} and the
+    count of pixels of each kind (green, blue, warm: saturated pixels by
+    their largest channel), read back from its PNG screenshot."""
+    prof = tempfile.mkdtemp(dir=d)
+    shot = os.path.join(d, name + ".png")
+    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--no-first-run", "--user-data-dir=" + prof,
+                    "--hide-scrollbars", "--window-size=1000,700", "--screenshot=" + shot, url],
+                   capture_output=True, text=True, timeout=120, cwd=d)
+    if not os.path.exists(shot):
+        fail("chromium wrote no screenshot of %s" % url)
+    w, h, rows = png.read(shot)
+    top, count = {}, {"green": 0, "blue": 0, "warm": 0}
+    for y in range(h):
+        row = rows[y]
+        for x in range(0, 3 * w, 3):
+            r, g, b = row[x], row[x + 1], row[x + 2]
+            # white, greys (the root, unknown frames, the bar), black text
+            # and its anti-aliasing; the palest coloured frames, processes'
+            # hsl(100, 25%, 68-75%), differ by 33-38 between channels
+            if max(r, g, b) - min(r, g, b) < 25:
+                continue
+            kind = "green" if g > r and g > b else "blue" if b > r else "warm"
+            count[kind] += 1
+            top.setdefault(kind, y)
+    return top, count
+
+
 boxes = chromium_dom("file://" + html)
 procs = [b for b in boxes if re.match(r"^callchain-\d+$", b[2])]
 check(len(procs) == 2 and all(b[0] == 1 for b in procs),
@@ -117,6 +153,17 @@ check(len(ub) >= 4 and all(b[1][0] > b[1][2] for b in ub),
       "%d user frames, all warm (r > b)" % len(ub))
 hot_rows = {b[0] for b in ub if b[2] == "spin_hot"}
 check(min(hot_rows) > 2, "normal view: spin_hot lies deep (rows %s)" % sorted(hot_rows))
+
+top, count = chromium_png("file://" + html, "normal")
+check(all(count[k] >= 200 for k in count),
+      "screenshot: green, blue and warm frames are drawn (%s pixels)" % count)
+check(top["green"] < top["warm"],
+      "screenshot: the process frames' band (y %d) is above the user frames' (y %d)"
+      % (top["green"], top["warm"]))
+itop, icount = chromium_png("file://" + html + "#inv=1", "inverted")
+check(all(icount[k] >= 200 for k in icount) and itop["warm"] < itop["green"],
+      "screenshot, #inv=1: the leaves' warm band (y %d) is above the process frames' (y %d) "
+      "(%s pixels)" % (itop.get("warm", -1), itop.get("green", -1), icount))
 
 inv = chromium_dom("file://" + html + "#inv=1")
 row1 = {b[2] for b in inv if b[0] == 1}
