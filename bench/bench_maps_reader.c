@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_maps_reader.c - ns per line of sp_maps_reader__scan / __scan_fd.
+ *
+ * The collector reads /proc/PID/maps on every exec and first sight of a
+ * process (docs/benchmarks.md: a third of the consumer's own time on a
+ * busy host), so the reader's line splitting and parsing are on the hot
+ * path.  This maps NMAPS small anonymous and file-backed regions with
+ * alternating protections (so the kernel cannot merge them) to get a
+ * large real maps file, then times:
+ *   proc:  sp_maps_reader__scan("/proc", getpid()) - the real thing, the
+ *          kernel's text generation included;
+ *   file:  sp_maps_reader__scan_fd over a copy of that text in a memfd -
+ *          only the reader (splitting + parsing), no kernel generation.
+ * Prints min and median ns per line over the runs.  A scan that fails or
+ * sees fewer lines than mapped is an error.
+ *
+ *   make O=build build/bench/bench_maps_reader && build/bench/bench_maps_reader [runs]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/maps_reader.h"
+
+#define NMAPS	20000
+#define MAXRUNS	101
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int sum_cb(const struct sp_map_entry *e, void *ctx)
+{
+	*(uint64_t *)ctx += e->start ^ e->offset ^ e->path_len;
+	return 0;
+}
+
+/* Many distinct mappings: every other page of one reserved range made
+ * read-only, half of them backed by the executable (a path per line). */
+static int make_maps(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t len = (size_t)pg * 2 * NMAPS;
+	char *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+	if (base == MAP_FAILED || fd < 0)
+		return -errno;
+	for (size_t i = 0; i < NMAPS; i++) {
+		char *p = base + i * 2 * (size_t)pg;
+
+		if (i & 1) {
+			if (mmap(p, (size_t)pg, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED)
+				return -errno;
+		} else if (mprotect(p, (size_t)pg, PROT_READ)) {
+			return -errno;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+/* /proc/self/maps copied into a memfd (rewound before each scan). */
+static int copy_maps(void)
+{
+	int in = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), out = memfd_create("maps", 0);
+	char buf[1 << 16];
+	ssize_t n;
+
+	if (in < 0 || out < 0)
+		return -1;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			return -1;
+	close(in);
+	return n < 0 ? -1 : out;
+}
+
+static int bench(const char *what, int fd, int runs)
+{
+	uint64_t ns[MAXRUNS], sink = 0;
+	struct sp_maps_read_stats st;
+	int r, rc;
+
+	for (r = 0; r < runs; r++) {
+		uint64_t t0;
+
+		if (fd >= 0 && lseek(fd, 0, SEEK_SET) != 0)
+			return 1;
+		t0 = now_ns();
+		rc = fd >= 0 ? sp_maps_reader__scan_fd(fd, sum_cb, &sink, &st)
+			     : sp_maps_reader__scan("/proc", (uint32_t)getpid(), sum_cb, &sink, &st);
+		ns[r] = now_ns() - t0;
+		if (rc || st.lines < NMAPS || st.truncated) {
+			fprintf(stderr, "%s: scan: %s, %u lines (want >= %d)\n", what,
+				strerror(rc < 0 ? -rc : 0), st.lines, NMAPS);
+			return 1;
+		}
+	}
+	qsort(ns, (size_t)runs, sizeof(ns[0]), cmp_u64);
+	printf("%-5s %6u lines  min %6.1f ns/line  median %6.1f ns/line  (%d runs, sink %llx)\n",
+	       what, st.lines, (double)ns[0] / st.lines, (double)ns[runs / 2] / st.lines, runs,
+	       (unsigned long long)(sink & 0xf));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int runs = argc > 1 ? atoi(argv[1]) : 31, fd, err;
+
+	if (runs < 1 || runs > MAXRUNS) {
+		fprintf(stderr, "usage: %s [runs, 1..%d]\n", argv[0], MAXRUNS);
+		return 2;
+	}
+	err = make_maps();
+	if (err) {
+		fprintf(stderr, "mapping %d regions: %s\n", NMAPS, strerror(-err));
+		return 1;
+	}
+	fd = copy_maps();
+	if (fd < 0) {
+		fprintf(stderr, "copying /proc/self/maps: %s\n", strerror(errno));
+		return 1;
+	}
+	err = bench("proc", -1, runs) || bench("file", fd, runs);
+	close(fd);
+	return err;
+}
