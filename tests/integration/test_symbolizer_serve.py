@@ -35,6 +35,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_server  # noqa: E402
 import test_symbolizer_cli as cli  # noqa: E402
+from lib import symtest  # noqa: E402
+from lib.symtest import check  # noqa: E402
 
 PATH = '/v1development/profiles'
 
@@ -89,12 +91,6 @@ def rpc_status(body):
 def main():
     if not os.access(cli.SYM, os.X_OK) or not os.path.exists(cli.FIXTURE):
         cli.skip('no spanprof-symbolizer or fixture under %s' % cli.BUILD)
-    failures = []
-
-    def check(cond, what):
-        print(('ok   ' if cond else 'FAIL ') + what, flush=True)
-        if not cond:
-            failures.append(what)
 
     with tempfile.TemporaryDirectory() as td:
         otlp = cli.make_otlp(td)
@@ -254,10 +250,7 @@ def main():
             print(log.read()[-2000:])
         check(rc == 0, 'SIGTERM: drained and exited 0 (%s)' % rc)
 
-    if failures:
-        print('%d failure(s)' % len(failures))
-        return 1
-    return 0
+    return symtest.verdict()
 
 
 if __name__ == '__main__':

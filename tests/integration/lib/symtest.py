@@ -1,8 +1,9 @@
-"""tests/integration/lib/symtest - the frame of a symbolizer test that builds
-its own fixture (test_symbolizer_vmlinux, test_symbolizer_kmod): one list of
-failed checks, the preconditions that make a test a skip (exit 77), a
-scratch directory, the part re-run in a private network namespace against a
-real debuginfod, and the verdict.
+"""tests/integration/lib/symtest - the frame of the symbolizer tests
+(test_symbolizer_*.py; run() for those that build their own fixture,
+test_symbolizer_vmlinux and test_symbolizer_kmod): one list of failed
+checks, the preconditions that make a test a skip (exit 77), a scratch
+directory, the part re-run in a private network namespace against a real
+debuginfod, and the verdict.
 
   check(cond, what)  prints "ok   what" or "FAIL what"; a failure is kept
                      and makes the verdict 1, the test goes on
