@@ -35,24 +35,10 @@
 #include <unistd.h>
 
 #include "base/maps_reader.h"
+#include "benchutil.h"
 
 #define NMAPS	20000
 #define MAXRUNS	101
-
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static int sum_cb(const struct sp_map_entry *e, void *ctx)
 {
@@ -112,20 +98,20 @@ static int bench(const char *what, int fd, int runs)
 
 		if (fd >= 0 && lseek(fd, 0, SEEK_SET) != 0)
 			return 1;
-		t0 = now_ns(CLOCK_MONOTONIC);
-		c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		t0 = bench__ns(CLOCK_MONOTONIC);
+		c0 = bench__ns(CLOCK_THREAD_CPUTIME_ID);
 		rc = fd >= 0 ? sp_maps_reader__scan_fd(fd, sum_cb, &sink, &st)
 			     : sp_maps_reader__scan("/proc", (uint32_t)getpid(), sum_cb, &sink, &st);
-		cpu[r] = now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
-		ns[r] = now_ns(CLOCK_MONOTONIC) - t0;
+		cpu[r] = bench__ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+		ns[r] = bench__ns(CLOCK_MONOTONIC) - t0;
 		if (rc || st.lines < NMAPS || st.truncated) {
 			fprintf(stderr, "%s: scan: %s, %u lines (want >= %d)\n", what,
 				strerror(rc < 0 ? -rc : 0), st.lines, NMAPS);
 			return 1;
 		}
 	}
-	qsort(ns, (size_t)runs, sizeof(ns[0]), cmp_u64);
-	qsort(cpu, (size_t)runs, sizeof(cpu[0]), cmp_u64);
+	qsort(ns, (size_t)runs, sizeof(ns[0]), bench__cmp_u64);
+	qsort(cpu, (size_t)runs, sizeof(cpu[0]), bench__cmp_u64);
 	printf("%-5s %6u lines  ns/line: wall min %6.1f median %6.1f  cpu min %6.1f median %6.1f"
 	       "  (%d runs, sink %llx)\n", what, st.lines, (double)ns[0] / st.lines,
 	       (double)ns[runs / 2] / st.lines, (double)cpu[0] / st.lines,
