@@ -25,7 +25,6 @@ import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,17 +35,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_server  # noqa: E402
 import test_symbolizer_cli as cli  # noqa: E402
 from lib import symtest  # noqa: E402
+from lib.ports import free_port  # noqa: E402 (serve_t.free_port for the others)
 from lib.symtest import check  # noqa: E402
 
 PATH = '/v1development/profiles'
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def post(port, body, ctype='application/x-protobuf', enc=None, chunked=False,
