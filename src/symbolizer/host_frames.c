@@ -286,12 +286,12 @@ static int jit_location(const struct sp_symbolize_sources *src, struct sp_profil
 	struct sp_frames fr = { .n = 1, .source = SP_RES_SYMTAB };
 	char name[SP_PERF_MAP_NAME_BUF], file[SP_PERF_MAP_NAME_BUF];
 	const char *id = sp_profile__str(p, p->mappings[loc->mapping].build_id);
-	uint32_t line = 0;
+	uint32_t line = 0, first = 0;
 	int err;
 
 	st->unresolved_jit++;
 	err = src->jit ? sp_jit_syms__resolve_line(src->jit, id, loc->address, name, sizeof(name),
-						   file, sizeof(file), &line)
+						   file, sizeof(file), &line, &first)
 		       : -ENOENT;
 	if (err == -ENOMEM)
 		return err;
@@ -302,8 +302,10 @@ static int jit_location(const struct sp_symbolize_sources *src, struct sp_profil
 			st->unresolved_jit_no_snapshot++;
 		return 1;
 	}
+	/* the code's first row stands for the function's own line (the
+	 * report's "file:line" hint), as DWARF's decl_line does */
 	fr.f[0] = (struct sp_frame){ .function = name, .file = line && *file ? file : NULL,
-				     .line = line };
+				     .line = line, .decl_line = first };
 	err = sp_symbolize__fill_location(p, loc, &fr);
 	if (err)
 		return err;

@@ -313,12 +313,12 @@ static time_t mono_s(void)
 int sp_jit_syms__resolve(struct sp_jit_syms *js, const char *head_hex, uint64_t addr,
 			 char *name, size_t name_len)
 {
-	return sp_jit_syms__resolve_line(js, head_hex, addr, name, name_len, NULL, 0, NULL);
+	return sp_jit_syms__resolve_line(js, head_hex, addr, name, name_len, NULL, 0, NULL, NULL);
 }
 
 int sp_jit_syms__resolve_line(struct sp_jit_syms *js, const char *head_hex, uint64_t addr,
 			      char *name, size_t name_len, char *file, size_t file_len,
-			      uint32_t *line)
+			      uint32_t *line, uint32_t *first_line)
 {
 	struct sp_perf_map *m = NULL;
 	struct sp_jit_id head;
@@ -331,6 +331,8 @@ int sp_jit_syms__resolve_line(struct sp_jit_syms *js, const char *head_hex, uint
 
 	if (line)
 		*line = 0;
+	if (first_line)
+		*first_line = 0;
 	if (file && file_len)
 		*file = 0;
 
@@ -376,7 +378,7 @@ found:
 	if (!err) {
 		snprintf(name, name_len, "%s", nm);
 		js->st.resolved++;
-		if (line && !sp_perf_map__line(c->map, addr, &fl, &ln)) {
+		if (line && !sp_perf_map__line(c->map, addr, &fl, &ln, first_line)) {
 			*line = ln;
 			if (file && file_len)
 				snprintf(file, file_len, "%s", fl ? fl : "");

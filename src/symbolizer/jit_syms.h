@@ -73,10 +73,11 @@ int sp_jit_syms__has_dirs(struct sp_jit_syms *js);
 int sp_jit_syms__resolve(struct sp_jit_syms *js, const char *head_hex, uint64_t addr,
 			 char *name, size_t name_len);
 /* The same, and the covering line row's file (copied into file, cut to
- * file_len; "" none) and *line (0: no row covers addr). */
+ * file_len; "" none), *line (0: no row covers addr) and *first_line
+ * (perf_map.h sp_perf_map__line). */
 int sp_jit_syms__resolve_line(struct sp_jit_syms *js, const char *head_hex, uint64_t addr,
 			      char *name, size_t name_len, char *file, size_t file_len,
-			      uint32_t *line);
+			      uint32_t *line, uint32_t *first_line);
 /* New pieces may have arrived: chains found missing are tried again. */
 void sp_jit_syms__changed(struct sp_jit_syms *js);
 void sp_jit_syms__stats(struct sp_jit_syms *js, struct sp_jit_syms_stats *st);

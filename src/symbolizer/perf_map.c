@@ -186,7 +186,8 @@ static void take_rows(struct sp_perf_map *m, struct pending *pd, struct ent *x,
 		}
 		m->rows[w++] = m->rows[r];
 	}
-	qsort(m->rows + pd->row0, w - pd->row0, sizeof(*m->rows), row_cmp);
+	if (w > pd->row0)	/* rows is NULL while there are none */
+		qsort(m->rows + pd->row0, w - pd->row0, sizeof(*m->rows), row_cmp);
 	m->n_rows = pd->row0;
 	for (size_t r = pd->row0; r < w; r++) {
 		if (m->n_rows > pd->row0 && m->rows[m->n_rows - 1].off == m->rows[r].off)
@@ -475,15 +476,23 @@ int sp_perf_map__resolve(const struct sp_perf_map *m, uint64_t addr, const char 
 	return 0;
 }
 
+static const char *row_file(const struct sp_perf_map *m, const struct row *r)
+{
+	return r->file == NO_FILE ? NULL : m->arena + r->file;
+}
+
 int sp_perf_map__line(const struct sp_perf_map *m, uint64_t addr, const char **file,
-		      uint32_t *line)
+		      uint32_t *line, uint32_t *first_line)
 {
 	const struct seg *g = find_seg(m, addr);
 	const struct row *r;
+	const char *f0;
 	size_t lo = 0, hi;
 
 	if (!g)
 		return -ERANGE;
+	if (!g->n_rows)
+		return -ENOENT;
 	r = m->rows + g->row0;
 	hi = g->n_rows;
 	while (lo < hi) {	/* the last row at or below the address */
@@ -496,8 +505,13 @@ int sp_perf_map__line(const struct sp_perf_map *m, uint64_t addr, const char **f
 	}
 	if (!lo || !r[lo - 1].line)
 		return -ENOENT;
-	*file = r[lo - 1].file == NO_FILE ? NULL : m->arena + r[lo - 1].file;
+	*file = row_file(m, &r[lo - 1]);
 	*line = r[lo - 1].line;
+	if (first_line) {
+		f0 = row_file(m, &r[0]);
+		*first_line = (!f0 && !*file) || (f0 && *file && !strcmp(f0, *file)) ? r[0].line
+										       : 0;
+	}
 	return 0;
 }
 

@@ -71,11 +71,13 @@ void sp_perf_map__free(struct sp_perf_map *m);	/* NULL-safe */
 int sp_perf_map__resolve(const struct sp_perf_map *m, uint64_t addr, const char **name,
 			 uint64_t *start);
 /* The line row covering addr in the entry that covers it (the last row at
- * or below it): 0 and *file (NULL: none; valid while m lives), *line;
- * -ENOENT when the entry has no row there (or the row's line is 0),
- * -ERANGE when no entry covers addr. */
+ * or below it): 0 and *file (NULL: none; valid while m lives), *line, and
+ * when first_line is not NULL the line of the entry's first row (its
+ * lowest offset: where the code starts, the function's own line) when
+ * that row is of the same file, else 0; -ENOENT when the entry has no row
+ * there (or the row's line is 0), -ERANGE when no entry covers addr. */
 int sp_perf_map__line(const struct sp_perf_map *m, uint64_t addr, const char **file,
-		      uint32_t *line);
+		      uint32_t *line, uint32_t *first_line);
 size_t sp_perf_map__bytes(const struct sp_perf_map *m);	/* memory held */
 
 #endif /* SPANPROF_SYMBOLIZER_PERF_MAP_H */
