@@ -5,9 +5,12 @@
 fixtures/jit_lines generates x86-64 code at run time in anonymous
 executable memory, writes DIR/jit-PID.dump (a DEBUG_INFO table of six rows
 over three hot regions, two files, before the code's LOAD) and maps the
-dump's first page executable, then runs the code.  `spanprof record -p`
-samples it (real BPF); then:
-  - the summary counts the table and its six rows shipped, nothing refused;
+dump's first page executable, then runs the code (a seventh row lies past
+the code: the collector drops it).
+
+1. `spanprof record -p` samples it (real BPF); then:
+  - the summary counts the table and its six rows shipped, the row past
+    the code dropped, nothing else refused;
   - after `spanprof-symbolizer file`, every JIT leaf in the [jitdump]
     mapping is named jit:gen_hot and carries the file:line of the row
     covering its address (computed here from the rows the fixture wrote:
@@ -16,6 +19,10 @@ samples it (real BPF); then:
   - go tool pprof -lines (an independent reader) shows those file:lines;
   - `spanprof-symbolizer report` names the frame with a file hint of the
     table.
+2. agent -> serve (as nobody, sharing no file with the agent): the agent's
+   /metrics counts the table, its rows and the dropped row by reason; the
+   OTLP profiles serve writes carry the covering row's file:line on every
+   JIT leaf.
 Exit 0 pass, 77 skip, else fail.
 """
 import collections
@@ -28,6 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spt  # noqa: E402
 from spt import check, fail  # noqa: E402
 from lib import perfcmp  # noqa: E402
+from lib.otlp import read_otlp  # noqa: E402
+from agent_util import Agent, StoreServe, exported_after_upload, otlp_files, wait_for  # noqa: E402
 
 FIXTURE = os.path.join(spt.BUILD, "fixtures", "jit_lines")
 SYM = os.path.join(spt.BUILD, "spanprof-symbolizer")
@@ -62,11 +71,7 @@ def covering(rows, off):
     return best
 
 
-def main():
-    spt.require_root()
-    if not os.path.exists(FIXTURE):
-        fail("%s is not built: make" % FIXTURE)
-    d = spt.tmpdir()
+def part_record(d):
     fx, (code, size), rows = start_fixture(d)
     out, js = os.path.join(d, "jit.pb.gz"), os.path.join(d, "summary.json")
     try:
@@ -85,9 +90,10 @@ def main():
           % (j["jitdump_line_tables"], j["jitdump_line_rows"]))
     dropped = (j["jitdump_debug_unused"], j["jitdump_debug_bad"], j["jitdump_debug_too_big"],
                j["jitdump_debug_rows_out"])
-    check(dropped == (0, 0, 0, 0), "nothing of the table refused (unused, bad, too big, "
-          "rows outside: %s)" % (dropped,))
-    check("line tables 1 (6 rows)" in err, "the record summary shows the line tables")
+    check(dropped == (0, 0, 0, 1), "the row past the code dropped, nothing else refused "
+          "(unused, bad, too big, rows outside: %s)" % (dropped,))
+    check("line tables 1 (6 rows)" in err and "rows outside the code 1" in err,
+          "the record summary shows the line tables and the dropped row")
 
     sym = os.path.join(d, "jit.sym.pb.gz")
     p = subprocess.run([SYM, "file", out, "-o", sym], capture_output=True, text=True,
@@ -138,6 +144,64 @@ def main():
     check(rep.returncode == 0 and ("%s (gen_hot.src:10)" % NAME in rep.stdout or
                                    "%s (inlined.src)" % NAME in rep.stdout),
           "the report names %s with its table's file:line" % NAME)
+
+
+def part_agent(d):
+    srv = StoreServe(d)
+    fx, (code, size), rows = start_fixture(d)
+    agent = None
+    try:
+        agent = Agent(["--endpoint", "http://127.0.0.1:%d" % srv.port, "--upload-symbols",
+                       "--interval", "1", "--jitter", "0", "-F", "97"], d)
+        wait_for(lambda: agent.metrics().sum("spanprof_jitdump_line_tables_total") >= 1, 30,
+                 what="the agent to ship the fixture's line table")
+        exported_after_upload(agent, srv, "jit", 2)
+        m = agent.metrics()
+        rc, _ = agent.stop()
+        check(rc == 0, "agent exited 0")
+    finally:
+        if agent:
+            agent.kill()
+        fx.kill()
+        fx.wait()
+    JD = "spanprof_jitdump_refused_total"
+    got = (m.get1("spanprof_jitdump_line_tables_total"),
+           m.get1("spanprof_jitdump_line_rows_total"),
+           m.get1(JD, reason="line_row_outside_code"),
+           m.get1(JD, reason="line_table_unused"), m.get1(JD, reason="line_table_bad"),
+           m.get1(JD, reason="line_table_too_big"))
+    check(got == (1, 6, 1, 0, 0, 0), "the agent's /metrics: 1 table, 6 rows, 1 row outside "
+          "the code, nothing else refused (%s)" % (got,))
+    log = srv.stop()
+    good, unnamed, bad = 0, 0, []
+    for f in otlp_files(srv.out):
+        for s in read_otlp(f):
+            if s["kind"] != "samples" or not s["stack"] or s["stack"][0][0] != "[jitdump]":
+                continue
+            if not s["funcs"][0]:
+                unnamed += s["count"]	# exported before serve had the pieces
+                continue
+            addr = s["stack"][0][2]
+            want = covering(rows, addr - code) if code <= addr < code + size else None
+            if want and s["funcs"][0] == NAME and s["lines"][0] == (want[1], want[2]):
+                good += s["count"]
+            else:
+                bad.append((hex(addr), s["funcs"][0], s["lines"][0], want))
+    if bad or not good:
+        print(log[-2000:])
+    check(good >= 10 and not bad,
+          "serve's OTLP profiles carry the covering row's file:line on every named JIT leaf "
+          "(%d samples right, %d unnamed, wrong: %s)" % (good, unnamed, bad[:3]))
+    srv.cleanup()
+
+
+def main():
+    spt.require_root()
+    if not os.path.exists(FIXTURE):
+        fail("%s is not built: make" % FIXTURE)
+    d = spt.tmpdir()
+    part_record(d)
+    part_agent(d)
     shutil.rmtree(d, ignore_errors=True)
 
 
