@@ -421,10 +421,11 @@ static void test_jitdump(void **state)
 	wfile(p, "1000 10 from_the_perf_map\n");
 	jd_header(&jb);
 	jd_other(&jb, SP_JIT_CODE_UNWINDING_INFO, 64);
-	/* its line table travels with the load, in the same piece */
+	/* its line table travels with the load, in the same piece (V8's rows
+	 * are 0x40 late: jitdump.h) */
 	jd_debug(&jb, 0x7f0000010000,
-		 (const struct jd_row[]){ { 0x7f0000010004, 1, "/srv/a.js" },
-					  { 0x7f0000010040, 2, "/srv/a.js" } }, 2);
+		 (const struct jd_row[]){ { 0x7f0000010044, 1, "/srv/a.js" },
+					  { 0x7f0000010080, 2, "/srv/a.js" } }, 2);
 	jd_load(&jb, 0x7f0000010000, 0x40, 1, "JS:*hot /srv/a.js:1:1");
 	put_dump(330, 9, &jb, "r-xp");
 	j = make(0, 0, 0);

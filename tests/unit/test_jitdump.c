@@ -424,6 +424,22 @@ static void test_debug_info(void **state)
 	assert_int_equal(st.debug_info, 1);
 	assert_int_equal(st.debug_unused, 2);
 	free(j.b);
+
+	/* V8's rows are 0x40 late (perf inject's ELF header): taken off for
+	 * its "JS:" loads; a row below the bias is outside the code */
+	memset(&j, 0, sizeof(j));
+	jd_header(&j);
+	jd_debug(&j, 0x7f0000001000,
+		 (const struct jd_row[]){ { 0x7f0000001040, 3, "/srv/a.js" },
+					  { 0x7f0000001050, 4, "/srv/a.js" },
+					  { 0x7f0000001010, 9, "/srv/a.js" },
+					  { 0x7f0000001080, 5, "/srv/a.js" } }, 4);
+	jd_load(&j, 0x7f0000001000, 0x40, 1, "JS:*f /srv/a.js:3:1");
+	assert_int_equal(conv_all(&j, &st), 0);
+	assert_string_equal(out, "@F /srv/a.js\n@L 0 3\n@L 10 4\n7f0000001000 40 JS:*f /srv/a.js:3:1\n");
+	assert_int_equal(st.debug_rows, 2);
+	assert_int_equal(st.debug_rows_out, 2);
+	free(j.b);
 }
 
 static void test_debug_info_refused(void **state)

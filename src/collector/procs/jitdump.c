@@ -110,11 +110,12 @@ static void put_line(char *out, size_t *out_len, uint64_t addr, uint64_t len, co
 #define DBG_WIN (4 * (SP_JITDUMP_DEBUG_ENTRY_FIXED + SP_JITDUMP_FILE_MAX + 1))
 
 /* Writes the rows of the DEBUG_INFO at off for the load [addr, addr +
- * size) (jitdump.h); the load's line comes after.  On a refused table
- * nothing is written (*out_len as it was) and it is counted.  0, or a
- * negative errno from rd (nothing written). */
+ * size) (jitdump.h), each row's address less bias; the load's line comes
+ * after.  On a refused table nothing is written (*out_len as it was) and
+ * it is counted.  0, or a negative errno from rd (nothing written). */
 static int put_debug(sp_jitdump_read_fn rd, void *ctx, uint64_t off, uint64_t addr,
-		     uint64_t size, char *out, size_t *out_len, struct sp_jitdump_stats *st)
+		     uint64_t size, uint64_t bias, char *out, size_t *out_len,
+		     struct sp_jitdump_stats *st)
 {
 	uint8_t w[DBG_WIN], prev[SP_JITDUMP_FILE_MAX];
 	size_t start = *out_len, len = *out_len, prev_n = 0, wlen = 0;
@@ -166,7 +167,7 @@ static int put_debug(sp_jitdump_read_fn rd, void *ctx, uint64_t off, uint64_t ad
 		fn = (size_t)(nul - (e + SP_JITDUMP_DEBUG_ENTRY_FIXED));
 		pos += SP_JITDUMP_DEBUG_ENTRY_FIXED + fn + 1;
 		ea = u64_at(e);
-		if (ea < addr || ea - addr >= size) {
+		if (ea < addr || ea - addr < bias || ea - addr - bias >= size) {
 			out_rows++;
 			continue;
 		}
@@ -184,7 +185,8 @@ static int put_debug(sp_jitdump_read_fn rd, void *ctx, uint64_t off, uint64_t ad
 			prev_n = fn;
 			have_prev = true;
 		}
-		p += sprintf(p, "@L %llx %x\n", (unsigned long long)(ea - addr), u32_at(e + 8));
+		p += sprintf(p, "@L %llx %x\n", (unsigned long long)(ea - addr - bias),
+			     u32_at(e + 8));
 		len = (size_t)(p - out);
 		rows++;
 	}
@@ -337,8 +339,11 @@ int sp_jitdump__convert(struct sp_jitdump *d, sp_jitdump_read_fn rd, void *ctx, 
 				goto next;
 			}
 			if (d->dbg_off && d->dbg_addr == u64_at(b + 32)) {
+				uint64_t bias = n >= 3 && !memcmp(name, "JS:", 3) ? SP_JITDUMP_V8_BIAS
+										: 0;
+
 				err = put_debug(rd, ctx, d->dbg_off, d->dbg_addr, u64_at(b + 40),
-						out, out_len, st);
+						bias, out, out_len, st);
 				if (err)
 					return err;
 				d->dbg_off = 0;

@@ -82,6 +82,11 @@
  *     in the record's order; the symbolizer (symbolizer/perf_map.h) gives
  *     the row covering an address.  A row outside the LOAD's code
  *     [code_addr, code_addr + code_size) is dropped (debug_rows_out).
+ *     V8 writes every row SP_JITDUMP_V8_BIAS bytes late (the ELF header
+ *     `perf inject --jit` puts before the code: v8's perf-jit.cc adds it;
+ *     verified here on node 20, whose first row is at +0x40): for a load
+ *     named "JS:..." (V8's JavaScript code, the only V8 code with a table)
+ *     that much is taken off each row's address.
  *     The whole table is refused, the LOAD's line still written: entries
  *     that do not fit in the record or a file name without its NUL
  *     (debug_bad); nr_entry 0 (debug_bad); more than
@@ -115,6 +120,7 @@
 #define SP_JITDUMP_DEBUG_MAX_ENTRIES 4096
 #define SP_JITDUMP_FILE_MAX 1024
 #define SP_JITDUMP_DEBUG_TEXT_MAX (64u << 10)
+#define SP_JITDUMP_V8_BIAS 0x40	/* sizeof(Elf64_Ehdr) */
 /* the longest load line: two 16-digit numbers, 2 spaces, name, '\n' */
 #define SP_JITDUMP_LOAD_LINE_MAX (16 + 1 + 16 + 1 + SP_JITDUMP_NAME_MAX + 1)
 /* the most text one record turns into: a load's line and its line table */
