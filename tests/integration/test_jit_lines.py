@@ -19,8 +19,8 @@ the code: the collector drops it).
   - go tool pprof -lines (an independent reader) shows those file:lines;
   - `spanprof-symbolizer report` names the frame with a file hint of the
     table.
-2. agent -> serve (as nobody, sharing no file with the agent): the agent's
-   /metrics counts the table, its rows and the dropped row by reason; the
+2. agent -> serve (as nobody, sharing no file with the agent), the agent
+   selecting the fixture's executable only: the agent's /metrics counts the table, its rows and the dropped row by reason; the
    OTLP profiles serve writes carry the covering row's file:line on every
    JIT leaf.
 Exit 0 pass, 77 skip, else fail.
@@ -151,8 +151,10 @@ def part_agent(d):
     fx, (code, size), rows = start_fixture(d)
     agent = None
     try:
+        # only the fixture: other processes on the machine may have jitdumps
         agent = Agent(["--endpoint", "http://127.0.0.1:%d" % srv.port, "--upload-symbols",
-                       "--interval", "1", "--jitter", "0", "-F", "97"], d)
+                       "--interval", "1", "--jitter", "0", "-F", "97",
+                       "--select-exe", FIXTURE], d)
         wait_for(lambda: agent.metrics().sum("spanprof_jitdump_line_tables_total") >= 1, 30,
                  what="the agent to ship the fixture's line table")
         exported_after_upload(agent, srv, "jit", 2)
