@@ -268,12 +268,14 @@ static int jit_location(const struct sp_symbolize_sources *src, struct sp_profil
 			struct sp_location *loc, struct sp_symbolize_stats *st)
 {
 	struct sp_frames fr = { .n = 1, .source = SP_RES_SYMTAB };
-	char name[SP_PERF_MAP_NAME_BUF];
+	char name[SP_PERF_MAP_NAME_BUF], file[SP_PERF_MAP_NAME_BUF];
 	const char *id = sp_profile__str(p, p->mappings[loc->mapping].build_id);
+	uint32_t line = 0, first = 0;
 	int err;
 
 	st->unresolved_jit++;
-	err = src->jit ? sp_jit_syms__resolve(src->jit, id, loc->address, name, sizeof(name))
+	err = src->jit ? sp_jit_syms__resolve_line(src->jit, id, loc->address, name, sizeof(name),
+						   file, sizeof(file), &line, &first)
 		       : -ENOENT;
 	if (err == -ENOMEM)
 		return err;
@@ -284,11 +286,19 @@ static int jit_location(const struct sp_symbolize_sources *src, struct sp_profil
 			st->unresolved_jit_no_snapshot++;
 		return 1;
 	}
-	fr.f[0] = (struct sp_frame){ .function = name };
+	/* the code's first row stands for the function's own line (the
+	 * report's "file:line" hint), as DWARF's decl_line does */
+	fr.f[0] = (struct sp_frame){ .function = name, .file = line && *file ? file : NULL,
+				     .line = line, .decl_line = first };
 	err = sp_symbolize__fill_location(p, loc, &fr);
 	if (err)
 		return err;
 	p->mappings[loc->mapping].has_functions = true;
+	if (line) {
+		p->mappings[loc->mapping].has_filenames |= *file != 0;
+		p->mappings[loc->mapping].has_line_numbers = true;
+		st->resolved_jit_lines++;
+	}
 	st->unresolved_jit--;
 	st->resolved_jit++;
 	return 0;

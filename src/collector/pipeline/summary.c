@@ -156,10 +156,14 @@ static void print_jit(FILE *f, const struct sp_summary *s)
 	if (j->jitdump_checks)
 		fprintf(f, "  JIT jitdumps: checks %" PRIu64 ", code loads %" PRIu64
 			"; refused: files %" PRIu64 ", records %" PRIu64 ", moves of unknown code %"
-			PRIu64 "; names cut %" PRIu64 ", records skipped (debug/unwind info) %"
-			PRIu64 "\n", j->jitdump_checks, j->jitdump_loads, j->jitdump_refused,
+			PRIu64 "; names cut %" PRIu64 ", records skipped (unwind info) %" PRIu64
+			"; line tables %" PRIu64 " (%" PRIu64 " rows), refused: unused %" PRIu64
+			", bad %" PRIu64 ", too big %" PRIu64 ", rows outside the code %" PRIu64
+			"\n", j->jitdump_checks, j->jitdump_loads, j->jitdump_refused,
 			j->jitdump_bad_records, j->jitdump_moves_unknown, j->jitdump_names_cut,
-			j->jitdump_skipped);
+			j->jitdump_skipped, j->jitdump_line_tables, j->jitdump_line_rows,
+			j->jitdump_debug_unused, j->jitdump_debug_bad, j->jitdump_debug_too_big,
+			j->jitdump_debug_rows_out);
 }
 
 /* Go processes: descriptors, and what the label reads found (one outcome
@@ -330,6 +334,9 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"jitdump_loads\": %" PRIu64 ", \"jitdump_refused\": %" PRIu64
 		", \"jitdump_bad_records\": %" PRIu64 ", \"jitdump_skipped\": %" PRIu64
 		", \"jitdump_moves_unknown\": %" PRIu64 ", \"jitdump_names_cut\": %" PRIu64
+		", \"jitdump_line_tables\": %" PRIu64 ", \"jitdump_line_rows\": %" PRIu64
+		", \"jitdump_debug_unused\": %" PRIu64 ", \"jitdump_debug_bad\": %" PRIu64
+		", \"jitdump_debug_too_big\": %" PRIu64 ", \"jitdump_debug_rows_out\": %" PRIu64
 		", \"store_writes\": %" PRIu64
 		", \"store_errors\": %" PRIu64 "},\n",
 		s->jit.notes, s->jit.notes_dropped, s->jit.checks, s->jit.no_map,
@@ -339,7 +346,9 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->jit.procs_full,
 		s->jit.procs, s->jit.procs_with_map, s->jit.jitdump_checks, s->jit.jitdump_loads,
 		s->jit.jitdump_refused, s->jit.jitdump_bad_records, s->jit.jitdump_skipped,
-		s->jit.jitdump_moves_unknown, s->jit.jitdump_names_cut, s->hostsyms.store_writes,
+		s->jit.jitdump_moves_unknown, s->jit.jitdump_names_cut, s->jit.jitdump_line_tables,
+		s->jit.jitdump_line_rows, s->jit.jitdump_debug_unused, s->jit.jitdump_debug_bad,
+		s->jit.jitdump_debug_too_big, s->jit.jitdump_debug_rows_out, s->hostsyms.store_writes,
 		s->hostsyms.store_errors);
 	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64
 		", \"dropped_entries_full\": %" PRIu64 ", \"dropped_bytes_full\": %" PRIu64
