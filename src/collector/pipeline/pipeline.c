@@ -104,9 +104,13 @@ static int on_event(void *ctx, void *data, size_t size)
 	const struct sp_event *e = data;
 
 	if (p->cfg.gate && size >= SP_EVENT_HDR_SIZE &&
-	    (e->type == SP_EV_ONCPU || e->type == SP_EV_OFFCPU) &&
-	    !p->cfg.gate(e, p->cfg.gate_ctx))
-		return 0;
+	    (e->type == SP_EV_ONCPU || e->type == SP_EV_OFFCPU)) {
+		/* The gate decides on what the process is (its exe, env):
+		 * a deferred exec read first. */
+		sp_consumer__prepare(&p->cons, e);
+		if (!p->cfg.gate(e, p->cfg.gate_ctx))
+			return 0;
+	}
 	return sp_consumer__handle(&p->cons, data, size);
 }
 
@@ -249,6 +253,7 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 {
 	struct sampler_load load = { .rc = -EINVAL };
 	struct sp_proc_table_config pc = { 0 };
+	bool targeted = cfg->filter_pids || cfg->filter_tids;
 	struct sp_pipeline *p;
 	struct sp_agg *agg = NULL;
 	pthread_t load_th;
@@ -287,6 +292,11 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	}
 	p->cfg.hostsyms = NULL;		/* not ours to keep */
 	rc = -ENOMEM;
+	/* The whole host execs many images that are never sampled; a
+	 * targeted recording wants every image of its processes at once. */
+	pc.lazy_exec = p->opts.exec_maps == SP_UNWIND_BUILD_DEFAULT
+			       ? !targeted
+			       : p->opts.exec_maps == SP_UNWIND_BUILD_LAZY;
 	p->procs = sp_proc_table__new(&pc);
 	if (!p->opts.no_process_env)
 		p->env = sp_proc_env__new(0, 0, NULL);
