@@ -138,10 +138,10 @@ static const struct opt_def defs[] = {
 	  "for the agent) or eager (when a process maps it; the\n"
 	  "default for a command or -p/-t)", NULL, 0 },
 	{ "exec-maps", 0, "WHEN", K_WHEN, F(exec_maps), 0, 0, NULL,
-	  "when a new image's /proc/PID/maps is read: lazy (at\n"
-	  "its first sample: an image never sampled costs no\n"
-	  "read; the default with -a and for the agent) or eager\n"
-	  "(at its exec event; the default for a command or -p/-t)", NULL, 0 },
+	  "when a new image's maps are read: lazy (at its\n"
+	  "first sample: an image never sampled is not read;\n"
+	  "the default with -a and for the agent) or eager (at\n"
+	  "its exec event; the default for a command, -p, -t)", NULL, 0 },
 	{ "unwind-cpu", 0, "PCT", K_U32, F(unwind_cpu_pct), 1, 100, "%llu..%llu percent",
 	  "CPU the unwind table builder thread may use, percent\n"
 	  "of one CPU over time (a 1 s burst at start)", "default 25", 0 },
