@@ -224,7 +224,7 @@ def main():
     rows = []
     for rep in range(args.reps):
         for k in kinds:
-            r = run(load_bin, args.duration, k, args.self_profile and rep == 0)
+            r = run(load_bin, args.duration, k, args.self_profile and rep == 0, args.churn)
             res[k].append(r)
             us = r["cpu_ns"] / r["samples"] / 1e3 if r["samples"] else float("nan")
             pct = 100 * r["cpu_ns"] / (r["win_s"] * 1e9)
