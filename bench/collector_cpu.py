@@ -235,7 +235,8 @@ def main():
                 fx = r["res"]
                 prows.append([k, rep + 1, pr["procs_seen"], pr["maps_reads"],
                               pr.get("exec_reads_deferred", 0), pr.get("exec_reads_on_sample", 0),
-                              pr.get("exec_reads_saved", 0), pr["maps_gone"],
+                              pr.get("exec_reads_saved", 0), pr.get("exec_reads_learned", 0),
+                              pr["maps_gone"],
                               sum(un.values()) if un else 0,
                               f"{fx[0]}" if fx else "-",
                               B.fmt(100 * fx[1] / fx[0], 1) if fx and fx[0] else "-",
@@ -247,7 +248,7 @@ def main():
     print()
     if prows:
         B.table(["record", "rep", "processes", "maps reads", "exec deferred", "read at sample",
-                 "never needed", "gone before read", "samples unread", "fixture samples",
+                 "never needed", "read at exec (learned)", "gone before read", "samples unread", "fixture samples",
                  "root resolved %", "all resolved %"], prows)
         print()
     med = {}
