@@ -116,7 +116,7 @@ try:
     # processes (5 ms) are examined by discovery rather than skipped (53-59
     # of 60 skipped here); the cause is not found yet (noted on issue 12),
     # so the bound allows 15% of them a second maps read.
-    check(seen >= N and skipped >= read_images * 0.85,
+    check(seen >= N and skipped >= int(read_images * 0.85),
           "%d new processes, %d images read: discovery skipped %d of them, using the process "
           "table's maps read (>= %d)" % (seen, read_images, skipped, int(read_images * 0.85)))
     # The rest of the machine (other engineers' processes) may add a few
