@@ -515,6 +515,8 @@ static bool admit(const struct sp_event *e, void *ctx)
 
 	/* Target selection: a process not selected is told to BPF at its
 	 * first sample; what was already in the ring is dropped here. */
+	if (a->o.sel)
+		sp_pipeline__prepare(a->pipe, e);	/* a deferred exec read first */
 	if (a->o.sel && !sp_target_select__wants(a->o.sel, e->pid, e->ts_ns / 1000000u, &fresh)) {
 		if (fresh && sp_pipeline__exclude(a->pipe, e->pid))
 			a->select_bpf_full++;

@@ -107,7 +107,7 @@ int sp_consumer__handle(void *ctx, void *data, size_t size);
 /* A sample event (checked as __handle does) is about to be looked at: its
  * process's deferred exec read happens now (proc_table.h, lazy_exec), and
  * SP_PROC_EXEC is reported.  __handle does it too; a gate that decides on
- * what the process is calls it first. */
+ * what the process is calls it first (sp_pipeline__prepare). */
 void sp_consumer__prepare(struct sp_consumer *c, const struct sp_event *e);
 
 #endif

@@ -104,13 +104,9 @@ static int on_event(void *ctx, void *data, size_t size)
 	const struct sp_event *e = data;
 
 	if (p->cfg.gate && size >= SP_EVENT_HDR_SIZE &&
-	    (e->type == SP_EV_ONCPU || e->type == SP_EV_OFFCPU)) {
-		/* The gate decides on what the process is (its exe, env):
-		 * a deferred exec read first. */
-		sp_consumer__prepare(&p->cons, e);
-		if (!p->cfg.gate(e, p->cfg.gate_ctx))
-			return 0;
-	}
+	    (e->type == SP_EV_ONCPU || e->type == SP_EV_OFFCPU) &&
+	    !p->cfg.gate(e, p->cfg.gate_ctx))
+		return 0;
 	return sp_consumer__handle(&p->cons, data, size);
 }
 
@@ -385,6 +381,11 @@ const char *sp_pipeline__service_name(struct sp_pipeline *p, uint32_t pid, bool 
 	sp_ctx_discovery__on_proc(pid, look_again ? SP_PROC_PUBLISH : SP_PROC_FIRST_SIGHT,
 				  p->disc);
 	return sp_service_name__resolve(env, sp_ctx_discovery__service_name(pid, p->disc));
+}
+
+void sp_pipeline__prepare(struct sp_pipeline *p, const struct sp_event *e)
+{
+	sp_consumer__prepare(&p->cons, e);
 }
 
 int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid)
