@@ -1164,13 +1164,13 @@ bool sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *c
 	p->info.gone = false;
 	p->info.unread = SP_PROC_UNREAD_NONE;
 	proc_gone_del(t, p);
-	if (comm && comm[0])
-		proc_set_comm(p, comm);
 	if (p->exec_pending)
 		t->stats.exec_reads_saved++;	/* the previous image: unsampled */
 	p->exec_pending = false;
-	proc_eager_exited(t, p);
+	proc_eager_exited(t, p);	/* by the old image's name */
 	p->sampled = false;
+	if (comm && comm[0])
+		proc_set_comm(p, comm);
 	if (t->cfg.lazy_exec && proc_eager_wanted(t, p->info.comm)) {
 		p->exec_learned = true;
 		t->stats.exec_reads_learned++;
