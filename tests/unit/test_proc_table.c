@@ -298,8 +298,8 @@ static pid_t fork_paused(void)
 /* lazy_exec: an exec's read waits for the image's first sample; an image
  * that exits unsampled is never read; a re-read asked for meanwhile is
  * left to that sample; one gone by its first sample is counted per sample
- * by reason, and its name's next execs are read at once until
- * PROC_EAGER_CREDIT (64) of them exit unsampled. */
+ * by reason, and its name's next execs are read at once while that pays
+ * (8 of credit, -1 per unsampled exit, +4 per sampled exec). */
 static void test_lazy_exec(void **state)
 {
 	struct sp_proc_table_config cfg = { .lazy_exec = true };
@@ -350,19 +350,23 @@ static void test_lazy_exec(void **state)
 	assert_int_equal(st->exec_names_learned, 1);
 	sp_proc_table__on_exit(t, (uint32_t)dead);
 
-	/* The name's execs are read at once now; 64 exiting unsampled make
-	 * it lazy again.  Another name stays lazy. */
+	/* The name's execs are read at once now: one sampled earns 4, so
+	 * 8 + 4 = 12 more exiting unsampled make it lazy again.  Another name
+	 * stays lazy. */
 	child = fork_paused();
 	pid = (uint32_t)child;
 	assert_true(sp_proc_table__on_exec(t, pid, "other", now()));
-	for (i = 0; i < 64; i++) {
+	assert_false(sp_proc_table__on_exec(t, pid, "shorty", now()));
+	assert_true(sp_proc_table__touch(t, pid));	/* sampled */
+	sp_proc_table__on_exit(t, pid);
+	for (i = 0; i < 12; i++) {
 		uint64_t reads = st->maps_reads;
 
 		assert_false(sp_proc_table__on_exec(t, pid, "shorty", now()));
 		assert_int_equal(st->maps_reads, reads + 1);
 		sp_proc_table__on_exit(t, pid);
 	}
-	assert_int_equal(st->exec_reads_learned, 64);
+	assert_int_equal(st->exec_reads_learned, 13);
 	assert_true(sp_proc_table__on_exec(t, pid, "shorty", now()));
 	assert_int_equal(st->exec_names_learned, 1);
 	kill(child, SIGKILL);

@@ -94,10 +94,16 @@
 #define PROC_STR_PER_MAPPING 128	/* path bytes cap = this * max_mappings */
 #define PROC_STR_MIN_CAP (128 * 1024)
 /* lazy_exec: image names (comm) whose deferred read found a process gone at
- * its first sample are read at exec again, for this many execs of the name
- * that exit unsampled; a direct-mapped table of PROC_EAGER_SLOTS names. */
+ * its first sample are read at exec again while they have credit: each
+ * such exec that exits unsampled costs 1, each that is sampled earns
+ * PROC_EAGER_EARN (up to PROC_EAGER_MAX), so a name sampled less than once
+ * in PROC_EAGER_EARN + 1 execs (sh, sed, cat) goes back to lazy reads and
+ * one sampled more often (a burst of short CPU-bound jobs) keeps them.  A
+ * direct-mapped table of PROC_EAGER_SLOTS names. */
 #define PROC_EAGER_SLOTS 256
-#define PROC_EAGER_CREDIT 64
+#define PROC_EAGER_CREDIT 8
+#define PROC_EAGER_EARN 4
+#define PROC_EAGER_MAX 64
 
 struct proc_map {
 	uint64_t start;
@@ -797,6 +803,18 @@ static void proc_eager_exited(struct sp_proc_table *t, struct proc_slot *p)
 	p->exec_learned = false;
 }
 
+/* An exec read at once because of its name was sampled: the read paid. */
+static void proc_eager_earned(struct sp_proc_table *t, struct proc_slot *p)
+{
+	uint32_t i = proc_eager_slot(p->info.comm);
+
+	if (strncmp(t->eager[i].comm, p->info.comm, 16))
+		return;
+	t->eager[i].credit = t->eager[i].credit + PROC_EAGER_EARN > PROC_EAGER_MAX
+				     ? PROC_EAGER_MAX
+				     : t->eager[i].credit + PROC_EAGER_EARN;
+}
+
 /* Reads PID/maps into p.  0, or -ENOENT (gone) / other negative errno
  * (unreadable); on failure p keeps its previous maps.  fresh: the
  * process's first read since exec or first sight, with the companions. */
@@ -1254,6 +1272,8 @@ bool sp_proc_table__touch(struct sp_proc_table *t, uint32_t pid)
 	if (!p)
 		return false;
 	p->last_epoch = t->epoch;
+	if (!p->sampled && p->exec_learned)
+		proc_eager_earned(t, p);
 	p->sampled = true;
 	return true;
 }

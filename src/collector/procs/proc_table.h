@@ -49,7 +49,8 @@
  * than when its exec event was handled.  What is lost: an image sampled
  * only after it is gone (counted per sample by reason, sp_proc_info.unread);
  * the name (comm) of such an image is learned, and its next execs are read
- * at once until 64 of them have exited unsampled.
+ * at once while that pays: 8 execs of credit, each unsampled exit costs 1,
+ * each sampled exec earns 4 (at most 64).
  *
  * Not thread safe: the caller serializes every call (the agent: the
  * consumer ingests and closes epochs, the export worker snapshots and
@@ -165,8 +166,8 @@ struct sp_proc_table_stats {
 	uint64_t exec_names_learned;	/* image names whose deferred read found a
 					 * process gone at its first sample: their
 					 * next execs are read at once ... */
-	uint64_t exec_reads_learned;	/* ... exec events read so (until 64 of
-					 * the name exit unsampled) */
+	uint64_t exec_reads_learned;	/* ... exec events read so (while the
+					 * name's reads pay, proc_table.c) */
 	uint64_t mappings_released;	/* registry ids recycled by __release */
 	/* Gauges, current values. */
 	uint64_t procs_tracked;		/* process slots in use (live + gone) */
