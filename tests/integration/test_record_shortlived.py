@@ -73,9 +73,9 @@ def check_burst(name, j, p, root_min):
           "unmapped addresses counted: %d)" % (name, root_ok, n, root_min * 100,
                                                j["procs"]["addr_unmapped"]))
     check(not bad_bid, "%s: every mapping of the fixture carries its build id %s" % (name, bid))
-    check(vdso_only_unresolved / n >= 0.97,
+    check(vdso_only_unresolved / n >= root_min,
           "%s: %d of %d samples have every user frame resolved, but a [vdso] frame at a syscall "
-          "(>= 97%%)" % (name, vdso_only_unresolved, n))
+          "(>= %d%%)" % (name, vdso_only_unresolved, n, root_min * 100))
     check(with_fixture / n >= 0.90,
           "%s: %d of %d samples are in the fixture's own mapping (the rest: ld.so start-up, "
           "kernel)" % (name, with_fixture, n))
@@ -83,8 +83,10 @@ def check_burst(name, j, p, root_min):
 
 # With -a the consumer also drains the rest of the machine (other engineers'
 # processes on a shared VM), so a burst process is more often reaped before
-# its read is reached: 95.9-99.0% of roots resolved with lazy exec reads,
-# 97.6-100% with --exec-maps eager, on this loaded 2-CPU VM (2026-12-02).
+# its read is reached: 94.9-99.0% of roots and 95.6-99.3% of whole stacks
+# resolved with lazy exec reads, 97.6-97.9% and 98.7-99.3% with
+# --exec-maps eager, on this loaded 2-CPU VM (2026-12-02); the command
+# keeps its 97%.
 for name, extra, root_min in (("command", [], 0.97), ("whole host", ["-a"], 0.94)):
     j, p = burst(name.replace(" ", "_"), extra)
     check_burst(name, j, p, root_min)
