@@ -155,6 +155,55 @@ void __exit fakemod_exit(void)
 }
 """
 
+COLD_C = r"""
+/* module code outside .text: a cold function (gcc puts it in
+ * .text.unlikely), a function whose unlikely branch gcc splits out into
+ * fakemod_rx.cold in .text.unlikely, and one in .text.hot */
+static inline __attribute__((always_inline)) unsigned int mix(unsigned int x)
+{
+	x ^= x >> 9;
+	x *= 0x9e3779b1u;
+	return x;
+}
+
+__attribute__((cold, noinline)) unsigned int fakemod_slowpath(const unsigned char *p, int n)
+{
+	unsigned int acc = 0;
+
+	for (int i = 0; i < n; i++)
+		acc += mix(p[i] ^ acc);
+	return acc;
+}
+
+extern void fakemod_warn(int) __attribute__((cold));
+
+__attribute__((noipa)) int fakemod_rx(const unsigned char *p, int n)
+{
+	int s = 0;
+
+	if (__builtin_expect(n > 4096, 0)) {
+		fakemod_warn(n);
+		s = (int)fakemod_slowpath(p, n) * 5 + n;
+		fakemod_warn(s);
+		return s;
+	}
+	for (int i = 0; i < n; i++)
+		s += p[i];
+	return s;
+}
+
+__attribute__((section(".text.hot"), noinline)) int fakemod_hot(int x)
+{
+	return (int)mix((unsigned int)x) + 3;
+}
+"""
+
+# the sections other than .text whose frames travel as
+# [module-section:fakemod:SECTION] (docs/formats.md "Kernel frames")
+OTHER_SECTIONS = (".text.unlikely", ".text.hot", ".init.text")
+SECT_ADDR = {".text.unlikely": 0xffffffffc0a40000, ".text.hot": 0xffffffffc0a48000,
+             ".init.text": 0xffffffffc0b00000}      # in the snapshot's boot
+
 # one list of failed checks, shared with the vmlinux test's helpers
 FAILURES = tv.FAILURES
 check = tv.check
@@ -177,7 +226,8 @@ def build_ko(td):
                            ("fakemod_asm.S", ASM_S, "gcc"),
                            ("fakemod_asm_llvm.S", ASM_S.replace("fakemod_asm_mix",
                                                                 "fakemod_asm_llvm"), "clang"),
-                           ("fakemod_main.c", MAIN_C, "gcc")):
+                           ("fakemod_main.c", MAIN_C, "gcc"),
+                           ("fakemod_cold.c", COLD_C, "gcc")):
         src = os.path.join(td, name)
         with open(src, "w") as f:
             f.write(text)
@@ -211,10 +261,10 @@ def functions(ko, shndx):
     return out
 
 
-def insn_offsets(ko, funcs):
-    """Offsets in .text of every instruction inside a function of it."""
+def insn_offsets(ko, funcs, section=".text"):
+    """Offsets in section of every instruction inside a function of it."""
     offs = []
-    for line in run(["objdump", "-d", "-j", ".text", "--no-show-raw-insn", ko]).splitlines():
+    for line in run(["objdump", "-d", "-j", section, "--no-show-raw-insn", ko]).splitlines():
         m = re.match(r"^\s*([0-9a-f]+):\s", line)
         if m:
             a = int(m.group(1), 16)
@@ -223,10 +273,10 @@ def insn_offsets(ko, funcs):
     return sorted(offs)
 
 
-def addr2line(ko, offs):
+def addr2line(ko, offs, section=".text"):
     """{offset: [(function, file base name, line)]}, innermost first, as
-    addr2line -i -f -a -j .text reads them."""
-    out, cur, lines = {}, None, run(["addr2line", "-i", "-f", "-a", "-j", ".text", "-e", ko] +
+    addr2line -i -f -a -j SECTION reads them."""
+    out, cur, lines = {}, None, run(["addr2line", "-i", "-f", "-a", "-j", section, "-e", ko] +
                                     ["0x%x" % o for o in offs]).splitlines()
     i = 0
     while i < len(lines):
@@ -398,6 +448,118 @@ def serve_step(td, src, dbg, snap, offs, want):
         log.close()
 
 
+def section_fn(sect):
+    return "[module-section:fakemod:%s]" % sect
+
+
+def section_step(td, ko, bid, secs):
+    """Module code outside .text (section_fn mappings): the .ko's chains
+    at every instruction of .text.unlikely (the cold function and the
+    split-off fakemod_rx.cold), .text.hot and .init.text, against
+    addr2line -j SECTION; from the .ko, from its eu-strip -f debug file,
+    and - no file - from a snapshot's "# module-section" lines (counted
+    "no debug file")."""
+    want, offs, cover, syms = {}, {}, {}, []
+    for sect in OTHER_SECTIONS:
+        funcs = functions(ko, secs[sect][0])
+        offs[sect] = insn_offsets(ko, funcs, sect)
+        want[sect] = addr2line(ko, offs[sect], sect)
+        cover[sect] = sorted((v, n) for n, (v, _) in funcs.items())
+        syms += [(SECT_ADDR[sect] + v, "t", n, "fakemod") for n, (v, _) in funcs.items()]
+    cold = functions(ko, secs[".text.unlikely"][0])
+    text = functions(ko, secs[".text"][0])
+    # the same numbers are offsets of .text's functions: a layout that put
+    # the sections on top of each other would name those here
+    overlap = [o for o in offs[".text.unlikely"] if any(v <= o < v + n
+                                                        for v, n in text.values())]
+    print("fakemod.ko sections: %s; .text.unlikely functions %s, %d of their offsets also "
+          "in .text's functions" % (", ".join("%s %d instructions" % (s_, len(offs[s_]))
+                                              for s_ in OTHER_SECTIONS), sorted(cold),
+                                    len(overlap)), flush=True)
+    if (not {"fakemod_slowpath", "fakemod_rx.cold"} <= set(cold) or
+            set(functions(ko, secs[".text.hot"][0])) != {"fakemod_hot"} or not overlap or
+            not all(want[s_][o] and want[s_][o][-1][2] > 0 for s_ in OTHER_SECTIONS
+                    for o in offs[s_])):
+        tv.fail("the oracle does not see the cold code as built: %s %s"
+                % (sorted(cold), [(s_, hex(o), want[s_].get(o)) for s_ in OTHER_SECTIONS
+                                  for o in offs[s_][:2]]))
+    past = secs[".text.unlikely"][2] + 0x10
+    p = cli.Pprof()
+    for sect in OTHER_SECTIONS:
+        m = p.mapping(0, secs[sect][2], 0, section_fn(sect), bid)
+        for o in offs[sect] + ([past] if sect == ".text.unlikely" else []):
+            p.sample([p.location(m, o)])
+    src = os.path.join(td, "m-sect.pb")
+    with open(src, "wb") as f:
+        f.write(p.encode())
+    n = sum(len(v) for v in offs.values())
+
+    def expect(sect, o):
+        """addr2line's chain; the real function of the split-off part named
+        as the ELF symbol covering it (fakemod_rx.cold, as perf and
+        llvm-symbolizer print it, and as the snapshot names it: resolve.c
+        keeps a clone's suffix) where addr2line prints DWARF's fakemod_rx."""
+        c = list(want[sect][o])
+        sym = [nm for v, nm in cover[sect] if v <= o][-1]
+        if sym == c[-1][0] + ".cold":
+            c[-1] = (sym,) + c[-1][1:]
+        return c
+
+    def errors(got):
+        return [(s_, hex(o), got.get((section_fn(s_), o)), expect(s_, o))
+                for s_ in OTHER_SECTIONS for o in offs[s_]
+                if strip_suffix(got.get((section_fn(s_), o))) != expect(s_, o)]
+
+    for label, path in (("the .ko", ko), ("its eu-strip -f debug file", None)):
+        dbg = os.path.join(td, "debug-sect-%d" % (path is None))
+        if path is None:
+            path = os.path.join(td, "sect.debug")
+            run(["eu-strip", "-f", path, "-o", os.path.join(td, "sect-stripped.ko"), ko])
+        place(dbg, bid, path)
+        out = os.path.join(td, "m-sect-%d.sym.pb" % (path == ko))
+        err = tv.symbolize(src, out, ["--debug-dir", dbg])
+        got = chains(out)
+        ml = module_line(err)
+        bad = errors(got)
+        check(not bad and ml == (n, 1, 0, n, 0, 0, 1),
+              "%s: all %d locations in %s carry addr2line -j SECTION's chain, the real "
+              "function \"fn [fakemod]\" (%s), the offset past .text.unlikely unresolved, "
+              "counted as no line (%s): %s"
+              % (label, n, "/".join(OTHER_SECTIONS),
+                 sorted(set(expect(".text.unlikely", o)[-1][0]
+                            for o in offs[".text.unlikely"])), ml, bad[:3]))
+        check(not got.get((section_fn(".text.unlikely"), past)),
+              "%s: the offset past .text.unlikely stays unresolved (%s)"
+              % (label, got.get((section_fn(".text.unlikely"), past))))
+
+    # no file of that build id: the snapshot's section lines name them
+    snap = os.path.join(td, "sect.kallsyms.gz")
+    tv.tk.write_snapshot(snap, KERNEL_ID, syms)
+    with gzip.open(snap, "rt") as f:
+        lines = f.read().splitlines()
+    lines[1:1] = ["# module fakemod build-id=%s text=%x size=%x"
+                  % (bid, MOD_TEXT, secs[".text"][2])] + [
+                      "# module-section fakemod %s addr=%x size=%x"
+                      % (s_, SECT_ADDR[s_], secs[s_][2]) for s_ in OTHER_SECTIONS]
+    with gzip.open(snap, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    out = os.path.join(td, "m-sect-snap.sym.pb")
+    err = tv.symbolize(src, out, ["--debug-dir", os.path.join(td, "nothing-here"),
+                                  "--kallsyms", snap])
+    got = chains(out)
+    ml = module_line(err)
+    bad = [(s_, hex(o), got.get((section_fn(s_), o))) for s_ in OTHER_SECTIONS for o in offs[s_]
+           if got.get((section_fn(s_), o)) !=
+           [([nm for v, nm in cover[s_] if v <= o][-1] + SUFFIX, "", 0)]]
+    check(not bad and ml == (n, 1, 1, 0, n + 1, 0, 0),
+          "no debug file: all %d section locations named by the snapshot symbol covering "
+          "SECTION's address + offset (fakemod_rx.cold among them), counted no debug file, "
+          "the one past .text.unlikely not found (%s): %s" % (n, ml, bad[:3]))
+    check(any(got.get((section_fn(".text.unlikely"), o), [("",)])[0][0] ==
+              "fakemod_rx.cold" + SUFFIX for o in offs[".text.unlikely"]),
+          "the split-off cold part is named fakemod_rx.cold [fakemod] by the snapshot")
+
+
 def dwarf_errors(got, offs, want):
     """(offset, chain, addr2line's) of the fakemod locations of got whose
     chain is not addr2line's with the real function "fn [fakemod]"."""
@@ -448,7 +610,7 @@ def main():
               "inlined frames, %d three deep" % (bid, tsize, len(offs), ", ".join(sorted(funcs)),
                                                  len(inl), len(deep)), flush=True)
         if (set(funcs) != {"fakemod_helper", "fakemod_asm_mix", "fakemod_asm_llvm",
-                           "fakemod_checksum", "fakemod_xmit"} or
+                           "fakemod_checksum", "fakemod_xmit", "fakemod_rx"} or
                 set(init) != {"fakemod_init"} or len(offs) < 20 or not deep or not all(
                     want[o] and want[o][-1][0] in funcs and want[o][-1][2] > 0 for o in offs)):
             tv.fail("the oracle does not see the fixture as built: %s %s %s" %
@@ -516,6 +678,7 @@ def main():
               % (n, r.returncode, bad[:3] or r.stderr[-300:]))
 
         serve_step(td, src, dbg, snap, offs, want)
+        section_step(td, ko, bid, secs)
 
         # 1b: Debian's layout: no .build-id link, the .ko under
         # lib/modules/RELEASE/kernel/..., next to an older release's
