@@ -448,6 +448,19 @@ def serve_step(td, src, dbg, snap, offs, want):
         log.close()
 
 
+def addr_cli(ko, flags, offs):
+    """`addr -e KO FLAGS OFFSET...`: the result and {offset: chain}."""
+    r = subprocess.run([cli.SYM, "addr", "-e", ko, "--allow-root", "-q"] + flags +
+                       ["0x%x" % o for o in offs], capture_output=True, text=True, timeout=60)
+    blocks = r.stdout.split("\n\n")
+    got = {}
+    for o, b in zip(offs, blocks):
+        ls = b.strip("\n").splitlines()
+        got[o] = [(ls[i], os.path.basename(ls[i + 1].rsplit(":", 2)[0]),
+                   int(ls[i + 1].rsplit(":", 2)[1])) for i in range(0, len(ls) - 1, 2)]
+    return r, got
+
+
 def section_fn(sect):
     return "[module-section:fakemod:%s]" % sect
 
@@ -509,6 +522,18 @@ def section_step(td, ko, bid, secs):
         return [(s_, hex(o), got.get((section_fn(s_), o)), expect(s_, o))
                 for s_ in OTHER_SECTIONS for o in offs[s_]
                 if strip_suffix(got.get((section_fn(s_), o))) != expect(s_, o)]
+
+    for sect in OTHER_SECTIONS:
+        r, got_a = addr_cli(ko, ["--section", sect], offs[sect])
+        bad = [(hex(o), got_a.get(o), expect(sect, o)) for o in offs[sect]
+               if got_a.get(o) != expect(sect, o)]
+        check(r.returncode == 0 and not bad,
+              "addr -e fakemod.ko --section %s: the same chains at all %d offsets (rc %d): %s"
+              % (sect, len(offs[sect]), r.returncode, bad[:3] or r.stderr[-300:]))
+    r = subprocess.run([cli.SYM, "addr", "-e", ko, "--section", ".data", "--allow-root", "-q",
+                        "0x1"], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 1 and "no executable section .data" in r.stderr,
+          "addr --section .data: refused, one line (rc %d: %r)" % (r.returncode, r.stderr))
 
     for label, path in (("the .ko", ko), ("its eu-strip -f debug file", None)):
         dbg = os.path.join(td, "debug-sect-%d" % (path is None))
@@ -663,17 +688,9 @@ def main():
               "counted: resolved %d (%d from module debug info), othermod's 2 as no debug "
               "file, the one past .text as no line and not found: %s" % (n + 2, n, ml))
 
-        r = subprocess.run([cli.SYM, "addr", "-e", ko, "--text", "--allow-root", "-q"] +
-                           ["0x%x" % o for o in offs], capture_output=True, text=True,
-                           timeout=60)
-        blocks = r.stdout.split("\n\n")
-        got_a = {}
-        for o, b in zip(offs, blocks):
-            ls = b.strip("\n").splitlines()
-            got_a[o] = [(ls[i], os.path.basename(ls[i + 1].rsplit(":", 2)[0]),
-                         int(ls[i + 1].rsplit(":", 2)[1])) for i in range(0, len(ls) - 1, 2)]
+        r, got_a = addr_cli(ko, ["--text"], offs)
         bad = [(hex(o), got_a.get(o), want[o]) for o in offs if got_a.get(o) != want[o]]
-        check(r.returncode == 0 and len(blocks) >= len(offs) and not bad,
+        check(r.returncode == 0 and not bad,
               "addr -e fakemod.ko --text: addr2line's chain at all %d offsets (rc %d): %s"
               % (n, r.returncode, bad[:3] or r.stderr[-300:]))
 
