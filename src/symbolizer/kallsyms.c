@@ -20,6 +20,7 @@
 
 #include "base/hex.h"
 #include "debuginfo.h"
+#include "grow.h"
 #include "kallsyms.h"
 
 #define CHUNK (64u << 10)
@@ -53,7 +54,7 @@ struct sp_ksyms {
 	struct kmod *mods;
 	size_t n_mods;
 	struct ksect *sects;
-	size_t n_sects;
+	uint32_t n_sects, sects_cap;
 	uint64_t text;		/* _text (else _stext) of the kernel image */
 	uint64_t stext;
 	struct ent *e;
@@ -471,13 +472,8 @@ static int parse_section(struct sp_ksyms *k, const char *l, size_t len)
 	if (!mi || k->mods[mi - 1].n_sects == SP_KALLSYMS_SECTIONS_MAX)
 		return 1;
 	sc.mod = (uint32_t)(mi - 1);
-	if (!(k->n_sects & (k->n_sects + 1)) || !k->sects) {
-		struct ksect *q = realloc(k->sects, (2 * k->n_sects + 2) * sizeof(*q));
-
-		if (!q)
-			return -ENOMEM;
-		k->sects = q;
-	}
+	if (sp_grow((void **)&k->sects, &k->sects_cap, k->n_sects + 1, sizeof(*k->sects)))
+		return -ENOMEM;
 	k->sects[k->n_sects++] = sc;
 	k->mods[mi - 1].n_sects++;
 	return 0;
@@ -486,6 +482,7 @@ static int parse_section(struct sp_ksyms *k, const char *l, size_t len)
 static int line(struct sp_ksyms *k, const char *l, size_t len,
 		struct sp_ksyms_stats *st)
 {
+	uint64_t *kept = NULL;
 	int rc;
 
 	st->lines++;
@@ -494,18 +491,16 @@ static int line(struct sp_ksyms *k, const char *l, size_t len,
 	if (len > sizeof(SP_KALLSYMS_MODULE_PREFIX) - 1 &&
 	    !memcmp(l, SP_KALLSYMS_MODULE_PREFIX, sizeof(SP_KALLSYMS_MODULE_PREFIX) - 1)) {
 		rc = parse_module(k, l, len);
-		if (rc < 0)
-			return rc;
-		st->modules += rc == 0;
-		st->comments += rc == 1;
-		return 0;
-	}
-	if (len > sizeof(SP_KALLSYMS_SECTION_PREFIX) - 1 &&
-	    !memcmp(l, SP_KALLSYMS_SECTION_PREFIX, sizeof(SP_KALLSYMS_SECTION_PREFIX) - 1)) {
+		kept = &st->modules;
+	} else if (len > sizeof(SP_KALLSYMS_SECTION_PREFIX) - 1 &&
+		   !memcmp(l, SP_KALLSYMS_SECTION_PREFIX, sizeof(SP_KALLSYMS_SECTION_PREFIX) - 1)) {
 		rc = parse_section(k, l, len);
+		kept = &st->module_sections;
+	}
+	if (kept) {
 		if (rc < 0)
 			return rc;
-		st->module_sections += rc == 0;
+		*kept += rc == 0;
 		st->comments += rc == 1;
 		return 0;
 	}
@@ -744,7 +739,7 @@ int sp_ksyms__module(const struct sp_ksyms *k, const char *build_id, const char 
 		if (!k->mods[i].build_id[0] || strcmp(k->mods[i].build_id, build_id))
 			continue;
 		if (section && strcmp(section, ".text")) {
-			size_t j = 0;
+			uint32_t j = 0;
 
 			while (j < k->n_sects &&
 			       (k->sects[j].mod != i || strcmp(k->sects[j].name, section)))
