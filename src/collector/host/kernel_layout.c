@@ -232,7 +232,7 @@ static int module_sections(struct sp_kernel_layout *kl, const char *name, bool l
 	snprintf(path, sizeof(path), "%s/module/%s/sections", kl->sys_root, name);
 	d = opendir(path);
 	if (!d) {
-		m->size = size;
+		section_sizes(m, NULL, 0, core, size);
 		return 0;
 	}
 	addrs = calloc(SECTIONS_MAX, sizeof(*addrs));
