@@ -83,13 +83,15 @@ static int32_t dstr(const struct dec *d, int64_t i)
 
 /* pprof carries no frame type: kernel frames are those of the mappings the
  * collector writes for kernel code (docs/formats.md "Kernel frames"):
- * [kernel.kallsyms], [kernel.boot] and [module:NAME]. */
+ * [kernel.kallsyms], [kernel.boot], [module:NAME] and
+ * [module-section:NAME:SECTION]. */
 static bool is_kernel_mapping(const struct sp_profile *p, int32_t m)
 {
 	const char *fn = sp_profile__str(p, p->mappings[m].filename);
 
 	return !strncmp(fn, "[kernel", 7) ||
-	       !strncmp(fn, SP_KALLSYMS_FN_MODULE, sizeof(SP_KALLSYMS_FN_MODULE) - 1);
+	       !strncmp(fn, SP_KALLSYMS_FN_MODULE, sizeof(SP_KALLSYMS_FN_MODULE) - 1) ||
+	       !strncmp(fn, SP_KALLSYMS_FN_MODULE_SECTION, sizeof(SP_KALLSYMS_FN_MODULE_SECTION) - 1);
 }
 
 static int dec_tables(struct dec *d)

@@ -16,7 +16,6 @@
 #include "perf_map.h"
 
 #define FN_BOOT SP_KALLSYMS_FN_BOOT
-#define FN_MODULE SP_KALLSYMS_FN_MODULE
 #define FN_PERF_MAP "[perf-map]"
 #define FN_JITDUMP "[jitdump]"
 
@@ -74,7 +73,8 @@ static bool vmlinux(const struct sp_symbolize_sources *src, const char *id, cons
 /* The frames of a module location from the module's own debug info
  * (ET_REL, found by the module's build id - in the debug dirs' kernel
  * trees by its name too, the mapping's name being the hint: ktree.h -
- * resolve.h, relobj.h), at its offset in .text.  The real function is named "fn [NAME]" as a snapshot
+ * resolve.h, relobj.h), at its offset in .text (or in its section hc->sect:
+ * that section's place in the .ko's layout + offset).  The real function is named "fn [NAME]" as a snapshot
  * names it (system name: the bare symbol), so a frame is called the same
  * whichever source named it; inlined frames are DWARF's.  A line without
  * a DWARF function (assembler code whose unit has none) is taken with the
@@ -85,10 +85,9 @@ static bool vmlinux(const struct sp_symbolize_sources *src, const char *id, cons
  * by why in st->module_dwarf_*: the snapshot is asked next), or -ENOMEM. */
 static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profile *p,
 			struct sp_location *loc, const char *id, const char *fname,
-			struct sp_host_frames_cache *hc, struct sp_symbolize_stats *st)
+			const char *mod, size_t mlen, struct sp_host_frames_cache *hc,
+			struct sp_symbolize_stats *st)
 {
-	const char *mod = fname + sizeof(FN_MODULE) - 1;
-	size_t mlen = strcspn(mod, "]");
 	char name[2 * SP_KALLSYMS_MAX_NAME + 8];
 	struct sp_mapping *m;
 	struct sp_frames fr;
@@ -107,8 +106,19 @@ static int module_dwarf(const struct sp_symbolize_sources *src, struct sp_profil
 		else
 			hc->ko_miss = where == SP_DI_MISMATCH ? KO_MISMATCH : KO_NO_LINE;
 	}
-	if (hc->ko_miss == KO_FILE)
+	if (hc->ko_miss == KO_FILE && hc->sect[0] && !hc->ko_sect) {
+		err = sp_resolver__section(src->resolver, id, fname, hc->sect, &hc->ko_lo,
+					   &hc->ko_size);
+		if (err == -ENOMEM)
+			return err;
+		hc->ko_sect = err ? 1 : 2;
+		err = -ENOENT;
+	}
+	if (hc->ko_miss == KO_FILE && !hc->sect[0])
 		err = sp_resolver__resolve_text(src->resolver, id, fname, loc->address, &fr);
+	else if (hc->ko_miss == KO_FILE && hc->ko_sect == 2 && loc->address < hc->ko_size)
+		err = sp_resolver__resolve_vaddr(src->resolver, id, fname,
+						 hc->ko_lo + loc->address, &fr);
 	if (err == -ENOMEM)
 		return err;
 	lines = !err && fr.n && fr.f[0].file && fr.f[0].line > 0;
@@ -174,6 +184,8 @@ static int kernel_location(const struct sp_symbolize_sources *src, struct sp_pro
 	struct sp_mapping *m;
 	const char *id, *fname;
 	struct sp_ksym sym;
+	const char *mod = NULL, *sect = NULL;
+	size_t mlen = 0, slen = 0;
 	uint64_t rt;
 	bool legacy, module, boot;
 	int err;
@@ -191,18 +203,26 @@ static int kernel_location(const struct sp_symbolize_sources *src, struct sp_pro
 		return 1;
 	}
 	boot = !strcmp(fname, FN_BOOT);
-	module = !strncmp(fname, FN_MODULE, sizeof(FN_MODULE) - 1);
+	module = sp_kallsyms_format__module_fn(fname, &mod, &mlen, &sect, &slen);
 	legacy = !boot && !module && m->memory_start <= SP_KERNEL_LEGACY_START;
 	if (hc->mapping != loc->mapping) {
 		hc->mapping = loc->mapping;
 		hc->vm_state = 0;
 		hc->ko_miss = KO_UNKNOWN;
+		hc->ko_sect = 0;
 		hc->mod_name = NULL;
+		hc->sect[0] = '\0';
+		if (module && (slen != 5 || memcmp(sect, ".text", 5))) {
+			memcpy(hc->sect, sect, slen);	/* < SP_KALLSYMS_SECTION_NAME_MAX */
+			hc->sect[slen] = '\0';
+		}
 		if (boot)
 			hc->k = sp_ksyms_set__get_boot(src->ksyms, id);
 		else if (module)
-			hc->k = sp_ksyms_set__get_module(src->ksyms, id, &hc->mod_name,
-							 &hc->mod_text, &hc->mod_size);
+			hc->k = sp_ksyms_set__get_module(src->ksyms, id,
+							 hc->sect[0] ? hc->sect : NULL,
+							 &hc->mod_name, &hc->mod_text,
+							 &hc->mod_size);
 		else
 			hc->k = sp_ksyms_set__get(src->ksyms, id);
 	}
@@ -223,7 +243,7 @@ static int kernel_location(const struct sp_symbolize_sources *src, struct sp_pro
 		}
 	}
 	if (module) {
-		err = module_dwarf(src, p, loc, id, fname, hc, st);
+		err = module_dwarf(src, p, loc, id, fname, mod, mlen, hc, st);
 		if (err <= 0) {
 			if (err)
 				return err;

@@ -25,6 +25,12 @@
  *       listing a module with that build id ("# module" line), in NAME's
  *       symbols.  Why the debug info did not name it is counted
  *       (module_dwarf_*).
+ *   "[module-section:NAME:SECTION]"  the same for the module's executable
+ *       section SECTION (.text.unlikely, .init.text, ...): location =
+ *       offset in it, looked up at that section's address in the .ko's
+ *       layout (sp_resolver__section) + offset, else at the address of the
+ *       snapshot's "# module-section" line for it + offset.  A .ko without
+ *       that section counts as "no line".
  *   "[kernel.boot]"      build id field = the boot id; runtime address,
  *       looked up in a snapshot of that boot only.
  *   "[perf-map]", "[jitdump]"  build id field = a JIT chain's head piece;
@@ -60,7 +66,10 @@ struct sp_host_frames_cache {
 	int32_t mapping;		/* -1: nothing cached */
 	const struct sp_ksyms *k;
 	const char *mod_name;		/* module mapping: its snapshot entry */
-	uint64_t mod_text, mod_size;
+	uint64_t mod_text, mod_size;	/* (of its section, for a section mapping) */
+	char sect[SP_KALLSYMS_SECTION_NAME_MAX];	/* "": .text */
+	int ko_sect;			/* section mapping: 0 not asked, 1 none, 2 found */
+	uint64_t ko_lo, ko_size;	/* the section in the .ko's layout */
 	int vm_state;			/* 0 not tried, 1 no vmlinux, 2 vmlinux */
 	uint64_t vm_text;
 	enum {

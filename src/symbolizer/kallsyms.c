@@ -20,6 +20,7 @@
 
 #include "base/hex.h"
 #include "debuginfo.h"
+#include "grow.h"
 #include "kallsyms.h"
 
 #define CHUNK (64u << 10)
@@ -39,11 +40,21 @@ struct kmod {
 	char name[SP_KSYMS_MOD_NAME];
 	char build_id[SP_BUILDID_MAX_HEX + 1];	/* "" none */
 	uint64_t text, size;
+	uint32_t n_sects;	/* "# module-section" lines taken for it */
+};
+
+/* A "# module-section" line: an executable section of mods[mod]. */
+struct ksect {
+	uint32_t mod;
+	char name[SP_KALLSYMS_SECTION_NAME_MAX];
+	uint64_t addr, size;
 };
 
 struct sp_ksyms {
 	struct kmod *mods;
 	size_t n_mods;
+	struct ksect *sects;
+	uint32_t n_sects, sects_cap;
 	uint64_t text;		/* _text (else _stext) of the kernel image */
 	uint64_t stext;
 	struct ent *e;
@@ -352,36 +363,57 @@ static int hex_u64(const char *s, size_t n, uint64_t *out)
 	return 0;
 }
 
+/* The next " key=value" of l from *i: true and the pair; false at the
+ * end, with *bad set when what is left is not a pair. */
+static bool next_kv(const char *l, size_t len, size_t *i, const char **key, size_t *kl,
+		    const char **val, size_t *vl, bool *bad)
+{
+	while (*i < len && l[*i] == ' ')
+		(*i)++;
+	if (*i == len)
+		return false;
+	*key = l + *i;
+	while (*i < len && l[*i] != '=' && l[*i] != ' ')
+		(*i)++;
+	*kl = (size_t)(l + *i - *key);
+	if (*i == len || l[*i] != '=') {
+		*bad = true;
+		return false;
+	}
+	*val = l + ++*i;
+	while (*i < len && l[*i] != ' ')
+		(*i)++;
+	*vl = (size_t)(l + *i - *val);
+	return true;
+}
+
+/* The printable word of l at *i (moved past it) into buf; false when it
+ * is empty or does not fit. */
+static bool word(const char *l, size_t len, size_t *i, char *buf, size_t cap)
+{
+	size_t s = *i;
+
+	while (*i < len && printable(l[*i]))
+		(*i)++;
+	if (*i == s || *i - s >= cap)
+		return false;
+	memcpy(buf, l + s, *i - s);
+	buf[*i - s] = '\0';
+	return true;
+}
+
 /* "# module NAME build-id=HEX text=ADDR size=SIZE": 0 kept, 1 skipped
  * (malformed: counted as a comment), <0 fatal. */
 static int parse_module(struct sp_ksyms *k, const char *l, size_t len)
 {
-	size_t pl = sizeof(SP_KALLSYMS_MODULE_PREFIX) - 1, i = pl, nl;
+	size_t i = sizeof(SP_KALLSYMS_MODULE_PREFIX) - 1, kl, vl;
 	struct kmod m = { 0 };
-	bool have_text = false, have_size = false;
+	bool have_text = false, have_size = false, bad = false;
+	const char *key, *val;
 
-	while (i < len && printable(l[i]))
-		i++;
-	nl = i - pl;
-	if (!nl || nl >= sizeof(m.name))
+	if (!word(l, len, &i, m.name, sizeof(m.name)))
 		return 1;
-	memcpy(m.name, l + pl, nl);
-	while (i < len) {
-		const char *key, *val;
-		size_t kl, vl;
-
-		while (i < len && l[i] == ' ')
-			i++;
-		key = l + i;
-		while (i < len && l[i] != '=' && l[i] != ' ')
-			i++;
-		kl = (size_t)(l + i - key);
-		if (i == len || l[i] != '=')
-			return 1;
-		val = l + ++i;
-		while (i < len && l[i] != ' ')
-			i++;
-		vl = (size_t)(l + i - val);
+	while (next_kv(l, len, &i, &key, &kl, &val, &vl, &bad)) {
 		if (KEY_IS(key, kl, SP_KALLSYMS_KEY_BUILD_ID)) {
 			if (vl == 1 && val[0] == '-')
 				continue;
@@ -397,7 +429,7 @@ static int parse_module(struct sp_ksyms *k, const char *l, size_t len)
 			have_size = !hex_u64(val, vl, &m.size);
 		}
 	}
-	if (!have_text || !have_size || !m.text || m.text + m.size < m.text)
+	if (bad || !have_text || !have_size || !m.text || m.text + m.size < m.text)
 		return 1;
 	if (k->n_mods == SP_KSYMS_MAX_MODULES)
 		return 1;
@@ -412,9 +444,45 @@ static int parse_module(struct sp_ksyms *k, const char *l, size_t len)
 	return 0;
 }
 
+/* "# module-section NAME SECTION addr=ADDR size=SIZE" of a module listed
+ * before it (the last of that name), at most SP_KALLSYMS_SECTIONS_MAX per
+ * module: 0 kept, 1 skipped (counted as a comment), <0 fatal. */
+static int parse_section(struct sp_ksyms *k, const char *l, size_t len)
+{
+	size_t i = sizeof(SP_KALLSYMS_SECTION_PREFIX) - 1, kl, vl, mi = k->n_mods;
+	char name[SP_KSYMS_MOD_NAME];
+	struct ksect sc = { 0 };
+	bool have_addr = false, have_size = false, bad = false;
+	const char *key, *val;
+
+	if (!word(l, len, &i, name, sizeof(name)) || i == len || l[i++] != ' ' ||
+	    !word(l, len, &i, sc.name, sizeof(sc.name)) ||
+	    !sp_kallsyms_format__section_ok(sc.name, strlen(sc.name)) || !strcmp(sc.name, ".text"))
+		return 1;
+	while (next_kv(l, len, &i, &key, &kl, &val, &vl, &bad)) {
+		if (KEY_IS(key, kl, SP_KALLSYMS_KEY_ADDR))
+			have_addr = !hex_u64(val, vl, &sc.addr);
+		else if (KEY_IS(key, kl, SP_KALLSYMS_KEY_SIZE))
+			have_size = !hex_u64(val, vl, &sc.size);
+	}
+	if (bad || !have_addr || !have_size || !sc.addr || sc.addr + sc.size < sc.addr)
+		return 1;
+	while (mi && strcmp(k->mods[mi - 1].name, name))
+		mi--;
+	if (!mi || k->mods[mi - 1].n_sects == SP_KALLSYMS_SECTIONS_MAX)
+		return 1;
+	sc.mod = (uint32_t)(mi - 1);
+	if (sp_grow((void **)&k->sects, &k->sects_cap, k->n_sects + 1, sizeof(*k->sects)))
+		return -ENOMEM;
+	k->sects[k->n_sects++] = sc;
+	k->mods[mi - 1].n_sects++;
+	return 0;
+}
+
 static int line(struct sp_ksyms *k, const char *l, size_t len,
 		struct sp_ksyms_stats *st)
 {
+	uint64_t *kept = NULL;
 	int rc;
 
 	st->lines++;
@@ -423,9 +491,16 @@ static int line(struct sp_ksyms *k, const char *l, size_t len,
 	if (len > sizeof(SP_KALLSYMS_MODULE_PREFIX) - 1 &&
 	    !memcmp(l, SP_KALLSYMS_MODULE_PREFIX, sizeof(SP_KALLSYMS_MODULE_PREFIX) - 1)) {
 		rc = parse_module(k, l, len);
+		kept = &st->modules;
+	} else if (len > sizeof(SP_KALLSYMS_SECTION_PREFIX) - 1 &&
+		   !memcmp(l, SP_KALLSYMS_SECTION_PREFIX, sizeof(SP_KALLSYMS_SECTION_PREFIX) - 1)) {
+		rc = parse_section(k, l, len);
+		kept = &st->module_sections;
+	}
+	if (kept) {
 		if (rc < 0)
 			return rc;
-		st->modules += rc == 0;
+		*kept += rc == 0;
 		st->comments += rc == 1;
 		return 0;
 	}
@@ -613,6 +688,7 @@ void sp_ksyms__free(struct sp_ksyms *k)
 	free(k->e);
 	free(k->arena);
 	free(k->mods);
+	free(k->sects);
 	free(k);
 }
 
@@ -656,16 +732,29 @@ const char *sp_ksyms__boot_hex(const struct sp_ksyms *k)
 	return k->boot_hex;
 }
 
-int sp_ksyms__module(const struct sp_ksyms *k, const char *build_id, const char **name,
-		     uint64_t *text, uint64_t *size)
+int sp_ksyms__module(const struct sp_ksyms *k, const char *build_id, const char *section,
+		     const char **name, uint64_t *text, uint64_t *size)
 {
-	for (size_t i = 0; i < k->n_mods; i++)
-		if (k->mods[i].build_id[0] && !strcmp(k->mods[i].build_id, build_id)) {
-			*name = k->mods[i].name;
+	for (size_t i = 0; i < k->n_mods; i++) {
+		if (!k->mods[i].build_id[0] || strcmp(k->mods[i].build_id, build_id))
+			continue;
+		if (section && strcmp(section, ".text")) {
+			uint32_t j = 0;
+
+			while (j < k->n_sects &&
+			       (k->sects[j].mod != i || strcmp(k->sects[j].name, section)))
+				j++;
+			if (j == k->n_sects)
+				return -ENOENT;
+			*text = k->sects[j].addr;
+			*size = k->sects[j].size;
+		} else {
 			*text = k->mods[i].text;
 			*size = k->mods[i].size;
-			return 0;
 		}
+		*name = k->mods[i].name;
+		return 0;
+	}
 	return -ENOENT;
 }
 
@@ -905,8 +994,8 @@ const struct sp_ksyms *sp_ksyms_set__get_boot(struct sp_ksyms_set *s, const char
 }
 
 const struct sp_ksyms *sp_ksyms_set__get_module(struct sp_ksyms_set *s, const char *build_id,
-						const char **name, uint64_t *text,
-						uint64_t *size)
+						const char *section, const char **name,
+						uint64_t *text, uint64_t *size)
 {
 	struct sp_ksyms *k = NULL;
 
@@ -915,7 +1004,7 @@ const struct sp_ksyms *sp_ksyms_set__get_module(struct sp_ksyms_set *s, const ch
 	pthread_mutex_lock(&s->mu);
 	for (uint32_t i = 0; i < s->n_held && (!k || k->subset); i++)
 		if ((!k || !s->held[i]->subset) &&
-		    !sp_ksyms__module(s->held[i], build_id, name, text, size))
+		    !sp_ksyms__module(s->held[i], build_id, section, name, text, size))
 			k = s->held[i];
 	pthread_mutex_unlock(&s->mu);
 	return k;

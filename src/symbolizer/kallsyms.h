@@ -17,7 +17,10 @@
  *     -EINVAL.  Unknown keys are ignored; captured-at, kernel and boot-id
  *     are kept for display.  "# module NAME build-id=HEX text=ADDR
  *     size=SIZE" lines (base/kallsyms_format.h) are kept, at most
- *     SP_KSYMS_MAX_MODULES (malformed ones count as comments); other lines
+ *     SP_KSYMS_MAX_MODULES, and "# module-section NAME SECTION addr=ADDR
+ *     size=SIZE" lines of a module listed before them, at most
+ *     SP_KALLSYMS_SECTIONS_MAX per module (malformed ones, or ones of no
+ *     module, count as comments); other lines
  *     starting with '#' are comments.
  *   - Symbol lines are "ADDR TYPE NAME" or "ADDR TYPE NAME\t[MODULE]" (a
  *     space before '[' is accepted too) as in /proc/kallsyms: ADDR is 1..16
@@ -80,6 +83,7 @@ struct sp_ksyms_stats {
 	uint64_t duplicates;		/* same address as a kept symbol */
 	uint64_t comments;		/* malformed "# module" lines included */
 	uint64_t modules;		/* "# module" lines kept */
+	uint64_t module_sections;	/* "# module-section" lines kept */
 	bool unsorted;			/* input was not in address order */
 };
 
@@ -114,9 +118,10 @@ uint64_t sp_ksyms__text(const struct sp_ksyms *k);
 /* The header's boot id as 32 lower-case hex digits, "" unknown. */
 const char *sp_ksyms__boot_hex(const struct sp_ksyms *k);
 /* The "# module" line of the module with this build id: 0 and its name,
- * .text address and size; -ENOENT. */
-int sp_ksyms__module(const struct sp_ksyms *k, const char *build_id, const char **name,
-		     uint64_t *text, uint64_t *size);
+ * .text address and size - or, section not NULL nor ".text", that
+ * section's address and size from its "# module-section" line; -ENOENT. */
+int sp_ksyms__module(const struct sp_ksyms *k, const char *build_id, const char *section,
+		     const char **name, uint64_t *text, uint64_t *size);
 
 /* 0 and *out, or -ERANGE (not covered by any symbol). */
 int sp_ksyms__resolve(const struct sp_ksyms *k, uint64_t addr,
@@ -155,10 +160,11 @@ const struct sp_ksyms *sp_ksyms_set__get(struct sp_ksyms_set *s,
  * (directories are not searched: boot ids name no file). */
 const struct sp_ksyms *sp_ksyms_set__get_boot(struct sp_ksyms_set *s, const char *boot_hex);
 /* A held snapshot listing the module with this build id (and its name,
- * .text address and size in that snapshot's boot), or NULL. */
+ * and the address and size of section - NULL: .text - in that snapshot's
+ * boot: sp_ksyms__module), or NULL. */
 const struct sp_ksyms *sp_ksyms_set__get_module(struct sp_ksyms_set *s, const char *build_id,
-						const char **name, uint64_t *text,
-						uint64_t *size);
+						const char *section, const char **name,
+						uint64_t *text, uint64_t *size);
 /* True when the set holds no snapshot and has no directory to look in. */
 bool sp_ksyms_set__empty(struct sp_ksyms_set *s);
 void sp_ksyms_set__stats(struct sp_ksyms_set *s, struct sp_ksyms_set_stats *st);

@@ -11,11 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/kallsyms_format.h"
 #include "grow.h"
 #include "ktree.h"
 
-#define FN_MODULE "[module:"
-#define FN_KERNEL "[kernel.kallsyms]"
 
 struct kfile {
 	char *name;		/* "vmlinux" or a module name, '-' as '_' */
@@ -41,18 +40,15 @@ static bool normalize(const char *name, size_t n, char *buf, size_t len)
 
 bool sp_ktree__hint_name(const char *hint, char *buf, size_t len)
 {
-	const char *end;
+	const char *name, *sect;
+	size_t nlen, slen;
 
 	if (!hint)
 		return false;
-	if (!strcmp(hint, FN_KERNEL))
+	if (!strcmp(hint, SP_KALLSYMS_FN_KERNEL))
 		return normalize("vmlinux", 7, buf, len);
-	if (strncmp(hint, FN_MODULE, sizeof(FN_MODULE) - 1))
-		return false;
-	hint += sizeof(FN_MODULE) - 1;
-	end = strchr(hint, ']');
-	return end && !end[1] && !memchr(hint, '/', (size_t)(end - hint)) &&
-	       normalize(hint, (size_t)(end - hint), buf, len);
+	return sp_kallsyms_format__module_fn(hint, &name, &nlen, &sect, &slen) &&
+	       normalize(name, nlen, buf, len);
 }
 
 /* The index name of a file name: "vmlinux" (or "vmlinux-RELEASE" when

@@ -17,6 +17,7 @@
  * Contract:
  *   - sp_ktree__hint_name(hint, buf, len): the name a mapping hint asks
  *     for - "vmlinux" for "[kernel.kallsyms]", NAME for "[module:NAME]"
+ *     and "[module-section:NAME:SECTION]"
  *     (with '-' as '_', as the kernel spells module names) - true; false
  *     for any other hint (a path: the finder uses it as one).
  *   - sp_ktree__build(dir, &t): walks every DIR/lib/modules/RELEASE/ (at

@@ -506,28 +506,38 @@ static int open_relocatable(struct module *m)
 	return 0;
 }
 
-/* Where the file's .text is (as laid out, for a relocatable file): what
- * an offset in .text (a module frame) is added to. */
-static void text_range(struct module *m)
+/* Where the executable section name of elf is (as laid out, for a
+ * relocatable file: relobj.h): true and its address and size. */
+static bool section_range(Elf *elf, const char *name, uint64_t *lo, uint64_t *size)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
 
-	if (elf_getshdrstrndx(m->elf, &shstrndx))
-		return;
-	while ((scn = elf_nextscn(m->elf, scn))) {
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *n;
 
-		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) != (SHF_ALLOC | SHF_EXECINSTR))
 			continue;
-		n = elf_strptr(m->elf, shstrndx, sh.sh_name);
-		if (n && !strcmp(n, ".text")) {
-			m->text_lo = sh.sh_addr;
-			m->text_size = sh.sh_size;
-			return;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (n && !strcmp(n, name)) {
+			*lo = sh.sh_addr;
+			*size = sh.sh_size;
+			return true;
 		}
 	}
+	return false;
+}
+
+/* Where the file's .text is: what an offset in .text (a module frame) is
+ * added to. */
+static void text_range(struct module *m)
+{
+	if (!section_range(m->elf, ".text", &m->text_lo, &m->text_size))
+		m->text_lo = m->text_size = 0;
 }
 
 /* Fills the reserved slot m with whatever the finder gives; a module
@@ -899,6 +909,27 @@ int sp_resolver__resolve_text(struct sp_resolver *r, const char *build_id,
 			      struct sp_frames *out)
 {
 	return resolve_common(r, build_id, hint_path, text_offset, ADDR_TEXT, out);
+}
+
+int sp_resolver__section(struct sp_resolver *r, const char *build_id, const char *hint_path,
+			 const char *section, uint64_t *lo, uint64_t *size)
+{
+	struct module *m;
+	uint32_t mi;
+	bool found;
+	int err;
+
+	if (sp_buildid__validate(build_id))
+		return -EINVAL;
+	err = get_module(r, build_id, hint_path, &m, &mi);
+	if (err)
+		return err;
+	if (!LOAD(m->elf))
+		return -ENOENT;
+	pthread_mutex_lock(&m->lock);
+	found = section_range(m->elf, section, lo, size);
+	pthread_mutex_unlock(&m->lock);
+	return found ? 0 : -ENOENT;
 }
 
 int sp_resolver__load(struct sp_resolver *r, const char *build_id, const char *hint_path)

@@ -147,6 +147,14 @@ int sp_resolver__resolve_vaddr(struct sp_resolver *r, const char *build_id,
 int sp_resolver__resolve_text(struct sp_resolver *r, const char *build_id,
 			      const char *hint_path, uint64_t text_offset,
 			      struct sp_frames *out);
+/* Where the executable section named section (SHF_ALLOC|SHF_EXECINSTR)
+ * of build_id's file is in the virtual addresses sp_resolver__resolve_vaddr
+ * takes (a relocatable file: libdwfl's layout, relobj.h): 0 and its
+ * address and size, -ENOENT (no file, no such section), -EINVAL, -ENOMEM.
+ * An offset in that section (a "[module-section:NAME:SECTION]" frame)
+ * is then asked at lo + offset when below size. */
+int sp_resolver__section(struct sp_resolver *r, const char *build_id, const char *hint_path,
+			 const char *section, uint64_t *lo, uint64_t *size);
 
 /* Opens the module of build_id now (as a resolve would): 0 when a file
  * was found, -ENOENT when none, -ENOSPC, -ENOMEM. */

@@ -64,6 +64,19 @@ offsets (an independent reader: BFD applies the relocations itself).
    relocations kept; and the .ko with compressed debug sections (objcopy
    --compress-debug-sections=zlib-gabi: SHF_COMPRESSED).  Each at the path
    gives addr2line's chains (on the plain .ko) for every location.
+7. Module code outside .text (a third C unit: a __cold function and one
+   whose unlikely branch gcc splits off into fakemod_rx.cold, both in
+   .text.unlikely; a .text.hot function; the __init one): a profile of
+   [module-section:fakemod:SECTION] mappings (offset in that section), one
+   location per instruction, against addr2line -i -f -a -j SECTION (the
+   split part's real function named as its ELF symbol, fakemod_rx.cold, as
+   perf prints it), from the .ko and from its eu-strip -f debug file; many
+   of those offsets are also offsets of .text functions, so a layout that
+   put the sections on top of each other would fail.  An offset past
+   .text.unlikely stays unresolved ("no line").  `addr --section SECTION`
+   gives the same chains; `--section .data` is refused.  Without any
+   file, a snapshot's "# module-section" lines name every location by the
+   covering symbol, counted "no debug file".
 Exit 0 pass, 77 skip, else fail.
 """
 import gzip
@@ -156,6 +169,55 @@ void __exit fakemod_exit(void)
 }
 """
 
+COLD_C = r"""
+/* module code outside .text: a cold function (gcc puts it in
+ * .text.unlikely), a function whose unlikely branch gcc splits out into
+ * fakemod_rx.cold in .text.unlikely, and one in .text.hot */
+static inline __attribute__((always_inline)) unsigned int mix(unsigned int x)
+{
+	x ^= x >> 9;
+	x *= 0x9e3779b1u;
+	return x;
+}
+
+__attribute__((cold, noinline)) unsigned int fakemod_slowpath(const unsigned char *p, int n)
+{
+	unsigned int acc = 0;
+
+	for (int i = 0; i < n; i++)
+		acc += mix(p[i] ^ acc);
+	return acc;
+}
+
+extern void fakemod_warn(int) __attribute__((cold));
+
+__attribute__((noipa)) int fakemod_rx(const unsigned char *p, int n)
+{
+	int s = 0;
+
+	if (__builtin_expect(n > 4096, 0)) {
+		fakemod_warn(n);
+		s = (int)fakemod_slowpath(p, n) * 5 + n;
+		fakemod_warn(s);
+		return s;
+	}
+	for (int i = 0; i < n; i++)
+		s += p[i];
+	return s;
+}
+
+__attribute__((section(".text.hot"), noinline)) int fakemod_hot(int x)
+{
+	return (int)mix((unsigned int)x) + 3;
+}
+"""
+
+# the sections other than .text whose frames travel as
+# [module-section:fakemod:SECTION] (docs/formats.md "Kernel frames")
+OTHER_SECTIONS = (".text.unlikely", ".text.hot", ".init.text")
+SECT_ADDR = {".text.unlikely": 0xffffffffc0a40000, ".text.hot": 0xffffffffc0a48000,
+             ".init.text": 0xffffffffc0b00000}      # in the snapshot's boot
+
 
 
 def run(cmd):
@@ -175,7 +237,8 @@ def build_ko(td):
                            ("fakemod_asm.S", ASM_S, "gcc"),
                            ("fakemod_asm_llvm.S", ASM_S.replace("fakemod_asm_mix",
                                                                 "fakemod_asm_llvm"), "clang"),
-                           ("fakemod_main.c", MAIN_C, "gcc")):
+                           ("fakemod_main.c", MAIN_C, "gcc"),
+                           ("fakemod_cold.c", COLD_C, "gcc")):
         src = os.path.join(td, name)
         with open(src, "w") as f:
             f.write(text)
@@ -209,10 +272,10 @@ def functions(ko, shndx):
     return out
 
 
-def insn_offsets(ko, funcs):
-    """Offsets in .text of every instruction inside a function of it."""
+def insn_offsets(ko, funcs, section=".text"):
+    """Offsets in section of every instruction inside a function of it."""
     offs = []
-    for line in run(["objdump", "-d", "-j", ".text", "--no-show-raw-insn", ko]).splitlines():
+    for line in run(["objdump", "-d", "-j", section, "--no-show-raw-insn", ko]).splitlines():
         m = re.match(r"^\s*([0-9a-f]+):\s", line)
         if m:
             a = int(m.group(1), 16)
@@ -221,10 +284,10 @@ def insn_offsets(ko, funcs):
     return sorted(offs)
 
 
-def addr2line(ko, offs):
+def addr2line(ko, offs, section=".text"):
     """{offset: [(function, file base name, line)]}, innermost first, as
-    addr2line -i -f -a -j .text reads them."""
-    out, cur, lines = {}, None, run(["addr2line", "-i", "-f", "-a", "-j", ".text", "-e", ko] +
+    addr2line -i -f -a -j SECTION reads them."""
+    out, cur, lines = {}, None, run(["addr2line", "-i", "-f", "-a", "-j", section, "-e", ko] +
                                     ["0x%x" % o for o in offs]).splitlines()
     i = 0
     while i < len(lines):
@@ -396,6 +459,143 @@ def serve_step(td, src, dbg, snap, offs, want):
         log.close()
 
 
+def addr_cli(ko, flags, offs):
+    """`addr -e KO FLAGS OFFSET...`: the result and {offset: chain}."""
+    r = subprocess.run([cli.SYM, "addr", "-e", ko, "--allow-root", "-q"] + flags +
+                       ["0x%x" % o for o in offs], capture_output=True, text=True, timeout=60)
+    blocks = r.stdout.split("\n\n")
+    got = {}
+    for o, b in zip(offs, blocks):
+        ls = b.strip("\n").splitlines()
+        got[o] = [(ls[i], os.path.basename(ls[i + 1].rsplit(":", 2)[0]),
+                   int(ls[i + 1].rsplit(":", 2)[1])) for i in range(0, len(ls) - 1, 2)]
+    return r, got
+
+
+def section_fn(sect):
+    return "[module-section:fakemod:%s]" % sect
+
+
+def section_step(td, ko, bid, secs):
+    """Module code outside .text (section_fn mappings): the .ko's chains
+    at every instruction of .text.unlikely (the cold function and the
+    split-off fakemod_rx.cold), .text.hot and .init.text, against
+    addr2line -j SECTION; from the .ko, from its eu-strip -f debug file,
+    and - no file - from a snapshot's "# module-section" lines (counted
+    "no debug file")."""
+    want, offs, cover, syms = {}, {}, {}, []
+    for sect in OTHER_SECTIONS:
+        funcs = functions(ko, secs[sect][0])
+        offs[sect] = insn_offsets(ko, funcs, sect)
+        want[sect] = addr2line(ko, offs[sect], sect)
+        cover[sect] = sorted((v, n) for n, (v, _) in funcs.items())
+        syms += [(SECT_ADDR[sect] + v, "t", n, "fakemod") for n, (v, _) in funcs.items()]
+    cold = functions(ko, secs[".text.unlikely"][0])
+    text = functions(ko, secs[".text"][0])
+    # the same numbers are offsets of .text's functions: a layout that put
+    # the sections on top of each other would name those here
+    overlap = [o for o in offs[".text.unlikely"] if any(v <= o < v + n
+                                                        for v, n in text.values())]
+    print("fakemod.ko sections: %s; .text.unlikely functions %s, %d of their offsets also "
+          "in .text's functions" % (", ".join("%s %d instructions" % (s_, len(offs[s_]))
+                                              for s_ in OTHER_SECTIONS), sorted(cold),
+                                    len(overlap)), flush=True)
+    if (not {"fakemod_slowpath", "fakemod_rx.cold"} <= set(cold) or
+            set(functions(ko, secs[".text.hot"][0])) != {"fakemod_hot"} or not overlap or
+            not all(want[s_][o] and want[s_][o][-1][2] > 0 for s_ in OTHER_SECTIONS
+                    for o in offs[s_])):
+        fail("the oracle does not see the cold code as built: %s %s"
+                % (sorted(cold), [(s_, hex(o), want[s_].get(o)) for s_ in OTHER_SECTIONS
+                                  for o in offs[s_][:2]]))
+    past = secs[".text.unlikely"][2] + 0x10
+    p = cli.Pprof()
+    for sect in OTHER_SECTIONS:
+        m = p.mapping(0, secs[sect][2], 0, section_fn(sect), bid)
+        for o in offs[sect] + ([past] if sect == ".text.unlikely" else []):
+            p.sample([p.location(m, o)])
+    src = os.path.join(td, "m-sect.pb")
+    with open(src, "wb") as f:
+        f.write(p.encode())
+    n = sum(len(v) for v in offs.values())
+
+    def expect(sect, o):
+        """addr2line's chain; the real function of the split-off part named
+        as the ELF symbol covering it (fakemod_rx.cold, as perf and
+        llvm-symbolizer print it, and as the snapshot names it: resolve.c
+        keeps a clone's suffix) where addr2line prints DWARF's fakemod_rx."""
+        c = list(want[sect][o])
+        sym = [nm for v, nm in cover[sect] if v <= o][-1]
+        if sym == c[-1][0] + ".cold":
+            c[-1] = (sym,) + c[-1][1:]
+        return c
+
+    def errors(got):
+        return [(s_, hex(o), got.get((section_fn(s_), o)), expect(s_, o))
+                for s_ in OTHER_SECTIONS for o in offs[s_]
+                if strip_suffix(got.get((section_fn(s_), o))) != expect(s_, o)]
+
+    for sect in OTHER_SECTIONS:
+        r, got_a = addr_cli(ko, ["--section", sect], offs[sect])
+        bad = [(hex(o), got_a.get(o), expect(sect, o)) for o in offs[sect]
+               if got_a.get(o) != expect(sect, o)]
+        check(r.returncode == 0 and not bad,
+              "addr -e fakemod.ko --section %s: the same chains at all %d offsets (rc %d): %s"
+              % (sect, len(offs[sect]), r.returncode, bad[:3] or r.stderr[-300:]))
+    r = subprocess.run([cli.SYM, "addr", "-e", ko, "--section", ".data", "--allow-root", "-q",
+                        "0x1"], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 1 and "no executable section .data" in r.stderr,
+          "addr --section .data: refused, one line (rc %d: %r)" % (r.returncode, r.stderr))
+
+    for label, path in (("the .ko", ko), ("its eu-strip -f debug file", None)):
+        dbg = os.path.join(td, "debug-sect-%d" % (path is None))
+        if path is None:
+            path = os.path.join(td, "sect.debug")
+            run(["eu-strip", "-f", path, "-o", os.path.join(td, "sect-stripped.ko"), ko])
+        place(dbg, bid, path)
+        out = os.path.join(td, "m-sect-%d.sym.pb" % (path == ko))
+        err = tv.symbolize(src, out, ["--debug-dir", dbg])
+        got = chains(out)
+        ml = module_line(err)
+        bad = errors(got)
+        check(not bad and ml == (n, 1, 0, n, 0, 0, 1),
+              "%s: all %d locations in %s carry addr2line -j SECTION's chain, the real "
+              "function \"fn [fakemod]\" (%s), the offset past .text.unlikely unresolved, "
+              "counted as no line (%s): %s"
+              % (label, n, "/".join(OTHER_SECTIONS),
+                 sorted(set(expect(".text.unlikely", o)[-1][0]
+                            for o in offs[".text.unlikely"])), ml, bad[:3]))
+        check(not got.get((section_fn(".text.unlikely"), past)),
+              "%s: the offset past .text.unlikely stays unresolved (%s)"
+              % (label, got.get((section_fn(".text.unlikely"), past))))
+
+    # no file of that build id: the snapshot's section lines name them
+    snap = os.path.join(td, "sect.kallsyms.gz")
+    tv.tk.write_snapshot(snap, KERNEL_ID, syms)
+    with gzip.open(snap, "rt") as f:
+        lines = f.read().splitlines()
+    lines[1:1] = ["# module fakemod build-id=%s text=%x size=%x"
+                  % (bid, MOD_TEXT, secs[".text"][2])] + [
+                      "# module-section fakemod %s addr=%x size=%x"
+                      % (s_, SECT_ADDR[s_], secs[s_][2]) for s_ in OTHER_SECTIONS]
+    with gzip.open(snap, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    out = os.path.join(td, "m-sect-snap.sym.pb")
+    err = tv.symbolize(src, out, ["--debug-dir", os.path.join(td, "nothing-here"),
+                                  "--kallsyms", snap])
+    got = chains(out)
+    ml = module_line(err)
+    bad = [(s_, hex(o), got.get((section_fn(s_), o))) for s_ in OTHER_SECTIONS for o in offs[s_]
+           if got.get((section_fn(s_), o)) !=
+           [([nm for v, nm in cover[s_] if v <= o][-1] + SUFFIX, "", 0)]]
+    check(not bad and ml == (n, 1, 1, 0, n + 1, 0, 0),
+          "no debug file: all %d section locations named by the snapshot symbol covering "
+          "SECTION's address + offset (fakemod_rx.cold among them), counted no debug file, "
+          "the one past .text.unlikely not found (%s): %s" % (n, ml, bad[:3]))
+    check(any(got.get((section_fn(".text.unlikely"), o), [("",)])[0][0] ==
+              "fakemod_rx.cold" + SUFFIX for o in offs[".text.unlikely"]),
+          "the split-off cold part is named fakemod_rx.cold [fakemod] by the snapshot")
+
+
 def dwarf_errors(got, offs, want):
     """(offset, chain, addr2line's) of the fakemod locations of got whose
     chain is not addr2line's with the real function "fn [fakemod]"."""
@@ -439,7 +639,7 @@ def steps(td):
           "inlined frames, %d three deep" % (bid, tsize, len(offs), ", ".join(sorted(funcs)),
                                              len(inl), len(deep)), flush=True)
     if (set(funcs) != {"fakemod_helper", "fakemod_asm_mix", "fakemod_asm_llvm",
-                       "fakemod_checksum", "fakemod_xmit"} or
+                       "fakemod_checksum", "fakemod_xmit", "fakemod_rx"} or
             set(init) != {"fakemod_init"} or len(offs) < 20 or not deep or not all(
                 want[o] and want[o][-1][0] in funcs and want[o][-1][2] > 0 for o in offs)):
         fail("the oracle does not see the fixture as built: %s %s %s" %
@@ -492,21 +692,14 @@ def steps(td):
           "counted: resolved %d (%d from module debug info), othermod's 2 as no debug "
           "file, the one past .text as no line and not found: %s" % (n + 2, n, ml))
 
-    r = subprocess.run([cli.SYM, "addr", "-e", ko, "--text", "--allow-root", "-q"] +
-                       ["0x%x" % o for o in offs], capture_output=True, text=True,
-                       timeout=60)
-    blocks = r.stdout.split("\n\n")
-    got_a = {}
-    for o, b in zip(offs, blocks):
-        ls = b.strip("\n").splitlines()
-        got_a[o] = [(ls[i], os.path.basename(ls[i + 1].rsplit(":", 2)[0]),
-                     int(ls[i + 1].rsplit(":", 2)[1])) for i in range(0, len(ls) - 1, 2)]
+    r, got_a = addr_cli(ko, ["--text"], offs)
     bad = [(hex(o), got_a.get(o), want[o]) for o in offs if got_a.get(o) != want[o]]
-    check(r.returncode == 0 and len(blocks) >= len(offs) and not bad,
+    check(r.returncode == 0 and not bad,
           "addr -e fakemod.ko --text: addr2line's chain at all %d offsets (rc %d): %s"
           % (n, r.returncode, bad[:3] or r.stderr[-300:]))
 
     serve_step(td, src, dbg, snap, offs, want)
+    section_step(td, ko, bid, secs)
 
     # 1b: Debian's layout: no .build-id link, the .ko under
     # lib/modules/RELEASE/kernel/..., next to an older release's

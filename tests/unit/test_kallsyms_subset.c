@@ -312,6 +312,89 @@ static void test_subset_fake(void **state)
 	sp_profile__free(ps);
 }
 
+/* A module's executable section other than .text: its frames travel as
+ * "[module-section:NAME:SECTION]" offsets (kernel_layout.h); the whole
+ * snapshot and the subset both carry the "# module-section" line and name
+ * them at that section's address + offset, in that module's symbols. */
+static void test_subset_sections(void **state)
+{
+	static const char text[] =
+		"ffffffff9a000000 T _text\n"
+		"ffffffff9a000100 T a_fn\n"
+		"ffffffffc0100000 t m_a\t[mymod]\n"
+		"ffffffffc0180000 t m_cold.cold\t[mymod]\n"
+		"ffffffffc0180040 t m_cold2.cold\t[mymod]\n"
+		"ffffffffc0200000 t o_a\t[othermod]\n";
+	static const char *const want_names[] = { "m_cold.cold [mymod]", "m_cold2.cold [mymod]",
+						  "", "", "m_a [mymod]" };
+	static const struct { const char *fn; uint64_t addr; } locs[] = {
+		{ "[module-section:mymod:.text.unlikely]", 0x10 },
+		{ "[module-section:mymod:.text.unlikely]", 0x44 },
+		{ "[module-section:mymod:.text.unlikely]", 0x2000 },	/* past its size */
+		{ "[module-section:mymod:.text.hot]", 0x10 },	/* no such section */
+		{ "[module:mymod]", 0x4 },
+	};
+	enum { N = sizeof(locs) / sizeof(locs[0]) };
+	struct sp_kmod m;
+	struct sp_build_id id = kid();
+	struct sp_kallsyms_want want;
+	struct sp_symbolize_stats st_full, st_sub;
+	struct sp_profile *pp[2];
+	int32_t li[2][N];
+	char in[PATH_MAX], full[PATH_MAX], sub[PATH_MAX], err[256] = "", *t;
+	size_t tl;
+
+	(void)state;
+	tu_path(in, sizeof(in), "sect_kallsyms");
+	tu_path(full, sizeof(full), "sect_full.kallsyms.gz");
+	tu_path(sub, sizeof(sub), "sect_sub.kallsyms.gz");
+	assert_int_equal(tu_write_file(in, text, strlen(text)), 0);
+	setenv(SP_KALLSYMS_PATH_ENV, in, 1);
+	mod(&m, "mymod", MOD1_HEX, 0xffffffffc0100000ull, 0x1000);
+	m.n_sects = 1;
+	snprintf(m.sects[0].name, sizeof(m.sects[0].name), ".text.unlikely");
+	m.sects[0].addr = 0xffffffffc0180000ull;
+	m.sects[0].size = 0x1000;
+	for (int k = 0; k < 2; k++) {
+		pp[k] = sp_profile__new();
+		assert_non_null(pp[k]);
+		for (size_t i = 0; i < N; i++) {
+			struct sp_mapping mp = { .filename = sp_profile__intern(pp[k], locs[i].fn),
+						 .build_id = sp_profile__intern(pp[k], MOD1_HEX),
+						 .memory_limit = 0x1000 };
+			struct sp_location l = { .frame_kind = SP_FRAME_KERNEL,
+						 .address = locs[i].addr };
+
+			assert_true((l.mapping = sp_profile__add_mapping(pp[k], &mp)) > 0);
+			assert_true((li[k][i] = sp_profile__add_location(pp[k], &l)) > 0);
+		}
+	}
+	assert_int_equal(sp_kallsyms__capture_mods(full, &id, &m, 1, err, sizeof(err)), 0);
+	assert_int_equal(sp_kallsyms_want__of_profile(pp[1], &m, 1, &want), 0);
+	assert_int_equal(want.n_mods, 1);
+	assert_int_equal(want.mods[0].n_sects, 1);
+	assert_int_equal(sp_kallsyms__capture_want(sub, &id, &want, err, sizeof(err)), 0);
+	sp_kallsyms_want__release(&want);
+	symbolize_with(full, pp[0], &st_full);
+	symbolize_with(sub, pp[1], &st_sub);
+	for (size_t i = 0; i < N; i++) {
+		assert_string_equal(name_of(pp[0], li[0][i]), want_names[i]);
+		assert_string_equal(name_of(pp[1], li[1][i]), want_names[i]);
+	}
+	assert_int_equal(st_full.resolved_kernel, 3);
+	assert_int_equal(st_sub.resolved_kernel, 3);
+	assert_int_equal(st_full.unresolved_kernel, 2);
+	for (int k = 0; k < 2; k++) {
+		t = snapshot_text(k ? sub : full, &tl);
+		assert_int_equal(count_lines(t, tl, SP_KALLSYMS_SECTION_PREFIX
+					     "mymod .text.unlikely addr=ffffffffc0180000 size=1000"),
+				 1);
+		free(t);
+		sp_profile__free(pp[k]);
+	}
+	unsetenv(SP_KALLSYMS_PATH_ENV);
+}
+
 /* A truncated or garbled subset does not load; a subset never hides a
  * whole snapshot of its build id. */
 static void test_subset_hostile(void **state)
@@ -582,6 +665,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_subset_fake),
+		cmocka_unit_test(test_subset_sections),
 		cmocka_unit_test(test_subset_hostile),
 		cmocka_unit_test(test_subset_real),
 	};

@@ -207,6 +207,102 @@ static void test_refresh(void **state)
 	sp_kernel_layout__free(kl);
 }
 
+/* Every executable section of a module is a slot of its own
+ * ("[module-section:NAME:SECTION]", offsets in that section), bounded by
+ * the next section of the module above it; .init.* only while the module
+ * is "Loading"; names outside the allowed set and sections over
+ * SP_KMOD_SECTIONS_MAX are left out, counted. */
+static void test_sections(void **state)
+{
+	struct sp_kernel_layout_stats st;
+	struct sp_kernel_layout *kl;
+	const struct sp_kernel_slot *s;
+	const struct sp_kmod *mods;
+	char f[128];
+	size_t n;
+	uint64_t loc;
+	uint32_t u;
+
+	(void)state;
+	fake_host();
+	puts_("proc/modules",
+	      "secmod 65536 0 - Live 0xffffffffc2000000\n"
+	      "initmod 8192 0 - Loading 0xffffffffc2100000\n"
+	      "livemod 8192 0 - Live 0xffffffffc2200000\n"
+	      "bigmod 65536 0 - Live 0xffffffffc2300000\n");
+	puts_("sys/module/secmod/sections/.text", "0xffffffffc2000000\n");
+	puts_("sys/module/secmod/sections/.text.hot", "0xffffffffc2002000\n");
+	puts_("sys/module/secmod/sections/.text.unlikely", "0xffffffffc2003000\n");
+	puts_("sys/module/secmod/sections/.noinstr.text", "0xffffffffc2004000\n");
+	puts_("sys/module/secmod/sections/.rodata", "0xffffffffc2005000\n");
+	puts_("sys/module/secmod/sections/.text.w@rd", "0xffffffffc2006000\n");
+	puts_("sys/module/secmod/sections/.data", "0xffffffffc2008000\n");
+	puts_("sys/module/secmod/sections/.init.text", "0xffffffffc3000000\n");	/* stale */
+	put_note("sys/module/secmod/notes/.note.gnu.build-id", mod_id, sizeof(mod_id));
+	puts_("sys/module/initmod/sections/.text", "0xffffffffc2100000\n");
+	puts_("sys/module/initmod/sections/.init.text", "0xffffffffc2180000\n");
+	puts_("sys/module/livemod/sections/.text", "0xffffffffc2200000\n");
+	puts_("sys/module/livemod/sections/.init.text", "0xffffffffc2280000\n");
+	puts_("sys/module/bigmod/sections/.text", "0xffffffffc2300000\n");
+	for (int i = 0; i < SP_KMOD_SECTIONS_MAX + 4; i++) {
+		char v[32];
+
+		snprintf(f, sizeof(f), "sys/module/bigmod/sections/.text.f%d", i);
+		snprintf(v, sizeof(v), "0x%llx\n", 0xffffffffc2301000ull + 0x100ull * (unsigned)i);
+		puts_(f, v);
+	}
+	kl = make();
+	sp_kernel_layout__stats(kl, &st);
+	assert_int_equal(st.modules, 4);
+	/* secmod 3 (hot, unlikely, noinstr), initmod 1, bigmod the bound */
+	assert_int_equal(st.module_sections, 3 + 1 + SP_KMOD_SECTIONS_MAX);
+	assert_int_equal(st.module_sections_skipped, 1 + 4);	/* .text.w@rd, bigmod's 4 */
+	assert_int_equal(sp_kernel_layout__n_slots(kl),
+			 SP_KSLOT_MODULES + 4 + 3 + 1 + SP_KMOD_SECTIONS_MAX);
+
+	u = slot_named(kl, "[module:secmod]");
+	assert_int_equal(sp_kernel_layout__slot(kl, u)->limit, 0x2000);	/* to .text.hot */
+	assert_int_equal(sp_kernel_layout__map(kl, 0xffffffffc2001ff0ull, &loc), u);
+	assert_int_equal(loc, 0x1ff0);
+	u = slot_named(kl, "[module-section:secmod:.text.unlikely]");
+	s = sp_kernel_layout__slot(kl, u);
+	assert_int_equal(s->start, 0);
+	assert_int_equal(s->limit, 0x1000);		/* to .noinstr.text */
+	assert_int_equal(s->build_id.len, 20);
+	assert_memory_equal(s->build_id.id, mod_id, 20);
+	assert_int_equal(sp_kernel_layout__map(kl, 0xffffffffc2003010ull, &loc), u);
+	assert_int_equal(loc, 0x10);
+	u = slot_named(kl, "[module-section:secmod:.text.hot]");
+	assert_int_equal(sp_kernel_layout__map(kl, 0xffffffffc2002fffull, &loc), u);
+	assert_int_equal(loc, 0xfff);
+	u = slot_named(kl, "[module-section:secmod:.noinstr.text]");
+	assert_int_equal(sp_kernel_layout__slot(kl, u)->limit, 0x1000);	/* to .rodata */
+	assert_int_equal(sp_kernel_layout__map(kl, 0xffffffffc2004800ull, &loc), u);
+	/* .rodata is not code; the stale .init.text of a live module is not mapped */
+	assert_int_equal(sp_kernel_layout__map(kl, 0xffffffffc2005010ull, &loc), SP_KSLOT_BOOT);
+	assert_int_equal(sp_kernel_layout__map(kl, 0xffffffffc3000010ull, &loc), SP_KSLOT_BOOT);
+	/* a module being loaded: its .init.text is live (ends at the module's
+	 * size: nothing of it above); a live one's is not */
+	u = slot_named(kl, "[module-section:initmod:.init.text]");
+	assert_int_equal(sp_kernel_layout__slot(kl, u)->limit, 8192);
+	assert_int_equal(sp_kernel_layout__map(kl, 0xffffffffc2180010ull, &loc), u);
+	assert_int_equal(loc, 0x10);
+	assert_int_equal(sp_kernel_layout__map(kl, 0xffffffffc2280010ull, &loc), SP_KSLOT_BOOT);
+
+	/* the module table carries the sections, by address */
+	mods = sp_kernel_layout__modules(kl, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(mods[i].name, "secmod"))
+			continue;
+		assert_int_equal(mods[i].n_sects, 3);
+		assert_string_equal(mods[i].sects[0].name, ".text.hot");
+		assert_string_equal(mods[i].sects[2].name, ".noinstr.text");
+		assert_non_null(sp_kmod__section(&mods[i], ".text.unlikely"));
+		assert_null(sp_kmod__section(&mods[i], ".init.text"));
+	}
+	sp_kernel_layout__free(kl);
+}
+
 static void test_hidden_addresses(void **state)
 {
 	char proc[PATH_MAX], err[256] = "";
@@ -228,6 +324,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slots),
 		cmocka_unit_test(test_refresh),
+		cmocka_unit_test(test_sections),
 		cmocka_unit_test(test_hidden_addresses),
 	};
 

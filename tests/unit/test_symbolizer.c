@@ -296,6 +296,14 @@ static void test_ktree(void **state)
 	assert_false(sp_ktree__hint_name("[module:../../etc]", buf, sizeof(buf)));
 	assert_false(sp_ktree__hint_name("[module:x]y", buf, sizeof(buf)));
 	assert_false(sp_ktree__hint_name("[module:]", buf, sizeof(buf)));
+	assert_true(sp_ktree__hint_name("[module-section:snd-hda-intel:.text.unlikely]", buf,
+					sizeof(buf)));
+	assert_string_equal(buf, "snd_hda_intel");
+	assert_false(sp_ktree__hint_name("[module-section:x]", buf, sizeof(buf)));	/* no section */
+	assert_false(sp_ktree__hint_name("[module-section::.text.hot]", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name("[module-section:x:.te/xt]", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name("[module-section:../a:.text.hot]", buf, sizeof(buf)));
+	assert_false(sp_ktree__hint_name("[module-section:x:.text.hot]y", buf, sizeof(buf)));
 	assert_false(sp_ktree__hint_name(NULL, buf, sizeof(buf)));
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char *slash;

@@ -94,6 +94,12 @@ static const struct syms_row rows[] = {
 
 	ONE("spanprof_kernel_modules", GAUGE, "Loadable modules mapped for kernel frames",
 	    k.modules),
+	ONE("spanprof_kernel_module_sections", GAUGE,
+	    "Executable module sections besides .text mapped for kernel frames",
+	    k.module_sections),
+	ONE("spanprof_kernel_module_sections_skipped", GAUGE,
+	    "Executable module sections left out at the last module read (name, bound)",
+	    k.module_sections_skipped),
 	ONE("spanprof_kernel_boot_frames_total", COUNTER,
 	    "Kernel frames outside the image and modules (BPF, trampolines): boot-specific",
 	    k.boot_frames),

@@ -75,6 +75,20 @@ static int jit_sink(void *ctx, const struct sp_jit_id *id, const uint8_t *piece,
 	return put(ctx, SP_SYMSTORE_JIT, id->b, SP_JIT_ID_LEN, piece, len);
 }
 
+/* Module sections left out of the layout (kernel_layout.h bounds): their
+ * frames travel as boot frames; said once, counted on /metrics. */
+static void say_skipped_sections(const struct sp_kernel_layout *kl, const char *pfx)
+{
+	struct sp_kernel_layout_stats st;
+
+	sp_kernel_layout__stats(kl, &st);
+	if (st.module_sections_skipped)
+		fprintf(stderr, "%s%llu executable module section(s) not mapped (no address, a name outside "
+			"[A-Za-z0-9._$-] or over %d bytes, or over %d per module): their frames are "
+			"boot frames\n", pfx, (unsigned long long)st.module_sections_skipped,
+			SP_KSECT_NAME_MAX - 1, SP_KMOD_SECTIONS_MAX);
+}
+
 int sp_hostsyms__new(const struct sp_hostsyms_config *cfg, struct sp_hostsyms **out)
 {
 	const char *pfx = cfg->log_prefix ? cfg->log_prefix : "spanprof: ";
@@ -106,6 +120,8 @@ int sp_hostsyms__new(const struct sp_hostsyms_config *cfg, struct sp_hostsyms **
 		if (rc)
 			fprintf(stderr, "%s%s; kernel frames keep their runtime addresses\n", pfx,
 				err);
+		else
+			say_skipped_sections(h->kl, pfx);
 	}
 	if (cfg->kernel && cfg->keep_kernel_snapshot && h->kernel_id.len) {
 		const struct sp_kmod *mods;

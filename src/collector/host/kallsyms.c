@@ -136,7 +136,8 @@ static int gzip_snapshot(const char *header, const struct sp_kmod *mods, size_t 
 
 	for (size_t i = 0; i < n; i++)
 		cap += k[i].len + 1;
-	cap += n_mods * sizeof(line);
+	for (size_t i = 0; i < n_mods; i++)
+		cap += (1 + mods[i].n_sects) * sizeof(line);
 	text = malloc(cap);
 	if (!text)
 		return -ENOMEM;
@@ -154,6 +155,18 @@ static int gzip_snapshot(const char *header, const struct sp_kmod *mods, size_t 
 		if (w > 0 && (size_t)w < sizeof(line)) {
 			memcpy(text + o, line, (size_t)w);
 			o += (size_t)w;
+		}
+		for (uint32_t j = 0; j < mods[i].n_sects; j++) {
+			const struct sp_ksect *ks = &mods[i].sects[j];
+
+			w = snprintf(line, sizeof(line), SP_KALLSYMS_SECTION_PREFIX "%s %s "
+				     SP_KALLSYMS_KEY_ADDR "=%llx " SP_KALLSYMS_KEY_SIZE "=%llx\n",
+				     mods[i].name, ks->name, (unsigned long long)ks->addr,
+				     (unsigned long long)ks->size);
+			if (w > 0 && (size_t)w < sizeof(line)) {
+				memcpy(text + o, line, (size_t)w);
+				o += (size_t)w;
+			}
 		}
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -32,6 +32,7 @@ int sp_kallsyms_want__of_profile(const struct sp_profile *p, const struct sp_kmo
 {
 	uint8_t *kind = NULL;
 	long *mod = NULL;
+	const struct sp_ksect **sect = NULL;
 	bool *used = NULL;
 	int rc = -ENOMEM;
 
@@ -40,28 +41,38 @@ int sp_kallsyms_want__of_profile(const struct sp_profile *p, const struct sp_kmo
 		return 0;
 	kind = calloc(p->n_mappings, sizeof(*kind));
 	mod = calloc(p->n_mappings, sizeof(*mod));
+	sect = calloc(p->n_mappings, sizeof(*sect));
 	used = calloc(n_mods ? n_mods : 1, sizeof(*used));
 	w->addrs = malloc(p->n_locations * sizeof(*w->addrs));
 	w->text_offs = malloc(p->n_locations * sizeof(*w->text_offs));
-	if (!kind || !mod || !used || !w->addrs || !w->text_offs)
+	if (!kind || !mod || !sect || !used || !w->addrs || !w->text_offs)
 		goto out;
 	for (uint32_t i = 1; i < p->n_mappings; i++) {
 		const struct sp_mapping *m = &p->mappings[i];
-		const char *fn = sp_profile__str(p, m->filename);
+		const char *fn = sp_profile__str(p, m->filename), *mn, *sn;
+		char sname[SP_KALLSYMS_SECTION_NAME_MAX];
+		size_t ml, sl;
 
 		if (!strcmp(fn, SP_KALLSYMS_FN_KERNEL)) {
 			kind[i] = m->memory_start > SP_KALLSYMS_LEGACY_START ? KW_IMAGE
 									     : KW_RUNTIME;
 		} else if (!strcmp(fn, SP_KALLSYMS_FN_BOOT)) {
 			kind[i] = KW_RUNTIME;
-		} else if (!strncmp(fn, SP_KALLSYMS_FN_MODULE, sizeof(SP_KALLSYMS_FN_MODULE) - 1)) {
+		} else if (sp_kallsyms_format__module_fn(fn, &mn, &ml, &sn, &sl)) {
 			mod[i] = module_of(mods, n_mods, sp_profile__str(p, m->build_id));
 			kind[i] = mod[i] >= 0 ? KW_MODULE : KW_NONE;
+			if (mod[i] >= 0 && (sl != 5 || memcmp(sn, ".text", 5))) {
+				memcpy(sname, sn, sl);
+				sname[sl] = '\0';
+				sect[i] = sp_kmod__section(&mods[mod[i]], sname);
+				kind[i] = sect[i] ? KW_MODULE : KW_NONE;
+			}
 		}
 	}
 	for (uint32_t i = 1; i < p->n_locations; i++) {
 		const struct sp_location *l = &p->locations[i];
 		const struct sp_kmod *km;
+		uint64_t base, size;
 
 		if (l->frame_kind != SP_FRAME_KERNEL || l->mapping <= 0 ||
 		    (uint32_t)l->mapping >= p->n_mappings)
@@ -77,8 +88,10 @@ int sp_kallsyms_want__of_profile(const struct sp_profile *p, const struct sp_kmo
 			break;
 		case KW_MODULE:
 			km = &mods[mod[l->mapping]];
-			if (l->address < km->size && km->text + l->address >= km->text) {
-				w->addrs[w->n_addrs++] = km->text + l->address;
+			base = sect[l->mapping] ? sect[l->mapping]->addr : km->text;
+			size = sect[l->mapping] ? sect[l->mapping]->size : km->size;
+			if (l->address < size && base + l->address >= base) {
+				w->addrs[w->n_addrs++] = base + l->address;
 				used[mod[l->mapping]] = true;
 			}
 			break;
@@ -97,6 +110,7 @@ out:
 	if (rc)
 		sp_kallsyms_want__release(w);
 	free(used);
+	free(sect);
 	free(mod);
 	free(kind);
 	return rc;

@@ -16,6 +16,9 @@
  *       symbolizer matches "# module" lines): text + location when the
  *       location is inside its size; that module's line is kept.  A
  *       module without a build id is never looked up, so never kept.
+ *   [module-section:NAME:SECTION]: the same with that module's section
+ *       SECTION (sp_kmod__section): its address + location; the module's
+ *       line and its "# module-section" lines are kept.
  * Other frames are not the kernel's.  Nothing is read but the profile.
  *
  * Contract: 0 and *w filled (empty when the profile has no kernel frame:

@@ -28,13 +28,21 @@
 #define X86_START_KERNEL_MAP 0xffffffff80000000ULL
 #define BOOT_START 0xffff800000000000ULL
 
+/* Where a module slot's code is: [lo, lo + size). */
+struct krange {
+	uint64_t lo, size;
+	uint32_t slot;
+};
+
 struct sp_kernel_layout {
 	char *proc_root, *sys_root;
 	uint64_t text, base, image_end;
 	struct sp_build_id boot_id;
 	struct sp_kmod *mods;		/* sorted by text */
 	size_t n_mods;
-	struct sp_kernel_slot *slots;	/* SP_KSLOT_MODULES + n_mods */
+	struct sp_kernel_slot *slots;	/* SP_KSLOT_MODULES + n_ranges */
+	struct krange *ranges;		/* every module section slot, by lo */
+	size_t n_ranges;
 	char *modules_text;		/* the last PROC/modules read */
 	size_t modules_len;
 	uint64_t last_read_s;
@@ -163,40 +171,116 @@ static int mod_cmp(const void *a, const void *b)
 	return x->text < y->text ? -1 : x->text > y->text;
 }
 
-/* .text of SYS/module/NAME: its address and where the next section above
- * it starts (0: none).  0, or -EACCES when the addresses read as 0. */
-static int module_text(const struct sp_kernel_layout *kl, const char *name, uint64_t *text,
-		       uint64_t *next)
+/* An executable section of a module, by its name (kernel_layout.h). */
+static bool exec_section(const char *n, size_t len)
+{
+	return !strncmp(n, ".text", 5) ? len == 5 || n[5] == '.'
+	       : (len > 5 && !strcmp(n + len - 5, ".text")) || !strcmp(n, ".fixup") ||
+		 !strcmp(n, ".altinstr_replacement");
+}
+
+/* Where m's .text and its other executable sections end: at the next
+ * section of the module above each (addrs: all its sections read), never
+ * past the core's end [core, core + size) for one inside it, never longer
+ * than the module.  Sorts m->sects by address. */
+static void section_sizes(struct sp_kmod *m, const uint64_t *addrs, size_t n,
+			  uint64_t core, uint64_t size)
+{
+	for (uint32_t i = 0; i <= m->n_sects; i++) {
+		uint64_t a = i ? m->sects[i - 1].addr : m->text, next = 0, len;
+
+		for (size_t j = 0; j < n; j++)
+			if (addrs[j] > a && (!next || addrs[j] < next))
+				next = addrs[j];
+		len = next && next - a < size ? next - a : size;
+		if (core && core <= a && core + size > a && core + size - a < len)
+			len = core + size - a;
+		if (i)
+			m->sects[i - 1].size = len;
+		else
+			m->size = len;
+	}
+	for (uint32_t i = 1; i < m->n_sects; i++)	/* insertion sort: <= 16 */
+		for (uint32_t j = i; j && m->sects[j - 1].addr > m->sects[j].addr; j--) {
+			struct sp_ksect t = m->sects[j];
+
+			m->sects[j] = m->sects[j - 1];
+			m->sects[j - 1] = t;
+		}
+}
+
+/* The sections of SYS/module/NAME into m: .text (required) and up to
+ * SP_KMOD_SECTIONS_MAX other executable ones (kernel_layout.h), sized by
+ * section_sizes.  loading: the module's state is "Loading" (its .init.*
+ * sections are live).  0, -ENOENT without a .text, -EACCES when the
+ * addresses read as 0, -ENOMEM. */
+static int module_sections(struct sp_kernel_layout *kl, const char *name, bool loading,
+			   uint64_t core, uint64_t size, struct sp_kmod *m)
 {
 	char path[512], buf[64];
+	uint64_t *addrs;
 	struct dirent *de;
-	uint64_t a;
+	size_t n = 0;
 	DIR *d;
-	int n = 0;
+	int reads = 0;
 
-	*next = 0;
 	snprintf(path, sizeof(path), "%s/module/%s/sections/.text", kl->sys_root, name);
-	if (sp_read_small(path, buf, sizeof(buf)) <= 0 || parse_hex_u64(buf, text))
+	if (sp_read_small(path, buf, sizeof(buf)) <= 0 || parse_hex_u64(buf, &m->text))
 		return -ENOENT;
-	if (!*text)
+	if (!m->text)
 		return -EACCES;
 	snprintf(path, sizeof(path), "%s/module/%s/sections", kl->sys_root, name);
 	d = opendir(path);
-	if (!d)
+	if (!d) {
+		section_sizes(m, NULL, 0, core, size);
 		return 0;
-	while ((de = readdir(d)) && n++ < SECTIONS_MAX) {
+	}
+	addrs = calloc(SECTIONS_MAX, sizeof(*addrs));
+	if (!addrs) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d)) && reads++ < SECTIONS_MAX) {
+		size_t len = strlen(de->d_name);
 		char f[768];
+		uint64_t a;
+		bool ex;
 
 		if (de->d_name[0] != '.' || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		ex = exec_section(de->d_name, len) && strcmp(de->d_name, ".text");
+		if (!strncmp(de->d_name, ".init.", 6) && !loading)
+			continue;	/* freed after init: a stale address */
 		snprintf(f, sizeof(f), "%s/%s", path, de->d_name);
-		if (sp_read_small(f, buf, sizeof(buf)) <= 0 || parse_hex_u64(buf, &a))
+		if (sp_read_small(f, buf, sizeof(buf)) <= 0 || parse_hex_u64(buf, &a) || !a) {
+			kl->st.module_sections_skipped += ex;
 			continue;
-		if (a > *text && (!*next || a < *next))
-			*next = a;
+		}
+		if (ex && (!sp_kallsyms_format__section_ok(de->d_name, len) ||
+			   m->n_sects == SP_KMOD_SECTIONS_MAX)) {
+			kl->st.module_sections_skipped++;
+			ex = false;
+		}
+		if (ex) {
+			struct sp_ksect *k = &m->sects[m->n_sects++];
+
+			memcpy(k->name, de->d_name, len + 1);
+			k->addr = a;
+		}
+		addrs[n++] = a;
 	}
 	closedir(d);
+	section_sizes(m, addrs, n, core, size);
+	free(addrs);
 	return 0;
+}
+
+const struct sp_ksect *sp_kmod__section(const struct sp_kmod *mod, const char *name)
+{
+	for (uint32_t i = 0; mod && i < mod->n_sects; i++)
+		if (!strcmp(mod->sects[i].name, name))
+			return &mod->sects[i];
+	return NULL;
 }
 
 static void module_build_id(const struct sp_kernel_layout *kl, const char *name,
@@ -224,25 +308,58 @@ static void set_slot(struct sp_kernel_slot *s, const char *name, const struct sp
 	s->limit = limit;
 }
 
-/* The slot table from the current fields. */
+static int range_cmp(const void *a, const void *b)
+{
+	const struct krange *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The slot table and the range table from the current fields: each
+ * module's .text slot, then one per other executable section. */
 static int build_slots(struct sp_kernel_layout *kl, const struct sp_build_id *kid)
 {
-	struct sp_kernel_slot *s = calloc(SP_KSLOT_MODULES + kl->n_mods, sizeof(*s));
+	struct sp_kernel_slot *s;
+	struct krange *r;
+	size_t n = 0, k = 0;
 
-	if (!s)
+	for (size_t i = 0; i < kl->n_mods; i++)
+		n += 1 + kl->mods[i].n_sects;
+	s = calloc(SP_KSLOT_MODULES + n, sizeof(*s));
+	r = calloc(n ? n : 1, sizeof(*r));
+	if (!s || !r) {
+		free(s);
+		free(r);
 		return -ENOMEM;
+	}
 	set_slot(&s[SP_KSLOT_VMLINUX], "[kernel.kallsyms]", kid, kl->base,
 		 kl->base + (kl->image_end - kl->text));
 	set_slot(&s[SP_KSLOT_BOOT], "[kernel.boot]", &kl->boot_id, BOOT_START, UINT64_MAX);
+	kl->st.module_sections = 0;
 	for (size_t i = 0; i < kl->n_mods; i++) {
-		char name[SP_KMOD_NAME_MAX + 16];
+		const struct sp_kmod *m = &kl->mods[i];
+		char name[sizeof(s->filename)];
 
-		snprintf(name, sizeof(name), "[module:%s]", kl->mods[i].name);
-		set_slot(&s[SP_KSLOT_MODULES + i], name, &kl->mods[i].build_id, 0,
-			 kl->mods[i].size);
+		snprintf(name, sizeof(name), SP_KALLSYMS_FN_MODULE "%s]", m->name);
+		set_slot(&s[SP_KSLOT_MODULES + k], name, &m->build_id, 0, m->size);
+		r[k] = (struct krange){ m->text, m->size, (uint32_t)(SP_KSLOT_MODULES + k) };
+		k++;
+		for (uint32_t j = 0; j < m->n_sects; j++, k++) {
+			snprintf(name, sizeof(name), SP_KALLSYMS_FN_MODULE_SECTION "%s:%s]", m->name,
+				 m->sects[j].name);
+			set_slot(&s[SP_KSLOT_MODULES + k], name, &m->build_id, 0, m->sects[j].size);
+			r[k] = (struct krange){ m->sects[j].addr, m->sects[j].size,
+						(uint32_t)(SP_KSLOT_MODULES + k) };
+		}
+		kl->st.module_sections += m->n_sects;
 	}
+	if (n > 1)
+		qsort(r, n, sizeof(*r), range_cmp);
 	free(kl->slots);
+	free(kl->ranges);
 	kl->slots = s;
+	kl->ranges = r;
+	kl->n_ranges = n;
 	return 0;
 }
 
@@ -268,11 +385,11 @@ static int read_modules(struct sp_kernel_layout *kl, bool *changed)
 		free(buf);
 		return 0;
 	}
-	kl->st.modules_no_build_id = kl->st.modules_hidden = 0;
+	kl->st.modules_no_build_id = kl->st.modules_hidden = kl->st.module_sections_skipped = 0;
 	for (char *line = (char *)buf, *nl; line && *line; line = nl) {
 		char name[SP_KMOD_NAME_MAX], state[16], addr[32];
 		unsigned long long size;
-		uint64_t core = 0, text, next;
+		uint64_t core = 0;
 		struct sp_kmod *m;
 
 		nl = strchr(line, '\n');
@@ -282,11 +399,6 @@ static int read_modules(struct sp_kernel_layout *kl, bool *changed)
 		    strchr(name, '/') || name[0] == '.')
 			continue;
 		parse_hex_u64(addr, &core);
-		err = module_text(kl, name, &text, &next);
-		if (err) {
-			kl->st.modules_hidden += err == -EACCES;
-			continue;
-		}
 		if (n == SP_KLAYOUT_MAX_MODULES)
 			break;
 		if (n == cap) {
@@ -301,14 +413,20 @@ static int read_modules(struct sp_kernel_layout *kl, bool *changed)
 			mods = q;
 			cap = nc;
 		}
-		m = &mods[n++];
+		m = &mods[n];
 		memset(m, 0, sizeof(*m));
+		err = module_sections(kl, name, !strcmp(state, "Loading"), core, size, m);
+		if (err == -ENOMEM) {
+			free(mods);
+			free(buf);
+			return err;
+		}
+		if (err) {
+			kl->st.modules_hidden += err == -EACCES;
+			continue;
+		}
+		n++;
 		snprintf(m->name, sizeof(m->name), "%s", name);
-		m->text = text;
-		/* .text ends at the next section above it, within the core */
-		m->size = next ? next - text : size;
-		if (core && core <= text && core + size > text && core + size - text < m->size)
-			m->size = core + size - text;
 		module_build_id(kl, name, &m->build_id);
 		kl->st.modules_no_build_id += !m->build_id.len;
 	}
@@ -399,13 +517,14 @@ void sp_kernel_layout__free(struct sp_kernel_layout *kl)
 	free(kl->sys_root);
 	free(kl->mods);
 	free(kl->slots);
+	free(kl->ranges);
 	free(kl->modules_text);
 	free(kl);
 }
 
 uint32_t sp_kernel_layout__map(struct sp_kernel_layout *kl, uint64_t addr, uint64_t *loc)
 {
-	size_t lo = 0, hi = kl->n_mods;
+	size_t lo = 0, hi = kl->n_ranges;
 
 	if (addr >= kl->text && addr < kl->image_end) {
 		*loc = addr - kl->text + kl->base;
@@ -414,14 +533,14 @@ uint32_t sp_kernel_layout__map(struct sp_kernel_layout *kl, uint64_t addr, uint6
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (kl->mods[mid].text <= addr)
+		if (kl->ranges[mid].lo <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo && addr - kl->mods[lo - 1].text < kl->mods[lo - 1].size) {
-		*loc = addr - kl->mods[lo - 1].text;
-		return SP_KSLOT_MODULES + (uint32_t)(lo - 1);
+	if (lo && addr - kl->ranges[lo - 1].lo < kl->ranges[lo - 1].size) {
+		*loc = addr - kl->ranges[lo - 1].lo;
+		return kl->ranges[lo - 1].slot;
 	}
 	if (addr >= kl->image_end)
 		kl->misses++;	/* module area: perhaps loaded since */
@@ -432,7 +551,7 @@ uint32_t sp_kernel_layout__map(struct sp_kernel_layout *kl, uint64_t addr, uint6
 
 uint32_t sp_kernel_layout__n_slots(const struct sp_kernel_layout *kl)
 {
-	return kl ? SP_KSLOT_MODULES + (uint32_t)kl->n_mods : 0;
+	return kl ? SP_KSLOT_MODULES + (uint32_t)kl->n_ranges : 0;
 }
 
 const struct sp_kernel_slot *sp_kernel_layout__slot(const struct sp_kernel_layout *kl,

@@ -21,7 +21,16 @@
  *   slot 2+ "[module:NAME]"      a loadable module's .text: build id = the
  *           module's (/sys/module/NAME/notes/.note.gnu.build-id), location =
  *           offset in its .text (runtime - the .text address from
- *           /sys/module/NAME/sections/.text), memory_start 0.
+ *           /sys/module/NAME/sections/.text), memory_start 0;
+ *           "[module-section:NAME:SECTION]" each other executable section
+ *           of it (.text.unlikely, .text.hot, .noinstr.text, .exit.text,
+ *           .init.text while the module is "Loading", ...): the same build
+ *           id, location = offset in that section (runtime - its address
+ *           from /sys/module/NAME/sections/SECTION), memory_start 0.  The
+ *           section travels by name because only the name means the same
+ *           on both sides: the kernel places a module's sections in its own
+ *           order, the symbolizer finds the section of that name in the
+ *           .ko (docs/formats.md "Kernel frames").
  *
  * The link-time _text: x86-64's __START_KERNEL, 0xffffffff80000000 +
  * CONFIG_PHYSICAL_START rounded up to CONFIG_PHYSICAL_ALIGN, from the
@@ -33,8 +42,15 @@
  * Sources (bounded reads): /proc/kallsyms (or SPANPROF_KALLSYMS_PATH) for
  * _text and the last kernel-image text symbol (the image's text ends
  * SP_KSYMS_TAIL_MAX after it at most); PROC/modules (name, size, state,
- * core address); SYS/module/NAME/sections/.text and the sections after it
- * (.text ends at the next section above it, or the module's core end);
+ * core address); SYS/module/NAME/sections/ (at most 512 entries read; executable sections are known by name - .text, .text.*, *.text,
+ * .fixup, .altinstr_replacement -, at most SP_KMOD_SECTIONS_MAX besides
+ * .text per module, names of at most SP_KSECT_NAME_MAX - 1 bytes of
+ * [A-Za-z0-9._$-]; the rest are counted in modules_sections_skipped).  A
+ * section ends at the next section of its module above it (or the
+ * module's end: never past the core's end, never longer than the
+ * module's size); .init.* sections count only while the module is
+ * "Loading" (the kernel frees them after init but sysfs keeps listing
+ * their old addresses);
  * SYS/module/NAME/notes/.note.gnu.build-id.  Reading sections needs root
  * (the addresses read as 0 otherwise; such a module is left out, counted;
  * a refresh that finds them hidden keeps the table it has: the agent reads
@@ -61,11 +77,14 @@
 #include <stdint.h>
 
 #include "base/buildid.h"
+#include "base/kallsyms_format.h"
 
 #define SP_KLAYOUT_MAX_MODULES 4096
 #define SP_KLAYOUT_REFRESH_S 10
 #define SP_KMOD_NAME_MAX 64	/* the kernel's MODULE_NAME_LEN */
 #define SP_KLAYOUT_DEFAULT_BASE 0xffffffff81000000ULL
+#define SP_KMOD_SECTIONS_MAX SP_KALLSYMS_SECTIONS_MAX	/* besides .text */
+#define SP_KSECT_NAME_MAX SP_KALLSYMS_SECTION_NAME_MAX
 
 enum {
 	SP_KSLOT_VMLINUX = 0,
@@ -73,16 +92,28 @@ enum {
 	SP_KSLOT_MODULES = 2,	/* first module slot */
 };
 
+/* An executable section of a module other than .text. */
+struct sp_ksect {
+	char name[SP_KSECT_NAME_MAX];	/* ".text.unlikely" */
+	uint64_t addr;			/* runtime address */
+	uint64_t size;			/* bytes (upper bound) */
+};
+
 struct sp_kmod {
 	char name[SP_KMOD_NAME_MAX];
 	struct sp_build_id build_id;	/* len 0: the module has none */
 	uint64_t text;			/* runtime address of its .text */
 	uint64_t size;			/* bytes of .text (upper bound) */
+	uint32_t n_sects;
+	struct sp_ksect sects[SP_KMOD_SECTIONS_MAX];	/* by address */
 };
+
+/* The section of mod named name (not .text), or NULL. */
+const struct sp_ksect *sp_kmod__section(const struct sp_kmod *mod, const char *name);
 
 /* One profile mapping, as the snapshot emits it. */
 struct sp_kernel_slot {
-	char filename[SP_KMOD_NAME_MAX + 16];
+	char filename[sizeof(SP_KALLSYMS_FN_MODULE_SECTION) + SP_KMOD_NAME_MAX + SP_KSECT_NAME_MAX + 2];
 	struct sp_build_id build_id;
 	uint64_t start, limit, offset;
 };
@@ -101,6 +132,8 @@ struct sp_kernel_layout_stats {
 	uint64_t modules;		/* module slots now */
 	uint64_t modules_no_build_id;	/* loaded modules left without one */
 	uint64_t modules_hidden;	/* .text address unreadable (not root) */
+	uint64_t module_sections;	/* section slots besides .text now */
+	uint64_t module_sections_skipped;	/* executable ones left out (bounds) */
 	uint64_t module_reads;		/* module list reads */
 	uint64_t boot_frames;		/* __map answers of slot 1 */
 };

@@ -561,6 +561,7 @@ void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s)
 	if (p->env)
 		s->env = *sp_proc_env__stats(p->env);
 	s->res_attrs_dropped = p->attrs_dropped;
+	sp_kernel_layout__stats(sp_hostsyms__kernel(p->hs), &s->klayout);	/* refresh: p->lock */
 	pthread_mutex_unlock(&p->lock);
 	sp_jit_maps__stats(sp_hostsyms__jit(p->hs), &s->jit);
 	sp_hostsyms__stats(p->hs, &s->hostsyms);

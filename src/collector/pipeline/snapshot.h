@@ -60,7 +60,8 @@ struct sp_snapshot_opts {
 	/* Optional: where the kernel's code is (host/kernel_layout.h).  With
 	 * it, kernel frames become locations that mean the same on every host
 	 * and boot: [kernel.kallsyms] at link-time addresses, [module:NAME] at
-	 * offsets in the module's .text, [kernel.boot] for code placed at run
+	 * offsets in the module's .text ([module-section:NAME:SECTION] in its
+	 * other executable sections), [kernel.boot] for code placed at run
 	 * time.  Without it, one [kernel.kallsyms] mapping of runtime
 	 * addresses (the registry's kernel entry). */
 	struct sp_kernel_layout *kernel;

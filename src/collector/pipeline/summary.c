@@ -242,6 +242,11 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 		c->frames_unresolved, c->frames_anon);
 	if (s->jit.notes)
 		print_jit(f, s);
+	if (s->klayout.modules || s->klayout.boot_frames)
+		fprintf(f, "  kernel: modules %" PRIu64 ", their sections besides .text %" PRIu64
+			" (left out %" PRIu64 ": frames there are boot frames), boot frames %" PRIu64
+			"\n", s->klayout.modules, s->klayout.module_sections,
+			s->klayout.module_sections_skipped, s->klayout.boot_frames);
 	fprintf(f, "  processes %" PRIu64 ": maps read %" PRIu64 ", gone before read %" PRIu64
 		", unreadable %" PRIu64 ", mappings without build id %" PRIu64 "\n",
 		s->procs.procs_seen, s->procs.maps_reads, s->procs.maps_gone,
@@ -373,6 +378,10 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->jit.jitdump_line_rows, s->jit.jitdump_debug_unused, s->jit.jitdump_debug_bad,
 		s->jit.jitdump_debug_too_big, s->jit.jitdump_debug_rows_out, s->hostsyms.store_writes,
 		s->hostsyms.store_errors);
+	fprintf(f, "  \"kernel_layout\": {\"modules\": %" PRIu64 ", \"module_sections\": %" PRIu64
+		", \"module_sections_skipped\": %" PRIu64 ", \"boot_frames\": %" PRIu64 "},\n",
+		s->klayout.modules, s->klayout.module_sections, s->klayout.module_sections_skipped,
+		s->klayout.boot_frames);
 	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64
 		", \"dropped_entries_full\": %" PRIu64 ", \"dropped_bytes_full\": %" PRIu64
 		", \"timestamps_dropped\": %" PRIu64 ", \"entries\": %u, \"bytes_used\": %zu"

@@ -31,6 +31,7 @@
 #include "collector/pipeline/aggregator.h"
 #include "collector/pipeline/consumer.h"
 #include "collector/host/hostsyms.h"
+#include "collector/host/kernel_layout.h"
 #include "collector/procs/jit_maps.h"
 #include "collector/procs/proc_env.h"
 #include "collector/procs/proc_table.h"
@@ -79,6 +80,7 @@ struct sp_summary {
 	/* host symbol data: JIT perf maps, store writes */
 	struct sp_jit_maps_stats jit;
 	struct sp_hostsyms_stats hostsyms;
+	struct sp_kernel_layout_stats klayout;	/* zero without a kernel layout */
 	/* user-stack unwinding */
 	bool unwind_fp;			/* --unwind fp */
 	bool mmap_watch;		/* PROT_EXEC mmap/mprotect watched */

@@ -2,7 +2,8 @@
 /*
  * cmd_addr.c - `spanprof-symbolizer addr -e ELF [ADDR...]`: resolve ELF
  * virtual addresses (file offsets with --offset, offsets in .text with
- * --text: a kernel module frame's location) and print them like
+ * --text: a kernel module frame's location, offsets in another executable
+ * section with --section NAME: a [module-section:...] frame's) and print them like
  * `llvm-symbolizer --inlining`: function, then file:line:column, inlined
  * callees first, a blank line after each address ("??" when unknown).
  * Without ADDR, one address per line of stdin, each answered at once when
@@ -19,11 +20,13 @@
 #include "symbolizer/cli/context.h"
 #include "symbolizer/cli/privs.h"
 
-enum { OPT_OFFSET = SP_OPT_CMD, OPT_TEXT };
+enum { OPT_OFFSET = SP_OPT_CMD, OPT_TEXT, OPT_SECTION };
 
 struct addr_opts {
 	struct sp_common_opts c;
 	const char *elf;
+	const char *section;		/* --section NAME */
+	uint64_t sect_lo, sect_size;	/* where it is (the file's layout) */
 	bool is_offset, is_text;
 	char **addrs;
 	int n_addrs;
@@ -36,6 +39,9 @@ static const struct sp_cli_opt addr_options[] = {
 	{ "text", no_argument, OPT_TEXT, NULL,
 	  "the addresses are offsets in the file's .text (a kernel module frame's "
 	  "location; a .ko's sections all sit at 0)" },
+	{ "section", required_argument, OPT_SECTION, "NAME",
+	  "the addresses are offsets in the executable section NAME (.text.unlikely, "
+	  ".init.text, ...: a [module-section:MODULE:NAME] frame's location)" },
 	{ NULL, 0, 0, NULL, NULL },
 };
 
@@ -60,14 +66,17 @@ static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct 
 		case OPT_TEXT:
 			o->is_text = true;
 			break;
+		case OPT_SECTION:
+			o->section = optarg;
+			break;
 		default:	/* in the table, not handled: a bug */
 			return sp_cli__bad(&p, "option %d not handled", c);
 		}
 	}
 	if (!o->elf)
 		return sp_cli__bad(&p, "needs -e ELF");
-	if (o->is_offset && o->is_text)
-		return sp_cli__bad(&p, "--offset and --text: give one");
+	if (o->is_offset + o->is_text + !!o->section > 1)
+		return sp_cli__bad(&p, "--offset, --text and --section: give one");
 	o->addrs = argv + optind;
 	o->n_addrs = argc - optind;
 	return 0;
@@ -214,6 +223,10 @@ static int addr_one(const struct addr_opts *o, struct sp_sym_ctx *x, const char 
 	}
 	if (o->is_text)
 		rc = sp_resolver__resolve_text(x->res, id, o->elf, a, &fr);
+	else if (o->section && a >= o->sect_size)
+		rc = -ENOENT;	/* past the section */
+	else if (o->section)
+		rc = sp_resolver__resolve_vaddr(x->res, id, o->elf, o->sect_lo + a, &fr);
 	else if (o->is_offset)
 		rc = sp_resolver__resolve(x->res, id, o->elf, a, &fr);
 	else
@@ -314,6 +327,16 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	err = sp_sym_ctx__open(&x, &o.c);
 	if (err)
 		goto out;
+	if (o.section) {
+		err = sp_resolver__section(x.res, id, o.elf, o.section, &o.sect_lo, &o.sect_size);
+		if (err == -ENOMEM)
+			goto out;
+		if (err) {
+			fprintf(stderr, SP_CLI_PROG ": %s: no executable section %s\n", o.elf,
+				o.section);
+			goto out;
+		}
+	}
 	ob = calloc(1, sizeof(*ob));
 	in = calloc(1, sizeof(*in));
 	tc = calloc(1, sizeof(*tc));
