@@ -60,6 +60,36 @@ def spin_variant(d, n, name=None):
                      defines=["VARIANT=%d" % n], extra=["-Wl,--build-id=sha1"])
 
 
+def padded(d, src, dst, pad_bytes=1 << 20):
+    """src with pad_bytes of a non-loaded section appended (objcopy) at dst;
+    returns the prefix a HangFs should answer: the end of the last PT_LOAD,
+    rounded up to a page (everything the kernel maps, the build-id note
+    and .eh_frame lie below it; the section headers and .symtab past it
+    and its readahead, checked)."""
+    if not shutil.which("objcopy") or not shutil.which("readelf"):
+        fail("binutils (objcopy, readelf) are needed")
+    pad = os.path.join(d, "pad.bin")
+    with open(pad, "wb") as f:
+        f.write(os.urandom(pad_bytes))
+    p = subprocess.run(["objcopy", "--add-section", ".hangpad=" + pad, src, dst],
+                       capture_output=True, text=True)
+    if p.returncode:
+        fail("objcopy failed: %s" % p.stderr)
+    end = 0
+    for line in subprocess.run(["readelf", "-lW", dst], capture_output=True,
+                               text=True).stdout.splitlines():
+        m = re.match(r"\s*LOAD\s+(0x[0-9a-f]+)\s+\S+\s+\S+\s+(0x[0-9a-f]+)", line)
+        if m:
+            end = max(end, int(m.group(1), 16) + int(m.group(2), 16))
+    hdr = subprocess.run(["readelf", "-hW", dst], capture_output=True, text=True).stdout
+    shoff = int(re.search(r"Start of section headers:\s+(\d+)", hdr).group(1))
+    prefix = (end + 4095) & ~4095
+    check(end and shoff > prefix + (512 << 10),
+          "%s: loaded bytes end at %#x, section headers at %#x (past the answered prefix "
+          "and its readahead)" % (os.path.basename(dst), end, shoff))
+    return prefix
+
+
 # 64 threads sleeping 1 ms in a loop for 2 s (python3 -c SLEEPERS): many
 # short waits open at once, for the off-CPU capture state's bound.
 SLEEPERS = r"""
@@ -213,7 +243,9 @@ class HangFs:
     With backing (a file) and prefix (bytes), FILE has backing's size and
     bytes, and only reads past prefix hang (hangfs.c's usage).
     hang_opens(comm): from then on opens of FILE (by threads named comm)
-    do not answer either.
+    do not answer either.  jit_name(pid): FILE under a runtime's jitdump
+    name (modified now).  stuck_readers(): the comms of the threads whose
+    reads hang, in order.
     Each instance wants a workdir of its own (its hold file is there)."""
 
     def __init__(self, workdir, backing=None, prefix=0):
@@ -249,6 +281,18 @@ class HangFs:
             fail("the mapper could not map the FUSE file")
         return p
 
+    def jit_name(self, pid):
+        """FILE as jit-PID.dump (hangfs.c: the same file, modified now)."""
+        return os.path.join(self.mnt, "jit-%d.dump" % pid)
+
+    def stuck_readers(self):
+        """Comms of the threads whose reads of FILE hang (HOLD.log)."""
+        try:
+            with open(self.hold + ".log") as f:
+                return f.read().split()
+        except FileNotFoundError:
+            return []
+
     def hang_opens(self, comm=""):
         """Opens of FILE stop answering: all, or those by threads named
         comm only (hangfs.c)."""
@@ -260,7 +304,7 @@ class HangFs:
         if getattr(self, "closed", False):
             return
         self.closed = True
-        for f in (self.hold, self.hold + ".open"):
+        for f in (self.hold, self.hold + ".open", self.hold + ".log"):
             if os.path.exists(f):
                 os.unlink(f)
         time.sleep(0.5)
@@ -272,6 +316,34 @@ class HangFs:
             p.wait()
         subprocess.run(["umount", "-l", self.mnt], capture_output=True)
         os.rmdir(self.mnt)
+
+
+def thread_states(pid):
+    """{tid: (state, wchan)} of pid's threads still there."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for t in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                st = f.read().rsplit(")", 1)[1].split()[0]
+            with open("/proc/%d/task/%s/wchan" % (pid, t)) as f:
+                out[int(t)] = (st, f.read().strip())
+        except OSError:
+            pass
+    return out
+
+
+def stopped_but_stuck(pid):
+    """True when pid's main thread has exited and what is left waits on
+    a FUSE request (helpers in a hung open or read: a FUSE request the
+    daemon has read is waited out even on SIGKILL, so such a process is
+    reaped only once the server answers)."""
+    ts = thread_states(pid)
+    lead = ts.pop(pid, ("X", ""))
+    return lead[0] in "ZX" and all(w == "request_wait_answer" for _, w in ts.values())
 
 
 def sigterm_record(rec, stuck_what):

@@ -40,8 +40,6 @@ Root, real BPF, real FUSE (/dev/fuse).
 """
 import ctypes
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -50,41 +48,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import HangFs, compile_c, sigterm_record, spin_variant, watch_healthz  # noqa: E402
+from fault_util import (HangFs, compile_c, padded, sigterm_record, spin_variant,  # noqa: E402
+                        stopped_but_stuck, thread_states, watch_healthz)
 import agent_util as au  # noqa: E402
 from lib.otlp_stub import OtlpStub  # noqa: E402
 
 require_root()
-if not shutil.which("objcopy") or not shutil.which("readelf"):
-    fail("binutils (objcopy, readelf) are needed")
 d = tmpdir()
-PAD = 1 << 20
-
-
-def padded(src, dst):
-    """src with PAD bytes of a non-loaded section appended (objcopy);
-    returns the answered prefix: the end of the last PT_LOAD, rounded up
-    to a page."""
-    pad = os.path.join(d, "pad.bin")
-    with open(pad, "wb") as f:
-        f.write(os.urandom(PAD))
-    p = subprocess.run(["objcopy", "--add-section", ".hangpad=" + pad, src, dst],
-                       capture_output=True, text=True)
-    if p.returncode:
-        fail("objcopy failed: %s" % p.stderr)
-    end = 0
-    for line in subprocess.run(["readelf", "-lW", dst], capture_output=True,
-                               text=True).stdout.splitlines():
-        m = re.match(r"\s*LOAD\s+(0x[0-9a-f]+)\s+\S+\s+\S+\s+(0x[0-9a-f]+)", line)
-        if m:
-            end = max(end, int(m.group(1), 16) + int(m.group(2), 16))
-    hdr = subprocess.run(["readelf", "-hW", dst], capture_output=True, text=True).stdout
-    shoff = int(re.search(r"Start of section headers:\s+(\d+)", hdr).group(1))
-    prefix = (end + 4095) & ~4095
-    check(end and shoff > prefix + (512 << 10),
-          "%s: loaded bytes end at %#x, section headers at %#x (past the answered prefix "
-          "and its readahead)" % (os.path.basename(dst), end, shoff))
-    return prefix
 
 
 def sub(name):
@@ -93,7 +63,7 @@ def sub(name):
     return p
 
 
-exe_prefix = padded(spin_variant(d, 77), os.path.join(d, "spin77.padded"))
+exe_prefix = padded(d, spin_variant(d, 77), os.path.join(d, "spin77.padded"))
 exe_src = os.path.join(d, "spin77.padded")
 libb = compile_c("fault_spin.c", os.path.join(d, "libb.so"),
                  defines=["VARIANT=78"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
@@ -154,32 +124,6 @@ def open_blocks(path, comm):
         done.set()
     threading.Thread(target=opener, daemon=True).start()
     return not done.wait(1.5)
-
-
-def thread_states(pid):
-    """{tid: (state, wchan)} of pid's threads still there."""
-    out = {}
-    try:
-        tids = os.listdir("/proc/%d/task" % pid)
-    except OSError:
-        return out
-    for t in tids:
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
-                st = f.read().rsplit(")", 1)[1].split()[0]
-            with open("/proc/%d/task/%s/wchan" % (pid, t)) as f:
-                out[int(t)] = (st, f.read().strip())
-        except OSError:
-            pass
-    return out
-
-
-def stopped_but_stuck(pid):
-    """True when pid's main thread has exited and what is left waits on
-    a FUSE request (the one helper in library B's open)."""
-    ts = thread_states(pid)
-    lead = ts.pop(pid, ("X", ""))
-    return lead[0] in "ZX" and all(w == "request_wait_answer" for _, w in ts.values())
 
 
 def threads(pid):

@@ -153,6 +153,11 @@ static void print_jit(FILE *f, const struct sp_summary *s)
 		j->procs_with_map, j->pieces, j->piece_bytes, j->checks, j->no_map,
 		j->not_regular, j->wrong_owner, j->stale, j->unreadable, j->truncated,
 		j->over_budget, j->sink_refused, j->notes_dropped);
+	if (j->timed_out || j->skipped_stuck)
+		fprintf(f, "  JIT files that did not answer within the read limit: %" PRIu64
+			" checks timed out, %" PRIu64 " skipped while one stays stuck (%" PRIu64
+			" helper threads still blocked); the file system behind a runtime's map "
+			"or dump is hung\n", j->timed_out, j->skipped_stuck, j->io_stuck);
 	if (j->jitdump_checks)
 		fprintf(f, "  JIT jitdumps: checks %" PRIu64 ", code loads %" PRIu64
 			"; refused: files %" PRIu64 ", records %" PRIu64 ", moves of unknown code %"
@@ -330,7 +335,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"jitdump_loads\": %" PRIu64 ", \"jitdump_refused\": %" PRIu64
 		", \"jitdump_bad_records\": %" PRIu64 ", \"jitdump_skipped\": %" PRIu64
 		", \"jitdump_moves_unknown\": %" PRIu64 ", \"jitdump_names_cut\": %" PRIu64
-		", \"store_writes\": %" PRIu64
+		", \"timed_out\": %" PRIu64 ", \"skipped_stuck\": %" PRIu64
+		", \"io_stuck\": %" PRIu64 ", \"store_writes\": %" PRIu64
 		", \"store_errors\": %" PRIu64 "},\n",
 		s->jit.notes, s->jit.notes_dropped, s->jit.checks, s->jit.no_map,
 		s->jit.not_regular, s->jit.wrong_owner, s->jit.stale, s->jit.unreadable,
@@ -339,7 +345,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->jit.procs_full,
 		s->jit.procs, s->jit.procs_with_map, s->jit.jitdump_checks, s->jit.jitdump_loads,
 		s->jit.jitdump_refused, s->jit.jitdump_bad_records, s->jit.jitdump_skipped,
-		s->jit.jitdump_moves_unknown, s->jit.jitdump_names_cut, s->hostsyms.store_writes,
+		s->jit.jitdump_moves_unknown, s->jit.jitdump_names_cut, s->jit.timed_out,
+		s->jit.skipped_stuck, s->jit.io_stuck, s->hostsyms.store_writes,
 		s->hostsyms.store_errors);
 	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64
 		", \"dropped_entries_full\": %" PRIu64 ", \"dropped_bytes_full\": %" PRIu64
