@@ -241,14 +241,16 @@ class HangFs:
     which fails whatever is still pending, and only then kills and reaps
     procs, unmounts and removes the directory.
     With backing (a file) and prefix (bytes), FILE has backing's size and
-    bytes, and only reads past prefix hang (hangfs.c's usage).
+    bytes, and only reads past prefix hang (hangfs.c's usage); with
+    backing2 too, FILE2 (lib2.so, on the same device) has its bytes, all
+    answered.
     hang_opens(comm): from then on opens of FILE (by threads named comm)
     do not answer either.  jit_name(pid): FILE under a runtime's jitdump
     name (modified now).  stuck_readers(): the comms of the threads whose
     reads hang, in order.
     Each instance wants a workdir of its own (its hold file is there)."""
 
-    def __init__(self, workdir, backing=None, prefix=0):
+    def __init__(self, workdir, backing=None, prefix=0, backing2=None):
         if not os.path.exists("/dev/fuse"):
             fail("/dev/fuse is missing: load the fuse module (modprobe fuse)")
         libs = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"],
@@ -261,7 +263,9 @@ class HangFs:
         self.FILE = os.path.join(self.mnt, "lib.so")
         self.hold = os.path.join(workdir, "hangfs-hold")
         open(self.hold, "w").close()
-        argv = [exe, self.mnt, self.hold] + ([backing, str(prefix)] if backing else [])
+        self.FILE2 = os.path.join(self.mnt, "lib2.so")
+        argv = ([exe, self.mnt, self.hold] + ([backing, str(prefix)] if backing else []) +
+                ([backing2] if backing2 else []))
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for _ in range(50):
             if os.path.ismount(self.mnt):
@@ -344,6 +348,59 @@ def stopped_but_stuck(pid):
     ts = thread_states(pid)
     lead = ts.pop(pid, ("X", ""))
     return lead[0] in "ZX" and all(w == "request_wait_answer" for _, w in ts.values())
+
+
+# Loads a library, says so, waits for a line, then runs its spin
+# function for the given seconds.
+RUNNER = r"""
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+fn = getattr(lib, sys.argv[2])
+fn.argtypes = [ctypes.c_double]
+print("loaded", flush=True)
+sys.stdin.readline()
+fn(float(sys.argv[3]) * 1000)
+"""
+
+
+def lib_runner(procs, path, fn, secs):
+    """A Python process (appended to procs) that has loaded library path
+    and runs its function fn for secs seconds once lib_go() says so."""
+    p = subprocess.Popen([sys.executable, "-c", RUNNER, path, fn, str(secs)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    procs.append(p)
+    if p.stdout.readline().strip() != "loaded":
+        fail("the runner could not load %s" % path)
+    return p
+
+
+def lib_go(p):
+    p.stdin.write("go\n")
+    p.stdin.flush()
+
+
+def stop_record_stuck(rec, fs, stuck_what):
+    """SIGTERM to a running `spanprof record` (Popen, text pipes) with
+    helpers in a hung FUSE request (waited out even on SIGKILL): within 5 s
+    it must have ended every thread but those; then fs.close() ends the
+    hang and record must be reaped, exit 0.  Returns its stderr."""
+    t0 = time.monotonic()
+    rec.send_signal(signal.SIGTERM)
+    au.wait_for(lambda: rec.poll() is not None or stopped_but_stuck(rec.pid), 20,
+                what="record to end every thread but those in the hung request (%s)"
+                % stuck_what, note=lambda: ": threads left %s" % thread_states(rec.pid))
+    dt = time.monotonic() - t0
+    print("record: stopped %.2f s after SIGTERM; left: %s" % (dt, thread_states(rec.pid)),
+          flush=True)
+    check(dt < 5, "record: stopped %.1f s after SIGTERM" % dt)
+    fs.close()
+    try:
+        _, err = rec.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        fail("record was not reaped within 20 s of the hang's end (%s)" % stuck_what)
+    print(err, flush=True)
+    check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
+    return err
 
 
 def sigterm_record(rec, stuck_what):

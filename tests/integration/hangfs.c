@@ -11,7 +11,9 @@
  * open with O_SYNC is answered with direct_io: the kernel's mmap of such a
  * file invalidates the cache, waiting on a hung page with the caller's
  * mmap lock held (hung_proc.c's "lock" trap).
- * Usage: hangfs MOUNTPOINT HOLD [BACKING PREFIX] (foreground,
+ * With BACKING2 too, /lib2.so has its bytes, every read answered (a
+ * second file on the same device: test_fault_hung_exe.py).
+ * Usage: hangfs MOUNTPOINT HOLD [BACKING PREFIX [BACKING2]] (foreground,
  * multi-threaded, so other requests keep being answered while reads hang).
  * While a file named HOLD.open exists too, opens of lib.so do not answer
  * either (then EIO): a server that went away after the file was opened
@@ -44,14 +46,16 @@
 #include <unistd.h>
 
 #define FILE_NAME "lib.so"
+#define FILE2_NAME "lib2.so"
 #define FILE_SIZE (1 << 20)
 
 static const char *hold;
 static char hold_open[4096], hold_log[4096];
-static int backing = -1;
+static int backing = -1, backing2 = -1;
+static off_t file2_size;
 static off_t file_size = FILE_SIZE, prefix;
 
-/* lib.so, or its jitdump name (see the top): 1 and 2, else 0. */
+/* lib.so, its jitdump name (see the top), lib2.so: 1, 2, 3, else 0. */
 static int file_kind(const char *path)
 {
 	unsigned n;
@@ -59,6 +63,8 @@ static int file_kind(const char *path)
 
 	if (!strcmp(path, "/" FILE_NAME))
 		return 1;
+	if (backing2 >= 0 && !strcmp(path, "/" FILE2_NAME))
+		return 3;
 	if (sscanf(path, "/jit-%u.dump%n", &n, &end) == 1 && end && !path[end])
 		return 2;
 	return 0;
@@ -93,7 +99,7 @@ static int hang_getattr(const char *path, struct stat *st, struct fuse_file_info
 	if (file_kind(path)) {
 		st->st_mode = S_IFREG | 0755;
 		st->st_nlink = 1;
-		st->st_size = file_size;
+		st->st_size = file_kind(path) == 3 ? file2_size : file_size;
 		if (file_kind(path) == 2)
 			st->st_mtime = time(NULL);
 		return 0;
@@ -151,8 +157,11 @@ static int hang_read(const char *path, char *buf, size_t size, off_t off,
 {
 	ssize_t n;
 
-	(void)path;
 	(void)fi;
+	if (file_kind(path) == 3) {
+		n = pread(backing2, buf, size, off);
+		return n < 0 ? -errno : (int)n;
+	}
 	if (backing >= 0 && off < prefix) {
 		n = pread(backing, buf, size, off);
 		return n < 0 ? -errno : (int)n;
@@ -184,7 +193,7 @@ int main(int argc, char **argv)
 {
 	char *args[] = { argv[0], "-f", "-o", "allow_other", argv[1], NULL };
 
-	if (argc != 3 && argc != 5)
+	if (argc != 3 && argc != 5 && argc != 6)
 		return 2;
 	hold = argv[2];
 	if (snprintf(hold_open, sizeof(hold_open), "%s.open", hold) >= (int)sizeof(hold_open) ||
@@ -198,6 +207,14 @@ int main(int argc, char **argv)
 			return 1;
 		file_size = st.st_size;
 		prefix = strtoll(argv[4], NULL, 0);
+	}
+	if (argc == 6) {
+		struct stat st;
+
+		backing2 = open(argv[5], O_RDONLY | O_CLOEXEC);
+		if (backing2 < 0 || fstat(backing2, &st))
+			return 1;
+		file2_size = st.st_size;
 	}
 	return fuse_main(5, args, &ops, NULL);
 }

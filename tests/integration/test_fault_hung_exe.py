@@ -36,6 +36,9 @@ What must hold:
      every thread of the agent has ended but the one helper in that open
      (a FUSE request the daemon has read is waited out even on SIGKILL,
      so the process is reaped, exit 0, only once the server answers).
+     Library D (lib2.so, on mount B's device too), run after B's open
+     stalled, is skipped at once, no open tried: the open's timeout marked
+     the device as a read's does (spanprof_unwind_stalled_skipped_total).
 Root, real BPF, real FUSE (/dev/fuse).
 """
 import ctypes
@@ -48,8 +51,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import (HangFs, compile_c, padded, sigterm_record, spin_variant,  # noqa: E402
-                        stopped_but_stuck, thread_states, watch_healthz)
+from fault_util import (HangFs, compile_c, lib_go, lib_runner, padded,  # noqa: E402
+                        sigterm_record, spin_variant, stopped_but_stuck, thread_states,
+                        watch_healthz)
 import agent_util as au  # noqa: E402
 from lib.otlp_stub import OtlpStub  # noqa: E402
 
@@ -70,35 +74,10 @@ libb = compile_c("fault_spin.c", os.path.join(d, "libb.so"),
 libc79 = compile_c("fault_spin.c", os.path.join(d, "libc79.so"),
                   defines=["VARIANT=79"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
 fs_a = HangFs(sub("a"), backing=exe_src, prefix=exe_prefix)
-fs_b = HangFs(sub("b"), backing=libb, prefix=os.path.getsize(libb))
+libd = compile_c("fault_spin.c", os.path.join(d, "libd80.so"),
+                 defines=["VARIANT=80"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
+fs_b = HangFs(sub("b"), backing=libb, prefix=os.path.getsize(libb), backing2=libd)
 procs = fs_a.procs     # killed and reaped by fs_a.close()
-
-# Loads a library, says so, waits for a line, then runs its spin
-# function for the given seconds.
-RUNNER = r"""
-import ctypes, sys
-lib = ctypes.CDLL(sys.argv[1])
-fn = getattr(lib, sys.argv[2])
-fn.argtypes = [ctypes.c_double]
-print("loaded", flush=True)
-sys.stdin.readline()
-fn(float(sys.argv[3]) * 1000)
-"""
-
-
-def runner(path, fn, secs):
-    p = subprocess.Popen([sys.executable, "-c", RUNNER, path, fn, str(secs)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    procs.append(p)
-    if p.stdout.readline().strip() != "loaded":
-        fail("the runner could not load %s" % path)
-    return p
-
-
-def go(p):
-    p.stdin.write("go\n")
-    p.stdin.flush()
-
 
 def blocks(cmd):
     try:
@@ -185,8 +164,9 @@ try:
     check(nh >= 100, "record: the hung executable's process keeps its samples (%d)" % nh)
 
     # ------------------------------------------------ 2. agent
-    rb = runner(fs_b.FILE, "spin_variant_78", 30)
-    rc_ = runner(libc79, "spin_variant_79", 30)
+    rb = lib_runner(procs, fs_b.FILE, "spin_variant_78", 30)
+    rc_ = lib_runner(procs, libc79, "spin_variant_79", 30)
+    rd = lib_runner(procs, fs_b.FILE2, "spin_variant_80", 30)
     stub = OtlpStub(lambda i: (200, {}))
     a = au.Agent(["-F", "97", "--interval", "1", "--no-trace-context", "--unwind-cpu", "100",
                   "--endpoint", "http://127.0.0.1:%d" % stub.port], d)
@@ -210,7 +190,7 @@ try:
         check(not open_blocks(fs_b.FILE, "other"), "trap B: others' opens answer")
         s0 = metric("spanprof_unwind_tables_total", outcome="stalled")
         n0 = stub.count()
-        go(rb)      # samples in B: the lazy builder reopens it, and waits
+        lib_go(rb)      # samples in B: the lazy builder reopens it, and waits
         bad = watch_healthz(a, 6)
         n = stub.count() - n0
         check(not bad, "agent: /healthz stayed 200 (%s)" % bad)
@@ -220,13 +200,22 @@ try:
                          timeout=15, what="the builder's open of library B to stall and be "
                          "counted (stalled was %d)" % s0, note=unwind_note)
         b0 = metric("spanprof_unwind_tables_total", outcome="built")
-        go(rc_)     # a library run after the stall gets its table
+        lib_go(rc_)     # a library run after the stall gets its table
         b1 = au.wait_for(lambda: metric("spanprof_unwind_tables_total", outcome="built") > b0
                          and metric("spanprof_unwind_tables_total", outcome="built"),
                          timeout=15, what="a table built after the stall (built was %d)" % b0,
                          note=unwind_note)
-        print("agent: stalled %d -> %d, built %d -> %d, %d batches in 6 s"
-              % (s0, s1, b0, b1, n), flush=True)
+        k0 = metric("spanprof_unwind_stalled_skipped_total")
+        lib_go(rd)      # library D, on B's device too: its open is not tried
+        k1 = au.wait_for(lambda: metric("spanprof_unwind_stalled_skipped_total") > k0
+                         and metric("spanprof_unwind_stalled_skipped_total"),
+                         timeout=15, what="library D's build to be skipped at once on the "
+                         "device whose open stalled (stalled_skipped was %d)" % k0,
+                         note=unwind_note)
+        s2 = metric("spanprof_unwind_tables_total", outcome="stalled")
+        print("agent: stalled %d -> %d -> %d (skipped on the marked device %d -> %d), "
+              "built %d -> %d, %d batches in 6 s" % (s0, s1, s2, k0, k1, b0, b1, n), flush=True)
+        check(s2 > s1, "library D counted as stalled too (%d -> %d)" % (s1, s2))
         check(hung.poll() is None and rb.poll() is None, "the caught processes still run")
         # A FUSE request the daemon has read is waited out even by a
         # thread SIGKILL hits (the kernel's request_wait_answer): the

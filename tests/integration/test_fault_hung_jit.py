@@ -32,7 +32,6 @@ What must hold, with `spanprof record -p A,B` running:
 Exit 0 pass, else fail.
 """
 import os
-import signal
 import struct
 import subprocess
 import sys
@@ -40,7 +39,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import RECORD, check, fail, load_json, require_root, tmpdir  # noqa: E402
-from fault_util import HangFs, stopped_but_stuck, thread_states  # noqa: E402
+from fault_util import HangFs, stop_record_stuck  # noqa: E402
 from agent_util import wait_for  # noqa: E402
 
 # Spins in anonymous executable memory (`jmp .`) and maps argv[1] r-x
@@ -136,26 +135,7 @@ def main():
                  note=lambda: ": %d piece bytes so far" % len(pieces_text(out + ".syms")))
         print("B's load shipped %.1f s after A's dump hung" % (time.monotonic() - t_hung),
               flush=True)
-        # SIGTERM: record writes everything and ends every thread but the
-        # helpers still in A's read (a FUSE request the daemon has read is
-        # waited out even on SIGKILL): those end with EIO once the hang
-        # ends, and then the process is reaped.
-        t0 = time.monotonic()
-        rec.send_signal(signal.SIGTERM)
-        wait_for(lambda: rec.poll() is not None or stopped_but_stuck(rec.pid), 20,
-                 what="record to end every thread but those in the hung read",
-                 note=lambda: ": threads left %s" % thread_states(rec.pid))
-        dt = time.monotonic() - t0
-        print("record: stopped %.2f s after SIGTERM; left: %s" % (dt, thread_states(rec.pid)),
-              flush=True)
-        check(dt < 5, "record: stopped %.1f s after SIGTERM" % dt)
-        fs.close()
-        try:
-            _, err = rec.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            fail("record was not reaped within 20 s of the hang's end")
-        print(err, flush=True)
-        check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
+        err = stop_record_stuck(rec, fs, "the JIT reader's helper in A's read")
         rec = None
         check(os.path.getsize(out) > 0, "the profile is written")
         j = load_json(js)["jit"]

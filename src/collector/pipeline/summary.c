@@ -53,12 +53,13 @@ static void print_unwind(FILE *f, const struct sp_summary *s)
 		return;
 	fprintf(f, "  unwind tables: %" PRIu64 " built, %" PRIu64 " rebuilt, %" PRIu64
 		" without CFI, %" PRIu64 " failed (malformed %" PRIu64 ", unreadable %" PRIu64
-		", too slow %" PRIu64 ", stalled %" PRIu64 "), %" PRIu64 " too large, %" PRIu64
+		", too slow %" PRIu64 ", stalled %" PRIu64 " (%" PRIu64 " skipped on a device that "
+		"stalled)), %" PRIu64 " too large, %" PRIu64
 		" evicted; %.1f of %.0f MiB "
 		"in BPF (tables %.1f, ranges %.2f), %" PRIu64 " processes; builder %.0f ms CPU%s\n",
 		u->built, u->rebuilt, u->no_cfi, u->failed, u->failed_malformed,
-		u->failed_unreadable, u->failed_too_slow, u->failed_stalled, u->too_large,
-		u->evicted + u->evicted_memguard,
+		u->failed_unreadable, u->failed_too_slow, u->failed_stalled, u->stalled_skipped,
+		u->too_large, u->evicted + u->evicted_memguard,
 		u->bytes_in_use / 1048576.0, u->budget_bytes / 1048576.0, u->table_bytes / 1048576.0,
 		u->range_bytes / 1048576.0, u->procs, u->build_cpu_ns / 1e6,
 		s->mmap_watch ? "" : "; new mappings seen by misses only (no tracefs)");
@@ -415,7 +416,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			", \"procs\": %" PRIu64 ", \"built\": %" PRIu64 ", \"rebuilt\": %" PRIu64
 			", \"no_cfi\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"failed_malformed\": %" PRIu64
 			", \"failed_unreadable\": %" PRIu64 ", \"failed_too_slow\": %" PRIu64
-			", \"failed_stalled\": %" PRIu64 ", \"too_large\": %" PRIu64 ", \"evicted\": %" PRIu64 ", \"files_full\": %" PRIu64
+			", \"failed_stalled\": %" PRIu64 ", \"stalled_skipped\": %" PRIu64
+			", \"too_large\": %" PRIu64 ", \"evicted\": %" PRIu64 ", \"files_full\": %" PRIu64
 			", \"queue_full\": %" PRIu64 ", \"procs_full\": %" PRIu64
 			", \"ranges_no_space\": %" PRIu64 ", \"ranges_truncated\": %" PRIu64
 			", \"rereads\": %" PRIu64 ", \"paused_builds\": %" PRIu64
@@ -427,7 +429,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			", \"vdso_table\": %s},\n", u->budget_bytes, u->bytes_in_use, u->table_bytes,
 			u->range_bytes, u->fixed_bytes, u->files, u->tables, u->procs, u->built,
 			u->rebuilt, u->no_cfi, u->failed, u->failed_malformed, u->failed_unreadable,
-			u->failed_too_slow, u->failed_stalled, u->too_large, u->evicted,
+			u->failed_too_slow, u->failed_stalled, u->stalled_skipped, u->too_large,
+			u->evicted,
 			u->files_full, u->queue_full,
 			u->procs_full, u->ranges_no_space, u->ranges_truncated, u->rereads,
 			u->paused_builds, u->build_cpu_ns, u->build_throttle_ns, u->cfi_rows,
