@@ -199,7 +199,7 @@ int main(int argc, char **argv)
 	if (snprintf(hold_open, sizeof(hold_open), "%s.open", hold) >= (int)sizeof(hold_open) ||
 	    snprintf(hold_log, sizeof(hold_log), "%s.log", hold) >= (int)sizeof(hold_log))
 		return 2;
-	if (argc == 5) {
+	if (argc >= 5) {
 		struct stat st;
 
 		backing = open(argv[3], O_RDONLY | O_CLOEXEC);
