@@ -26,8 +26,8 @@
  * starting below PREFIX bytes are answered (a file whose headers and build
  * id read fine, and whose later pages - say its .eh_frame - never come,
  * as a server that goes away mid-file; test_unwind_hung_fs.py).
- * /jit-N.dump (any decimal N) is the same file under a runtime's jitdump
- * name, modified "now" at every getattr (a JIT writing its dump into a
+ * /jit-N.dump and /perf-N.map (any decimal N) are the same file under a
+ * runtime's jitdump or perf-map name, modified "now" at every getattr (a JIT writing its dump into a
  * directory on this mount: test_fault_hung_jit.py), opened direct_io: no
  * page cache, so every reader's read is a request of its own (one hung
  * page would otherwise hold every later reader on its lock, unseen here).  Each read that hangs
@@ -66,6 +66,9 @@ static int file_kind(const char *path)
 	if (backing2 >= 0 && !strcmp(path, "/" FILE2_NAME))
 		return 3;
 	if (sscanf(path, "/jit-%u.dump%n", &n, &end) == 1 && end && !path[end])
+		return 2;
+	end = 0;
+	if (sscanf(path, "/perf-%u.map%n", &n, &end) == 1 && end && !path[end])
 		return 2;
 	return 0;
 }
