@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "collector/pipeline/aggregator.h"
+#include "benchutil.h"
 
 #define NSTACKS	1000
 #define NFRAMES	30
@@ -31,21 +32,6 @@ struct bstack {
 	uint64_t addrs[NFRAMES];
 	uint32_t maps[NFRAMES];
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static int sum_cb(const struct sp_agg_entry *e, void *ctx)
 {
@@ -68,7 +54,7 @@ static int bench(const struct sp_agg_config *cfg, int runs)
 		goto out;
 	}
 	for (r = 0; r < runs; r++) {
-		uint64_t t0 = now_ns(), t1, t2, t3;
+		uint64_t t0 = bench__ns(CLOCK_MONOTONIC), t1, t2, t3;
 
 		for (i = 0; i < NADDS; i++) {
 			const struct bstack *s = &st[order[i]];
@@ -79,18 +65,18 @@ static int bench(const struct sp_agg_config *cfg, int runs)
 				goto out;
 			}
 		}
-		t1 = now_ns();
+		t1 = bench__ns(CLOCK_MONOTONIC);
 		sp_agg__foreach(a, sum_cb, &sink);
-		t2 = now_ns();
+		t2 = bench__ns(CLOCK_MONOTONIC);
 		sp_agg__reset(a);
-		t3 = now_ns();
+		t3 = bench__ns(CLOCK_MONOTONIC);
 		add_ns[r] = t1 - t0;
 		fe_ns[r] = t2 - t1;
 		rs_ns[r] = t3 - t2;
 	}
-	qsort(add_ns, (size_t)runs, sizeof(uint64_t), cmp_u64);
-	qsort(fe_ns, (size_t)runs, sizeof(uint64_t), cmp_u64);
-	qsort(rs_ns, (size_t)runs, sizeof(uint64_t), cmp_u64);
+	qsort(add_ns, (size_t)runs, sizeof(uint64_t), bench__cmp_u64);
+	qsort(fe_ns, (size_t)runs, sizeof(uint64_t), bench__cmp_u64);
+	qsort(rs_ns, (size_t)runs, sizeof(uint64_t), bench__cmp_u64);
 	printf("budget %zu MiB, timestamps %s: %d stacks x %d frames, %d adds, "
 	       "%d runs, bytes_reserved %zu\n", cfg->byte_budget >> 20,
 	       cfg->keep_timestamps ? "kept" : "off", NSTACKS, NFRAMES, NADDS,

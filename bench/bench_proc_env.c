@@ -26,24 +26,10 @@
 #include <unistd.h>
 
 #include "collector/procs/proc_env.h"
+#include "benchutil.h"
 
 #define MAX_CHILDREN 1024
 #define MAX_RUNS 101
-
-static uint64_t ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
@@ -100,8 +86,8 @@ int main(int argc, char **argv)
 			rc = 1;
 			goto out;
 		}
-		c0 = ns(CLOCK_THREAD_CPUTIME_ID);
-		w0 = ns(CLOCK_MONOTONIC);
+		c0 = bench__ns(CLOCK_THREAD_CPUTIME_ID);
+		w0 = bench__ns(CLOCK_MONOTONIC);
 		for (int i = 0; i < n; i++) {
 			const struct sp_proc_env_ident *id = sp_proc_env__get(c, (uint32_t)kids[i]);
 
@@ -111,12 +97,12 @@ int main(int argc, char **argv)
 				rc = 1;
 			}
 		}
-		cpu[r] = ns(CLOCK_THREAD_CPUTIME_ID) - c0;
-		wall[r] = ns(CLOCK_MONOTONIC) - w0;
+		cpu[r] = bench__ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+		wall[r] = bench__ns(CLOCK_MONOTONIC) - w0;
 		sp_proc_env__free(c);
 	}
-	qsort(cpu, (size_t)runs, sizeof(cpu[0]), cmp_u64);
-	qsort(wall, (size_t)runs, sizeof(wall[0]), cmp_u64);
+	qsort(cpu, (size_t)runs, sizeof(cpu[0]), bench__cmp_u64);
+	qsort(wall, (size_t)runs, sizeof(wall[0]), bench__cmp_u64);
 	printf("environment %zu bytes, %d processes, %d runs: CPU per read min %.2f us, "
 	       "median %.2f us; wall per read min %.2f us, median %.2f us\n", env_bytes, n, runs,
 	       cpu[0] / 1e3 / n, cpu[runs / 2] / 1e3 / n, wall[0] / 1e3 / n,

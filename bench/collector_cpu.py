@@ -24,9 +24,22 @@ spanprof record -p PID -F 997 for the window, and its top functions are
 printed (spanprof-symbolizer report --top): where the collector's own time
 goes.
 
+With --churn N, a busy host's process churn runs beside the load in every
+run: N times a second `sh -c 'echo a | sed s/a/b/ | cat'` (four short
+images, almost never sampled at 97 Hz), and 4 times a second
+build/fixtures/shortlived burning 20-50 ms of CPU (sampled: 2-5 samples
+each).  For record runs the summary's process counters (maps reads, exec
+reads deferred/read at the first sample/never needed, samples of processes
+gone before their maps were read) and the shortlived fixture's resolution
+(the share of its samples whose root frame, and whose every user frame,
+has a mapping) are printed: what a cheaper collector must not lose.
+--kinds picks the runs (record-eager and agent-eager: --exec-maps eager,
+each image's maps read at its exec event, as before lazy reads).
+
 Run as root from the repository root, after `make -j2`, under the shared
 lock: flock /tmp/spanprof-heavy.lock python3 bench/collector_cpu.py
-  [--duration 30] [--reps 3] [--self-profile]
+  [--duration 30] [--reps 3] [--self-profile] [--churn 40]
+  [--kinds record,record-eager,agent,agent-eager,perf]
 Takes about REPS x 3 x (D + 4) s.
 """
 import argparse
@@ -35,6 +48,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -76,22 +90,63 @@ def self_profile(pid, secs):
     return p, out
 
 
-def run(load_bin, dur, kind, prof):
+CHURN_SH = r"""
+end=$(( $(date +%s) + {dur} ))
+while [ "$(date +%s)" -lt "$end" ]; do
+  i=0
+  while [ $i -lt {rate} ]; do sh -c 'echo a | sed s/a/b/ | cat >/dev/null'; i=$((i+1)); done
+  j=0
+  while [ $j -lt 4 ]; do {fixture} $((20 + (i * 7 + j * 11) % 31)); j=$((j+1)); done
+  sleep 0.5
+done
+"""
+
+
+def start_churn(rate, dur):
+    fixture = os.path.join(B.BUILD, "fixtures", "shortlived")
+    if not os.access(fixture, os.X_OK):
+        B.die(f"{fixture} missing: run `make -j2` first")
+    return B.spawn(["bash", "-c", CHURN_SH.format(dur=dur, rate=rate, fixture=fixture)])
+
+
+def fixture_resolution(pb):
+    """(samples, root resolved, all user frames resolved) of the shortlived
+    fixture's samples in the profile pb (a [vdso] leaf above kernel frames
+    has no file and is not counted against)."""
+    sys.path.insert(0, os.path.join(B.ROOT, "tests", "integration"))
+    from spt import read_pprof  # noqa: E402
+    p = read_pprof(pb)
+    n = root = every = 0
+    for smp in p["samples"]:
+        if smp["labels"].get("thread_name") != "shortlived":
+            continue
+        ms = [p["mappings"].get(p["locations"][loc][0]) for loc in smp["locs"]]
+        user = [m for m in ms if m is None or m["file"] != "[kernel.kallsyms]"]
+        nk = len(ms) - len(user)
+        n += 1
+        root += bool(user) and user[-1] is not None
+        every += all(m is not None for i, m in enumerate(user) if not (i == 0 and nk > 0))
+    return n, root, every
+
+
+def run(load_bin, dur, kind, prof, churn):
     load = B.spawn([load_bin, str(dur + 8), "2"])
+    ch = start_churn(churn, dur + 8) if churn else None
     time.sleep(0.5)
     errf = open(os.path.join(B.WORK, f"{kind}.err"), "w+")
     sj = os.path.join(B.WORK, "cpu-summary.json")
-    if kind == "record":
+    eager = ["--exec-maps", "eager"] if kind.endswith("-eager") else []
+    if kind.startswith("record"):
         argv = [B.SPANPROF, "record", "-a", "-F", "97", "-d", str(dur), "--no-report", "-q",
-                "-o", os.path.join(B.WORK, "cpu.pb.gz"), "--summary-json", sj]
-    elif kind == "agent":
+                "-o", os.path.join(B.WORK, "cpu.pb.gz"), "--summary-json", sj] + eager
+    elif kind.startswith("agent"):
         od = os.path.join(B.WORK, "cpu-agent")
         os.makedirs(od, exist_ok=True)
         for f in glob.glob(os.path.join(od, "*")):
             # the agent leaves a syms/ directory of host symbols too
             shutil.rmtree(f) if os.path.isdir(f) else os.unlink(f)
         argv = [B.SPANPROF, "agent", "-F", "97", "--output-dir", od, "-q",
-                "--metrics-addr", METRICS]
+                "--metrics-addr", METRICS] + eager
     else:
         argv = ["perf", "record", "-F", "97", "-g", "-a", "-o",
                 os.path.join(B.WORK, "perf.data"), "--", "sleep", str(dur)]
@@ -101,28 +156,36 @@ def run(load_bin, dur, kind, prof):
         B.wait_progs(p.pid, lambda x: True)
     while time.monotonic() - t0 < STEADY_FROM:
         time.sleep(0.05)
-    c_a, t_a, r_a = sched_ns(p.pid), time.monotonic(), received() if kind == "agent" else None
+    agent = kind.startswith("agent")
+    c_a, t_a, r_a = sched_ns(p.pid), time.monotonic(), received() if agent else None
     sp = None
     if prof and kind != "perf":
         sp = self_profile(p.pid, dur - STEADY_FROM - 1.5)
     while time.monotonic() - t0 < dur - 1.0:
         time.sleep(0.05)
-    c_b, t_b, r_b = sched_ns(p.pid), time.monotonic(), received() if kind == "agent" else None
-    if kind == "agent":
+    c_b, t_b, r_b = sched_ns(p.pid), time.monotonic(), received() if agent else None
+    if agent:
         B.stop(p)
         rc = p.returncode
     else:
         rc = B.reap(p)[0]
     B.stop(load)
+    if ch:
+        B.stop(ch, signal.SIGKILL)
     errf.seek(0)
     err = errf.read()
     if rc != 0:
         B.die(f"{kind} exited {rc}: {err[-500:]}")
     win = t_b - t_a
-    if kind == "agent":
+    procs = res = None
+    if agent:
         n = (r_b or 0) - (r_a or 0)
-    elif kind == "record":
-        n = json.load(open(sj))["aggregator"]["accepted"] * win / dur
+    elif kind.startswith("record"):
+        j = json.load(open(sj))
+        n = j["aggregator"]["accepted"] * win / dur
+        procs = j["procs"]
+        if churn:
+            res = fixture_resolution(os.path.join(B.WORK, "cpu.pb.gz"))
     else:
         m = re.search(r"\((\d+) samples\)", err)
         n = int(m.group(1)) * win / dur if m else 0
@@ -132,7 +195,8 @@ def run(load_bin, dur, kind, prof):
         top = subprocess.run([os.path.join(B.BUILD, "spanprof-symbolizer"), "report", sp[1],
                               "--top", "12", "--no-debuginfod", "--allow-root"],
                              capture_output=True, text=True).stdout
-    return {"cpu_ns": c_b - c_a, "win_s": win, "samples": n, "top": top}
+    return {"cpu_ns": c_b - c_a, "win_s": win, "samples": n, "top": top, "procs": procs,
+            "res": res}
 
 
 def main():
@@ -140,28 +204,53 @@ def main():
     ap.add_argument("--duration", "-d", type=int, default=30)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--self-profile", action="store_true")
+    ap.add_argument("--churn", type=int, default=0, metavar="N",
+                    help="N sh|sed|cat pipelines a second and 4 shortlived fixtures")
+    ap.add_argument("--kinds", default="record,agent,perf",
+                    help="comma-separated: record, record-eager, agent, agent-eager, perf")
     args = ap.parse_args()
     B.require(["bpftool", "perf", "clang"])
     os.makedirs(B.WORK, exist_ok=True)
     load_bin = B.build_load()
     print(f"# collector_cpu: {B.machine()}; D={args.duration} s, 97 Hz, schedstat, "
-          f"window {STEADY_FROM:.0f} s .. D-1 s, sequential runs")
-    kinds = ("record", "agent", "perf")
+          f"window {STEADY_FROM:.0f} s .. D-1 s, sequential runs"
+          + (f"; churn {args.churn} sh|sed|cat/s + 4 shortlived/s" if args.churn else ""))
+    kinds = tuple(args.kinds.split(","))
+    for k in kinds:
+        if k not in ("record", "record-eager", "agent", "agent-eager", "perf"):
+            B.die(f"--kinds: unknown {k}")
+    prows = []
     res = {k: [] for k in kinds}
     rows = []
     for rep in range(args.reps):
         for k in kinds:
-            r = run(load_bin, args.duration, k, args.self_profile and rep == 0)
+            r = run(load_bin, args.duration, k, args.self_profile and rep == 0, args.churn)
             res[k].append(r)
             us = r["cpu_ns"] / r["samples"] / 1e3 if r["samples"] else float("nan")
             pct = 100 * r["cpu_ns"] / (r["win_s"] * 1e9)
             rows.append([k, rep + 1, int(r["samples"]), B.fmt(r["cpu_ns"] / 1e6, 2),
                          B.fmt(us, 2), B.fmt(pct, 3)])
+            if r["procs"]:
+                pr, un = r["procs"], r["procs"].get("samples_unread", {})
+                fx = r["res"]
+                prows.append([k, rep + 1, pr["procs_seen"], pr["maps_reads"],
+                              pr.get("exec_reads_deferred", 0), pr.get("exec_reads_on_sample", 0),
+                              pr.get("exec_reads_saved", 0), pr.get("exec_reads_learned", 0),
+                              pr["maps_gone"],
+                              sum(un.values()) if un else 0,
+                              f"{fx[0]}" if fx else "-",
+                              B.fmt(100 * fx[1] / fx[0], 1) if fx and fx[0] else "-",
+                              B.fmt(100 * fx[2] / fx[0], 1) if fx and fx[0] else "-"])
             if r["top"]:
                 print(f"## {k}: its own top functions (spanprof record -p, 997 Hz)")
                 print(r["top"])
     B.table(["collector", "rep", "samples", "CPU ms", "us/sample", "% of one core"], rows)
     print()
+    if prows:
+        B.table(["record", "rep", "processes", "maps reads", "exec deferred", "read at sample",
+                 "never needed", "read at exec (learned)", "gone before read", "samples unread", "fixture samples",
+                 "root resolved %", "all resolved %"], prows)
+        print()
     med = {}
     for k in kinds:
         us = [r["cpu_ns"] / r["samples"] / 1e3 for r in res[k] if r["samples"]]
@@ -170,7 +259,9 @@ def main():
         print(f"median {k}: {B.fmt(med[k][0], 2)} us/sample (spread {B.fmt(min(us), 2)}.."
               f"{B.fmt(max(us), 2)}), {B.fmt(med[k][1], 3)}% of one core "
               f"(spread {B.fmt(min(pc), 3)}..{B.fmt(max(pc), 3)})")
-    for k in ("record", "agent"):
+    for k in kinds:
+        if k == "perf" or "perf" not in kinds:
+            continue
         print(f"ratio {k}/perf: {B.fmt(med[k][0] / med['perf'][0], 2)}x us/sample "
               f"(targets: record <= 2 us/sample, agent <= 0.1% of one core)")
 

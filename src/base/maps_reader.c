@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * maps_reader.c - bounded line reader over sp_maps__parse_line (contract:
- * maps_reader.h).  One read(2) loop: bytes are appended to the line buffer,
- * complete lines are handed on, the incomplete tail is moved to the front.
+ * maps_reader.h).  The lines are cut by base/line_reader.h (a buffer of
+ * SP_MAPS_LINE_MAX on the stack for a descriptor); what is here is the
+ * line cap and the counting.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/line_reader.h"
 #include "base/maps_reader.h"
 
 struct scan {
@@ -30,8 +32,9 @@ static bool admit(struct scan *s)
 }
 
 /* One complete line: 0 go on, else stop with this value. */
-static int take(struct scan *s, const char *line, size_t len)
+static int take(void *ctx, const char *line, size_t len)
 {
+	struct scan *s = ctx;
 	struct sp_map_entry e;
 
 	if (!admit(s))
@@ -43,51 +46,24 @@ static int take(struct scan *s, const char *line, size_t len)
 	return s->fn(&e, s->ctx);
 }
 
+/* A line of SP_MAPS_LINE_MAX bytes or more: longer than any valid line,
+ * one malformed line. */
+static int too_long(void *ctx)
+{
+	struct scan *s = ctx;
+
+	if (!admit(s))
+		return 1;
+	s->st->malformed++;
+	return 0;
+}
+
 static int scan_fd(int fd, struct scan *s)
 {
 	char buf[SP_MAPS_LINE_MAX];
-	size_t have = 0;
-	bool skipping = false;	/* inside an overlong line */
-	int rc = 0;
+	const struct sp_line_sink sink = { .line = take, .overlong = too_long, .ctx = s };
+	int rc = sp_line_reader__fd(fd, buf, sizeof(buf), 0, &sink, NULL);
 
-	while (!rc) {
-		ssize_t r = read(fd, buf + have, sizeof(buf) - have);
-		size_t start = 0, j;
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0) {
-			if (have && !skipping)
-				rc = take(s, buf, have);
-			break;
-		}
-		have += (size_t)r;
-		for (j = 0; j < have && !rc; j++) {
-			if (buf[j] != '\n')
-				continue;
-			if (!skipping)
-				rc = take(s, buf + start, j - start);
-			skipping = false;
-			start = j + 1;
-		}
-		if (rc)
-			break;
-		memmove(buf, buf + start, have - start);
-		have -= start;
-		if (have == sizeof(buf)) {
-			/* Longer than any valid line: count once, drop to '\n'. */
-			if (!skipping) {
-				if (!admit(s))
-					break;
-				s->st->malformed++;
-			}
-			skipping = true;
-			have = 0;
-		}
-	}
 	return rc < 0 ? rc : 0;
 }
 
@@ -129,25 +105,13 @@ int sp_maps_reader__scan_buf(const char *buf, size_t len, sp_maps_line_fn fn, vo
 {
 	struct sp_maps_read_stats tmp;
 	struct scan s = { .fn = fn, .ctx = ctx, .st = st ? st : &tmp };
-	size_t start = 0;
-	int rc = 0;
+	const struct sp_line_sink sink = { .line = take, .overlong = too_long, .ctx = &s };
+	int rc;
 
 	memset(s.st, 0, sizeof(*s.st));
 	if ((!buf && len) || !fn)
 		return -EINVAL;
-	while (start < len && !rc) {
-		const char *nl = memchr(buf + start, '\n', len - start);
-		size_t end = nl ? (size_t)(nl - buf) : len;
-
-		if (end - start >= SP_MAPS_LINE_MAX) {
-			/* As scan_fd: longer than any valid line, counted once. */
-			if (!admit(&s))
-				break;
-			s.st->malformed++;
-		} else {
-			rc = take(&s, buf + start, end - start);
-		}
-		start = end + 1;
-	}
+	/* The bound scan_fd's buffer sets, so both see the same lines. */
+	rc = sp_line_reader__buf(buf, len, SP_MAPS_LINE_MAX, &sink, NULL);
 	return rc < 0 ? rc : 0;
 }

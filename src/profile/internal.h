@@ -114,6 +114,13 @@ struct sp_pballoc {
 /* Budget for unpacking len bytes: 48 * len + 1 MiB, at most 1 GiB. */
 void sp_pballoc__init(struct sp_pballoc *b, size_t input_len);
 
+/* ------------------------------------------------------------ decoders */
+/* A decoder's entry (otlp_decode.c, pprof_decode.c): -EINVAL without out
+ * (else *out is cleared) or for a NULL buf with len > 0, -E2BIG past
+ * SP_DECODE_MAX_BYTES; on 0, alloc is ready to unpack len bytes. */
+int sp_dec__begin(const uint8_t *buf, size_t len, struct sp_profile **out,
+		  struct sp_pballoc *alloc);
+
 /* ------------------------------------------------------------ encoders */
 /* What every encoder (otlp_encode.c, pprof_encode.c) holds first: the
  * profile, the arena every wire struct points into (freed once), the

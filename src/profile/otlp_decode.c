@@ -736,18 +736,13 @@ int sp_otlp__decode_capped(const uint8_t *buf, size_t len, size_t unpack_budget,
 	struct dec d;
 	int err;
 
-	if (!out)
-		return -EINVAL;
-	*out = NULL;
-	if (!buf && len)
-		return -EINVAL;
-	if (len > SP_DECODE_MAX_BYTES)
-		return -E2BIG;
+	err = sp_dec__begin(buf, len, out, &alloc);
+	if (err)
+		return err;
 	/* protobuf-c recurses once per nested AnyValue, without a limit. */
 	if (sp_pb__check_depth(buf, len, SP_PB_OTLP_REQUEST, sp_pb_otlp_request_edges,
 			       sp_pb_otlp_request_n_edges, SP_OTLP_MAX_DEPTH))
 		return -EINVAL;
-	sp_pballoc__init(&alloc, len);
 	if (unpack_budget && unpack_budget < alloc.budget)
 		alloc.budget = unpack_budget;
 	req = otlp_request__unpack(&alloc.a, len, buf);

@@ -314,15 +314,10 @@ int sp_pprof__decode(const uint8_t *buf, size_t len, struct sp_profile **out)
 	struct dec d;
 	int err;
 
-	if (!out)
-		return -EINVAL;
-	*out = NULL;
-	if (!buf && len)
-		return -EINVAL;
-	if (len > SP_DECODE_MAX_BYTES)
-		return -E2BIG;
+	err = sp_dec__begin(buf, len, out, &alloc);
+	if (err)
+		return err;
 	memset(&d, 0, sizeof(d));
-	sp_pballoc__init(&alloc, len);
 	pb = perftools__profiles__profile__unpack(&alloc.a, len, buf);
 	if (!pb)
 		return alloc.exhausted ? -E2BIG : -EINVAL;

@@ -287,6 +287,20 @@ void sp_pballoc__init(struct sp_pballoc *b, size_t input_len)
 		    48 * input_len + (1u << 20);
 }
 
+int sp_dec__begin(const uint8_t *buf, size_t len, struct sp_profile **out,
+		  struct sp_pballoc *alloc)
+{
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!buf && len)
+		return -EINVAL;
+	if (len > SP_DECODE_MAX_BYTES)
+		return -E2BIG;
+	sp_pballoc__init(alloc, len);
+	return 0;
+}
+
 /* ------------------------------------------------------------ hex */
 int sp_enc__begin(struct sp_enc *b, const struct sp_profile *p, uint8_t **out,
 		  size_t *out_len)

@@ -87,21 +87,7 @@ static void tree_array(FILE *out, const struct ktree *t, int which)
 			fprintf(out, "%" PRIu64, nd->total);
 		else
 			fprintf(out, "%" PRIu32, depth);
-		if (nd->first_child >= 0) {
-			node = nd->first_child;
-			depth++;
-			continue;
-		}
-		while (node >= 0 && t->nodes[node].next_sibling < 0) {
-			node = t->nodes[node].parent;
-			if (node <= 0) {
-				node = -1;
-				break;
-			}
-			depth--;
-		}
-		if (node >= 0)
-			node = t->nodes[node].next_sibling;
+		node = ktree__preorder_next(t, node, &depth);
 	}
 	fputc(']', out);
 }

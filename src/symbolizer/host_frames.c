@@ -10,6 +10,7 @@
 
 #include <gelf.h>
 
+#include "base/elf_symtab.h"
 #include "base/pin.h"
 #include "host_frames.h"
 #include "perf_map.h"
@@ -30,37 +31,20 @@ void sp_host_frames__cache_release(struct sp_host_frames_cache *hc)
 	(void)hc;	/* everything in it is borrowed */
 }
 
-/* The value of symbol name (any type) in the ELF file at path. */
+/* The value of symbol name (any type, defined) in the ELF file at path. */
 static int elf_symbol(const char *path, const char *name, uint64_t *out)
 {
-	Elf *elf = NULL;
-	Elf_Scn *scn = NULL;
+	Elf *elf;
+	GElf_Sym s;
 	int fd = sp_pin__open(path, NULL), err = -ENOENT;
 
 	if (fd < 0)
 		return fd;
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	while (elf && err && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
-		    !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *n;
-
-			if (!gelf_getsym(d, (int)i, &s))
-				break;
-			n = elf_strptr(elf, sh.sh_link, s.st_name);
-			if (n && !strcmp(n, name) && s.st_shndx != SHN_UNDEF) {
-				*out = s.st_value;
-				err = 0;
-				break;
-			}
-		}
+	if (elf && !sp_elf_symtab__find(elf, name, &s)) {
+		*out = s.st_value;
+		err = 0;
 	}
 	elf_end(elf);
 	close(fd);
@@ -284,12 +268,14 @@ static int jit_location(const struct sp_symbolize_sources *src, struct sp_profil
 			struct sp_location *loc, struct sp_symbolize_stats *st)
 {
 	struct sp_frames fr = { .n = 1, .source = SP_RES_SYMTAB };
-	char name[SP_PERF_MAP_NAME_BUF];
+	char name[SP_PERF_MAP_NAME_BUF], file[SP_PERF_MAP_NAME_BUF];
 	const char *id = sp_profile__str(p, p->mappings[loc->mapping].build_id);
+	uint32_t line = 0, first = 0;
 	int err;
 
 	st->unresolved_jit++;
-	err = src->jit ? sp_jit_syms__resolve(src->jit, id, loc->address, name, sizeof(name))
+	err = src->jit ? sp_jit_syms__resolve_line(src->jit, id, loc->address, name, sizeof(name),
+						   file, sizeof(file), &line, &first)
 		       : -ENOENT;
 	if (err == -ENOMEM)
 		return err;
@@ -300,11 +286,19 @@ static int jit_location(const struct sp_symbolize_sources *src, struct sp_profil
 			st->unresolved_jit_no_snapshot++;
 		return 1;
 	}
-	fr.f[0] = (struct sp_frame){ .function = name };
+	/* the code's first row stands for the function's own line (the
+	 * report's "file:line" hint), as DWARF's decl_line does */
+	fr.f[0] = (struct sp_frame){ .function = name, .file = line && *file ? file : NULL,
+				     .line = line, .decl_line = first };
 	err = sp_symbolize__fill_location(p, loc, &fr);
 	if (err)
 		return err;
 	p->mappings[loc->mapping].has_functions = true;
+	if (line) {
+		p->mappings[loc->mapping].has_filenames |= *file != 0;
+		p->mappings[loc->mapping].has_line_numbers = true;
+		st->resolved_jit_lines++;
+	}
 	st->unresolved_jit--;
 	st->resolved_jit++;
 	return 0;

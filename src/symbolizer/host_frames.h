@@ -34,7 +34,9 @@
  * Kernel names are "symbol" or "symbol [module]" (system_name = the bare
  * symbol), one line, no file (snapshots) - or the DWARF chain (vmlinux, a
  * module's .ko).
- * JIT names are the perf map's text as it is ("JS:*fib /srv/app.js:1:13").
+ * JIT names are the perf map's text as it is ("JS:*fib /srv/app.js:1:13"),
+ * with the file:line of the jitdump DEBUG_INFO row covering the address
+ * when its code load had one (perf_map.h line rows).
  *
  * sp_host_frames__location: 0 resolved, 1 unresolved (counted by reason in
  * st), SP_HOST_FRAMES_NOT_MINE (not a host frame: nothing counted), or a

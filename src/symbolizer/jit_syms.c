@@ -148,7 +148,7 @@ static int read_piece(struct sp_jit_syms *js, const struct sp_jit_id *id, uint8_
 /* The chain's bytes parsed.  Runs without the lock (dirs are only
  * appended to before lookups start). */
 static int load_chain(struct sp_jit_syms *js, const struct sp_jit_id *head,
-		      struct sp_perf_map **out, uint64_t *refused)
+		      struct sp_perf_map **out, uint64_t *refused, uint64_t *rows_refused)
 {
 	struct part {
 		uint8_t *buf;
@@ -220,6 +220,7 @@ static int load_chain(struct sp_jit_syms *js, const struct sp_jit_id *head,
 		}
 		err = sp_perf_map__parse(all, total, out, &st);
 		*refused = st.malformed + st.nul + st.bad_range;
+		*rows_refused = st.rows_refused;
 	}
 	free(all);
 	for (uint32_t i = 0; i < n; i++)
@@ -312,13 +313,28 @@ static time_t mono_s(void)
 int sp_jit_syms__resolve(struct sp_jit_syms *js, const char *head_hex, uint64_t addr,
 			 char *name, size_t name_len)
 {
+	return sp_jit_syms__resolve_line(js, head_hex, addr, name, name_len, NULL, 0, NULL, NULL);
+}
+
+int sp_jit_syms__resolve_line(struct sp_jit_syms *js, const char *head_hex, uint64_t addr,
+			      char *name, size_t name_len, char *file, size_t file_len,
+			      uint32_t *line, uint32_t *first_line)
+{
 	struct sp_perf_map *m = NULL;
 	struct sp_jit_id head;
 	struct centry *c;
-	const char *nm;
-	uint64_t refused = 0;
+	const char *nm, *fl;
+	uint64_t refused = 0, rows_refused = 0;
+	uint32_t ln;
 	time_t now;
 	int err;
+
+	if (line)
+		*line = 0;
+	if (first_line)
+		*first_line = 0;
+	if (file && file_len)
+		*file = 0;
 
 	if (!js || sp_jit_id__parse(head_hex, &head))
 		return -EINVAL;
@@ -336,7 +352,7 @@ int sp_jit_syms__resolve(struct sp_jit_syms *js, const char *head_hex, uint64_t 
 		return -ENOENT;
 	}
 	pthread_mutex_unlock(&js->lock);
-	err = load_chain(js, &head, &m, &refused);
+	err = load_chain(js, &head, &m, &refused, &rows_refused);
 	pthread_mutex_lock(&js->lock);
 	if (err) {
 		if (err == -ENOENT) {
@@ -354,6 +370,7 @@ int sp_jit_syms__resolve(struct sp_jit_syms *js, const char *head_hex, uint64_t 
 	}
 	js->st.chains_loaded++;
 	js->st.lines_refused += refused;
+	js->st.rows_refused += rows_refused;
 	c = cache_put(js, &head, m);
 found:
 	c->used = ++js->clock;
@@ -361,6 +378,12 @@ found:
 	if (!err) {
 		snprintf(name, name_len, "%s", nm);
 		js->st.resolved++;
+		if (line && !sp_perf_map__line(c->map, addr, &fl, &ln, first_line)) {
+			*line = ln;
+			if (file && file_len)
+				snprintf(file, file_len, "%s", fl ? fl : "");
+			js->st.with_line++;
+		}
 	} else {
 		js->st.not_covered++;
 	}

@@ -25,6 +25,8 @@
  *     load one chain at once; one copy is kept).  Names are copied out.
  *   - Returns 0, -EINVAL (head is not a piece id), -ENOENT (chain
  *     missing or broken), -ERANGE (no entry covers the address), -ENOMEM.
+ *   - A jitdump's line rows (perf_map.h "@" lines) give the entry's
+ *     file:line at the address (sp_jit_syms__resolve_line).
  */
 #ifndef SPANPROF_SYMBOLIZER_JIT_SYMS_H
 #define SPANPROF_SYMBOLIZER_JIT_SYMS_H
@@ -52,6 +54,8 @@ struct sp_jit_syms_stats {
 	uint64_t cache_hits;
 	uint64_t evictions;
 	uint64_t lines_refused;		/* perf-map lines refused while parsing */
+	uint64_t rows_refused;		/* line rows refused while parsing */
+	uint64_t with_line;		/* resolved with a file:line */
 	uint64_t cache_bytes;		/* gauge */
 	uint64_t cached;		/* gauge: parsed maps held */
 };
@@ -68,6 +72,12 @@ int sp_jit_syms__has_dirs(struct sp_jit_syms *js);
  * copied into name (NUL-terminated, cut to name_len). */
 int sp_jit_syms__resolve(struct sp_jit_syms *js, const char *head_hex, uint64_t addr,
 			 char *name, size_t name_len);
+/* The same, and the covering line row's file (copied into file, cut to
+ * file_len; "" none), *line (0: no row covers addr) and *first_line
+ * (perf_map.h sp_perf_map__line). */
+int sp_jit_syms__resolve_line(struct sp_jit_syms *js, const char *head_hex, uint64_t addr,
+			      char *name, size_t name_len, char *file, size_t file_len,
+			      uint32_t *line, uint32_t *first_line);
 /* New pieces may have arrived: chains found missing are tried again. */
 void sp_jit_syms__changed(struct sp_jit_syms *js);
 void sp_jit_syms__stats(struct sp_jit_syms *js, struct sp_jit_syms_stats *st);

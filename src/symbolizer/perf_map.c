@@ -7,7 +7,9 @@
  * over every start and end address keeps the entries covering the current
  * point in a max-heap by line number (expired ones are popped lazily);
  * between two consecutive boundaries the heap's top owns the addresses.
- * Adjacent pieces of one entry merge back into one segment.
+ * Adjacent pieces of one entry merge back into one segment.  An entry's
+ * line rows ("@" lines before it) are one run of m->rows, sorted by offset
+ * when the entry is taken; its segments point at the run.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -18,16 +20,27 @@
 #include "base/utf8.h"
 #include "perf_map.h"
 
+#define NO_FILE UINT32_MAX
+
 struct ent {
 	uint64_t start, end;
 	uint32_t name;		/* arena offset */
 	uint32_t seq;		/* line order */
+	uint32_t row0, n_rows;	/* its line rows in m->rows */
 };
 
 struct seg {
 	uint64_t start, end;
 	uint64_t ent_start;	/* where the owning entry starts */
 	uint32_t name;
+	uint32_t row0, n_rows;
+};
+
+struct row {
+	uint64_t off;		/* from the entry's start */
+	uint32_t line;
+	uint32_t file;		/* arena offset, NO_FILE */
+	uint32_t seq;		/* order in the text, for a stable sort */
 };
 
 struct sp_perf_map {
@@ -35,6 +48,15 @@ struct sp_perf_map {
 	size_t n_segs;
 	char *arena;
 	size_t arena_len;
+	struct row *rows;
+	size_t n_rows;
+};
+
+/* While parsing: the rows not yet taken by an entry, and their file. */
+struct pending {
+	size_t row0;		/* rows [row0, m->n_rows) wait for an entry */
+	size_t cap;
+	uint32_t file;
 };
 
 static bool blank(uint8_t c)
@@ -88,9 +110,107 @@ static int arena_add(struct sp_perf_map *m, size_t *cap, const uint8_t *s, size_
 	return 0;
 }
 
+static void skip_blanks(const uint8_t *l, size_t len, size_t *i)
+{
+	while (*i < len && blank(l[*i]))
+		(*i)++;
+}
+
+/* "@F [FILE]" or "@L OFF LINE" (trailing blanks gone): 0 taken or refused
+ * (counted), <0 fatal. */
+static int parse_row(struct sp_perf_map *m, size_t *acap, struct pending *pd, const uint8_t *l,
+		     size_t len, struct sp_perf_map_stats *st)
+{
+	uint64_t off, line;
+	size_t i = 2;
+	struct row *q;
+
+	if (len >= 2 && l[1] == 'F' && (len == 2 || blank(l[2]))) {
+		skip_blanks(l, len, &i);
+		if (i == len) {
+			pd->file = NO_FILE;
+			return 0;
+		}
+		if (len - i > SP_PERF_MAP_MAX_NAME)
+			len = i + SP_PERF_MAP_MAX_NAME;
+		return arena_add(m, acap, l + i, len - i, &pd->file);
+	}
+	if (len < 2 || l[1] != 'L' || (len > 2 && !blank(l[2])))
+		goto bad;
+	skip_blanks(l, len, &i);
+	if (hex_field(l, len, &i, &off))
+		goto bad;
+	skip_blanks(l, len, &i);
+	if (hex_field(l, len, &i, &line) || i != len || line > UINT32_MAX)
+		goto bad;
+	if (m->n_rows == SP_PERF_MAP_MAX_ROWS)
+		return -E2BIG;
+	if (m->n_rows == pd->cap) {
+		size_t nc = pd->cap ? 2 * pd->cap : 256;
+
+		q = realloc(m->rows, nc * sizeof(*q));
+		if (!q)
+			return -ENOMEM;
+		m->rows = q;
+		pd->cap = nc;
+	}
+	m->rows[m->n_rows] = (struct row){ .off = off, .line = (uint32_t)line, .file = pd->file,
+					   .seq = (uint32_t)m->n_rows };
+	m->n_rows++;
+	return 0;
+bad:
+	st->rows_refused++;
+	return 0;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The pending rows go to entry x: those inside it, sorted by offset, the
+ * last of rows at one offset kept; the others are refused (counted). */
+static void take_rows(struct sp_perf_map *m, struct pending *pd, struct ent *x,
+		      struct sp_perf_map_stats *st)
+{
+	size_t w = pd->row0;
+
+	for (size_t r = pd->row0; r < m->n_rows; r++) {
+		if (m->rows[r].off >= x->end - x->start) {
+			st->rows_refused++;
+			continue;
+		}
+		m->rows[w++] = m->rows[r];
+	}
+	if (w > pd->row0)	/* rows is NULL while there are none */
+		qsort(m->rows + pd->row0, w - pd->row0, sizeof(*m->rows), row_cmp);
+	m->n_rows = pd->row0;
+	for (size_t r = pd->row0; r < w; r++) {
+		if (m->n_rows > pd->row0 && m->rows[m->n_rows - 1].off == m->rows[r].off)
+			m->n_rows--;	/* the later row at one offset wins */
+		m->rows[m->n_rows++] = m->rows[r];
+	}
+	x->row0 = (uint32_t)pd->row0;
+	x->n_rows = (uint32_t)(m->n_rows - pd->row0);
+	st->rows += x->n_rows;
+}
+
+/* Rows no entry took: dropped, counted. */
+static void drop_rows(struct sp_perf_map *m, struct pending *pd, struct sp_perf_map_stats *st)
+{
+	st->rows_refused += m->n_rows - pd->row0;
+	m->n_rows = pd->row0;
+	pd->file = NO_FILE;
+}
+
 /* One line without its '\n': 0 taken or skipped (counted), <0 fatal. */
-static int parse_line(struct sp_perf_map *m, size_t *acap, struct ent **e, size_t *n,
-		      size_t *cap, const uint8_t *l, size_t len, struct sp_perf_map_stats *st)
+static int parse_line(struct sp_perf_map *m, size_t *acap, struct pending *pd, struct ent **e,
+		      size_t *n, size_t *cap, const uint8_t *l, size_t len,
+		      struct sp_perf_map_stats *st)
 {
 	uint64_t start, size;
 	size_t i = 0;
@@ -100,10 +220,13 @@ static int parse_line(struct sp_perf_map *m, size_t *acap, struct ent **e, size_
 	st->lines++;
 	if (memchr(l, '\0', len)) {
 		st->nul++;
+		drop_rows(m, pd, st);
 		return 0;
 	}
 	while (len && (blank(l[len - 1]) || l[len - 1] == '\r'))
 		len--;
+	if (len && l[0] == '@')
+		return parse_row(m, acap, pd, l, len, st);
 	while (i < len && blank(l[i]))
 		i++;
 	if (hex_field(l, len, &i, &start))
@@ -118,6 +241,7 @@ static int parse_line(struct sp_perf_map *m, size_t *acap, struct ent **e, size_
 		goto bad;
 	if (!size || start + size < start) {
 		st->bad_range++;
+		drop_rows(m, pd, st);
 		return 0;
 	}
 	if (*n == SP_PERF_MAP_MAX_ENTRIES)
@@ -141,11 +265,15 @@ static int parse_line(struct sp_perf_map *m, size_t *acap, struct ent **e, size_
 	err = arena_add(m, acap, l + i, len - i, &x.name);
 	if (err)
 		return err;
+	take_rows(m, pd, &x, st);
+	pd->row0 = m->n_rows;
+	pd->file = NO_FILE;
 	(*e)[(*n)++] = x;
 	st->entries++;
 	return 0;
 bad:
 	st->malformed++;
+	drop_rows(m, pd, st);
 	return 0;
 }
 
@@ -249,7 +377,8 @@ static int flatten(struct sp_perf_map *m, struct ent *e, size_t n, struct sp_per
 			continue;
 		}
 		m->segs[ns] = (struct seg){ .start = at, .end = next, .ent_start = e[top].start,
-					    .name = e[top].name };
+					    .name = e[top].name, .row0 = e[top].row0,
+					    .n_rows = e[top].n_rows };
 		owner[ns] = top;
 		ns++;
 	}
@@ -272,6 +401,7 @@ int sp_perf_map__parse(const uint8_t *buf, size_t len, struct sp_perf_map **out,
 	struct sp_perf_map_stats st = { 0 };
 	struct sp_perf_map *m;
 	struct ent *e = NULL;
+	struct pending pd = { .file = NO_FILE };
 	size_t n = 0, cap = 0, acap = 0, pos = 0;
 	int err = 0;
 
@@ -288,12 +418,13 @@ int sp_perf_map__parse(const uint8_t *buf, size_t len, struct sp_perf_map **out,
 			st.partial_tail = len - pos;
 			break;
 		}
-		err = parse_line(m, &acap, &e, &n, &cap, buf + pos, (size_t)(nl - (buf + pos)),
-				 &st);
+		err = parse_line(m, &acap, &pd, &e, &n, &cap, buf + pos,
+				 (size_t)(nl - (buf + pos)), &st);
 		if (err)
 			goto out;
 		pos = (size_t)(nl - buf) + 1;
 	}
+	drop_rows(m, &pd, &st);
 	err = flatten(m, e, n, &st);
 out:
 	free(e);
@@ -313,11 +444,11 @@ void sp_perf_map__free(struct sp_perf_map *m)
 		return;
 	free(m->segs);
 	free(m->arena);
+	free(m->rows);
 	free(m);
 }
 
-int sp_perf_map__resolve(const struct sp_perf_map *m, uint64_t addr, const char **name,
-			 uint64_t *start)
+static const struct seg *find_seg(const struct sp_perf_map *m, uint64_t addr)
 {
 	size_t lo = 0, hi = m ? m->n_segs : 0;
 
@@ -329,15 +460,64 @@ int sp_perf_map__resolve(const struct sp_perf_map *m, uint64_t addr, const char 
 		else
 			hi = mid;
 	}
-	if (!lo || addr >= m->segs[lo - 1].end)
+	return lo && addr < m->segs[lo - 1].end ? &m->segs[lo - 1] : NULL;
+}
+
+int sp_perf_map__resolve(const struct sp_perf_map *m, uint64_t addr, const char **name,
+			 uint64_t *start)
+{
+	const struct seg *g = find_seg(m, addr);
+
+	if (!g)
 		return -ERANGE;
-	*name = m->arena + m->segs[lo - 1].name;
+	*name = m->arena + g->name;
 	if (start)
-		*start = m->segs[lo - 1].ent_start;
+		*start = g->ent_start;
+	return 0;
+}
+
+static const char *row_file(const struct sp_perf_map *m, const struct row *r)
+{
+	return r->file == NO_FILE ? NULL : m->arena + r->file;
+}
+
+int sp_perf_map__line(const struct sp_perf_map *m, uint64_t addr, const char **file,
+		      uint32_t *line, uint32_t *first_line)
+{
+	const struct seg *g = find_seg(m, addr);
+	const struct row *r;
+	const char *f0;
+	size_t lo = 0, hi;
+
+	if (!g)
+		return -ERANGE;
+	if (!g->n_rows)
+		return -ENOENT;
+	r = m->rows + g->row0;
+	hi = g->n_rows;
+	while (lo < hi) {	/* the last row at or below the address */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r[mid].off <= addr - g->ent_start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || !r[lo - 1].line)
+		return -ENOENT;
+	*file = row_file(m, &r[lo - 1]);
+	*line = r[lo - 1].line;
+	if (first_line) {
+		f0 = row_file(m, &r[0]);
+		*first_line = (!f0 && !*file) || (f0 && *file && !strcmp(f0, *file)) ? r[0].line
+										       : 0;
+	}
 	return 0;
 }
 
 size_t sp_perf_map__bytes(const struct sp_perf_map *m)
 {
-	return m ? sizeof(*m) + m->n_segs * sizeof(*m->segs) + m->arena_len : 0;
+	return m ? sizeof(*m) + m->n_segs * sizeof(*m->segs) + m->arena_len +
+			   m->n_rows * sizeof(*m->rows)
+		 : 0;
 }

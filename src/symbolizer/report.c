@@ -923,21 +923,7 @@ int sp_report__collapsed(const struct sp_report *r, enum sp_sample_kind k,
 			}
 			fprintf(out, " %" PRIu64 "\n", v ? v : 1);
 		}
-		if (nd->first_child >= 0) {
-			depth++;
-			node = nd->first_child;
-			continue;
-		}
-		while (node >= 0 && t->nodes[node].next_sibling < 0) {
-			node = t->nodes[node].parent;
-			if (node <= 0) {
-				node = -1;
-				break;
-			}
-			depth--;
-		}
-		if (node >= 0)
-			node = t->nodes[node].next_sibling;
+		node = ktree__preorder_next(t, node, &depth);
 	}
 	free(path);
 	return ferror(out) ? -EIO : 0;

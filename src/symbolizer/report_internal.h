@@ -56,6 +56,25 @@ struct ktree {
 	uint64_t epoch;
 };
 
+/* The node after node in t's preorder: its first child, else the next
+ * sibling of node or of its nearest ancestor that has one; *depth (the
+ * root's children are at the caller's chosen base) follows it.  -1 after
+ * the last node; the root (node 0) is never returned. */
+static inline int32_t ktree__preorder_next(const struct ktree *t, int32_t node, uint32_t *depth)
+{
+	if (t->nodes[node].first_child >= 0) {
+		++*depth;
+		return t->nodes[node].first_child;
+	}
+	while (t->nodes[node].next_sibling < 0) {
+		node = t->nodes[node].parent;
+		if (node <= 0)
+			return -1;
+		--*depth;
+	}
+	return t->nodes[node].next_sibling;
+}
+
 struct rspan {
 	int32_t link;		/* 0 = no span */
 	uint64_t samples;	/* on-CPU samples */

@@ -69,7 +69,7 @@ enum ctr {
 	C_KERNEL_RESOLVED, C_KERNEL_NO_BUILD_ID, C_KERNEL_NO_SNAPSHOT,
 	C_KERNEL_MISMATCH, C_KERNEL_NOT_FOUND,
 	C_MODULE_DWARF, C_MODULE_DWARF_MISSING, C_MODULE_DWARF_MISMATCH, C_MODULE_DWARF_NO_LINE,
-	C_JIT_RESOLVED, C_JIT_NO_SNAPSHOT, C_JIT_NOT_FOUND, C_R503_STORE_NOT_OPEN,
+	C_JIT_RESOLVED, C_JIT_LINES, C_JIT_NO_SNAPSHOT, C_JIT_NOT_FOUND, C_R503_STORE_NOT_OPEN,
 	C__MAX,
 };
 
@@ -99,6 +99,7 @@ static const char *const ctr_names[C__MAX] = {
 	[C_MODULE_DWARF_MISMATCH] = "kernel_module_frames_debuginfo_mismatch_total",
 	[C_MODULE_DWARF_NO_LINE] = "kernel_module_frames_debuginfo_no_line_total",
 	[C_JIT_RESOLVED] = "jit_frames_resolved_total",
+	[C_JIT_LINES] = "jit_frames_with_line_total",
 	[C_JIT_NO_SNAPSHOT] = "jit_frames_unresolved_no_snapshot_total",
 	[C_JIT_NOT_FOUND] = "jit_frames_unresolved_not_found_total",
 	[C_R503_STORE_NOT_OPEN] = "rejected_store_not_open_total",
@@ -153,6 +154,7 @@ static const char *const ctr_help[C__MAX] = {
 	[C_MODULE_DWARF_NO_LINE] = "Module frames not named from debug info: the file "
 				   "has no line for the offset (or cannot be read)",
 	[C_JIT_RESOLVED] = "JIT frames named from a perf-map snapshot",
+	[C_JIT_LINES] = "JIT frames also given a file:line (a jitdump's DEBUG_INFO)",
 	[C_JIT_NO_SNAPSHOT] =
 		"JIT frames unnamed: their perf-map snapshot is missing or refused",
 	[C_JIT_NOT_FOUND] = "JIT frames unnamed: the address is in no perf-map entry",
@@ -844,6 +846,7 @@ static void count_symbolized(struct server *s, const struct sp_symbolize_stats *
 	s->ctr[C_MODULE_DWARF_MISMATCH] += st->module_dwarf_mismatch;
 	s->ctr[C_MODULE_DWARF_NO_LINE] += st->module_dwarf_no_line;
 	s->ctr[C_JIT_RESOLVED] += st->resolved_jit;
+	s->ctr[C_JIT_LINES] += st->resolved_jit_lines;
 	s->ctr[C_JIT_NO_SNAPSHOT] += st->unresolved_jit_no_snapshot;
 	s->ctr[C_JIT_NOT_FOUND] += st->unresolved_jit_not_found;
 }

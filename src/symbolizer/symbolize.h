@@ -61,6 +61,7 @@ struct sp_symbolize_stats {
 					 * offset (no DWARF, refused by libdwfl,
 					 * or the offset is past its .text) */
 	uint64_t resolved_jit;		/* from a JIT perf-map snapshot */
+	uint64_t resolved_jit_lines;	/* ... with a file:line (jitdump DEBUG_INFO) */
 	uint64_t unresolved_jit;	/* sum of the two below */
 	uint64_t unresolved_jit_no_snapshot;	/* chain missing or broken */
 	uint64_t unresolved_jit_not_found;	/* address in no entry */

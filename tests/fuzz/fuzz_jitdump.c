@@ -5,8 +5,12 @@
  *
  * Checked: the converter never writes past its output bound, never moves
  * backwards or past the file, every line it writes is "HEX HEX NAME\n"
- * with a name of 1..SP_JITDUMP_NAME_MAX bytes without control bytes, and
- * the lines of the growing runs are exactly those of the whole run. */
+ * with a name of 1..SP_JITDUMP_NAME_MAX bytes without control bytes, or a
+ * line-table line ("@F" or "@F FILE" of 1..SP_JITDUMP_FILE_MAX bytes
+ * without control bytes, "@L HEX HEX") that a load's line follows in the
+ * same call (a table is never written without its load), at most
+ * SP_JITDUMP_DEBUG_TEXT_MAX of them in a row, and the lines of the growing
+ * runs are exactly those of the whole run. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,15 +36,58 @@ static int rd(void *ctx, uint8_t *buf, size_t n, uint64_t off)
 	return 0;
 }
 
+static int hex_run(const char *a, const char *b)
+{
+	if (a == b)
+		return 0;
+	for (; a < b; a++)
+		if (!((*a >= '0' && *a <= '9') || (*a >= 'a' && *a <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* "@F", "@F FILE" or "@L HEX HEX" (l..e, without the '\n') */
+static void check_row(const char *l, const char *e)
+{
+	const char *sp;
+
+	if (e - l >= 2 && l[1] == 'F') {
+		if (e - l == 2)
+			return;
+		if (l[2] != ' ' || e - l - 3 < 1 || e - l - 3 > SP_JITDUMP_FILE_MAX)
+			abort();
+		for (const char *c = l + 3; c < e; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				abort();
+		return;
+	}
+	if (e - l < 3 || memcmp(l, "@L ", 3))
+		abort();
+	sp = memchr(l + 3, ' ', (size_t)(e - l - 3));
+	if (!sp || !hex_run(l + 3, sp) || !hex_run(sp + 1, e))
+		abort();
+}
+
 static void check_lines(const char *p, size_t n)
 {
-	size_t i = 0;
+	size_t i = 0, table = 0;
 
 	while (i < n) {
 		const char *l = p + i, *e = memchr(l, '\n', n - i), *sp1, *sp2;
 
 		if (!e)
 			abort();
+		if (*l == '@') {
+			check_row(l, e);
+			table += (size_t)(e - l) + 1;
+			if (table > SP_JITDUMP_DEBUG_TEXT_MAX)
+				abort();
+			i = (size_t)(e - p) + 1;
+			if (i == n)
+				abort();	/* a table without its load */
+			continue;
+		}
+		table = 0;
 		sp1 = memchr(l, ' ', (size_t)(e - l));
 		if (!sp1 || sp1 == l)
 			abort();
@@ -63,9 +110,9 @@ static void check_lines(const char *p, size_t n)
 static size_t run(const struct src *whole, size_t step, char *all)
 {
 	static struct sp_jitdump_slot slots[SP_JITDUMP_SLOTS];
+	static char out[OUT_CAP + 16];
 	struct sp_jitdump d = { .slots = slots };
 	struct sp_jitdump_stats st = { 0 };
-	char out[OUT_CAP + 16];
 	size_t total = 0, size = 0;
 	int guard = 0;
 

@@ -4,7 +4,9 @@
  *
  * Checked: every name found is 1..SP_PERF_MAP_MAX_NAME bytes of valid
  * UTF-8 without control characters (it goes into protobuf strings), and
- * the entry found starts at or below the address. */
+ * the entry found starts at or below the address; a line row found
+ * (jitdump "@" lines) has a line other than 0 and, when it has a file, a
+ * name as valid as an entry's. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,19 @@ static void check_name(const char *n)
 	}
 }
 
+static void check_line(const struct sp_perf_map *m, uint64_t a)
+{
+	const char *file = NULL;
+	uint32_t line = 0, first = 0;
+
+	if (sp_perf_map__line(m, a, &file, &line, &first) == 0) {
+		if (!line)
+			abort();
+		if (file)
+			check_name(file);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sp_perf_map *m = NULL;
@@ -55,10 +70,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (start > a)
 				abort();
 		}
+		check_line(m, a);
 	}
-	for (uint64_t a = 0; a < 0x10000; a += 0x101)
+	for (uint64_t a = 0; a < 0x10000; a += 0x101) {
 		if (sp_perf_map__resolve(m, a, &name, &start) == 0)
 			check_name(name);
+		check_line(m, a);
+	}
 	sp_perf_map__free(m);
 	return 0;
 }

@@ -14,20 +14,13 @@ import subprocess
 import time
 import urllib.request
 
+from lib.ports import free_port  # noqa: F401 (agent_util.free_port for the agent tests)
 from spt import BUILD, SPANPROF, check, fail, skip
 
 SYMBOLIZER = os.path.join(BUILD, "spanprof-symbolizer")
 FIXTURES = os.path.join(BUILD, "fixtures")
 DEMO = os.path.join(BUILD, "spanprof-demo")
 PATH = "/v1development/profiles"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def http_get(port, path, timeout=5):

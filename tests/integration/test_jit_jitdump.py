@@ -25,6 +25,7 @@ collection path (root).
    both functions (test_jit_node.part_agent with the jitdump flag).
 Exit 0 pass, 77 skip, else fail.
 """
+import collections
 import os
 import re
 import shutil
@@ -161,7 +162,36 @@ def check_record(d, out, perf_data, err, summary, look):
     check(agree > 50 and disagree <= 0.02 * (agree + disagree),
           "the jitdump names JIT leaves as the perf map does (%d agree, %d differ: %s)"
           % (agree, disagree, bad[:3]))
+    check_lines(sym, j)
     test_jit_node.split_like_perf(sym, perf_data)
+
+
+def check_lines(sym, j):
+    """V8's DEBUG_INFO line tables (--perf-prof writes one per JS function,
+    its rows 0x40 late: collector/procs/jitdump.h): the two hot functions'
+    leaves carry hot.js and their own line (2 and 3 of JS_DUMP), never
+    another; rows refused are counted, not fatal."""
+    check(j["jitdump_line_tables"] > 0 and j["jitdump_line_rows"] > 0,
+          "record shipped V8's line tables (%d tables, %d rows)"
+          % (j["jitdump_line_tables"], j["jitdump_line_rows"]))
+    want = {HEAVY: 2, LIGHT: 3}
+    right, wrong = collections.Counter(), []
+    for mfile, addr, lines, n in perfcmp.pprof_leaf_lines(sym):
+        if mfile != "[jitdump]" or not lines:
+            continue
+        name, fname, _, line = lines[-1]
+        fn = [f for f in want if ("JS:*" + f) in name]
+        if not fn or not line:
+            continue
+        if fname.endswith("/hot.js") and line == want[fn[0]]:
+            right[fn[0]] += n
+        else:
+            wrong.append((hex(addr), name, fname, line))
+    print("V8 JIT leaves with their own hot.js line: %s; other lines: %s"
+          % (dict(right), wrong[:5]))
+    check(right[HEAVY] > 0 and not wrong,
+          "V8's line tables give the hot functions' leaves hot.js:2 and :3 (%s right, %d "
+          "wrong: %s)" % (dict(right), len(wrong), wrong[:3]))
 
 
 def main():

@@ -20,7 +20,9 @@ import subprocess
 import sys
 import tempfile
 
+from lib import symtest
 from lib.pb import LEN, fields, packed
+from lib.symtest import check, skip  # noqa: F401 (skip: cli.skip for the other tests)
 from lib.pb import field_bytes as f_bytes, field_packed as f_packed, field_varint as f_varint
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -159,11 +161,6 @@ def symbols(path):
     return res
 
 
-def skip(msg):
-    print(msg)
-    sys.exit(77)
-
-
 def run(args, **kw):
     return subprocess.run([SYM] + args, capture_output=True, text=True, **kw)
 
@@ -220,12 +217,6 @@ def main():
         skip('no %s (make O=... first)' % SYM)
     if not os.path.exists(FIXTURE):
         skip('no fixture %s' % FIXTURE)
-    failures = []
-
-    def check(cond, what):
-        print(('ok   ' if cond else 'FAIL ') + what)
-        if not cond:
-            failures.append(what)
 
     with tempfile.TemporaryDirectory() as td:
         src = os.path.join(td, 'in.pb')
@@ -393,10 +384,7 @@ def main():
             finally:
                 subprocess.run(['rm', '-rf', pub])
 
-    if failures:
-        print('%d failure(s)' % len(failures))
-        return 1
-    return 0
+    return symtest.verdict()
 
 
 if __name__ == '__main__':

@@ -51,6 +51,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_symbolizer_cli as cli  # noqa: E402
+from lib import symtest  # noqa: E402
+from lib.symtest import check  # noqa: E402
 import test_symbolizer_serve as serve_t  # noqa: E402
 
 MISSING = '0123456789abcdef0123456789abcdef01234567'
@@ -160,14 +162,8 @@ def private_debuginfod(td, bid, extra=()):
 
 
 def inner(td):
-    """Runs inside the network namespace."""
-    failures = []
-
-    def check(cond, what):
-        print(('ok   ' if cond else 'FAIL ') + what, flush=True)
-        if not cond:
-            failures.append(what)
-
+    """Runs inside the network namespace (failed checks go to
+    lib.symtest.FAILURES)."""
     subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True)
     port = random.randint(20000, 40000)
     serve = os.path.join(td, 'serve')
@@ -181,7 +177,7 @@ def inner(td):
                             (port, bid))
         check(code == 200, 'debuginfod serves the fixture debuginfo (%s)' % code)
         if code != 200:
-            return failures
+            return
         env = dict(os.environ)
         env['DEBUGINFOD_URLS'] = 'http://127.0.0.1:%d' % port
         env['DEBUGINFOD_CACHE_PATH'] = os.path.join(td, 'cache')
@@ -251,7 +247,6 @@ def inner(td):
         except subprocess.TimeoutExpired:
             srv.kill()
         log.close()
-    return failures
 
 
 def slow_serve(td, real_port, env, common, check):
@@ -387,7 +382,8 @@ def slow_serve(td, real_port, env, common, check):
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == '--inner':
-        return 1 if inner(sys.argv[2]) else 0
+        inner(sys.argv[2])
+        return symtest.verdict()
     if not os.access(cli.SYM, os.X_OK) or not os.path.exists(cli.FIXTURE):
         cli.skip('no spanprof-symbolizer or fixture under %s' % cli.BUILD)
     for tool in ('debuginfod', 'unshare', 'ip', 'objcopy', 'strip', 'readelf'):

@@ -24,6 +24,8 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_symbolizer_cli as cli  # noqa: E402
+from lib import symtest  # noqa: E402
+from lib.symtest import check  # noqa: E402
 
 CHROMIUM = shutil.which('chromium') or shutil.which('chromium-browser')
 
@@ -65,12 +67,6 @@ def main():
         cli.skip('no spanprof-symbolizer or fixture under %s' % cli.BUILD)
     if not CHROMIUM:
         cli.skip('chromium not installed')
-    failures = []
-
-    def check(cond, what):
-        print(('ok   ' if cond else 'FAIL ') + what)
-        if not cond:
-            failures.append(what)
 
     with tempfile.TemporaryDirectory() as td:
         src = os.path.join(td, 'in.pb')
@@ -125,10 +121,7 @@ def main():
         if keep and os.path.exists(png):
             shutil.copy(png, keep)
 
-    if failures:
-        print('%d failure(s)' % len(failures))
-        return 1
-    return 0
+    return symtest.verdict()
 
 
 if __name__ == '__main__':

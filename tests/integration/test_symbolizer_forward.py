@@ -39,6 +39,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_server  # noqa: E402
 import test_symbolizer_cli as cli  # noqa: E402
+from lib import symtest  # noqa: E402
+from lib.symtest import check  # noqa: E402
 import test_symbolizer_serve as serve_t  # noqa: E402
 
 PATH = '/v1development/profiles'
@@ -119,12 +121,6 @@ def main():
         cli.skip('no spanprof-symbolizer or fixture under %s' % cli.BUILD)
     if not shutil.which('openssl'):
         cli.skip('openssl not installed (test certificates)')
-    failures = []
-
-    def check(cond, what):
-        print(('ok   ' if cond else 'FAIL ') + what, flush=True)
-        if not cond:
-            failures.append(what)
 
     with tempfile.TemporaryDirectory() as td:
         otlp = cli.make_otlp(td)
@@ -288,10 +284,7 @@ def main():
                   'refused before binding, one line naming %s: %s' %
                   (what, r.stderr.strip()))
 
-    if failures:
-        print('%d failure(s)' % len(failures))
-        return 1
-    return 0
+    return symtest.verdict()
 
 
 if __name__ == '__main__':

@@ -73,7 +73,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -81,6 +80,8 @@ import test_symbolizer_cli as cli  # noqa: E402
 import test_symbolizer_debuginfod as td_dbgd  # noqa: E402
 import test_symbolizer_serve as serve_t  # noqa: E402
 import test_symbolizer_vmlinux as tv  # noqa: E402
+from lib import symtest  # noqa: E402
+from lib.symtest import check, fail  # noqa: E402
 
 KERNEL_ID = "c0" * 20               # the snapshot's kernel (no vmlinux frames here)
 MOD_TEXT = 0xffffffffc0a00000       # fakemod's .text in the snapshot's boot
@@ -155,15 +156,12 @@ void __exit fakemod_exit(void)
 }
 """
 
-# one list of failed checks, shared with the vmlinux test's helpers
-FAILURES = tv.FAILURES
-check = tv.check
 
 
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
-        tv.fail("%s: %s" % (" ".join(cmd), r.stderr.strip()))
+        fail("%s: %s" % (" ".join(cmd), r.stderr.strip()))
     return r.stdout
 
 
@@ -334,13 +332,13 @@ def debuginfod_inner(td):
 
 def serve_step(td, src, dbg, snap, offs, want):
     """The pprof at src as OTLP through `serve`; its output's chains and
-    /metrics (failed checks go to FAILURES)."""
+    /metrics (failed checks go to lib.symtest.FAILURES)."""
     otlp = os.path.join(td, "m-mixed.otlp.pb")
     r = subprocess.run([cli.SYM, "file", src, "-o", otlp, "--format", "otlp",
                         "--no-symbolize", "--allow-root", "-q"],
                        capture_output=True, text=True, timeout=60)
     if r.returncode:
-        tv.fail("file --format otlp: %s" % r.stderr.strip())
+        fail("file --format otlp: %s" % r.stderr.strip())
     outdir = os.path.join(td, "serve-out")
     os.mkdir(outdir)
     os.chmod(outdir, 0o777)     # serve writes as nobody when run as root
@@ -413,233 +411,216 @@ def strip_suffix(chain):
     return chain[:-1] + [(chain[-1][0][:-len(SUFFIX)],) + chain[-1][1:]]
 
 
-def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--inner":
-        debuginfod_inner(sys.argv[2])
-        return 1 if FAILURES else 0
-    for tool in ("gcc", "clang", "ld", "readelf", "objdump", "addr2line", "strip", "eu-strip",
-                 "objcopy"):
-        if not shutil.which(tool):
-            cli.skip("no %s" % tool)
-    if not os.access(cli.SYM, os.X_OK):
-        cli.skip("no %s (make first)" % cli.SYM)
+TOOLS = ("gcc", "clang", "ld", "readelf", "objdump", "addr2line", "strip", "eu-strip",
+         "objcopy")
 
-    td = tempfile.mkdtemp(prefix="spanprof-test-")
-    os.chmod(td, 0o755)
-    try:
-        ko = build_ko(td)
-        bid = cli.build_id(ko)
-        hdr = run(["readelf", "-h", ko])
-        secs = sections(ko)
-        check("REL (Relocatable file)" in hdr and len(bid) == 40,
-              "fakemod.ko is ET_REL with a GNU build-id note (%s)" % bid)
-        check(all(s in secs and secs[s][1] == 0 for s in (".text", ".init.text", ".exit.text"))
-              and ".rela.debug_info" in secs,
-              ".text, .init.text, .exit.text all at address 0, .debug_info to be relocated "
-              "(%s)" % sorted(secs))
-        tidx, _, tsize = secs[".text"]
-        funcs = functions(ko, tidx)
-        init = functions(ko, secs[".init.text"][0])
-        offs = insn_offsets(ko, funcs)
-        want = addr2line(ko, offs)
-        deep = [o for o in offs if len(want[o]) >= 3]
-        inl = [o for o in offs if len(want[o]) >= 2]
-        print("fakemod.ko %s: .text %d bytes, %d instructions in %s; addr2line: %d with "
-              "inlined frames, %d three deep" % (bid, tsize, len(offs), ", ".join(sorted(funcs)),
-                                                 len(inl), len(deep)), flush=True)
-        if (set(funcs) != {"fakemod_helper", "fakemod_asm_mix", "fakemod_asm_llvm",
-                           "fakemod_checksum", "fakemod_xmit"} or
-                set(init) != {"fakemod_init"} or len(offs) < 20 or not deep or not all(
-                    want[o] and want[o][-1][0] in funcs and want[o][-1][2] > 0 for o in offs)):
-            tv.fail("the oracle does not see the fixture as built: %s %s %s" %
-                    (sorted(funcs), sorted(init), [(hex(o), want.get(o)) for o in offs[:5]]))
-        # init's offsets in .init.text are also offsets in .text: a lookup
-        # that placed every section at 0 would meet its DWARF there
-        overlap = [o for o in offs if any(v <= o < v + n for v, n in init.values())]
 
-        snap = os.path.join(td, "k.kallsyms.gz")
-        write_snapshot(snap, bid, tsize, funcs)
-        cover = sorted((v, n) for n, (v, _) in funcs.items())
+def steps(td):
+    """The numbered steps of the docstring above, in the scratch directory
+    td (lib/symtest.run makes and removes it)."""
+    ko = build_ko(td)
+    bid = cli.build_id(ko)
+    hdr = run(["readelf", "-h", ko])
+    secs = sections(ko)
+    check("REL (Relocatable file)" in hdr and len(bid) == 40,
+          "fakemod.ko is ET_REL with a GNU build-id note (%s)" % bid)
+    check(all(s in secs and secs[s][1] == 0 for s in (".text", ".init.text", ".exit.text"))
+          and ".rela.debug_info" in secs,
+          ".text, .init.text, .exit.text all at address 0, .debug_info to be relocated "
+          "(%s)" % sorted(secs))
+    tidx, _, tsize = secs[".text"]
+    funcs = functions(ko, tidx)
+    init = functions(ko, secs[".init.text"][0])
+    offs = insn_offsets(ko, funcs)
+    want = addr2line(ko, offs)
+    deep = [o for o in offs if len(want[o]) >= 3]
+    inl = [o for o in offs if len(want[o]) >= 2]
+    print("fakemod.ko %s: .text %d bytes, %d instructions in %s; addr2line: %d with "
+          "inlined frames, %d three deep" % (bid, tsize, len(offs), ", ".join(sorted(funcs)),
+                                             len(inl), len(deep)), flush=True)
+    if (set(funcs) != {"fakemod_helper", "fakemod_asm_mix", "fakemod_asm_llvm",
+                       "fakemod_checksum", "fakemod_xmit"} or
+            set(init) != {"fakemod_init"} or len(offs) < 20 or not deep or not all(
+                want[o] and want[o][-1][0] in funcs and want[o][-1][2] > 0 for o in offs)):
+        fail("the oracle does not see the fixture as built: %s %s %s" %
+                (sorted(funcs), sorted(init), [(hex(o), want.get(o)) for o in offs[:5]]))
+    # init's offsets in .init.text are also offsets in .text: a lookup
+    # that placed every section at 0 would meet its DWARF there
+    overlap = [o for o in offs if any(v <= o < v + n for v, n in init.values())]
 
-        def snap_chain(off):
-            return [([n for v, n in cover if v <= off][-1] + SUFFIX, "", 0)]
+    snap = os.path.join(td, "k.kallsyms.gz")
+    write_snapshot(snap, bid, tsize, funcs)
+    cover = sorted((v, n) for n, (v, _) in funcs.items())
 
-        other = [0x10, 0x20]
-        src = os.path.join(td, "m-mixed.pb")
-        with open(src, "wb") as f:
-            f.write(profile(bid, offs + [tsize + 0x10], other))
-        with open(os.path.join(td, "m-fake.pb"), "wb") as f:
-            f.write(profile(bid, offs))
+    def snap_chain(off):
+        return [([n for v, n in cover if v <= off][-1] + SUFFIX, "", 0)]
 
-        # 1: the .ko found by build id in a debug dir
-        dbg = os.path.join(td, "debug")
-        placed = place(dbg, bid, ko)
-        out = os.path.join(td, "m-mixed.sym.pb")
-        err = tv.symbolize(src, out, ["--debug-dir", dbg, "--kallsyms", snap])
-        got = chains(out)
-        ml = module_line(err)
-        bad = dwarf_errors(got, offs, want)
-        check(not bad, "debug dir: all %d locations carry addr2line's chain for .text + "
-              "offset, the real function \"fn [fakemod]\" (%d inlined, %d three deep): %s"
-              % (len(offs), len(inl), len(deep), bad[:3]))
-        names = set(f[0] for o in deep for f in got.get(("[module:fakemod]", o), []))
-        check({"fold", "fold2", "fakemod_checksum" + SUFFIX} <= names,
-              "fold inlined in fold2 inlined in fakemod_checksum: %s" % sorted(names))
-        named = set(f[0] for o in offs for f in got.get(("[module:fakemod]", o), []))
-        check(overlap and not any(n.startswith(("fakemod_init", "fakemod_exit")) for n in named),
-              "%d offsets that are also fakemod_init's in .init.text name only .text's "
-              "functions (%s)" % (len(overlap), sorted(named)))
-        gother = [got.get(("[module:othermod]", o)) for o in other]
-        check(all(g == [("othermod_fn [othermod]", "", 0)] for g in gother),
-              "othermod (no debug file) named from the snapshot in the same profile: %s"
-              % gother)
-        check(not got.get(("[module:fakemod]", tsize + 0x10)),
-              "an offset past fakemod's .text stays unresolved (%s)"
-              % got.get(("[module:fakemod]", tsize + 0x10)))
-        n = len(offs)
-        check(ml == (n + 2, 1, 1, n, 2, 0, 1),
-              "counted: resolved %d (%d from module debug info), othermod's 2 as no debug "
-              "file, the one past .text as no line and not found: %s" % (n + 2, n, ml))
+    other = [0x10, 0x20]
+    src = os.path.join(td, "m-mixed.pb")
+    with open(src, "wb") as f:
+        f.write(profile(bid, offs + [tsize + 0x10], other))
+    with open(os.path.join(td, "m-fake.pb"), "wb") as f:
+        f.write(profile(bid, offs))
 
-        r = subprocess.run([cli.SYM, "addr", "-e", ko, "--text", "--allow-root", "-q"] +
-                           ["0x%x" % o for o in offs], capture_output=True, text=True,
-                           timeout=60)
-        blocks = r.stdout.split("\n\n")
-        got_a = {}
-        for o, b in zip(offs, blocks):
-            ls = b.strip("\n").splitlines()
-            got_a[o] = [(ls[i], os.path.basename(ls[i + 1].rsplit(":", 2)[0]),
-                         int(ls[i + 1].rsplit(":", 2)[1])) for i in range(0, len(ls) - 1, 2)]
-        bad = [(hex(o), got_a.get(o), want[o]) for o in offs if got_a.get(o) != want[o]]
-        check(r.returncode == 0 and len(blocks) >= len(offs) and not bad,
-              "addr -e fakemod.ko --text: addr2line's chain at all %d offsets (rc %d): %s"
-              % (n, r.returncode, bad[:3] or r.stderr[-300:]))
+    # 1: the .ko found by build id in a debug dir
+    dbg = os.path.join(td, "debug")
+    placed = place(dbg, bid, ko)
+    out = os.path.join(td, "m-mixed.sym.pb")
+    err = tv.symbolize(src, out, ["--debug-dir", dbg, "--kallsyms", snap])
+    got = chains(out)
+    ml = module_line(err)
+    bad = dwarf_errors(got, offs, want)
+    check(not bad, "debug dir: all %d locations carry addr2line's chain for .text + "
+          "offset, the real function \"fn [fakemod]\" (%d inlined, %d three deep): %s"
+          % (len(offs), len(inl), len(deep), bad[:3]))
+    names = set(f[0] for o in deep for f in got.get(("[module:fakemod]", o), []))
+    check({"fold", "fold2", "fakemod_checksum" + SUFFIX} <= names,
+          "fold inlined in fold2 inlined in fakemod_checksum: %s" % sorted(names))
+    named = set(f[0] for o in offs for f in got.get(("[module:fakemod]", o), []))
+    check(overlap and not any(n.startswith(("fakemod_init", "fakemod_exit")) for n in named),
+          "%d offsets that are also fakemod_init's in .init.text name only .text's "
+          "functions (%s)" % (len(overlap), sorted(named)))
+    gother = [got.get(("[module:othermod]", o)) for o in other]
+    check(all(g == [("othermod_fn [othermod]", "", 0)] for g in gother),
+          "othermod (no debug file) named from the snapshot in the same profile: %s"
+          % gother)
+    check(not got.get(("[module:fakemod]", tsize + 0x10)),
+          "an offset past fakemod's .text stays unresolved (%s)"
+          % got.get(("[module:fakemod]", tsize + 0x10)))
+    n = len(offs)
+    check(ml == (n + 2, 1, 1, n, 2, 0, 1),
+          "counted: resolved %d (%d from module debug info), othermod's 2 as no debug "
+          "file, the one past .text as no line and not found: %s" % (n + 2, n, ml))
 
-        serve_step(td, src, dbg, snap, offs, want)
+    r = subprocess.run([cli.SYM, "addr", "-e", ko, "--text", "--allow-root", "-q"] +
+                       ["0x%x" % o for o in offs], capture_output=True, text=True,
+                       timeout=60)
+    blocks = r.stdout.split("\n\n")
+    got_a = {}
+    for o, b in zip(offs, blocks):
+        ls = b.strip("\n").splitlines()
+        got_a[o] = [(ls[i], os.path.basename(ls[i + 1].rsplit(":", 2)[0]),
+                     int(ls[i + 1].rsplit(":", 2)[1])) for i in range(0, len(ls) - 1, 2)]
+    bad = [(hex(o), got_a.get(o), want[o]) for o in offs if got_a.get(o) != want[o]]
+    check(r.returncode == 0 and len(blocks) >= len(offs) and not bad,
+          "addr -e fakemod.ko --text: addr2line's chain at all %d offsets (rc %d): %s"
+          % (n, r.returncode, bad[:3] or r.stderr[-300:]))
 
-        # 1b: Debian's layout: no .build-id link, the .ko under
-        # lib/modules/RELEASE/kernel/..., next to an older release's
-        # fakemod.ko (another build id)
-        tree = os.path.join(td, "debian")
-        for rel, f in (("6.1.0-test-amd64", ko), ("6.0.0-old-amd64", None)):
-            kdir = os.path.join(tree, "lib", "modules", rel, "kernel", "drivers", "misc")
-            os.makedirs(kdir)
-            if f:
-                shutil.copy(f, os.path.join(kdir, "fakemod.ko"))
-            else:
-                td_dbgd.retag(ko, os.path.join(kdir, "fakemod.ko"), bid, "%040x" % (int(bid, 16) ^ 2))
-        out = os.path.join(td, "m-debian.sym.pb")
-        err = tv.symbolize(os.path.join(td, "m-fake.pb"), out, ["--debug-dir", tree])
-        got = chains(out)
-        ml = module_line(err)
-        bad = dwarf_errors(got, offs, want)
-        check(not bad and ml and ml[3] == n and td_dbgd.stat(err, "found_dir") == 1 and
-              td_dbgd.stat(err, "rejected_build_id") == 1,
-              "Debian's layout (lib/modules/RELEASE/kernel/.../fakemod.ko, no .build-id): found "
-              "by name, the older release's file refused for its build id (found_dir %s, "
-              "rejected_build_id %s, %s): %s" % (td_dbgd.stat(err, "found_dir"),
-                                                 td_dbgd.stat(err, "rejected_build_id"), ml,
-                                                 bad[:3]))
+    serve_step(td, src, dbg, snap, offs, want)
 
-        # 2: the same .ko from a real debuginfod (private netns)
-        if not shutil.which("debuginfod") or not shutil.which("ip") or subprocess.run(
-                ["unshare", "--net", "true"], capture_output=True).returncode:
-            check(False, "debuginfod step: needs debuginfod, ip and unshare --net")
+    # 1b: Debian's layout: no .build-id link, the .ko under
+    # lib/modules/RELEASE/kernel/..., next to an older release's
+    # fakemod.ko (another build id)
+    tree = os.path.join(td, "debian")
+    for rel, f in (("6.1.0-test-amd64", ko), ("6.0.0-old-amd64", None)):
+        kdir = os.path.join(tree, "lib", "modules", rel, "kernel", "drivers", "misc")
+        os.makedirs(kdir)
+        if f:
+            shutil.copy(f, os.path.join(kdir, "fakemod.ko"))
         else:
-            os.mkdir(os.path.join(td, "serve"))
-            shutil.copy(ko, os.path.join(td, "serve", "fakemod.ko"))
-            with open(os.path.join(td, "offsets"), "w") as f:
-                f.write(" ".join(str(o) for o in offs))
-            r = subprocess.run(["unshare", "--net", sys.executable, os.path.abspath(__file__),
-                                "--inner", td], timeout=300)
-            check(r.returncode == 0, "debuginfod step passed (rc %d)" % r.returncode)
+            td_dbgd.retag(ko, os.path.join(kdir, "fakemod.ko"), bid, "%040x" % (int(bid, 16) ^ 2))
+    out = os.path.join(td, "m-debian.sym.pb")
+    err = tv.symbolize(os.path.join(td, "m-fake.pb"), out, ["--debug-dir", tree])
+    got = chains(out)
+    ml = module_line(err)
+    bad = dwarf_errors(got, offs, want)
+    check(not bad and ml and ml[3] == n and td_dbgd.stat(err, "found_dir") == 1 and
+          td_dbgd.stat(err, "rejected_build_id") == 1,
+          "Debian's layout (lib/modules/RELEASE/kernel/.../fakemod.ko, no .build-id): found "
+          "by name, the older release's file refused for its build id (found_dir %s, "
+          "rejected_build_id %s, %s): %s" % (td_dbgd.stat(err, "found_dir"),
+                                             td_dbgd.stat(err, "rejected_build_id"), ml,
+                                             bad[:3]))
 
-        fsrc = os.path.join(td, "m-fake.pb")
+    # 2: the same .ko from a real debuginfod (private netns)
+    with open(os.path.join(td, "offsets"), "w") as f:
+        f.write(" ".join(str(o) for o in offs))
+    symtest.in_private_netns(td, __file__, {"fakemod.ko": ko})
 
-        def fallback(label, extra, field):
-            out = os.path.join(td, "m-%s.sym.pb" % label)
-            err = tv.symbolize(fsrc, out, ["--debug-dir", dbg, "--kallsyms", snap] + extra)
-            got = chains(out)
-            ml = module_line(err)
-            bad = [(hex(o), got.get(("[module:fakemod]", o))) for o in offs
-                   if got.get(("[module:fakemod]", o)) != snap_chain(o)]
-            want_ml = [n, 0, 0, 0, 0, 0, 0]
-            want_ml[field] = n
-            check(not bad and ml == tuple(want_ml),
-                  "%s: all %d locations named by the snapshot only (one frame, no file), "
-                  "counted (%s, want %s): %s" % (label, n, ml, tuple(want_ml), bad[:3]))
-            return err
+    fsrc = os.path.join(td, "m-fake.pb")
 
-        # 3: no file of that build id
-        os.unlink(placed)
-        fallback("missing", [], 4)
-
-        # 4: a .ko of another build id at that build id's path
-        other_id = "%040x" % (int(bid, 16) ^ 1)
-        td_dbgd.retag(ko, os.path.join(td, "other.ko"), bid, other_id)
-        check(cli.build_id(os.path.join(td, "other.ko")) == other_id,
-              "the retagged copy carries build id %s" % other_id)
-        place(dbg, bid, os.path.join(td, "other.ko"))
-        err = fallback("mismatch", [], 5)
-        check((td_dbgd.stat(err, "rejected_build_id") or 0) >= 1,
-              "the finder counts the refused file (rejected_build_id %s)"
-              % td_dbgd.stat(err, "rejected_build_id"))
-        r = subprocess.run([cli.SYM, "lookup", bid, "--debug-dir", dbg, "--no-debuginfod",
-                            "--allow-root", "-q"], capture_output=True, text=True, timeout=60)
-        check(r.returncode == 3 and r.stdout.strip() ==
-              "%s not-found (only files of another build id)" % bid,
-              "lookup says why: %r (rc %d)" % (r.stdout.strip(), r.returncode))
-
-        # 5: symbols but no DWARF
-        stripped = os.path.join(td, "stripped.ko")
-        run(["strip", "--strip-debug", "-o", stripped, ko])
-        check(cli.build_id(stripped) == bid and ".debug_info" not in sections(stripped),
-              "strip --strip-debug keeps the build id, drops .debug_info")
-        place(dbg, bid, stripped)
-        fallback("no-dwarf", [], 6)
-        out = os.path.join(td, "m-syms.sym.pb")
-        err = tv.symbolize(fsrc, out, ["--debug-dir", dbg])
+    def fallback(label, extra, field):
+        out = os.path.join(td, "m-%s.sym.pb" % label)
+        err = tv.symbolize(fsrc, out, ["--debug-dir", dbg, "--kallsyms", snap] + extra)
         got = chains(out)
         ml = module_line(err)
         bad = [(hex(o), got.get(("[module:fakemod]", o))) for o in offs
                if got.get(("[module:fakemod]", o)) != snap_chain(o)]
-        check(not bad and ml == (n, 0, 0, 0, 0, 0, n),
-              "no DWARF, no snapshot: all %d locations named by the .ko's symbols (one "
-              "frame, no file), counted no line (%s): %s" % (n, ml, bad[:3]))
+        want_ml = [n, 0, 0, 0, 0, 0, 0]
+        want_ml[field] = n
+        check(not bad and ml == tuple(want_ml),
+              "%s: all %d locations named by the snapshot only (one frame, no file), "
+              "counted (%s, want %s): %s" % (label, n, ml, tuple(want_ml), bad[:3]))
+        return err
 
-        # 6: separate debug files (.text NOBITS), compressed debug sections
-        for label, cmd, how in (
-                ("eu-strip -f", lambda d: ["eu-strip", "-f", d, "-o",
-                                           os.path.join(td, "s.ko"), ko], "NOBITS"),
-                ("objcopy --only-keep-debug",
-                 lambda d: ["objcopy", "--only-keep-debug", ko, d], "NOBITS"),
-                ("objcopy --compress-debug-sections",
-                 lambda d: ["objcopy", "--compress-debug-sections=zlib-gabi", ko, d], "  C ")):
-            dfile = os.path.join(td, "sep.debug")
-            run(cmd(dfile))
-            s = sections(dfile)
-            shdrs = run(["readelf", "-SW", dfile])
-            line = {".text": shdrs.split("] .text ")[1].split("\n")[0],
-                    "  C ": shdrs.split("] .debug_info ")[1].split("\n")[0]}
-            check(cli.build_id(dfile) == bid and ".rela.debug_info" in s and
-                  how in line[".text" if how == "NOBITS" else how],
-                  "%s: a file of that build id, %s, .rela.debug_info kept"
-                  % (label, ".text NOBITS" if how == "NOBITS" else ".debug_info compressed"))
-            place(dbg, bid, dfile)
-            out = os.path.join(td, "m-sep.sym.pb")
-            err = tv.symbolize(fsrc, out, ["--debug-dir", dbg])
-            got = chains(out)
-            ml = module_line(err)
-            bad = dwarf_errors(got, offs, want)
-            check(not bad and ml and ml[3] == n,
-                  "%s debug file: all %d locations carry addr2line's chain (%s): %s"
-                  % (label, n, ml, bad[:3]))
-    finally:
-        shutil.rmtree(td, ignore_errors=True)
-    if FAILURES:
-        print("%d check(s) failed" % len(FAILURES))
-        return 1
-    return 0
+    # 3: no file of that build id
+    os.unlink(placed)
+    fallback("missing", [], 4)
+
+    # 4: a .ko of another build id at that build id's path
+    other_id = "%040x" % (int(bid, 16) ^ 1)
+    td_dbgd.retag(ko, os.path.join(td, "other.ko"), bid, other_id)
+    check(cli.build_id(os.path.join(td, "other.ko")) == other_id,
+          "the retagged copy carries build id %s" % other_id)
+    place(dbg, bid, os.path.join(td, "other.ko"))
+    err = fallback("mismatch", [], 5)
+    check((td_dbgd.stat(err, "rejected_build_id") or 0) >= 1,
+          "the finder counts the refused file (rejected_build_id %s)"
+          % td_dbgd.stat(err, "rejected_build_id"))
+    r = subprocess.run([cli.SYM, "lookup", bid, "--debug-dir", dbg, "--no-debuginfod",
+                        "--allow-root", "-q"], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 3 and r.stdout.strip() ==
+          "%s not-found (only files of another build id)" % bid,
+          "lookup says why: %r (rc %d)" % (r.stdout.strip(), r.returncode))
+
+    # 5: symbols but no DWARF
+    stripped = os.path.join(td, "stripped.ko")
+    run(["strip", "--strip-debug", "-o", stripped, ko])
+    check(cli.build_id(stripped) == bid and ".debug_info" not in sections(stripped),
+          "strip --strip-debug keeps the build id, drops .debug_info")
+    place(dbg, bid, stripped)
+    fallback("no-dwarf", [], 6)
+    out = os.path.join(td, "m-syms.sym.pb")
+    err = tv.symbolize(fsrc, out, ["--debug-dir", dbg])
+    got = chains(out)
+    ml = module_line(err)
+    bad = [(hex(o), got.get(("[module:fakemod]", o))) for o in offs
+           if got.get(("[module:fakemod]", o)) != snap_chain(o)]
+    check(not bad and ml == (n, 0, 0, 0, 0, 0, n),
+          "no DWARF, no snapshot: all %d locations named by the .ko's symbols (one "
+          "frame, no file), counted no line (%s): %s" % (n, ml, bad[:3]))
+
+    # 6: separate debug files (.text NOBITS), compressed debug sections
+    for label, cmd, how in (
+            ("eu-strip -f", lambda d: ["eu-strip", "-f", d, "-o",
+                                       os.path.join(td, "s.ko"), ko], "NOBITS"),
+            ("objcopy --only-keep-debug",
+             lambda d: ["objcopy", "--only-keep-debug", ko, d], "NOBITS"),
+            ("objcopy --compress-debug-sections",
+             lambda d: ["objcopy", "--compress-debug-sections=zlib-gabi", ko, d], "  C ")):
+        dfile = os.path.join(td, "sep.debug")
+        run(cmd(dfile))
+        s = sections(dfile)
+        shdrs = run(["readelf", "-SW", dfile])
+        line = {".text": shdrs.split("] .text ")[1].split("\n")[0],
+                "  C ": shdrs.split("] .debug_info ")[1].split("\n")[0]}
+        check(cli.build_id(dfile) == bid and ".rela.debug_info" in s and
+              how in line[".text" if how == "NOBITS" else how],
+              "%s: a file of that build id, %s, .rela.debug_info kept"
+              % (label, ".text NOBITS" if how == "NOBITS" else ".debug_info compressed"))
+        place(dbg, bid, dfile)
+        out = os.path.join(td, "m-sep.sym.pb")
+        err = tv.symbolize(fsrc, out, ["--debug-dir", dbg])
+        got = chains(out)
+        ml = module_line(err)
+        bad = dwarf_errors(got, offs, want)
+        check(not bad and ml and ml[3] == n,
+              "%s debug file: all %d locations carry addr2line's chain (%s): %s"
+              % (label, n, ml, bad[:3]))
+
+
+def main():
+    return symtest.run(steps, tools=TOOLS, exes=(cli.SYM,), inner=debuginfod_inner)
 
 
 if __name__ == "__main__":

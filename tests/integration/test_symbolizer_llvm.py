@@ -33,6 +33,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_symbolizer_cli as cli  # noqa: E402
+from lib import symtest  # noqa: E402
+from lib.symtest import check  # noqa: E402
 
 STEP = 7
 EU_SUBSET = 400
@@ -143,12 +145,6 @@ def main():
         cli.skip('no spanprof-symbolizer or fixture under %s' % cli.BUILD)
     if not shutil.which('llvm-symbolizer') or not shutil.which('eu-addr2line'):
         cli.skip('llvm-symbolizer or eu-addr2line not installed')
-    failures = []
-
-    def check(cond, what):
-        print(('ok   ' if cond else 'FAIL ') + what)
-        if not cond:
-            failures.append(what)
 
     tmp = tempfile.mkdtemp(prefix='sym-llvm-')
     dwarf4 = os.path.join(tmp, 'sym_inline_O2_dwarf4')
@@ -199,10 +195,7 @@ def main():
           % len(offs))
 
     shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print('%d failure(s)' % len(failures))
-        return 1
-    return 0
+    return symtest.verdict()
 
 
 if __name__ == '__main__':

@@ -25,7 +25,6 @@ import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,16 +34,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_server  # noqa: E402
 import test_symbolizer_cli as cli  # noqa: E402
+from lib import symtest  # noqa: E402
+from lib.ports import free_port  # noqa: E402 (serve_t.free_port for the others)
+from lib.symtest import check  # noqa: E402
 
 PATH = '/v1development/profiles'
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def post(port, body, ctype='application/x-protobuf', enc=None, chunked=False,
@@ -89,12 +83,6 @@ def rpc_status(body):
 def main():
     if not os.access(cli.SYM, os.X_OK) or not os.path.exists(cli.FIXTURE):
         cli.skip('no spanprof-symbolizer or fixture under %s' % cli.BUILD)
-    failures = []
-
-    def check(cond, what):
-        print(('ok   ' if cond else 'FAIL ') + what, flush=True)
-        if not cond:
-            failures.append(what)
 
     with tempfile.TemporaryDirectory() as td:
         otlp = cli.make_otlp(td)
@@ -254,10 +242,7 @@ def main():
             print(log.read()[-2000:])
         check(rc == 0, 'SIGTERM: drained and exited 0 (%s)' % rc)
 
-    if failures:
-        print('%d failure(s)' % len(failures))
-        return 1
-    return 0
+    return symtest.verdict()
 
 
 if __name__ == '__main__':

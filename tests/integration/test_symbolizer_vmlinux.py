@@ -49,13 +49,14 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_symbolizer_cli as cli  # noqa: E402
 import test_symbolizer_debuginfod as td_dbgd  # noqa: E402
 import test_symbolizer_kernel as tk  # noqa: E402
 import test_symbolizer_llvm as tl  # noqa: E402
+from lib import symtest  # noqa: E402
+from lib.symtest import check, fail  # noqa: E402
 
 LINK_TEXT = 0xffffffff81000000      # __START_KERNEL without CONFIG_PHYSICAL_START
 OTHER_START = 0xffffffff82000000    # a base another collector may have derived
@@ -112,20 +113,6 @@ void start_kernel_fake(void)
 
 """
 FUNCS = ("copy_page_fake", "do_syscall_fake", "start_kernel_fake")
-
-
-FAILURES = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
-
-
-def fail(msg):
-    print("FAIL " + msg)
-    sys.exit(1)
 
 
 def build_vmlinux(td):
@@ -212,7 +199,7 @@ def kernel_line(stderr):
 def debuginfod_inner(td):
     """In a private network namespace: debuginfod serves only the vmlinux;
     the profile at memory_start LINK_TEXT, an empty --debug-dir, gets the
-    same chains through it (failed checks go to FAILURES)."""
+    same chains through it (failed checks go to lib.symtest.FAILURES)."""
 
     elf = os.path.join(td, "serve", "vmlinux")
     bid = cli.build_id(elf)
@@ -235,169 +222,152 @@ def debuginfod_inner(td):
               % (len(addrs), td_dbgd.stat(err, "found_debuginfod"), ks, bad[:3]))
 
 
-def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--inner":
-        debuginfod_inner(sys.argv[2])
-        return 1 if FAILURES else 0
-    for tool in ("gcc", "ld", "nm", "objdump", "llvm-symbolizer"):
-        if not shutil.which(tool):
-            cli.skip("no %s" % tool)
-    if not os.access(cli.SYM, os.X_OK):
-        cli.skip("no %s (make first)" % cli.SYM)
+TOOLS = ("gcc", "ld", "nm", "objdump", "llvm-symbolizer")
 
-    td = tempfile.mkdtemp(prefix="spanprof-test-")
-    os.chmod(td, 0o755)
-    try:
-        elf = build_vmlinux(td)
-        bid = cli.build_id(elf)
-        syms = nm(elf)
-        check(syms.get("_text", (0,))[0] == LINK_TEXT,
-              "the ELF's _text is the link-time base 0x%x" % LINK_TEXT)
-        addrs = insn_addrs(elf, syms)
-        offsets = [a - LINK_TEXT for a in addrs]
-        want = dict(zip(addrs, tl.llvm(elf, addrs)))
-        deep = [a for a in addrs if len(want[a]) >= 3]
-        inl = [a for a in addrs if len(want[a]) >= 2]
-        print("vmlinux %s: %d instructions in %s, llvm-symbolizer: %d with inlined "
-              "frames, %d three deep" % (bid, len(addrs), ", ".join(FUNCS), len(inl),
-                                         len(deep)), flush=True)
-        if len(addrs) < 20 or not deep or not all(
-                want[a][-1][0] in FUNCS and want[a][-1][1] == "kernel_fake.c" and
-                want[a][-1][2] > 0 for a in addrs):
-            fail("the oracle does not see the fixture as built: %s" %
-                 [(hex(a), want[a]) for a in addrs[:5]])
 
-        dbg = os.path.join(td, "debug")
-        bdir = os.path.join(dbg, ".build-id", bid[:2])
-        os.makedirs(bdir)
-        for d in (dbg, os.path.dirname(bdir), bdir):
-            os.chmod(d, 0o755)
-        placed = os.path.join(bdir, bid[2:] + ".debug")
-        shutil.copy(elf, placed)
-        os.chmod(placed, 0o644)
+def steps(td):
+    """The numbered steps of the docstring above, in the scratch directory
+    td (lib/symtest.run makes and removes it)."""
+    elf = build_vmlinux(td)
+    bid = cli.build_id(elf)
+    syms = nm(elf)
+    check(syms.get("_text", (0,))[0] == LINK_TEXT,
+          "the ELF's _text is the link-time base 0x%x" % LINK_TEXT)
+    addrs = insn_addrs(elf, syms)
+    offsets = [a - LINK_TEXT for a in addrs]
+    want = dict(zip(addrs, tl.llvm(elf, addrs)))
+    deep = [a for a in addrs if len(want[a]) >= 3]
+    inl = [a for a in addrs if len(want[a]) >= 2]
+    print("vmlinux %s: %d instructions in %s, llvm-symbolizer: %d with inlined "
+          "frames, %d three deep" % (bid, len(addrs), ", ".join(FUNCS), len(inl),
+                                     len(deep)), flush=True)
+    if len(addrs) < 20 or not deep or not all(
+            want[a][-1][0] in FUNCS and want[a][-1][1] == "kernel_fake.c" and
+            want[a][-1][2] > 0 for a in addrs):
+        fail("the oracle does not see the fixture as built: %s" %
+             [(hex(a), want[a]) for a in addrs[:5]])
 
-        # 1, 2: vmlinux found by build id, at either memory_start
-        for start in (LINK_TEXT, OTHER_START):
-            src = os.path.join(td, "k-%x.pb" % start)
-            out = os.path.join(td, "k-%x.sym.pb" % start)
-            with open(src, "wb") as f:
-                f.write(profile(bid, start, offsets))
-            err = symbolize(src, out, ["--debug-dir", dbg])
-            got = chains(out)
-            ks = kernel_line(err)
-            bad = [(hex(a), got.get(start + a - LINK_TEXT), want[a]) for a in addrs
-                   if got.get(start + a - LINK_TEXT) != want[a]]
-            check(not bad, "memory_start 0x%x: all %d locations carry llvm-symbolizer's "
-                  "chain for _text + offset (%d inlined, %d three deep): %s"
-                  % (start, len(addrs), len(inl), len(deep), bad[:3]))
-            names = set(f[0] for a in deep for f in got.get(start + a - LINK_TEXT, []))
-            check({"mix", "twice", "copy_page_fake"} <= names,
-                  "memory_start 0x%x: mix inlined in twice inlined in copy_page_fake: %s"
-                  % (start, sorted(names)))
-            check(ks is not None and ks[0] == ks[6] == len(addrs) and ks[1] == 0,
-                  "memory_start 0x%x: every kernel frame resolved from vmlinux debug "
-                  "info (%s)" % (start, ks))
+    dbg = os.path.join(td, "debug")
+    bdir = os.path.join(dbg, ".build-id", bid[:2])
+    os.makedirs(bdir)
+    for d in (dbg, os.path.dirname(bdir), bdir):
+        os.chmod(d, 0o755)
+    placed = os.path.join(bdir, bid[2:] + ".debug")
+    shutil.copy(elf, placed)
+    os.chmod(placed, 0o644)
 
-        # 2b: where Debian's and Fedora's debug packages put vmlinux (no
-        # .build-id link): found by name, the build id deciding
-        for where in (("lib", "modules", "6.1.0-test-amd64", "vmlinux"),
-                      ("boot", "vmlinux-6.1.0-test-amd64")):
-            tree = os.path.join(td, "tree-" + where[0])
-            os.makedirs(os.path.join(tree, *where[:-1]))
-            shutil.copy(elf, os.path.join(tree, *where))
-            src = os.path.join(td, "k-%x.pb" % LINK_TEXT)
-            out = os.path.join(td, "k-tree.sym.pb")
-            err = symbolize(src, out, ["--debug-dir", tree])
-            got = chains(out)
-            ks = kernel_line(err)
-            bad = [(hex(a), got.get(a), want[a]) for a in addrs if got.get(a) != want[a]]
-            check(not bad and ks and ks[6] == len(addrs),
-                  "vmlinux at DIR/%s (no .build-id): all %d locations carry llvm-symbolizer's "
-                  "chain (%s): %s" % ("/".join(where), len(addrs), ks, bad[:3]))
-
-        # 5: report drops to nobody and still reads the debug dir
-        src = os.path.join(td, "k-%x.pb" % LINK_TEXT)
-        if os.geteuid() == 0:
-            r = subprocess.run([cli.SYM, "report", src, "--top", "10", "--no-debuginfod",
-                                "--no-kallsyms", "--debug-dir", dbg],
-                               capture_output=True, text=True, timeout=120)
-            ks = kernel_line(r.stderr)
-            ok = bool(r.returncode == 0 and ks and ks[6] == len(addrs) and
-                      re.search(r"^\s.*\bmix \(kernel_fake\.c:\d+\)$", r.stdout, re.M))
-            check(ok, "report as nobody: vmlinux read, the inlined mix named with its "
-                  "line (%s)%s" % (ks, "" if ok else "\n" + (r.stdout or r.stderr)[-600:]))
-
-        # 6: the same vmlinux from a real debuginfod (private netns)
-        if not shutil.which("debuginfod") or not shutil.which("ip") or subprocess.run(
-                ["unshare", "--net", "true"], capture_output=True).returncode:
-            check(False, "debuginfod step: needs debuginfod, ip and unshare --net")
-        else:
-            os.mkdir(os.path.join(td, "serve"))
-            shutil.copy(elf, os.path.join(td, "serve", "vmlinux"))
-            r = subprocess.run(["unshare", "--net", sys.executable, os.path.abspath(__file__),
-                                "--inner", td], timeout=300)
-            check(r.returncode == 0, "debuginfod step passed (rc %d)" % r.returncode)
-
-        # 3: no vmlinux; a snapshot of that build id from a slid boot
-        os.unlink(placed)
-        snap = os.path.join(td, "k.kallsyms.gz")
-        tk.write_snapshot(snap, bid, [(a + SLIDE, "T", n, None) for n, (a, _) in
-                                      sorted(syms.items(), key=lambda x: x[1])])
-        out = os.path.join(td, "k-snap.sym.pb")
-        err = symbolize(src, out, ["--debug-dir", dbg, "--kallsyms", snap])
-        got = chains(out)
-        ks = kernel_line(err)
-        cover = sorted((a, n) for n, (a, _) in syms.items())
-
-        def covering(addr):
-            return [n for a, n in cover if a <= addr][-1]
-        bad = [(hex(a), got.get(a)) for a in addrs if got.get(a) != [(covering(a), "", 0)]]
-        check(not bad, "no vmlinux, a slid snapshot: all %d locations named by the "
-              "covering symbol only (one frame, no file, no line): %s"
-              % (len(addrs), bad[:3]))
-        check(ks is not None and ks[0] == len(addrs) and ks[6] == 0,
-              "snapshot: counted as resolved, none from vmlinux (%s)" % (ks,))
-
-        # 3b: a module frame in pprof (no frame type there: the mapping
-        # says kernel) named from the snapshot's module of that build id
-        mod_bid = "ab" * 20
-        with gzip.open(snap, "rt") as f:
-            lines = f.read().splitlines()
-        lines[1:1] = ["# module fakemod build-id=%s text=%x size=1000" % (mod_bid, MOD_TEXT),
-                      "%x t fake_mod_fn\t[fakemod]" % MOD_TEXT,
-                      "%x t fake_mod_other\t[fakemod]" % (MOD_TEXT + 0x400)]
-        with gzip.open(snap, "wt") as f:
-            f.write("\n".join(lines) + "\n")
-        mp = cli.Pprof()
-        m = mp.mapping(0, 0x1000, 0, "[module:fakemod]", mod_bid)
-        for off in (0x10, 0x410):
-            mp.sample([mp.location(m, off)])
-        msrc, mout = os.path.join(td, "mod.pb"), os.path.join(td, "mod.sym.pb")
-        with open(msrc, "wb") as f:
-            f.write(mp.encode())
-        err = symbolize(msrc, mout, ["--kallsyms", snap])
-        got = chains(mout)
-        ks = kernel_line(err)
-        check(got.get(0x10) == [("fake_mod_fn [fakemod]", "", 0)] and
-              got.get(0x410) == [("fake_mod_other [fakemod]", "", 0)] and ks and ks[0] == 2,
-              "[module:fakemod] frames of a pprof profile named from the snapshot's module "
-              "(%s, %s)" % (got, ks))
-
-        # 4: neither
-        out = os.path.join(td, "k-none.sym.pb")
+    # 1, 2: vmlinux found by build id, at either memory_start
+    for start in (LINK_TEXT, OTHER_START):
+        src = os.path.join(td, "k-%x.pb" % start)
+        out = os.path.join(td, "k-%x.sym.pb" % start)
+        with open(src, "wb") as f:
+            f.write(profile(bid, start, offsets))
         err = symbolize(src, out, ["--debug-dir", dbg])
         got = chains(out)
         ks = kernel_line(err)
-        check(all(not got.get(a) for a in addrs) and ks and ks[0] == 0 and
-              ks[1] == ks[2] == len(addrs),
-              "no vmlinux, no snapshot: every kernel frame unresolved, counted as no "
-              "snapshot (%s)" % (ks,))
-    finally:
-        shutil.rmtree(td, ignore_errors=True)
-    if FAILURES:
-        print("%d check(s) failed" % len(FAILURES))
-        return 1
-    return 0
+        bad = [(hex(a), got.get(start + a - LINK_TEXT), want[a]) for a in addrs
+               if got.get(start + a - LINK_TEXT) != want[a]]
+        check(not bad, "memory_start 0x%x: all %d locations carry llvm-symbolizer's "
+              "chain for _text + offset (%d inlined, %d three deep): %s"
+              % (start, len(addrs), len(inl), len(deep), bad[:3]))
+        names = set(f[0] for a in deep for f in got.get(start + a - LINK_TEXT, []))
+        check({"mix", "twice", "copy_page_fake"} <= names,
+              "memory_start 0x%x: mix inlined in twice inlined in copy_page_fake: %s"
+              % (start, sorted(names)))
+        check(ks is not None and ks[0] == ks[6] == len(addrs) and ks[1] == 0,
+              "memory_start 0x%x: every kernel frame resolved from vmlinux debug "
+              "info (%s)" % (start, ks))
+
+    # 2b: where Debian's and Fedora's debug packages put vmlinux (no
+    # .build-id link): found by name, the build id deciding
+    for where in (("lib", "modules", "6.1.0-test-amd64", "vmlinux"),
+                  ("boot", "vmlinux-6.1.0-test-amd64")):
+        tree = os.path.join(td, "tree-" + where[0])
+        os.makedirs(os.path.join(tree, *where[:-1]))
+        shutil.copy(elf, os.path.join(tree, *where))
+        src = os.path.join(td, "k-%x.pb" % LINK_TEXT)
+        out = os.path.join(td, "k-tree.sym.pb")
+        err = symbolize(src, out, ["--debug-dir", tree])
+        got = chains(out)
+        ks = kernel_line(err)
+        bad = [(hex(a), got.get(a), want[a]) for a in addrs if got.get(a) != want[a]]
+        check(not bad and ks and ks[6] == len(addrs),
+              "vmlinux at DIR/%s (no .build-id): all %d locations carry llvm-symbolizer's "
+              "chain (%s): %s" % ("/".join(where), len(addrs), ks, bad[:3]))
+
+    # 5: report drops to nobody and still reads the debug dir
+    src = os.path.join(td, "k-%x.pb" % LINK_TEXT)
+    if os.geteuid() == 0:
+        r = subprocess.run([cli.SYM, "report", src, "--top", "10", "--no-debuginfod",
+                            "--no-kallsyms", "--debug-dir", dbg],
+                           capture_output=True, text=True, timeout=120)
+        ks = kernel_line(r.stderr)
+        ok = bool(r.returncode == 0 and ks and ks[6] == len(addrs) and
+                  re.search(r"^\s.*\bmix \(kernel_fake\.c:\d+\)$", r.stdout, re.M))
+        check(ok, "report as nobody: vmlinux read, the inlined mix named with its "
+              "line (%s)%s" % (ks, "" if ok else "\n" + (r.stdout or r.stderr)[-600:]))
+
+    # 6: the same vmlinux from a real debuginfod (private netns)
+    symtest.in_private_netns(td, __file__, {"vmlinux": elf})
+
+    # 3: no vmlinux; a snapshot of that build id from a slid boot
+    os.unlink(placed)
+    snap = os.path.join(td, "k.kallsyms.gz")
+    tk.write_snapshot(snap, bid, [(a + SLIDE, "T", n, None) for n, (a, _) in
+                                  sorted(syms.items(), key=lambda x: x[1])])
+    out = os.path.join(td, "k-snap.sym.pb")
+    err = symbolize(src, out, ["--debug-dir", dbg, "--kallsyms", snap])
+    got = chains(out)
+    ks = kernel_line(err)
+    cover = sorted((a, n) for n, (a, _) in syms.items())
+
+    def covering(addr):
+        return [n for a, n in cover if a <= addr][-1]
+    bad = [(hex(a), got.get(a)) for a in addrs if got.get(a) != [(covering(a), "", 0)]]
+    check(not bad, "no vmlinux, a slid snapshot: all %d locations named by the "
+          "covering symbol only (one frame, no file, no line): %s"
+          % (len(addrs), bad[:3]))
+    check(ks is not None and ks[0] == len(addrs) and ks[6] == 0,
+          "snapshot: counted as resolved, none from vmlinux (%s)" % (ks,))
+
+    # 3b: a module frame in pprof (no frame type there: the mapping
+    # says kernel) named from the snapshot's module of that build id
+    mod_bid = "ab" * 20
+    with gzip.open(snap, "rt") as f:
+        lines = f.read().splitlines()
+    lines[1:1] = ["# module fakemod build-id=%s text=%x size=1000" % (mod_bid, MOD_TEXT),
+                  "%x t fake_mod_fn\t[fakemod]" % MOD_TEXT,
+                  "%x t fake_mod_other\t[fakemod]" % (MOD_TEXT + 0x400)]
+    with gzip.open(snap, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    mp = cli.Pprof()
+    m = mp.mapping(0, 0x1000, 0, "[module:fakemod]", mod_bid)
+    for off in (0x10, 0x410):
+        mp.sample([mp.location(m, off)])
+    msrc, mout = os.path.join(td, "mod.pb"), os.path.join(td, "mod.sym.pb")
+    with open(msrc, "wb") as f:
+        f.write(mp.encode())
+    err = symbolize(msrc, mout, ["--kallsyms", snap])
+    got = chains(mout)
+    ks = kernel_line(err)
+    check(got.get(0x10) == [("fake_mod_fn [fakemod]", "", 0)] and
+          got.get(0x410) == [("fake_mod_other [fakemod]", "", 0)] and ks and ks[0] == 2,
+          "[module:fakemod] frames of a pprof profile named from the snapshot's module "
+          "(%s, %s)" % (got, ks))
+
+    # 4: neither
+    out = os.path.join(td, "k-none.sym.pb")
+    err = symbolize(src, out, ["--debug-dir", dbg])
+    got = chains(out)
+    ks = kernel_line(err)
+    check(all(not got.get(a) for a in addrs) and ks and ks[0] == 0 and
+          ks[1] == ks[2] == len(addrs),
+          "no vmlinux, no snapshot: every kernel frame unresolved, counted as no "
+          "snapshot (%s)" % (ks,))
+
+
+def main():
+    return symtest.run(steps, tools=TOOLS, exes=(cli.SYM,), inner=debuginfod_inner)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,43 @@ static __attribute__((unused)) void jd_move(struct jd_buf *j, uint64_t from, uin
 	jd_u64(j, index);
 }
 
+/* A DEBUG_INFO row as the runtime writes it. */
+struct jd_row {
+	uint64_t addr;
+	uint32_t line;
+	const char *file;
+};
+
+/* A DEBUG_INFO record for the code at code_addr: its n rows, nr_entry
+ * claimed as nr (the true n unless lying); no_nul: the last file name's
+ * NUL is not written (the record ends without it). */
+static __attribute__((unused)) void jd_debug_raw(struct jd_buf *j, uint64_t code_addr,
+						 const struct jd_row *r, size_t n, uint64_t nr,
+						 int no_nul)
+{
+	size_t total = SP_JITDUMP_DEBUG_FIXED - (n && no_nul);
+
+	for (size_t i = 0; i < n; i++)
+		total += SP_JITDUMP_DEBUG_ENTRY_FIXED + strlen(r[i].file) + 1;
+	jd_u32(j, SP_JIT_CODE_DEBUG_INFO);
+	jd_u32(j, (uint32_t)total);
+	jd_u64(j, 6);
+	jd_u64(j, code_addr);
+	jd_u64(j, nr);
+	for (size_t i = 0; i < n; i++) {
+		jd_u64(j, r[i].addr);
+		jd_u32(j, r[i].line);
+		jd_u32(j, 0);
+		jd_put(j, r[i].file, strlen(r[i].file) + !(no_nul && i == n - 1));
+	}
+}
+
+static __attribute__((unused)) void jd_debug(struct jd_buf *j, uint64_t code_addr,
+					     const struct jd_row *r, size_t n)
+{
+	jd_debug_raw(j, code_addr, r, n, n, 0);
+}
+
 /* Any other record: id, payload of n bytes (0x55). */
 static __attribute__((unused)) void jd_other(struct jd_buf *j, uint32_t id, uint32_t n)
 {

@@ -421,14 +421,22 @@ static void test_jitdump(void **state)
 	wfile(p, "1000 10 from_the_perf_map\n");
 	jd_header(&jb);
 	jd_other(&jb, SP_JIT_CODE_UNWINDING_INFO, 64);
+	/* its line table travels with the load, in the same piece (V8's rows
+	 * are 0x40 late: jitdump.h) */
+	jd_debug(&jb, 0x7f0000010000,
+		 (const struct jd_row[]){ { 0x7f0000010044, 1, "/srv/a.js" },
+					  { 0x7f0000010080, 2, "/srv/a.js" } }, 2);
 	jd_load(&jb, 0x7f0000010000, 0x40, 1, "JS:*hot /srv/a.js:1:1");
 	put_dump(330, 9, &jb, "r-xp");
 	j = make(0, 0, 0);
 	check(j, 330);
 	assert_int_equal(sk.n, 1);
 	assert_int_equal(sk.pc[0].source, SP_JIT_JITDUMP);
-	assert_int_equal(sk.pc[0].len, strlen("7f0000010000 40 JS:*hot /srv/a.js:1:1\n"));
-	assert_memory_equal(sk.pc[0].data, "7f0000010000 40 JS:*hot /srv/a.js:1:1\n", sk.pc[0].len);
+	assert_int_equal(sk.pc[0].len,
+			 strlen("@F /srv/a.js\n@L 4 1\n7f0000010000 40 JS:*hot /srv/a.js:1:1\n"));
+	assert_memory_equal(sk.pc[0].data,
+			    "@F /srv/a.js\n@L 4 1\n7f0000010000 40 JS:*hot /srv/a.js:1:1\n",
+			    sk.pc[0].len);
 	assert_int_equal(sp_jit_maps__head(j, 330, &src, &head), 0);
 	assert_int_equal(src, SP_JIT_JITDUMP);
 
@@ -465,6 +473,10 @@ static void test_jitdump(void **state)
 	sp_jit_maps__stats(j, &st);
 	assert_int_equal(st.jitdump_loads, 3);
 	assert_int_equal(st.jitdump_skipped, 1);
+	assert_int_equal(st.jitdump_line_tables, 1);
+	assert_int_equal(st.jitdump_line_rows, 1);
+	assert_int_equal(st.jitdump_debug_rows_out, 1);	/* the row at the code's end */
+	assert_int_equal(st.jitdump_debug_bad + st.jitdump_debug_too_big, 0);
 	assert_true(st.jitdump_checks >= 3);
 	assert_int_equal(st.restarts, 0);
 

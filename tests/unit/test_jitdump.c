@@ -3,7 +3,9 @@
  * test_jitdump.c - jitdump records to perf-map lines (collector/procs/
  * jitdump.h): header checks (magic, other byte order, version, machine,
  * sizes), loads turned into lines with their code bytes never read,
- * DEBUG_INFO / UNWINDING_INFO / unknown ids skipped by size, a record
+ * UNWINDING_INFO / unknown ids skipped by size, DEBUG_INFO line tables
+ * written before their load's line (good, pending across calls, truncated,
+ * rows outside the code, oversize, unused, no NUL, read errors), a record
  * being written waits, CLOSE ends, MOVE named from the remembered load
  * (or counted unknown), refused records (sizes that do not add up, no
  * NUL, empty names, empty or wrapping ranges) counted and skipped, control
@@ -45,7 +47,7 @@ static int rd(void *ctx, uint8_t *buf, size_t n, uint64_t off)
 	return 0;
 }
 
-static char out[1 << 16];
+static char out[1 << 18];
 
 /* Converts all of j (size = its length); returns convert's result. */
 static int conv(struct sp_jitdump *d, struct src *s, size_t *n, struct sp_jitdump_stats *st)
@@ -81,7 +83,9 @@ static void test_loads_and_skips(void **state)
 	assert_int_equal(d.off, j.len);
 	assert_int_equal(st.records, 5);
 	assert_int_equal(st.loads, 2);
-	assert_int_equal(st.debug_info, 1);
+	/* the DEBUG_INFO (code_addr 0x5555...) had no load of its address */
+	assert_int_equal(st.debug_info, 0);
+	assert_int_equal(st.debug_unused, 0);	/* still pending: a load may come */
 	assert_int_equal(st.skipped, 2);
 	/* no byte of the code was read */
 	for (size_t i = code_at; i < code_at + 0x180; i++)
@@ -337,6 +341,184 @@ static void test_output_bound(void **state)
 	free(j.b);
 }
 
+/* Converts j whole from a fresh state into out (NUL-terminated). */
+static int conv_all(const struct jd_buf *j, struct sp_jitdump_stats *st)
+{
+	struct sp_jitdump d = { 0 };
+	struct src s = { .b = j->b, .len = j->len };
+	size_t n = 0;
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	err = conv(&d, &s, &n, st);
+	out[n] = 0;
+	return err;
+}
+
+static void test_debug_info(void **state)
+{
+	static const struct jd_row rows[] = {
+		{ 0x7f0000001010, 12, "/srv/gen/hot.c" },
+		{ 0x7f0000001000, 11, "/srv/gen/hot.c" },	/* out of order: kept */
+		{ 0x7f0000001020, 40, "/srv/gen/inl\x01.h" },
+		{ 0x7f0000001030, 13, "/srv/gen/hot.c" },
+		{ 0x7f0000001040, 99, "/srv/gen/hot.c" },	/* == end: outside */
+		{ 0x7f0000000ff0, 98, "/srv/gen/hot.c" },	/* below the start */
+	};
+	struct jd_buf j = { 0 };
+	struct sp_jitdump d = { 0 };
+	struct sp_jitdump_stats st = { 0 };
+	struct src s = { 0 };
+	size_t n = 0, load_at;
+
+	(void)state;
+	/* good: written before the load's line, rows relative to its start,
+	 * the file when it changes, rows outside [start, end) dropped */
+	jd_header(&j);
+	jd_debug(&j, 0x7f0000001000, rows, 6);
+	jd_load(&j, 0x7f0000001000, 0x40, 1, "jit_hot");
+	jd_load(&j, 0x7f0000002000, 0x10, 2, "no_table");
+	assert_int_equal(conv_all(&j, &st), 0);
+	assert_string_equal(out, "@F /srv/gen/hot.c\n@L 10 c\n@L 0 b\n"
+				 "@F /srv/gen/inl?.h\n@L 20 28\n@F /srv/gen/hot.c\n@L 30 d\n"
+				 "7f0000001000 40 jit_hot\n7f0000002000 10 no_table\n");
+	assert_int_equal(st.debug_info, 1);
+	assert_int_equal(st.debug_rows, 4);
+	assert_int_equal(st.debug_rows_out, 2);
+	assert_int_equal(st.loads, 2);
+
+	/* pending across calls: the load arrives after the table was taken */
+	load_at = j.len;
+	free(j.b);
+	memset(&j, 0, sizeof(j));
+	jd_header(&j);
+	jd_debug(&j, 0x7f0000001000, rows, 1);
+	load_at = j.len;
+	jd_load(&j, 0x7f0000001000, 0x40, 1, "later");
+	s.b = j.b;
+	s.len = load_at + 10;		/* the load is being written */
+	assert_int_equal(conv(&d, &s, &n, &st), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(d.dbg_off, SP_JITDUMP_HDR);
+	s.len = j.len;
+	assert_int_equal(conv(&d, &s, &n, &st), 0);
+	out[n] = 0;
+	assert_string_equal(out, "@F /srv/gen/hot.c\n@L 10 c\n7f0000001000 40 later\n");
+	assert_int_equal(d.dbg_off, 0);
+
+	/* applies to the next load of its address only; one replaced before
+	 * its load came, or left at CLOSE, is unused */
+	free(j.b);
+	memset(&j, 0, sizeof(j));
+	jd_header(&j);
+	jd_debug(&j, 0x7f0000001000, rows, 1);
+	jd_load(&j, 0x7f0000005000, 0x40, 1, "other_addr");
+	jd_load(&j, 0x7f0000001000, 0x40, 2, "takes_it");
+	jd_load(&j, 0x7f0000001000, 0x40, 3, "no_more");
+	jd_debug(&j, 0x7f0000009000, rows, 1);
+	jd_debug(&j, 0x7f0000008000, rows, 1);
+	jd_other(&j, SP_JIT_CODE_CLOSE, 0);
+	assert_int_equal(conv_all(&j, &st), 0);
+	assert_string_equal(out, "7f0000005000 40 other_addr\n@F /srv/gen/hot.c\n@L 10 c\n"
+				 "7f0000001000 40 takes_it\n7f0000001000 40 no_more\n");
+	assert_int_equal(st.debug_info, 1);
+	assert_int_equal(st.debug_unused, 2);
+	free(j.b);
+
+	/* V8's rows are 0x40 late (perf inject's ELF header): taken off for
+	 * its "JS:" loads; a row below the bias is outside the code */
+	memset(&j, 0, sizeof(j));
+	jd_header(&j);
+	jd_debug(&j, 0x7f0000001000,
+		 (const struct jd_row[]){ { 0x7f0000001040, 3, "/srv/a.js" },
+					  { 0x7f0000001050, 4, "/srv/a.js" },
+					  { 0x7f0000001010, 9, "/srv/a.js" },
+					  { 0x7f0000001080, 5, "/srv/a.js" } }, 4);
+	jd_load(&j, 0x7f0000001000, 0x40, 1, "JS:*f /srv/a.js:3:1");
+	assert_int_equal(conv_all(&j, &st), 0);
+	assert_string_equal(out, "@F /srv/a.js\n@L 0 3\n@L 10 4\n7f0000001000 40 JS:*f /srv/a.js:3:1\n");
+	assert_int_equal(st.debug_rows, 2);
+	assert_int_equal(st.debug_rows_out, 2);
+	free(j.b);
+}
+
+static void test_debug_info_refused(void **state)
+{
+	static const struct jd_row one[] = { { 0x1000, 7, "/a.c" } };
+	static struct jd_row many[SP_JITDUMP_DEBUG_MAX_ENTRIES + 1];
+	static char longfile[SP_JITDUMP_FILE_MAX + 2], midfile[SP_JITDUMP_FILE_MAX];
+	static struct jd_row big[140];
+	struct jd_buf j = { 0 };
+	struct sp_jitdump_stats st;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(many) / sizeof(many[0]); i++)
+		many[i] = (struct jd_row){ 0x1000 + i, (uint32_t)i + 1, "" };
+	memset(longfile, 'f', sizeof(longfile) - 1);
+	memset(midfile, 'm', sizeof(midfile) - 1);
+	for (size_t i = 0; i < 140; i++)	/* 70 files of 1 KiB: > 64 KiB of text */
+		big[i] = (struct jd_row){ 0x1000 + i, 1, i % 2 ? midfile : "/x.c" };
+
+	/* each table refused whole, counted; the load's line still written */
+	jd_header(&j);
+	jd_debug_raw(&j, 0x1000, one, 1, 2, 0);		/* claims 2 entries, has 1 */
+	jd_load(&j, 0x1000, 0x100, 1, "a");
+	jd_debug_raw(&j, 0x1000, one, 1, 1, 1);		/* the file's NUL cut off */
+	jd_load(&j, 0x1000, 0x100, 2, "b");
+	jd_debug_raw(&j, 0x1000, one, 0, 0, 0);		/* no entry */
+	jd_load(&j, 0x1000, 0x100, 3, "c");
+	jd_other(&j, SP_JIT_CODE_DEBUG_INFO, 8);	/* too small to be one */
+	jd_load(&j, 0x1000, 0x100, 4, "d");
+	jd_debug(&j, 0x1000, many, SP_JITDUMP_DEBUG_MAX_ENTRIES + 1);
+	jd_load(&j, 0x1000, 0x10000, 5, "e");
+	many[0].file = longfile;			/* a file name over the bound */
+	jd_debug(&j, 0x1000, many, 1);
+	jd_load(&j, 0x1000, 0x100, 6, "f");
+	jd_debug(&j, 0x1000, big, 140);			/* over the text bound */
+	jd_load(&j, 0x1000, 0x100, 7, "g");
+	many[0].file = midfile;				/* the longest file taken */
+	jd_debug(&j, 0x1000, many, 1);
+	jd_load(&j, 0x1000, 0x100, 8, "h");
+	assert_int_equal(conv_all(&j, &st), 0);
+	assert_int_equal(st.loads, 8);
+	assert_int_equal(st.debug_bad, 4);
+	assert_int_equal(st.debug_too_big, 3);
+	assert_int_equal(st.debug_info, 1);
+	assert_int_equal(st.debug_rows, 1);
+	assert_int_equal(strncmp(out, "1000 100 a\n1000 100 b\n1000 100 c\n1000 100 d\n"
+				      "1000 10000 e\n1000 100 f\n1000 100 g\n@F mmm",
+				 strlen("1000 100 a\n1000 100 b\n1000 100 c\n1000 100 d\n"
+					"1000 10000 e\n1000 100 f\n1000 100 g\n@F mmm")),
+			 0);
+	assert_non_null(strstr(out, "\n@L 0 1\n1000 100 h\n"));
+	free(j.b);
+
+	/* a read error inside the table: returned, the load taken next time */
+	{
+		struct sp_jitdump d = { 0 };
+		struct src s = { 0 };
+		size_t n = 0;
+
+		memset(&j, 0, sizeof(j));
+		jd_header(&j);
+		jd_debug(&j, 0x1000, one, 1);
+		jd_load(&j, 0x1000, 0x100, 1, "a");
+		s.b = j.b;
+		s.len = j.len;
+		/* header; debug record header, its fields; load header, prefix,
+		 * name; then the table's header: fail */
+		s.fail_at = 7;
+		memset(&st, 0, sizeof(st));
+		assert_int_equal(conv(&d, &s, &n, &st), -EIO);
+		assert_int_equal(n, 0);
+		s.fail_at = 0;
+		assert_int_equal(conv(&d, &s, &n, &st), 0);
+		out[n] = 0;
+		assert_string_equal(out, "@F /a.c\n@L 0 7\n1000 100 a\n");
+		free(j.b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +529,8 @@ int main(void)
 		cmocka_unit_test(test_bad_records),
 		cmocka_unit_test(test_sticky_size_and_io),
 		cmocka_unit_test(test_output_bound),
+		cmocka_unit_test(test_debug_info),
+		cmocka_unit_test(test_debug_info_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,9 @@
  * format, Python), hostile ones (non-hex, NUL bytes, overlaps, bad ranges,
  * long names, invalid UTF-8, a line being written), and JIT chains read
  * back from a store directory (jit_syms.h): pieces in order, a missing or
- * forged piece, a piece that is not its parent's child, the cache bound.
+ * forged piece, a piece that is not its parent's child, the cache bound;
+ * a jitdump's line rows ("@F", "@L": the row covering an address, sorted,
+ * bounded by their entry, refused when no entry takes them).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -189,6 +191,85 @@ static void put_piece(const char *dir, const struct sp_jit_id *parent, uint64_t 
 	put_piece_of(SP_JIT_PERF_MAP, dir, parent, off, data, id);
 }
 
+/* file:line at a, "-" when no row covers it ("file?" when it has none) */
+static const char *line_at(const struct sp_perf_map *m, uint64_t a)
+{
+	static char buf[256];
+	const char *f = NULL;
+	uint32_t l = 0;
+
+	if (sp_perf_map__line(m, a, &f, &l, NULL))
+		return "-";
+	snprintf(buf, sizeof(buf), "%s:%u", f ? f : "file?", l);
+	return buf;
+}
+
+static void test_line_rows(void **state)
+{
+	static const char text[] =
+		"@F /srv/gen/hot.c\n"
+		"@L 10 c\n"
+		"@L 0 b\n"		/* out of order: sorted */
+		"@L 10 2a\n"		/* the same offset: the later wins */
+		"@F /srv/gen/inl.h\n"
+		"@L 20 28\n"
+		"@F\n"			/* no file */
+		"@L 28 5\n"
+		"@F /srv/gen/hot.c\n"
+		"@L 30 0\n"		/* line 0: nothing known from here */
+		"@L 40 63\n"		/* at the entry's end: refused */
+		"1000 40 jit_hot\n"
+		"2000 10 no_rows\n"	/* rows do not carry over to the next entry */
+		"@L 0 1\n"
+		"@Lx 0 1\n"		/* malformed row */
+		"@L zz 1\n"
+		"@L 0 100000000\n"	/* line past 32 bits */
+		"not a line\n"		/* the row before it is dropped */
+		"3000 10 after_bad\n"
+		"@F /srv/over.c\n"
+		"@L 0 7\n"
+		"1008 10 overlaps_hot\n"	/* later: owns [1008, 1018) */
+		"@L 0 9\n";		/* no entry after it: dropped */
+	struct sp_perf_map_stats st;
+	struct sp_perf_map *m = parse(text, &st);
+
+	(void)state;
+	assert_int_equal(st.entries, 4);
+	assert_int_equal(st.malformed, 1);
+	assert_int_equal(st.rows, 6);
+	/* 40 (past the end), @Lx, zz, the long line, the row before the bad
+	 * line, the trailing one */
+	assert_int_equal(st.rows_refused, 6);
+	assert_string_equal(line_at(m, 0x1000), "/srv/gen/hot.c:11");
+	assert_string_equal(line_at(m, 0x1007), "/srv/gen/hot.c:11");
+	assert_string_equal(line_at(m, 0x1008), "/srv/over.c:7");	/* the later entry */
+	assert_string_equal(line_at(m, 0x1018), "/srv/gen/hot.c:42");
+	assert_string_equal(line_at(m, 0x101f), "/srv/gen/hot.c:42");
+	assert_string_equal(line_at(m, 0x1020), "/srv/gen/inl.h:40");
+	assert_string_equal(line_at(m, 0x1028), "file?:5");
+	assert_string_equal(line_at(m, 0x1030), "-");			/* line 0 */
+	assert_string_equal(line_at(m, 0x103f), "-");
+	assert_string_equal(name_at(m, 0x103f), "jit_hot");
+	assert_string_equal(line_at(m, 0x2000), "-");
+	assert_string_equal(name_at(m, 0x2000), "no_rows");
+	assert_string_equal(line_at(m, 0x3000), "-");
+	assert_string_equal(line_at(m, 0x4000), "-");
+	assert_int_equal(sp_perf_map__line(m, 0x4000, &(const char *){ NULL },
+					   &(uint32_t){ 0 }, NULL), -ERANGE);
+	{
+		const char *f;
+		uint32_t l, first = 9;
+
+		/* the entry's first row (offset 0, line 11) is of the same file */
+		assert_int_equal(sp_perf_map__line(m, 0x1020, &f, &l, &first), 0);
+		assert_int_equal(first, 0);	/* inl.h: another file */
+		assert_int_equal(sp_perf_map__line(m, 0x1018, &f, &l, &first), 0);
+		assert_int_equal(first, 11);
+	}
+	assert_true(sp_perf_map__bytes(m) >= 6 * 24);
+	sp_perf_map__free(m);
+}
+
 /* Pieces converted from a jitdump (source 2) carry perf-map text too: a
  * chain of them resolves; a chain that mixes sources is refused. */
 static void test_jitdump_chains(void **state)
@@ -218,6 +299,44 @@ static void test_jitdump_chains(void **state)
 			 -ENOENT);
 	sp_jit_syms__stats(js, &st);
 	assert_true(st.bad_piece >= 1);
+	sp_jit_syms__free(js);
+}
+
+/* A jitdump chain's line rows through jit_syms: name and file:line. */
+static void test_jitdump_lines(void **state)
+{
+	static const char a[] = "@F /srv/gen/hot.c\n@L 0 b\n@L 8 c\n7f0000010000 40 jit_hot\n",
+			  b[] = "@F /srv/x.c\n@L 9 1\n7f0000020000 20 jit_warm\n";
+	struct sp_jit_id i1, i2;
+	char dir[PATH_MAX], hex[SP_JIT_ID_HEX + 1], name[64], file[8];
+	struct sp_jit_syms *js;
+	struct sp_jit_syms_stats st;
+	uint32_t line = 77, first = 77;
+
+	(void)state;
+	tu_path(dir, sizeof(dir), "store_jitdump_lines");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	put_piece_of(SP_JIT_JITDUMP, dir, NULL, 0, a, &i1);
+	put_piece_of(SP_JIT_JITDUMP, dir, &i1, strlen(a), b, &i2);
+	assert_int_equal(sp_jit_syms__new(NULL, &js), 0);
+	assert_int_equal(sp_jit_syms__add_dir(js, dir), 0);
+	sp_jit_id__hex(&i2, hex);
+	assert_int_equal(sp_jit_syms__resolve_line(js, hex, 0x7f0000010009, name, sizeof(name),
+						   file, sizeof(file), &line, &first), 0);
+	assert_int_equal(first, 11);
+	assert_string_equal(name, "jit_hot");
+	assert_string_equal(file, "/srv/ge");	/* cut to the buffer */
+	assert_int_equal(line, 12);
+	/* below the first row: the name, no line */
+	assert_int_equal(sp_jit_syms__resolve_line(js, hex, 0x7f0000020004, name, sizeof(name),
+						   file, sizeof(file), &line, &first), 0);
+	assert_int_equal(first, 0);
+	assert_string_equal(name, "jit_warm");
+	assert_int_equal(line, 0);
+	assert_string_equal(file, "");
+	sp_jit_syms__stats(js, &st);
+	assert_int_equal(st.with_line, 1);
+	assert_int_equal(st.rows_refused, 0);
 	sp_jit_syms__free(js);
 }
 
@@ -424,6 +543,8 @@ int main(void)
 		cmocka_unit_test(test_store_layout),
 		cmocka_unit_test(test_chains),
 		cmocka_unit_test(test_jitdump_chains),
+		cmocka_unit_test(test_line_rows),
+		cmocka_unit_test(test_jitdump_lines),
 	};
 
 	return cmocka_run_group_tests_name("perf_map", tests, tu_setup_dir, tu_teardown_dir);

@@ -295,6 +295,85 @@ static pid_t fork_paused(void)
 	return child;
 }
 
+/* lazy_exec: an exec's read waits for the image's first sample; an image
+ * that exits unsampled is never read; a re-read asked for meanwhile is
+ * left to that sample; one gone by its first sample is counted per sample
+ * by reason, and its name's next execs are read at once while that pays
+ * (8 of credit, -1 per unsampled exit, +4 per sampled exec). */
+static void test_lazy_exec(void **state)
+{
+	struct sp_proc_table_config cfg = { .lazy_exec = true };
+	struct sp_proc_table *t = sp_proc_table__new(&cfg);
+	const struct sp_proc_table_stats *st = sp_proc_table__stats(t);
+	const struct sp_proc_info *pi;
+	pid_t child = fork_paused(), dead;
+	uint32_t pid = (uint32_t)child, id, i;
+
+	(void)state;
+	assert_non_null(t);
+	assert_true(sp_proc_table__on_exec(t, pid, "lazykid", now()));
+	assert_int_equal(st->maps_reads, 0);
+	assert_int_equal(st->exec_reads_deferred, 1);
+	assert_int_equal(sp_proc_table__reread(t, pid, now()), -ENOENT);
+	assert_int_equal(st->rereads_pending, 1);
+	assert_int_equal(st->maps_reads, 0);
+	/* Its first sample: read now, once. */
+	assert_true(sp_proc_table__sampled(t, pid, now()));
+	assert_false(sp_proc_table__sampled(t, pid, now()));
+	assert_int_equal(st->maps_reads, 1);
+	assert_int_equal(st->exec_reads_on_sample, 1);
+	id = sp_proc_table__resolve(t, pid, probe_addr(), now());
+	assert_true(id >= 2);
+	assert_int_equal(st->maps_reads, 1);
+	pi = sp_proc_table__proc(t, pid);
+	assert_int_equal(pi->unread, SP_PROC_UNREAD_NONE);
+	/* Exec'd again and gone unsampled: never read. */
+	assert_true(sp_proc_table__on_exec(t, pid, "lazykid", now()));
+	sp_proc_table__on_exit(t, pid);
+	assert_int_equal(st->exec_reads_saved, 1);
+	assert_int_equal(st->maps_reads, 1);
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+
+	/* Gone by its first sample: unread by reason, its name learned. */
+	dead = fork();
+	assert_true(dead >= 0);
+	if (dead == 0)
+		_exit(0);
+	assert_true(sp_proc_table__on_exec(t, (uint32_t)dead, "shorty", now()));
+	assert_int_equal(waitpid(dead, NULL, 0), dead);
+	assert_true(sp_proc_table__sampled(t, (uint32_t)dead, now()));
+	assert_int_equal(sp_proc_table__resolve(t, (uint32_t)dead, probe_addr(), now()), 0);
+	pi = sp_proc_table__proc(t, (uint32_t)dead);
+	assert_true(pi->gone);
+	assert_int_equal(pi->unread, SP_PROC_UNREAD_DEFERRED);
+	assert_int_equal(st->exec_names_learned, 1);
+	sp_proc_table__on_exit(t, (uint32_t)dead);
+
+	/* The name's execs are read at once now: one sampled earns 4, so
+	 * 8 + 4 = 12 more exiting unsampled make it lazy again.  Another name
+	 * stays lazy. */
+	child = fork_paused();
+	pid = (uint32_t)child;
+	assert_true(sp_proc_table__on_exec(t, pid, "other", now()));
+	assert_false(sp_proc_table__on_exec(t, pid, "shorty", now()));
+	assert_true(sp_proc_table__touch(t, pid));	/* sampled */
+	sp_proc_table__on_exit(t, pid);
+	for (i = 0; i < 12; i++) {
+		uint64_t reads = st->maps_reads;
+
+		assert_false(sp_proc_table__on_exec(t, pid, "shorty", now()));
+		assert_int_equal(st->maps_reads, reads + 1);
+		sp_proc_table__on_exit(t, pid);
+	}
+	assert_int_equal(st->exec_reads_learned, 13);
+	assert_true(sp_proc_table__on_exec(t, pid, "shorty", now()));
+	assert_int_equal(st->exec_names_learned, 1);
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	sp_proc_table__free(t);
+}
+
 static void test_child_exits_after_read(void **state)
 {
 	struct sp_proc_table *t = sp_proc_table__new(NULL);
@@ -1126,6 +1205,7 @@ int main(void)
 		cmocka_unit_test(test_fake_table_full),
 		cmocka_unit_test(test_fake_mapping_caps),
 		cmocka_unit_test(test_fake_exec_rereads),
+		cmocka_unit_test(test_lazy_exec),
 		cmocka_unit_test(test_otel_ctx_mapping_noted),
 		cmocka_unit_test(test_lifetimes_bounded),
 		cmocka_unit_test(test_release_rules),

@@ -471,7 +471,7 @@ static void on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 
 	if (why == SP_PROC_FIRST_SIGHT || why == SP_PROC_EXEC)
 		sp_container_ids__note(a->cids, pid);
-	if (why == SP_PROC_EXEC || why == SP_PROC_EXIT)
+	if (why == SP_PROC_EXEC || why == SP_PROC_EXEC_LAZY || why == SP_PROC_EXIT)
 		sp_target_select__forget(a->o.sel, pid);	/* decided again */
 }
 
@@ -515,6 +515,8 @@ static bool admit(const struct sp_event *e, void *ctx)
 
 	/* Target selection: a process not selected is told to BPF at its
 	 * first sample; what was already in the ring is dropped here. */
+	if (a->o.sel)
+		sp_pipeline__prepare(a->pipe, e);	/* a deferred exec read first */
 	if (a->o.sel && !sp_target_select__wants(a->o.sel, e->pid, e->ts_ns / 1000000u, &fresh)) {
 		if (fresh && sp_pipeline__exclude(a->pipe, e->pid))
 			a->select_bpf_full++;
@@ -1149,6 +1151,28 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.sum.procs.maps_timed_out);
 	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_skipped"),
 			p.sum.procs.maps_skipped);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "exec_read_deferred"),
+			p.sum.procs.exec_reads_deferred);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "exec_read_on_sample"),
+			p.sum.procs.exec_reads_on_sample);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "exec_read_saved"),
+			p.sum.procs.exec_reads_saved);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "reread_pending"),
+			p.sum.procs.rereads_pending);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "exec_read_learned"),
+			p.sum.procs.exec_reads_learned);
+	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "exec_name_learned"),
+			p.sum.procs.exec_names_learned);
+	sp_metrics__family(b, "spanprof_samples_maps_unread_total", SP_METRIC_COUNTER,
+			   "Samples with user frames of a process gone before its maps were "
+			   "read (frames unresolved), by when the read was tried: exec (its "
+			   "exec event), first_sample (a deferred exec read), first_sight");
+	sp_metrics__u64(b, "spanprof_samples_maps_unread_total", L("reason", "exec"),
+			p.sum.consumer.samples_unread[SP_PROC_UNREAD_EXEC]);
+	sp_metrics__u64(b, "spanprof_samples_maps_unread_total", L("reason", "first_sample"),
+			p.sum.consumer.samples_unread[SP_PROC_UNREAD_DEFERRED]);
+	sp_metrics__u64(b, "spanprof_samples_maps_unread_total", L("reason", "first_sight"),
+			p.sum.consumer.samples_unread[SP_PROC_UNREAD_NEW]);
 
 	m_counter(b, "spanprof_ctx_processes_resolved_total",
 		  "Processes whose trace context BPF reads (descriptor in the tls_descs map)",

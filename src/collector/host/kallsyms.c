@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/hex.h"
+#include "base/line_reader.h"
 #include "base/write_all.h"
 #include "collector/host/kallsyms.h"
 #include "profile/codec.h"
@@ -281,13 +282,43 @@ static int scan_verdict(const struct text_scan *sc, const char *src, char *err, 
 	return -ENOENT;
 }
 
+/* read_text's pass: the kept lines indexed, in place in raw. */
+struct text_index {
+	struct text_scan sc;
+	const char *raw;
+	struct kline *k;
+	size_t n, cap;
+};
+
+static int index_line(void *ctx, const char *l, size_t len)
+{
+	struct text_index *x = ctx;
+	uint64_t addr;
+
+	if (!scan_line(&x->sc, l, len, &addr))
+		return 0;
+	if (x->n == x->cap) {
+		size_t nc = x->cap ? x->cap * 2 : 1 << 16;
+		struct kline *q = realloc(x->k, nc * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		x->k = q;
+		x->cap = nc;
+	}
+	x->k[x->n] = (struct kline){ .addr = addr, .off = (uint32_t)(l - x->raw),
+				     .len = (uint32_t)len, .seq = (uint32_t)x->n };
+	x->n++;
+	return 0;
+}
+
 static int read_text(const char *src, char **raw_out, struct kline **k_out, size_t *n_out,
 		     char *err, size_t err_len)
 {
-	struct text_scan sc = { 0 };
+	struct text_index x = { 0 };
+	const struct sp_line_sink sink = { .line = index_line, .ctx = &x };
 	char *raw = NULL;
-	struct kline *k = NULL;
-	size_t raw_len = 0, n = 0, cap = 0, start;
+	size_t raw_len = 0;
 	int rc;
 
 	rc = sp_read_path(src, SP_KALLSYMS_MAX_BYTES, (uint8_t **)&raw, &raw_len);
@@ -296,44 +327,27 @@ static int read_text(const char *src, char **raw_out, struct kline **k_out, size
 		    rc == -E2BIG ? " (over 64 MiB)" : "");
 		goto out;
 	}
-	for (size_t i = 0; i < raw_len; i = start) {
-		const char *nl = memchr(raw + i, '\n', raw_len - i);
-		size_t len = nl ? (size_t)(nl - raw) - i : raw_len - i;
-		uint64_t addr;
-
-		start = i + len + 1;
-		if (!scan_line(&sc, raw + i, len, &addr))
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 1 << 16;
-			struct kline *q = realloc(k, nc * sizeof(*q));
-
-			if (!q) {
-				rc = -ENOMEM;
-				say(err, err_len, "kallsyms: out of memory");
-				goto out;
-			}
-			k = q;
-			cap = nc;
-		}
-		k[n] = (struct kline){ .addr = addr, .off = (uint32_t)i,
-				       .len = (uint32_t)len, .seq = (uint32_t)n };
-		n++;
+	/* No line bound here: scan_line skips one over SP_KALLSYMS_MAX_LINE. */
+	x.raw = raw;
+	rc = sp_line_reader__buf(raw, raw_len, SIZE_MAX, &sink, NULL);
+	if (rc) {
+		say(err, err_len, "kallsyms: out of memory");
+		goto out;
 	}
-	rc = scan_verdict(&sc, src, err, err_len);
+	rc = scan_verdict(&x.sc, src, err, err_len);
 	if (!rc)
-		qsort(k, n, sizeof(*k), cmp_kline);
+		qsort(x.k, x.n, sizeof(*x.k), cmp_kline);
 out:
 	if (rc) {
 		free(raw);
-		free(k);
+		free(x.k);
 		raw = NULL;
-		k = NULL;
-		n = 0;
+		x.k = NULL;
+		x.n = 0;
 	}
 	*raw_out = raw;
-	*k_out = k;
-	*n_out = n;
+	*k_out = x.k;
+	*n_out = x.n;
 	return rc;
 }
 
@@ -342,6 +356,17 @@ static const char *kallsyms_src(void)
 	const char *src = getenv(SP_KALLSYMS_PATH_ENV);
 
 	return src && *src ? src : "/proc/kallsyms";
+}
+
+/* text_range's pass: only what scan_line learns; empty lines are not
+ * lines (as the capture's reader would skip them, uncounted). */
+static int range_line(void *ctx, const char *l, size_t len)
+{
+	uint64_t addr;
+
+	if (len)
+		scan_line(ctx, l, len, &addr);
+	return 0;
 }
 
 /*
@@ -357,65 +382,26 @@ int sp_kallsyms__text_range(uint64_t *text, uint64_t *image_end, char *err, size
 {
 	const char *src = kallsyms_src();
 	struct text_scan sc = { 0 };
+	const struct sp_line_sink sink = { .line = range_line, .ctx = &sc };
+	struct sp_line_stats st;
 	char buf[16 << 10];
+	int fd, rc;
 
 	_Static_assert(sizeof(buf) > 2 * SP_KALLSYMS_MAX_LINE, "a line and a half fit");
-	size_t have = 0, total = 0;
-	bool overlong = false;	/* inside a line already too long: skip to \n */
-	ssize_t got;
-	int fd, rc = 0;
-
 	fd = open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
 		say(err, err_len, "kallsyms: %s: %s", src, strerror(-rc));
 		return rc;
 	}
-	for (;;) {
-		size_t i = 0;
-
-		got = read(fd, buf + have, sizeof(buf) - have);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			rc = -errno;
-			say(err, err_len, "kallsyms: %s: %s", src, strerror(-rc));
-			goto out;
-		}
-		total += (size_t)got;
-		if (total > SP_KALLSYMS_MAX_BYTES) {
-			rc = -E2BIG;
-			say(err, err_len, "kallsyms: %s: %s (over 64 MiB)", src, strerror(E2BIG));
-			goto out;
-		}
-		have += (size_t)got;
-		for (;;) {
-			char *nl = memchr(buf + i, '\n', have - i);
-			size_t len;
-			uint64_t addr;
-
-			if (!nl && got)
-				break;	/* read more first */
-			len = nl ? (size_t)(nl - buf) - i : have - i;
-			if (overlong)
-				overlong = false;	/* its tail: already counted */
-			else if (len)
-				scan_line(&sc, buf + i, len, &addr);
-			i += len + (nl != NULL);
-			if (!nl)
-				break;
-		}
-		memmove(buf, buf + i, have - i);
-		have -= i;
-		if (!got)
-			break;
-		if (have == sizeof(buf)) {	/* one line fills the buffer */
-			if (!overlong)
-				sc.skipped++;
-			overlong = true;
-			have = 0;
-		}
+	rc = sp_line_reader__fd(fd, buf, sizeof(buf), SP_KALLSYMS_MAX_BYTES, &sink, &st);
+	close(fd);
+	if (rc) {
+		say(err, err_len, "kallsyms: %s: %s%s", src, strerror(-rc),
+		    rc == -E2BIG ? " (over 64 MiB)" : "");
+		return rc;
 	}
+	sc.skipped += st.overlong;	/* lines that did not fit the buffer */
 	rc = scan_verdict(&sc, src, err, err_len);
 	if (!rc && !sc.text) {
 		say(err, err_len, "kallsyms: no _text symbol in %s", src);
@@ -425,8 +411,6 @@ int sp_kallsyms__text_range(uint64_t *text, uint64_t *image_end, char *err, size
 		*text = sc.text;
 		*image_end = sc.last_vm + SP_KALLSYMS_TAIL_MAX;
 	}
-out:
-	close(fd);
 	return rc;
 }
 

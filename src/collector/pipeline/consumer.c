@@ -14,6 +14,9 @@
 #include "collector/unwind/unwinder.h"
 #include "profile/profile.h"
 
+_Static_assert(sizeof(((struct sp_consumer_stats *)0)->samples_unread) / sizeof(uint64_t) ==
+		       SP_PROC_UNREAD__MAX, "samples_unread has one slot per enum sp_proc_unread");
+
 void sp_consumer__init(struct sp_consumer *c, struct sp_proc_table *procs, struct sp_agg *agg)
 {
 	memset(c, 0, sizeof(*c));
@@ -24,11 +27,19 @@ void sp_consumer__init(struct sp_consumer *c, struct sp_proc_table *procs, struc
 static void handle_proc_event(struct sp_consumer *c, const struct sp_event *e)
 {
 	if (e->type == SP_EV_EXEC) {
+		bool lazy;
+
 		c->stats.received_exec++;
-		sp_proc_table__on_exec(c->procs, e->pid, e->comm, e->ts_ns);
+		lazy = sp_proc_table__on_exec(c->procs, e->pid, e->comm, e->ts_ns);
 		sp_jit_maps__forget(c->jit, e->pid);	/* a new image: a new map */
+		/* Deferred: the old image's ranges leave BPF now (the new
+		 * one's are written at its first sample; until then its
+		 * frames step by frame pointer, and its mmaps send nothing). */
+		if (lazy)
+			sp_unwinder__on_exit(c->unwinder, e->pid, e->ts_ns);
 		if (c->on_proc)
-			c->on_proc(e->pid, SP_PROC_EXEC, c->on_proc_ctx);
+			c->on_proc(e->pid, lazy ? SP_PROC_EXEC_LAZY : SP_PROC_EXEC,
+				   c->on_proc_ctx);
 	} else if (e->type == SP_EV_CTX_PUBLISH) {
 		c->stats.received_publish++;
 		if (c->on_proc)
@@ -93,6 +104,7 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 	if (e->flags & SP_F_USTACK_TRUNC)
 		c->stats.ustack_truncated++;
 
+	sp_consumer__prepare(c, e);
 	/* Also stamps a known process with the current epoch: a kernel-only
 	 * stack never reaches __resolve, yet the snapshot needs its info. */
 	first_sight = e->pid && !sp_proc_table__touch(c->procs, e->pid);
@@ -113,6 +125,12 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 	}
 	if (anon)
 		sp_jit_maps__note(c->jit, e->pid, e->ts_ns);
+	if (e->ustack_n) {
+		const struct sp_proc_info *pi = sp_proc_table__proc(c->procs, e->pid);
+
+		if (pi && pi->unread && pi->unread < SP_PROC_UNREAD__MAX)
+			c->stats.samples_unread[pi->unread]++;
+	}
 	c->stats.frames += n;
 	if (first_sight && c->on_proc)
 		c->on_proc(e->pid, SP_PROC_FIRST_SIGHT, c->on_proc_ctx);
@@ -157,6 +175,12 @@ static void handle_sample(struct sp_consumer *c, const struct sp_event *e,
 		c->stats.aggregated++;
 	else
 		c->stats.agg_dropped++;
+}
+
+void sp_consumer__prepare(struct sp_consumer *c, const struct sp_event *e)
+{
+	if (e->pid && sp_proc_table__sampled(c->procs, e->pid, e->ts_ns) && c->on_proc)
+		c->on_proc(e->pid, SP_PROC_EXEC, c->on_proc_ctx);
 }
 
 int sp_consumer__handle(void *ctx, void *data, size_t size)

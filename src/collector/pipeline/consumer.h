@@ -57,6 +57,11 @@ struct sp_consumer_stats {
 					 * ids or not */
 	uint64_t go_labels_bad_utf8;	/* Go labels kept with invalid UTF-8
 					 * (mended to '?' on export) */
+	/* Samples with user frames of a process whose maps were never read,
+	 * by enum sp_proc_unread (proc_table.h; [0] unused): it was gone at
+	 * its exec event's read, at its first sample (lazy exec reads), or at
+	 * first sight.  Their user frames count in frames_unresolved. */
+	uint64_t samples_unread[4];
 };
 
 /* Why a process is worth a look (e.g. to resolve its trace-context
@@ -66,6 +71,9 @@ enum sp_proc_why {
 	SP_PROC_EXEC = 1,		/* it exec'd: everything changed */
 	SP_PROC_PUBLISH = 2,		/* it just published a process context */
 	SP_PROC_EXIT = 3,		/* its thread-group leader exited */
+	SP_PROC_EXEC_LAZY = 4,		/* it exec'd, its maps wait for its first
+					 * sample (SP_PROC_EXEC then): what was
+					 * known of the old image is stale */
 };
 
 /* Called for the events above.  May be NULL. */
@@ -96,5 +104,10 @@ struct sp_consumer {
 
 void sp_consumer__init(struct sp_consumer *c, struct sp_proc_table *procs, struct sp_agg *agg);
 int sp_consumer__handle(void *ctx, void *data, size_t size);
+/* A sample event (checked as __handle does) is about to be looked at: its
+ * process's deferred exec read happens now (proc_table.h, lazy_exec), and
+ * SP_PROC_EXEC is reported.  __handle does it too; a gate that decides on
+ * what the process is calls it first (sp_pipeline__prepare). */
+void sp_consumer__prepare(struct sp_consumer *c, const struct sp_event *e);
 
 #endif

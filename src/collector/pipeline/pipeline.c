@@ -249,6 +249,7 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 {
 	struct sampler_load load = { .rc = -EINVAL };
 	struct sp_proc_table_config pc = { 0 };
+	bool targeted = cfg->filter_pids || cfg->filter_tids;
 	struct sp_pipeline *p;
 	struct sp_agg *agg = NULL;
 	pthread_t load_th;
@@ -287,6 +288,11 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	}
 	p->cfg.hostsyms = NULL;		/* not ours to keep */
 	rc = -ENOMEM;
+	/* The whole host execs many images that are never sampled; a
+	 * targeted recording wants every image of its processes at once. */
+	pc.lazy_exec = p->opts.exec_maps == SP_UNWIND_BUILD_DEFAULT
+			       ? !targeted
+			       : p->opts.exec_maps == SP_UNWIND_BUILD_LAZY;
 	p->procs = sp_proc_table__new(&pc);
 	if (!p->opts.no_process_env)
 		p->env = sp_proc_env__new(0, 0, NULL);
@@ -375,6 +381,11 @@ const char *sp_pipeline__service_name(struct sp_pipeline *p, uint32_t pid, bool 
 	sp_ctx_discovery__on_proc(pid, look_again ? SP_PROC_PUBLISH : SP_PROC_FIRST_SIGHT,
 				  p->disc);
 	return sp_service_name__resolve(env, sp_ctx_discovery__service_name(pid, p->disc));
+}
+
+void sp_pipeline__prepare(struct sp_pipeline *p, const struct sp_event *e)
+{
+	sp_consumer__prepare(&p->cons, e);
 }
 
 int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid)

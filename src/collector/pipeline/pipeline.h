@@ -97,6 +97,11 @@ void sp_pipeline__free(struct sp_pipeline *p);	/* NULL-safe; frees the current a
 int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid, bool at_exec);
 int sp_pipeline__add_target_tid(struct sp_pipeline *p, uint32_t tid);
 /* With cfg.exclude: pid is no longer sampled (in BPF) until it execs. */
+/* For a gate (cfg.gate) that decides on what a sample's process is (its
+ * executable, environment): the process's deferred exec maps read now
+ * (consumer.h, sp_consumer__prepare).  A gate that only drops (the memory
+ * guard) does not call it: a dropped sample costs no read. */
+void sp_pipeline__prepare(struct sp_pipeline *p, const struct sp_event *e);
 int sp_pipeline__exclude(struct sp_pipeline *p, uint32_t pid);
 /* pid's service.name as its resources get it (service_name.h: the
  * environment unless --no-process-env, then the OTEP 4719 context), or

@@ -28,7 +28,7 @@ enum kind {
 	K_UNWIND,	/* bool unwind_fp from dwarf|fp (unwind_cli.h) */
 	K_CALL_GRAPH,	/* bool unwind_fp from perf's fp|dwarf[,SIZE] */
 	K_BUDGET,	/* uint64_t bytes with k/m/g (sp_unwinder__parse_budget) */
-	K_UNWIND_BUILD,	/* uint32_t SP_UNWIND_BUILD_* from eager|lazy */
+	K_WHEN,		/* uint32_t SP_UNWIND_BUILD_* from eager|lazy */
 	K_NOOP,		/* accepted, nothing to set (perf's -g: always on) */
 };
 
@@ -132,11 +132,16 @@ static const struct opt_def defs[] = {
 	{ "unwind-budget", 0, "B", K_BUDGET, F(unwind_budget), 0, 0, NULL,
 	  "BPF memory for unwind tables and process ranges\n"
 	  "(k/m/g; least recently used files are evicted)", NULL, 0 },
-	{ "unwind-build", 0, "WHEN", K_UNWIND_BUILD, F(unwind_build), 0, 0, NULL,
+	{ "unwind-build", 0, "WHEN", K_WHEN, F(unwind_build), 0, 0, NULL,
 	  "when a file's unwind table is built: lazy (once a\n"
 	  "sample has a frame in it; the default with -a and\n"
 	  "for the agent) or eager (when a process maps it; the\n"
 	  "default for a command or -p/-t)", NULL, 0 },
+	{ "exec-maps", 0, "WHEN", K_WHEN, F(exec_maps), 0, 0, NULL,
+	  "when a new image's maps are read: lazy (at its\n"
+	  "first sample: an image never sampled is not read;\n"
+	  "the default with -a and for the agent) or eager (at\n"
+	  "its exec event; the default for a command, -p, -t)", NULL, 0 },
 	{ "unwind-cpu", 0, "PCT", K_U32, F(unwind_cpu_pct), 1, 100, "%llu..%llu percent",
 	  "CPU the unwind table builder thread may use, percent\n"
 	  "of one CPU over time (a 1 s burst at start)", "default 25", 0 },
@@ -248,7 +253,7 @@ static int parse_one(struct sp_sampling_opts *o, int c, const char *arg, char *m
 			return -EINVAL;
 		msg[0] = '\0';	/* a note (an ignored SIZE) is not an error */
 		break;
-	case K_UNWIND_BUILD:
+	case K_WHEN:
 		if (arg && !strcmp(arg, "eager")) {
 			*(uint32_t *)field = SP_UNWIND_BUILD_EAGER;
 		} else if (arg && !strcmp(arg, "lazy")) {
@@ -424,7 +429,7 @@ static void show_default(const struct opt_def *d, const struct sp_sampling_opts 
 	case K_UNWIND:
 		snprintf(buf, len, "default %s", *(const bool *)field ? "fp" : "dwarf");
 		return;
-	case K_UNWIND_BUILD:
+	case K_WHEN:
 		return;	/* the help line says what the default depends on */
 	case K_BUDGET:
 		v = *(const uint64_t *)field ? *(const uint64_t *)field : SP_UNWINDER_DEFAULT_BUDGET;

@@ -55,12 +55,14 @@ struct sp_sampling_opts {
 	uint64_t unwind_budget;		/* --unwind-budget; 0 = the default (64 MiB) */
 	uint32_t unwind_cpu_pct;	/* --unwind-cpu; 0 = the default (25) */
 	uint32_t unwind_build;		/* --unwind-build: SP_UNWIND_BUILD_* */
+	uint32_t exec_maps;		/* --exec-maps: SP_UNWIND_BUILD_* (eager|lazy) */
 	bool off_cpu_tuned;		/* parser state: an --off-cpu-* option was given */
 	bool cpu_filter;		/* -C given: sample only the CPUs in cpus */
 	uint64_t cpus[SP_CLI_CPU_WORDS];	/* -C's set (cli.h), online when parsed */
 };
 
-/* When unwind tables are built (--unwind-build). */
+/* When unwind tables are built (--unwind-build), and when a new image's
+ * maps are read (--exec-maps: lazy = at its first sample). */
 enum {
 	SP_UNWIND_BUILD_DEFAULT = 0,	/* lazy for the whole host, eager when
 					 * targeted (record -- CMD, -p, -t) */

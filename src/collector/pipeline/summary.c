@@ -162,10 +162,14 @@ static void print_jit(FILE *f, const struct sp_summary *s)
 	if (j->jitdump_checks)
 		fprintf(f, "  JIT jitdumps: checks %" PRIu64 ", code loads %" PRIu64
 			"; refused: files %" PRIu64 ", records %" PRIu64 ", moves of unknown code %"
-			PRIu64 "; names cut %" PRIu64 ", records skipped (debug/unwind info) %"
-			PRIu64 "\n", j->jitdump_checks, j->jitdump_loads, j->jitdump_refused,
+			PRIu64 "; names cut %" PRIu64 ", records skipped (unwind info) %" PRIu64
+			"; line tables %" PRIu64 " (%" PRIu64 " rows), refused: unused %" PRIu64
+			", bad %" PRIu64 ", too big %" PRIu64 ", rows outside the code %" PRIu64
+			"\n", j->jitdump_checks, j->jitdump_loads, j->jitdump_refused,
 			j->jitdump_bad_records, j->jitdump_moves_unknown, j->jitdump_names_cut,
-			j->jitdump_skipped);
+			j->jitdump_skipped, j->jitdump_line_tables, j->jitdump_line_rows,
+			j->jitdump_debug_unused, j->jitdump_debug_bad, j->jitdump_debug_too_big,
+			j->jitdump_debug_rows_out);
 }
 
 /* Go processes: descriptors, and what the label reads found (one outcome
@@ -248,6 +252,29 @@ void sp_summary__print(FILE *f, const struct sp_summary *s)
 		", unreadable %" PRIu64 ", mappings without build id %" PRIu64 "\n",
 		s->procs.procs_seen, s->procs.maps_reads, s->procs.maps_gone,
 		s->procs.maps_unreadable, s->procs.no_build_id);
+	if (s->procs.exec_reads_deferred)
+		fprintf(f, "  exec maps reads deferred to the first sample %" PRIu64 ": read then %"
+			PRIu64 ", never needed %" PRIu64 " (exited or exec'd unsampled), pending %"
+			PRIu64 "; re-reads left to that sample %" PRIu64 "; read at exec by a "
+			"name whose process was gone at its first sample %" PRIu64 " (%" PRIu64
+			" names)\n",
+			s->procs.exec_reads_deferred, s->procs.exec_reads_on_sample,
+			s->procs.exec_reads_saved,
+			s->procs.exec_reads_deferred - s->procs.exec_reads_on_sample -
+				s->procs.exec_reads_saved,
+			s->procs.rereads_pending, s->procs.exec_reads_learned,
+			s->procs.exec_names_learned);
+	if (c->samples_unread[SP_PROC_UNREAD_EXEC] || c->samples_unread[SP_PROC_UNREAD_DEFERRED] ||
+	    c->samples_unread[SP_PROC_UNREAD_NEW])
+		fprintf(f, "  samples of processes gone before their maps were read %" PRIu64
+			" (user frames unresolved): at the exec event %" PRIu64 ", at the first "
+			"sample %" PRIu64 ", at first sight %" PRIu64 "\n",
+			c->samples_unread[SP_PROC_UNREAD_EXEC] +
+				c->samples_unread[SP_PROC_UNREAD_DEFERRED] +
+				c->samples_unread[SP_PROC_UNREAD_NEW],
+			c->samples_unread[SP_PROC_UNREAD_EXEC],
+			c->samples_unread[SP_PROC_UNREAD_DEFERRED],
+			c->samples_unread[SP_PROC_UNREAD_NEW]);
 	if (s->procs.files_timed_out || s->procs.files_skipped)
 		fprintf(f, "  files that did not answer within the limit %" PRIu64 " (skipped "
 			"since: %" PRIu64 "): their mappings have no build id (a hung file "
@@ -336,6 +363,9 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"jitdump_loads\": %" PRIu64 ", \"jitdump_refused\": %" PRIu64
 		", \"jitdump_bad_records\": %" PRIu64 ", \"jitdump_skipped\": %" PRIu64
 		", \"jitdump_moves_unknown\": %" PRIu64 ", \"jitdump_names_cut\": %" PRIu64
+		", \"jitdump_line_tables\": %" PRIu64 ", \"jitdump_line_rows\": %" PRIu64
+		", \"jitdump_debug_unused\": %" PRIu64 ", \"jitdump_debug_bad\": %" PRIu64
+		", \"jitdump_debug_too_big\": %" PRIu64 ", \"jitdump_debug_rows_out\": %" PRIu64
 		", \"timed_out\": %" PRIu64 ", \"skipped_stuck\": %" PRIu64
 		", \"io_stuck\": %" PRIu64 ", \"store_writes\": %" PRIu64
 		", \"store_errors\": %" PRIu64 "},\n",
@@ -346,7 +376,9 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->jit.procs_full,
 		s->jit.procs, s->jit.procs_with_map, s->jit.jitdump_checks, s->jit.jitdump_loads,
 		s->jit.jitdump_refused, s->jit.jitdump_bad_records, s->jit.jitdump_skipped,
-		s->jit.jitdump_moves_unknown, s->jit.jitdump_names_cut, s->jit.timed_out,
+		s->jit.jitdump_moves_unknown, s->jit.jitdump_names_cut, s->jit.jitdump_line_tables,
+		s->jit.jitdump_line_rows, s->jit.jitdump_debug_unused, s->jit.jitdump_debug_bad,
+		s->jit.jitdump_debug_too_big, s->jit.jitdump_debug_rows_out, s->jit.timed_out,
 		s->jit.skipped_stuck, s->jit.io_stuck, s->hostsyms.store_writes,
 		s->hostsyms.store_errors);
 	fprintf(f, "  \"aggregator\": {\"added\": %" PRIu64 ", \"accepted\": %" PRIu64
@@ -362,12 +394,22 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"addr_unmapped\": %" PRIu64 ", \"addr_anon\": %" PRIu64
 		", \"mappings_full\": %" PRIu64
 		", \"files_timed_out\": %" PRIu64 ", \"files_skipped\": %" PRIu64
-		", \"maps_timed_out\": %" PRIu64 ", \"maps_skipped\": %" PRIu64 "},\n",
+		", \"maps_timed_out\": %" PRIu64 ", \"maps_skipped\": %" PRIu64
+		", \"exec_reads_deferred\": %" PRIu64 ", \"exec_reads_on_sample\": %" PRIu64
+		", \"exec_reads_saved\": %" PRIu64 ", \"rereads_pending\": %" PRIu64
+		", \"exec_reads_learned\": %" PRIu64 ", \"exec_names_learned\": %" PRIu64
+		", \"samples_unread\": {\"exec\": %" PRIu64 ", \"first_sample\": %" PRIu64
+		", \"first_sight\": %" PRIu64 "}},\n",
 		s->procs.procs_seen, s->procs.procs_table_full, s->procs.maps_reads,
 		s->procs.maps_gone, s->procs.maps_unreadable, s->procs.no_build_id,
 		s->procs.addr_unmapped, s->procs.addr_anon, s->procs.mappings_full,
 		s->procs.files_timed_out, s->procs.files_skipped, s->procs.maps_timed_out,
-		s->procs.maps_skipped);
+		s->procs.maps_skipped, s->procs.exec_reads_deferred, s->procs.exec_reads_on_sample,
+		s->procs.exec_reads_saved, s->procs.rereads_pending,
+		s->procs.exec_reads_learned, s->procs.exec_names_learned,
+		s->consumer.samples_unread[SP_PROC_UNREAD_EXEC],
+		s->consumer.samples_unread[SP_PROC_UNREAD_DEFERRED],
+		s->consumer.samples_unread[SP_PROC_UNREAD_NEW]);
 	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
 		PRIu64 ", \"procs_failed\": %" PRIu64 ", \"publish_rereads\": %" PRIu64
 		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64

@@ -483,7 +483,13 @@ static int ship_jitdump(struct sp_jit_maps *j, struct work *w, struct jfile *fl,
 	j->st.jitdump_loads += js.loads + js.moves;
 	j->st.jitdump_moves_unknown += js.moves_unknown;
 	j->st.jitdump_bad_records += js.bad_record + js.bad_range + js.bad_name;
-	j->st.jitdump_skipped += js.debug_info + js.skipped;
+	j->st.jitdump_skipped += js.skipped;
+	j->st.jitdump_line_tables += js.debug_info;
+	j->st.jitdump_line_rows += js.debug_rows;
+	j->st.jitdump_debug_unused += js.debug_unused;
+	j->st.jitdump_debug_bad += js.debug_bad;
+	j->st.jitdump_debug_too_big += js.debug_too_big;
+	j->st.jitdump_debug_rows_out += js.debug_rows_out;
 	j->st.jitdump_names_cut += js.names_cut;
 	pthread_mutex_unlock(&j->lock);
 	return err;

@@ -21,7 +21,9 @@
  * header is refused (another byte order, version or machine, a record size
  * that cannot be followed) is counted in jitdump_refused, once per change
  * of the file (the loads before the refusal stay shipped); records refused
- * inside it in jitdump_bad_records (jitdump.h says which).
+ * inside it in jitdump_bad_records (jitdump.h says which).  A load's
+ * DEBUG_INFO line table is shipped with it as text (jitdump.h), inside
+ * the same bounds; tables and rows refused are counted by reason.
  *
  * Which file: PROC/PID/root/tmp/perf-NSPID.map, NSPID the pid as the
  * process's own pid namespace sees it (the last field of NSpid: in
@@ -142,7 +144,13 @@ struct sp_jit_maps_stats {
 	uint64_t jitdump_loads;		/* code loads (and moves) turned into lines */
 	uint64_t jitdump_refused;	/* files refused: header, byte order, sizes */
 	uint64_t jitdump_bad_records;	/* records refused (sizes, names, ranges) */
-	uint64_t jitdump_skipped;	/* DEBUG_INFO, UNWINDING_INFO, unknown ids */
+	uint64_t jitdump_skipped;	/* UNWINDING_INFO, unknown ids */
+	uint64_t jitdump_line_tables;	/* DEBUG_INFO tables shipped with their load */
+	uint64_t jitdump_line_rows;	/* ... their rows */
+	uint64_t jitdump_debug_unused;	/* DEBUG_INFO no load of its address took */
+	uint64_t jitdump_debug_bad;	/* DEBUG_INFO refused: sizes, NULs, no entry */
+	uint64_t jitdump_debug_too_big;	/* ... refused: entries, file name, text */
+	uint64_t jitdump_debug_rows_out;	/* rows outside their load's code */
 	uint64_t jitdump_moves_unknown;	/* MOVE of a load no longer remembered */
 	uint64_t jitdump_names_cut;	/* names over SP_JITDUMP_NAME_MAX */
 	uint64_t timed_out;		/* checks whose open or read did not come back

@@ -7,10 +7,13 @@
  * a LOAD its fixed fields, then at most SP_JITDUMP_NAME_MAX + 1 bytes of
  * the name, which ends where the code starts (the record's last code_size
  * bytes); the code bytes and every other record's payload are skipped by
- * offset, so a 100 MiB dump of code costs the reads of its names.
+ * offset, so a 100 MiB dump of code costs the reads of its names.  A
+ * DEBUG_INFO is read once, when its LOAD comes, through a window of a few
+ * entries (one read per window, not per entry).
  */
 #include <elf.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +51,8 @@ void sp_jitdump__reset(struct sp_jitdump *d)
 {
 	d->off = 0;
 	d->state = 0;
+	d->dbg_off = 0;
+	d->dbg_addr = 0;
 	if (d->slots)
 		memset(d->slots, 0, SP_JITDUMP_SLOTS * sizeof(*d->slots));
 }
@@ -78,17 +83,122 @@ static int read_header(struct sp_jitdump *d, sp_jitdump_read_fn rd, void *ctx, u
 	return 0;
 }
 
-/* Appends "START SIZE NAME\n"; name is n bytes (control bytes made '?'). */
+/* Copies n bytes of name to p, control bytes made '?'; returns the end. */
+static char *put_name(char *p, const uint8_t *name, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		*p++ = name[i] < 0x20 || name[i] == 0x7f ? '?' : (char)name[i];
+	return p;
+}
+
+/* Appends "START SIZE NAME\n"; name is n bytes. */
 static void put_line(char *out, size_t *out_len, uint64_t addr, uint64_t len, const uint8_t *name,
 		     size_t n)
 {
 	char *p = out + *out_len;
 
 	p += sprintf(p, "%llx %llx ", (unsigned long long)addr, (unsigned long long)len);
-	for (size_t i = 0; i < n; i++)
-		*p++ = name[i] < 0x20 || name[i] == 0x7f ? '?' : (char)name[i];
+	p = put_name(p, name, n);
 	*p++ = '\n';
 	*out_len = (size_t)(p - out);
+}
+
+/* The longest "@L OFF LINE\n" and "@F FILE\n" */
+#define ROW_TEXT_MAX (3 + 16 + 1 + 8 + 1)
+#define FILE_TEXT_MAX (3 + SP_JITDUMP_FILE_MAX + 1)
+/* a few entries of the largest size */
+#define DBG_WIN (4 * (SP_JITDUMP_DEBUG_ENTRY_FIXED + SP_JITDUMP_FILE_MAX + 1))
+
+/* Writes the rows of the DEBUG_INFO at off for the load [addr, addr +
+ * size) (jitdump.h), each row's address less bias; the load's line comes
+ * after.  On a refused table nothing is written (*out_len as it was) and
+ * it is counted.  0, or a negative errno from rd (nothing written). */
+static int put_debug(sp_jitdump_read_fn rd, void *ctx, uint64_t off, uint64_t addr,
+		     uint64_t size, uint64_t bias, char *out, size_t *out_len,
+		     struct sp_jitdump_stats *st)
+{
+	uint8_t w[DBG_WIN], prev[SP_JITDUMP_FILE_MAX];
+	size_t start = *out_len, len = *out_len, prev_n = 0, wlen = 0;
+	uint64_t nr, end, pos, wpos = 0, rows = 0, out_rows = 0;
+	uint64_t *bad = NULL;
+	bool have_prev = false;
+	int err;
+
+	err = rd(ctx, w, SP_JITDUMP_DEBUG_FIXED, off);
+	if (err)
+		return err;
+	end = off + u32_at(w + 4);
+	nr = u64_at(w + 24);
+	if (u32_at(w) != SP_JIT_CODE_DEBUG_INFO || u32_at(w + 4) < SP_JITDUMP_DEBUG_FIXED ||
+	    u64_at(w + 16) != addr || !nr ||
+	    nr > (end - off - SP_JITDUMP_DEBUG_FIXED) / (SP_JITDUMP_DEBUG_ENTRY_FIXED + 1))
+		bad = &st->debug_bad;
+	else if (nr > SP_JITDUMP_DEBUG_MAX_ENTRIES)
+		bad = &st->debug_too_big;
+	pos = off + SP_JITDUMP_DEBUG_FIXED;
+	for (uint64_t i = 0; i < nr && !bad; i++) {
+		uint64_t want = end - pos, ea;
+		const uint8_t *e, *nul;
+		size_t fn;
+		char *p;
+
+		if (want > SP_JITDUMP_DEBUG_ENTRY_FIXED + SP_JITDUMP_FILE_MAX + 1)
+			want = SP_JITDUMP_DEBUG_ENTRY_FIXED + SP_JITDUMP_FILE_MAX + 1;
+		if (want < SP_JITDUMP_DEBUG_ENTRY_FIXED + 1) {
+			bad = &st->debug_bad;	/* the entries run past the record */
+			break;
+		}
+		if (pos < wpos || pos + want > wpos + wlen) {
+			wpos = pos;
+			wlen = end - pos < DBG_WIN ? (size_t)(end - pos) : DBG_WIN;
+			err = rd(ctx, w, wlen, wpos);
+			if (err)
+				return err;
+		}
+		e = w + (pos - wpos);
+		nul = memchr(e + SP_JITDUMP_DEBUG_ENTRY_FIXED, 0,
+			     (size_t)want - SP_JITDUMP_DEBUG_ENTRY_FIXED);
+		if (!nul) {
+			/* a name longer than the bound, or one the record cuts */
+			bad = want == SP_JITDUMP_DEBUG_ENTRY_FIXED + SP_JITDUMP_FILE_MAX + 1
+				      ? &st->debug_too_big : &st->debug_bad;
+			break;
+		}
+		fn = (size_t)(nul - (e + SP_JITDUMP_DEBUG_ENTRY_FIXED));
+		pos += SP_JITDUMP_DEBUG_ENTRY_FIXED + fn + 1;
+		ea = u64_at(e);
+		if (ea < addr || ea - addr < bias || ea - addr - bias >= size) {
+			out_rows++;
+			continue;
+		}
+		if (len - start + FILE_TEXT_MAX + ROW_TEXT_MAX > SP_JITDUMP_DEBUG_TEXT_MAX) {
+			bad = &st->debug_too_big;
+			break;
+		}
+		p = out + len;
+		if (!have_prev || fn != prev_n ||
+		    memcmp(prev, e + SP_JITDUMP_DEBUG_ENTRY_FIXED, fn)) {
+			p = put_name(stpcpy(p, fn ? "@F " : "@F"),
+				     e + SP_JITDUMP_DEBUG_ENTRY_FIXED, fn);
+			*p++ = '\n';
+			memcpy(prev, e + SP_JITDUMP_DEBUG_ENTRY_FIXED, fn);
+			prev_n = fn;
+			have_prev = true;
+		}
+		p += sprintf(p, "@L %llx %x\n", (unsigned long long)(ea - addr - bias),
+			     u32_at(e + 8));
+		len = (size_t)(p - out);
+		rows++;
+	}
+	if (bad) {
+		(*bad)++;
+		return 0;
+	}
+	*out_len = len;
+	st->debug_info++;
+	st->debug_rows += rows;
+	st->debug_rows_out += out_rows;
+	return 0;
 }
 
 /* Reads the LOAD record at off (rsize bytes) into b: its fixed fields,
@@ -228,6 +338,16 @@ int sp_jitdump__convert(struct sp_jitdump *d, sp_jitdump_read_fn rd, void *ctx, 
 				count_bad(st, why);
 				goto next;
 			}
+			if (d->dbg_off && d->dbg_addr == u64_at(b + 32)) {
+				uint64_t bias = n >= 3 && !memcmp(name, "JS:", 3) ? SP_JITDUMP_V8_BIAS
+										: 0;
+
+				err = put_debug(rd, ctx, d->dbg_off, d->dbg_addr, u64_at(b + 40),
+						bias, out, out_len, st);
+				if (err)
+					return err;
+				d->dbg_off = 0;
+			}
 			st->names_cut += (uint64_t)cut;
 			put_line(out, out_len, u64_at(b + 32), u64_at(b + 40), name, n);
 			st->loads++;
@@ -248,9 +368,20 @@ int sp_jitdump__convert(struct sp_jitdump *d, sp_jitdump_read_fn rd, void *ctx, 
 			if (err)
 				return err;
 		} else if (id == SP_JIT_CODE_CLOSE) {
+			st->debug_unused += d->dbg_off != 0;
+			d->dbg_off = 0;
 			d->state = 1;
 		} else if (id == SP_JIT_CODE_DEBUG_INFO) {
-			st->debug_info++;
+			if (rsize < SP_JITDUMP_DEBUG_FIXED) {
+				st->debug_bad++;
+				goto next;
+			}
+			err = rd(ctx, b, SP_JITDUMP_DEBUG_FIXED, d->off);
+			if (err)
+				return err;
+			st->debug_unused += d->dbg_off != 0;
+			d->dbg_off = d->off;
+			d->dbg_addr = u64_at(b + 16);
 		} else {
 			st->skipped++;
 		}

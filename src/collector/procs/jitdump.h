@@ -45,9 +45,16 @@
  *   16 pid u32, 20 tid u32, 24 vma u64, 32 old_code_addr u64,
  *   40 new_code_addr u64, 48 code_size u64, 56 code_index u64  (64 bytes)
  *
- *   id 2 JIT_CODE_DEBUG_INFO, id 4 JIT_CODE_UNWINDING_INFO, and any id
- *   not known: skipped by their size (counted).  id 3 JIT_CODE_CLOSE: the
- *   end; nothing after it is read.
+ *   id 2 JIT_CODE_DEBUG_INFO
+ *   16      8     code_addr   (of the LOAD it describes, which follows it)
+ *   24      8     nr_entry
+ *   32      ...   nr_entry entries, each:
+ *                 0 addr u64 (absolute), 8 line u32, 12 discrim u32,
+ *                 16 file name, NUL-terminated
+ *
+ *   id 4 JIT_CODE_UNWINDING_INFO, and any id not known: skipped by their
+ *   size (counted).  id 3 JIT_CODE_CLOSE: the end; nothing after it is
+ *   read.
  *
  * Rules (refused records are counted and skipped by their size, never
  * fatal unless the size itself is unusable):
@@ -63,6 +70,30 @@
  *     record there must still be that LOAD); else counted in moves_unknown.
  *     The moved range is a new line (the later line wins in the perf-map
  *     parser, as the new place is the one in force).
+ *   - DEBUG_INFO: the format puts it before the LOAD it describes, so it
+ *     is remembered (its offset and code_addr: one pending table, no
+ *     copy) and applies to the next LOAD of that code_addr; a table still
+ *     pending when another DEBUG_INFO or CLOSE comes is counted in
+ *     debug_unused.  When its LOAD comes the table is read again from the
+ *     file and written before the LOAD's line as
+ *         "@F FILE\n"      the file of the rows after it (written when it
+ *                          changes; "@F" alone: none), control bytes '?'
+ *         "@L OFF LINE\n"  a row: from code_addr + OFF on, LINE (both hex)
+ *     in the record's order; the symbolizer (symbolizer/perf_map.h) gives
+ *     the row covering an address.  A row outside the LOAD's code
+ *     [code_addr, code_addr + code_size) is dropped (debug_rows_out).
+ *     V8 writes every row SP_JITDUMP_V8_BIAS bytes late (the ELF header
+ *     `perf inject --jit` puts before the code: v8's perf-jit.cc adds it;
+ *     verified here on node 20, whose first row is at +0x40): for a load
+ *     named "JS:..." (V8's JavaScript code, the only V8 code with a table)
+ *     that much is taken off each row's address.
+ *     The whole table is refused, the LOAD's line still written: entries
+ *     that do not fit in the record or a file name without its NUL
+ *     (debug_bad); nr_entry 0 (debug_bad); more than
+ *     SP_JITDUMP_DEBUG_MAX_ENTRIES entries, a file name longer than
+ *     SP_JITDUMP_FILE_MAX, or more than SP_JITDUMP_DEBUG_TEXT_MAX bytes of
+ *     text (debug_too_big).  A MOVE does not carry the table along.
+ *     discrim is not carried.
  *   - A record that does not end inside the file's current size waits (a
  *     runtime is writing it): conversion stops before it, nothing counted.
  *
@@ -84,8 +115,16 @@
 #define SP_JITDUMP_LOAD_FIXED 56	/* record header + LOAD fields before the name */
 #define SP_JITDUMP_MOVE_SIZE 64
 #define SP_JITDUMP_NAME_MAX 4096
-/* the longest line written: two 16-digit numbers, 2 spaces, name, '\n' */
-#define SP_JITDUMP_LINE_MAX (16 + 1 + 16 + 1 + SP_JITDUMP_NAME_MAX + 1)
+#define SP_JITDUMP_DEBUG_FIXED 32	/* record header + code_addr, nr_entry */
+#define SP_JITDUMP_DEBUG_ENTRY_FIXED 16	/* an entry before its file name */
+#define SP_JITDUMP_DEBUG_MAX_ENTRIES 4096
+#define SP_JITDUMP_FILE_MAX 1024
+#define SP_JITDUMP_DEBUG_TEXT_MAX (64u << 10)
+#define SP_JITDUMP_V8_BIAS 0x40	/* sizeof(Elf64_Ehdr) */
+/* the longest load line: two 16-digit numbers, 2 spaces, name, '\n' */
+#define SP_JITDUMP_LOAD_LINE_MAX (16 + 1 + 16 + 1 + SP_JITDUMP_NAME_MAX + 1)
+/* the most text one record turns into: a load's line and its line table */
+#define SP_JITDUMP_LINE_MAX (SP_JITDUMP_LOAD_LINE_MAX + SP_JITDUMP_DEBUG_TEXT_MAX)
 #define SP_JITDUMP_SLOTS 512
 
 enum sp_jitdump_rec_id {
@@ -108,7 +147,12 @@ struct sp_jitdump_stats {
 	uint64_t loads;			/* LOAD records turned into a line */
 	uint64_t moves;			/* MOVE records turned into a line */
 	uint64_t moves_unknown;		/* MOVE of a load not in the table */
-	uint64_t debug_info;		/* skipped: line tables are not carried */
+	uint64_t debug_info;		/* DEBUG_INFO tables written with their LOAD */
+	uint64_t debug_rows;		/* ... their rows written */
+	uint64_t debug_unused;		/* DEBUG_INFO no LOAD of its address took */
+	uint64_t debug_bad;		/* DEBUG_INFO refused: sizes, NULs, no entry */
+	uint64_t debug_too_big;		/* ... refused: entries, file name, text */
+	uint64_t debug_rows_out;	/* rows outside their load's code, dropped */
 	uint64_t skipped;		/* UNWINDING_INFO and unknown ids */
 	uint64_t bad_record;		/* sizes that do not add up */
 	uint64_t bad_range;
@@ -119,6 +163,8 @@ struct sp_jitdump_stats {
 struct sp_jitdump {
 	uint64_t off;			/* next record's offset (0: header not read) */
 	int state;			/* 0 reading, 1 closed (CLOSE seen), <0 refused */
+	uint64_t dbg_off;		/* the pending DEBUG_INFO's offset (0: none) */
+	uint64_t dbg_addr;		/* ... and its code_addr */
 	struct sp_jitdump_slot *slots;	/* SP_JITDUMP_SLOTS, the caller's (may be NULL) */
 };
 

@@ -93,6 +93,17 @@
 #define PROC_NONE UINT32_MAX		/* end of an index chain */
 #define PROC_STR_PER_MAPPING 128	/* path bytes cap = this * max_mappings */
 #define PROC_STR_MIN_CAP (128 * 1024)
+/* lazy_exec: image names (comm) whose deferred read found a process gone at
+ * its first sample are read at exec again while they have credit: each
+ * such exec that exits unsampled costs 1, each that is sampled earns
+ * PROC_EAGER_EARN (up to PROC_EAGER_MAX), so a name sampled less than once
+ * in PROC_EAGER_EARN + 1 execs (sh, sed, cat) goes back to lazy reads and
+ * one sampled more often (a burst of short CPU-bound jobs) keeps them.  A
+ * direct-mapped table of PROC_EAGER_SLOTS names. */
+#define PROC_EAGER_SLOTS 256
+#define PROC_EAGER_CREDIT 8
+#define PROC_EAGER_EARN 4
+#define PROC_EAGER_MAX 64
 
 struct proc_map {
 	uint64_t start;
@@ -111,6 +122,10 @@ struct proc_slot {
 	bool have_maps;		/* maps read successfully at least once */
 	bool have_comm;		/* comm given by the caller or read */
 	bool gone_counted;	/* maps_gone already counted for this pid */
+	bool exec_pending;	/* lazy_exec: maps wait for the first sample */
+	bool exec_learned;	/* lazy_exec: read at exec, its name learned */
+	bool sampled;		/* a sample since its exec (or first sight) */
+	uint8_t read_why;	/* enum sp_proc_unread if this read finds it gone */
 	uint64_t last_read_ns;	/* caller's clock (event time) of the last read */
 	uint64_t read_at_ns;	/* CLOCK_MONOTONIC when the last read happened */
 	uint32_t early_rereads;	/* misses re-read since exec, see resolve */
@@ -164,6 +179,9 @@ struct sp_proc_table {
 	struct proc_str **str_index;	/* open addressing: interned paths */
 	uint32_t str_mask;
 	size_t str_bytes, str_cap;
+
+	/* lazy_exec: names read at exec (see PROC_EAGER_CREDIT) */
+	struct { char comm[16]; uint32_t credit; } eager[PROC_EAGER_SLOTS];
 
 	struct sp_buildid_cache *bcache;
 	struct sp_buildid_read *bread;	/* file reads off this thread */
@@ -518,6 +536,7 @@ static struct proc_slot *proc_alloc(struct sp_proc_table *t, uint32_t pid)
 	p->gone_prev = p->gone_next = PROC_NONE;
 	p->info.pid = pid;
 	p->info.exe_path = proc_empty;
+	p->read_why = SP_PROC_UNREAD_NEW;
 	h = proc_pid_hash(pid) & t->pid_mask;
 	p->hash_next = t->pid_heads[h];
 	t->pid_heads[h] = i;
@@ -744,6 +763,58 @@ static uint64_t proc_mono_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/* lazy_exec's names read at exec: the slot of comm. */
+static uint32_t proc_eager_slot(const char *comm)
+{
+	return (uint32_t)XXH3_64bits(comm, strnlen(comm, 16)) & (PROC_EAGER_SLOTS - 1);
+}
+
+/* p's deferred read came too late (gone at its first sample): its name's
+ * next execs are read at once, the process being likely as short. */
+static void proc_eager_learn(struct sp_proc_table *t, struct proc_slot *p)
+{
+	uint32_t i = proc_eager_slot(p->info.comm);
+
+	if (!p->info.comm[0])
+		return;
+	if (strncmp(t->eager[i].comm, p->info.comm, 16) || !t->eager[i].credit)
+		t->stats.exec_names_learned++;
+	memcpy(t->eager[i].comm, p->info.comm, 16);
+	t->eager[i].credit = PROC_EAGER_CREDIT;
+}
+
+/* Whether an exec of comm is read at once (a name learned, credit left). */
+static bool proc_eager_wanted(const struct sp_proc_table *t, const char *comm)
+{
+	uint32_t i = proc_eager_slot(comm);
+
+	return comm[0] && t->eager[i].credit && !strncmp(t->eager[i].comm, comm, 16);
+}
+
+/* An exec read at once because of its name exited: unsampled, one credit
+ * less (a name that stops being sampled goes back to lazy reads). */
+static void proc_eager_exited(struct sp_proc_table *t, struct proc_slot *p)
+{
+	uint32_t i = proc_eager_slot(p->info.comm);
+
+	if (p->exec_learned && !p->sampled && t->eager[i].credit &&
+	    !strncmp(t->eager[i].comm, p->info.comm, 16))
+		t->eager[i].credit--;
+	p->exec_learned = false;
+}
+
+/* An exec read at once because of its name was sampled: the read paid. */
+static void proc_eager_earned(struct sp_proc_table *t, struct proc_slot *p)
+{
+	uint32_t i = proc_eager_slot(p->info.comm);
+
+	if (strncmp(t->eager[i].comm, p->info.comm, 16))
+		return;
+	t->eager[i].credit = t->eager[i].credit + PROC_EAGER_EARN > PROC_EAGER_MAX
+				     ? PROC_EAGER_MAX
+				     : t->eager[i].credit + PROC_EAGER_EARN;
+}
+
 /* Reads PID/maps into p.  0, or -ENOENT (gone) / other negative errno
  * (unreadable); on failure p keeps its previous maps.  fresh: the
  * process's first read since exec or first sight, with the companions. */
@@ -838,6 +909,7 @@ static int proc_read_maps_how(struct sp_proc_table *t, struct proc_slot *p, uint
 	p->maps = maps;
 	p->n_maps = n;
 	p->have_maps = true;
+	p->info.unread = SP_PROC_UNREAD_NONE;
 	p->info.has_otel_ctx = p->otel_ctx_seen;
 	p->info.gone = false;
 	proc_gone_del(t, p);
@@ -865,6 +937,9 @@ fail:
 		if (!p->have_maps && !p->gone_counted) {
 			t->stats.maps_gone++;
 			p->gone_counted = true;
+			p->info.unread = p->read_why;
+			if (p->read_why == SP_PROC_UNREAD_DEFERRED)
+				proc_eager_learn(t, p);
 		}
 		proc_mark_gone(t, p);
 		return -ENOENT;
@@ -1039,6 +1114,10 @@ uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
 			return 0;
 		proc_refresh_all(t, p, now_ns);
 		fresh = true;
+	} else if (p->exec_pending) {
+		/* A caller that did not call __sampled first. */
+		sp_proc_table__sampled(t, pid, now_ns);
+		fresh = true;
 	} else if (p->exited) {
 		/* First sample after on_exit: pid reuse or a late sample. */
 		p->have_comm = false;
@@ -1078,18 +1157,18 @@ uint32_t sp_proc_table__kernel_mapping(const struct sp_proc_table *t)
 	return t ? 1 : 0;
 }
 
-void sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *comm,
+bool sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *comm,
 			    uint64_t now_ns)
 {
 	struct proc_slot *p;
 
 	if (!t)
-		return;
+		return false;
 	p = proc_find(t, pid);
 	if (!p) {
 		p = proc_alloc(t, pid);
 		if (!p)
-			return;
+			return false;
 	}
 	proc_maps_put(t, p->maps, p->n_maps);
 	free(p->maps);
@@ -1099,11 +1178,46 @@ void sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *c
 	p->have_comm = false;
 	p->gone_counted = false;
 	p->early_rereads = 0;
+	p->exited = false;
 	p->info.gone = false;
+	p->info.unread = SP_PROC_UNREAD_NONE;
 	proc_gone_del(t, p);
+	if (p->exec_pending)
+		t->stats.exec_reads_saved++;	/* the previous image: unsampled */
+	p->exec_pending = false;
+	proc_eager_exited(t, p);	/* by the old image's name */
+	p->sampled = false;
 	if (comm && comm[0])
 		proc_set_comm(p, comm);
+	if (t->cfg.lazy_exec && proc_eager_wanted(t, p->info.comm)) {
+		p->exec_learned = true;
+		t->stats.exec_reads_learned++;
+	} else if (t->cfg.lazy_exec) {
+		/* What the old image's read knew is not this image's. */
+		free(p->exe);
+		p->exe = NULL;
+		p->info.exe_path = proc_empty;
+		p->info.has_otel_ctx = false;
+		p->exec_pending = true;
+		p->read_why = SP_PROC_UNREAD_DEFERRED;
+		t->stats.exec_reads_deferred++;
+		return true;
+	}
+	p->read_why = SP_PROC_UNREAD_EXEC;
 	proc_refresh_all(t, p, now_ns);
+	return false;
+}
+
+bool sp_proc_table__sampled(struct sp_proc_table *t, uint32_t pid, uint64_t now_ns)
+{
+	struct proc_slot *p = t ? proc_find(t, pid) : NULL;
+
+	if (!p || !p->exec_pending)
+		return false;
+	p->exec_pending = false;
+	t->stats.exec_reads_on_sample++;
+	proc_refresh_all(t, p, now_ns);
+	return true;
 }
 
 void sp_proc_table__on_exit(struct sp_proc_table *t, uint32_t pid)
@@ -1116,6 +1230,10 @@ void sp_proc_table__on_exit(struct sp_proc_table *t, uint32_t pid)
 	if (!p)
 		return;
 	p->exited = true;
+	if (p->exec_pending)
+		t->stats.exec_reads_saved++;	/* exited before any sample */
+	p->exec_pending = false;
+	proc_eager_exited(t, p);
 	proc_mark_gone(t, p);
 }
 
@@ -1154,6 +1272,9 @@ bool sp_proc_table__touch(struct sp_proc_table *t, uint32_t pid)
 	if (!p)
 		return false;
 	p->last_epoch = t->epoch;
+	if (!p->sampled && p->exec_learned)
+		proc_eager_earned(t, p);
+	p->sampled = true;
 	return true;
 }
 
@@ -1234,5 +1355,9 @@ int sp_proc_table__reread(struct sp_proc_table *t, uint32_t pid, uint64_t now_ns
 
 	if (!p || p->info.gone)
 		return -ENOENT;
+	if (p->exec_pending) {
+		t->stats.rereads_pending++;	/* its first sample reads them */
+		return -ENOENT;
+	}
 	return proc_read_maps_how(t, p, now_ns, true, false);
 }

@@ -34,11 +34,23 @@
  * (device, inode, mtime).  Hitting a bound is counted in the stats, never
  * fatal.
  *
- * When maps are (re)read: on first sight of a pid, on sp_proc_table__on_exec,
- * on the first resolve after sp_proc_table__on_exit (pid reuse; if /proc/PID
- * is really gone the old maps keep answering late samples), and on an
- * address miss, at most once per refresh_interval_ns per process (a freshly
- * exec'd process maps its libraries after the exec event).
+ * When maps are (re)read: on first sight of a pid, on sp_proc_table__on_exec
+ * (with lazy_exec: at the image's first sample instead, __sampled), on the
+ * first resolve after sp_proc_table__on_exit (pid reuse; if /proc/PID is
+ * really gone the old maps keep answering late samples), and on an address
+ * miss, at most once per refresh_interval_ns per process (a freshly exec'd
+ * process maps its libraries after the exec event).
+ *
+ * lazy_exec: most images a busy host execs (sh, sed, cat) are never sampled
+ * at 97 Hz, and at exec time ld.so has not mapped their libraries yet, so
+ * an exec-time read is mostly wasted and incomplete anyway.  The ring is
+ * ordered: a sampled short-lived process's samples follow its exec event,
+ * usually in the same drain, and at its first sample it is no less alive
+ * than when its exec event was handled.  What is lost: an image sampled
+ * only after it is gone (counted per sample by reason, sp_proc_info.unread);
+ * the name (comm) of such an image is learned, and its next execs are read
+ * at once while that pays: 8 execs of credit, each unsampled exit costs 1,
+ * each sampled exec earns 4 (at most 64).
  *
  * Not thread safe: the caller serializes every call (the agent: the
  * consumer ingests and closes epochs, the export worker snapshots and
@@ -70,6 +82,8 @@ struct sp_proc_table_config {
 	uint32_t file_timeout_ms;
 	uint32_t file_max_stuck;
 	const char *proc_root;		/* default "/proc"; tests point elsewhere */
+	bool lazy_exec;			/* read a new image's maps at its first
+					 * sample, not at its exec event */
 	/* The vDSO image's build id and length (host/vdso.h); len 0: [vdso]
 	 * mappings stay anonymous.  A process's [vdso] of another length (a
 	 * 32-bit process's image) is not given this id. */
@@ -96,9 +110,21 @@ struct sp_mapping_info {
 	uint32_t pid;			/* SP_MAP_ANON: the process; else 0 */
 };
 
+/* Why a process's maps were never read (sp_proc_info.unread): it was gone
+ * (or past exit_mm) at the read its samples needed. */
+enum sp_proc_unread {
+	SP_PROC_UNREAD_NONE = 0,	/* read, or not tried yet */
+	SP_PROC_UNREAD_EXEC = 1,	/* gone at its exec event's read */
+	SP_PROC_UNREAD_DEFERRED = 2,	/* lazy_exec: gone at its first sample */
+	SP_PROC_UNREAD_NEW = 3,		/* no exec seen (a fork, or older than
+					 * the recording): gone at first sight */
+	SP_PROC_UNREAD__MAX
+};
+
 struct sp_proc_info {
 	uint32_t pid;
 	bool gone;			/* exit seen or /proc entry vanished */
+	uint8_t unread;			/* enum sp_proc_unread */
 	char comm[16];
 	const char *exe_path;		/* readlink /proc/PID/exe; may be "" */
 	bool has_otel_ctx;		/* last maps read saw an OTEP 4719
@@ -129,6 +155,19 @@ struct sp_proc_table_stats {
 	uint64_t addr_unmapped;		/* address in no known mapping */
 	uint64_t addr_anon;		/* address in anonymous executable memory */
 	uint64_t procs_released;	/* gone processes forgotten by __release */
+	/* lazy_exec: exec events whose read waited for a sample; of them,
+	 * read at the image's first sample, and never needed (the image
+	 * exited or exec'd again unsampled); the rest are pending. */
+	uint64_t exec_reads_deferred;
+	uint64_t exec_reads_on_sample;
+	uint64_t exec_reads_saved;
+	uint64_t rereads_pending;	/* re-reads asked for (unwinder) while a
+					 * read waited for a sample: not done */
+	uint64_t exec_names_learned;	/* image names whose deferred read found a
+					 * process gone at its first sample: their
+					 * next execs are read at once ... */
+	uint64_t exec_reads_learned;	/* ... exec events read so (while the
+					 * name's reads pay, proc_table.c) */
 	uint64_t mappings_released;	/* registry ids recycled by __release */
 	/* Gauges, current values. */
 	uint64_t procs_tracked;		/* process slots in use (live + gone) */
@@ -182,6 +221,13 @@ uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
  * may not call __resolve (kernel-only stacks). */
 bool sp_proc_table__touch(struct sp_proc_table *t, uint32_t pid);
 
+/* A sample of pid is about to be handled: with lazy_exec, reads the maps
+ * its exec event left for this moment.  True when that read was tried now
+ * (the caller then does what it does after an exec: sp_proc_info says
+ * whether the process was still there); false otherwise (nothing pending,
+ * pid unknown).  Idempotent within a sample. */
+bool sp_proc_table__sampled(struct sp_proc_table *t, uint32_t pid, uint64_t now_ns);
+
 /* Closes the current epoch and returns its number (epochs count from 1);
  * ingest after this call belongs to the next one. */
 uint64_t sp_proc_table__next_epoch(struct sp_proc_table *t);
@@ -201,8 +247,9 @@ void sp_proc_table__release(struct sp_proc_table *t, uint64_t closed,
 /* Mapping id of the kernel (always valid, >= 1). */
 uint32_t sp_proc_table__kernel_mapping(const struct sp_proc_table *t);
 
-/* The process exec'd: forget its old mappings and read them again now. */
-void sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *comm,
+/* The process exec'd: forget its old mappings and read them again now, or
+ * (lazy_exec) at its first sample: true when the read was deferred. */
+bool sp_proc_table__on_exec(struct sp_proc_table *t, uint32_t pid, const char *comm,
 			    uint64_t now_ns);
 /* The process exited: keep its info (samples still refer to it), mark it
  * gone: __release frees it once its epochs are exported, and a new pid

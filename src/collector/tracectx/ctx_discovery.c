@@ -412,7 +412,9 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 
 	if (!d || !pid)
 		return;
-	if (why == SP_PROC_EXIT) {
+	/* A deferred exec (consumer.h): the old image's descriptors leave
+	 * BPF as at its exit; SP_PROC_EXEC follows at the first sample. */
+	if (why == SP_PROC_EXIT || why == SP_PROC_EXEC_LAZY) {
 		sl = slot_for(d, pid, false);
 		if (sl && sl->state != SLOT_GONE) {
 			/* Frees its tls_descs entry for the next process now;

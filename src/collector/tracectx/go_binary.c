@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/buildid.h"
+#include "base/elf_symtab.h"
 #include "base/gopclntab.h"
 #include "collector/tracectx/go_binary.h"
 #include "collector/tracectx/go_offsets.h"
@@ -215,29 +216,10 @@ static bool has_go_note(struct elf_view *v)
 	return sp_buildid__from_fd(v->fd, &b) == 0 && b.kind == SP_BUILD_ID_GO;
 }
 
-/* A .symtab symbol's value and size (false when absent). */
+/* A .symtab symbol's value and size (false when absent or undefined). */
 static bool symtab_find(struct elf_view *v, const char *name, GElf_Sym *out)
 {
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(v->elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
-		    !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			const char *s;
-
-			if (!gelf_getsym(d, (int)i, out))
-				break;
-			s = elf_strptr(v->elf, sh.sh_link, out->st_name);
-			if (s && !strcmp(s, name))
-				return true;
-		}
-	}
-	return false;
+	return sp_elf_symtab__find(v->elf, name, out) == 0;
 }
 
 /* ------------------------------------------------------------ TLS */

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/maps.h"
+#include "base/maps_reader.h"
 #include "base/pin.h"
 #include "collector/unwind/cfi_extract.h"
 #include "collector/unwind/unwind_blob.h"
@@ -333,28 +333,41 @@ static void tick(void *ctx)
 
 /* ------------------------------------------------------------ vDSO */
 
-/* The collector's own [vdso] range from /proc/self/maps. */
+struct vdso_seek {
+	uint64_t start, end;
+};
+
+static int vdso_line(const struct sp_map_entry *e, void *ctx)
+{
+	struct vdso_seek *v = ctx;
+
+	if (e->path_len != 6 || memcmp(e->path, "[vdso]", 6))
+		return 0;
+	v->start = e->start;
+	v->end = e->end;
+	return 1;	/* found: stop */
+}
+
+/* The collector's own [vdso] range from /proc/self/maps (self: right in
+ * any pid namespace), read by the one maps reader (its line bounds, not a
+ * fixed fgets buffer that would cut a long path line into pieces parsed
+ * as lines of their own). */
 static int vdso_range(uint64_t *start, uint64_t *end)
 {
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "re");
-	int err = -ENOENT;
+	struct vdso_seek v = { 0 };
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), err;
 
-	if (!f)
+	if (fd < 0)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		struct sp_map_entry e;
-
-		if (sp_maps__parse_line(line, strlen(line), &e) == 0 && e.path_len == 6 &&
-		    !memcmp(e.path, "[vdso]", 6)) {
-			*start = e.start;
-			*end = e.end;
-			err = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return err;
+	err = sp_maps_reader__scan_fd(fd, vdso_line, &v, NULL);
+	close(fd);
+	if (err)
+		return err;
+	if (!v.end)
+		return -ENOENT;
+	*start = v.start;
+	*end = v.end;
+	return 0;
 }
 
 static void vdso_key_of(Elf *elf, struct sp_unw_file_key *key)

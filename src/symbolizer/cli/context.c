@@ -200,13 +200,15 @@ void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_sta
 
 		sp_jit_syms__stats(x->jit, &js);
 		fprintf(stderr,
-			SP_CLI_PROG ": jit: resolved %" PRIu64 ", unresolved %" PRIu64
-			" (no snapshot %" PRIu64 ", not found %" PRIu64 "); perf-map chains %"
-			PRIu64 " (missing %" PRIu64 ", refused %" PRIu64 ", too big %" PRIu64
-			", lines refused %" PRIu64 ")\n",
-			ss->resolved_jit, ss->unresolved_jit, ss->unresolved_jit_no_snapshot,
-			ss->unresolved_jit_not_found, js.chains_loaded, js.missing, js.bad_piece,
-			js.too_big, js.lines_refused);
+			SP_CLI_PROG ": jit: resolved %" PRIu64 " (with file:line %" PRIu64
+			"), unresolved %" PRIu64 " (no snapshot %" PRIu64 ", not found %" PRIu64
+			"); perf-map chains %" PRIu64 " (missing %" PRIu64 ", refused %" PRIu64
+			", too big %" PRIu64 ", lines refused %" PRIu64 ", line rows refused %"
+			PRIu64 ")\n",
+			ss->resolved_jit, ss->resolved_jit_lines, ss->unresolved_jit,
+			ss->unresolved_jit_no_snapshot, ss->unresolved_jit_not_found,
+			js.chains_loaded, js.missing, js.bad_piece, js.too_big, js.lines_refused,
+			js.rows_refused);
 	}
 	sp_ksyms_set__stats(x->ks, &ks_st);
 	if (ks_st.loaded || ks_st.load_failed || ks_st.dir_lookups)

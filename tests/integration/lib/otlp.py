@@ -27,6 +27,8 @@ read_otlp(path or bytes, gzip'd or not) -> list of samples, each a dict:
                    frame type or None)
   funcs            per frame the out-of-line function name ('' when not
                    symbolized): the last line of the location
+  lines            per frame (function file, line) of that last line
+                   (('', 0) when not symbolized)
 An index out of range raises IndexError: the file is malformed.
 """
 import gzip
@@ -71,6 +73,7 @@ class _Dict:
             d = message(a)      # KeyValueAndUnit: key_strindex 1, value 2
             self.attrs.append((S[d.get(1, 0)], _anyval(d[2], S) if 2 in d else None))
         self.funcs = [S[message(f).get(1, 0)] for f in T[3]]
+        self.func_files = [S[message(f).get(3, 0)] for f in T[3]]
         self.links = []
         for l in T[4]:
             d = message(l)
@@ -94,20 +97,23 @@ class _Dict:
             self.maps.append((S[d.get(4, 0)], bid[0] if bid else ""))
         self.locs = []
         for l in T[2]:
-            d, ai, names = {}, [], []
+            d, ai, names, lines = {}, [], [], []
             for f, w, x in fields(l):
                 if f == 4:
                     ai += packed(w, x)
                 elif f == 3:
-                    fi = message(x).get(1, 0)
+                    ln = message(x)
+                    fi = ln.get(1, 0)
                     names.append(self.funcs[fi] if fi < len(self.funcs) else "")
+                    lines.append((self.func_files[fi] if fi < len(self.funcs) else "",
+                                  ln.get(2, 0)))
                 elif f in (1, 2):
                     d[f] = x
             ftype = [v for k, v in (self.attrs[i] for i in ai) if k == "profile.frame.type"]
             m = self.maps[d.get(1, 0)] if d.get(1, 0) < len(self.maps) else ("", "")
             # inlined callees first, the out-of-line caller last
             self.locs.append(((m[0], m[1], d.get(2, 0), ftype[0] if ftype else None),
-                              names[-1] if names else ""))
+                              names[-1] if names else "", lines[-1] if lines else ("", 0)))
         self.stacks = []
         for s in T[7]:
             li = []
@@ -130,14 +136,16 @@ def _resource(b, strings):
 def _sample(b, D, res, kind):
     s = {"res": res, "pid": res.get("process.pid"), "service": res.get("service.name"),
          "kind": kind, "ts": [], "values": [], "attrs": {}, "stack": [], "funcs": [],
+         "lines": [],
          "trace_id": None, "span_id": None}
     ident = [0, (), 0]      # stack, attribute and link indices
     for f, w, v in fields(b):
         if f == 1:
             ident[0] = v
             frames = D.stacks[v]
-            s["stack"] = [fr for fr, _ in frames]
-            s["funcs"] = [fn for _, fn in frames]
+            s["stack"] = [fr for fr, _, _ in frames]
+            s["funcs"] = [fn for _, fn, _ in frames]
+            s["lines"] = [ln for _, _, ln in frames]
         elif f == 2:
             ident[1] += tuple(packed(w, v))
             for i in packed(w, v):

@@ -99,10 +99,11 @@ def perf_flat(data):
     return out
 
 
-def pprof_leaves(path):
-    """[(mapping file, address, leaf function name, count)], one per sample
-    of a pprof file; the name is the out-of-line function of the leaf
-    location ("" when unnamed), the count its first value (1 without)."""
+def pprof_leaf_lines(path):
+    """[(mapping file, address, lines, count)], one per sample of a pprof
+    file: the leaf location's lines, innermost first, each (function name,
+    function file, function start line, line); the count its first value
+    (1 without)."""
     raw = open(path, "rb").read()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
@@ -112,12 +113,12 @@ def pprof_leaves(path):
             strings.append(v.decode())
         elif fn == 5:
             dd = dict((f, x) for f, _, x in fields(v))
-            funcs[dd.get(1, 0)] = dd.get(2, 0)
+            funcs[dd.get(1, 0)] = (dd.get(2, 0), dd.get(4, 0), dd.get(5, 0))
         elif fn == 3:
             dd = dict((f, x) for f, _, x in fields(v))
             maps[dd.get(1, 0)] = dd.get(5, 0)
         elif fn == 4:
-            lid, mid, addr, fids = 0, 0, 0, []
+            lid, mid, addr, lines = 0, 0, 0, []
             for f, w, x in fields(v):
                 if f == 1:
                     lid = x
@@ -126,8 +127,9 @@ def pprof_leaves(path):
                 elif f == 3:
                     addr = x
                 elif f == 4:
-                    fids.append(dict((a, y) for a, _, y in fields(x)).get(1, 0))
-            locs[lid] = (mid, addr, fids)
+                    ld = dict((a, y) for a, _, y in fields(x))
+                    lines.append((ld.get(1, 0), ld.get(2, 0)))
+            locs[lid] = (mid, addr, lines)
         elif fn == 2:
             ls, vals = [], []
             for f, w, x in fields(v):
@@ -140,11 +142,22 @@ def pprof_leaves(path):
     for ls, vals in samples:
         if not ls:
             continue
-        mid, addr, fids = locs.get(ls[0], (0, 0, []))
-        name = strings[funcs.get(fids[-1], 0)] if fids else ""
-        out.append((strings[maps[mid]] if mid in maps else "", addr, name,
+        mid, addr, lines = locs.get(ls[0], (0, 0, []))
+        named = []
+        for fid, line in lines:
+            nm, fl, start = funcs.get(fid, (0, 0, 0))
+            named.append((strings[nm], strings[fl], start, line))
+        out.append((strings[maps[mid]] if mid in maps else "", addr, named,
                     vals[0] if vals else 1))
     return out
+
+
+def pprof_leaves(path):
+    """[(mapping file, address, leaf function name, count)], one per sample
+    of a pprof file; the name is the out-of-line function of the leaf
+    location ("" when unnamed), the count its first value (1 without)."""
+    return [(m, addr, lines[-1][0] if lines else "", n)
+            for m, addr, lines, n in pprof_leaf_lines(path)]
 
 
 def pprof_flat(path):
