@@ -60,6 +60,36 @@ def spin_variant(d, n, name=None):
                      defines=["VARIANT=%d" % n], extra=["-Wl,--build-id=sha1"])
 
 
+def padded(d, src, dst, pad_bytes=1 << 20):
+    """src with pad_bytes of a non-loaded section appended (objcopy) at dst;
+    returns the prefix a HangFs should answer: the end of the last PT_LOAD,
+    rounded up to a page (everything the kernel maps, the build-id note
+    and .eh_frame lie below it; the section headers and .symtab past it
+    and its readahead, checked)."""
+    if not shutil.which("objcopy") or not shutil.which("readelf"):
+        fail("binutils (objcopy, readelf) are needed")
+    pad = os.path.join(d, "pad.bin")
+    with open(pad, "wb") as f:
+        f.write(os.urandom(pad_bytes))
+    p = subprocess.run(["objcopy", "--add-section", ".hangpad=" + pad, src, dst],
+                       capture_output=True, text=True)
+    if p.returncode:
+        fail("objcopy failed: %s" % p.stderr)
+    end = 0
+    for line in subprocess.run(["readelf", "-lW", dst], capture_output=True,
+                               text=True).stdout.splitlines():
+        m = re.match(r"\s*LOAD\s+(0x[0-9a-f]+)\s+\S+\s+\S+\s+(0x[0-9a-f]+)", line)
+        if m:
+            end = max(end, int(m.group(1), 16) + int(m.group(2), 16))
+    hdr = subprocess.run(["readelf", "-hW", dst], capture_output=True, text=True).stdout
+    shoff = int(re.search(r"Start of section headers:\s+(\d+)", hdr).group(1))
+    prefix = (end + 4095) & ~4095
+    check(end and shoff > prefix + (512 << 10),
+          "%s: loaded bytes end at %#x, section headers at %#x (past the answered prefix "
+          "and its readahead)" % (os.path.basename(dst), end, shoff))
+    return prefix
+
+
 # 64 threads sleeping 1 ms in a loop for 2 s (python3 -c SLEEPERS): many
 # short waits open at once, for the off-CPU capture state's bound.
 SLEEPERS = r"""
@@ -211,12 +241,16 @@ class HangFs:
     which fails whatever is still pending, and only then kills and reaps
     procs, unmounts and removes the directory.
     With backing (a file) and prefix (bytes), FILE has backing's size and
-    bytes, and only reads past prefix hang (hangfs.c's usage).
+    bytes, and only reads past prefix hang (hangfs.c's usage); with
+    backing2 too, FILE2 (lib2.so, on the same device) has its bytes, all
+    answered.
     hang_opens(comm): from then on opens of FILE (by threads named comm)
-    do not answer either.
+    do not answer either.  jit_name(pid): FILE under a runtime's jitdump
+    name (modified now).  stuck_readers(): the comms of the threads whose
+    reads hang, in order.
     Each instance wants a workdir of its own (its hold file is there)."""
 
-    def __init__(self, workdir, backing=None, prefix=0):
+    def __init__(self, workdir, backing=None, prefix=0, backing2=None):
         if not os.path.exists("/dev/fuse"):
             fail("/dev/fuse is missing: load the fuse module (modprobe fuse)")
         libs = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"],
@@ -229,7 +263,9 @@ class HangFs:
         self.FILE = os.path.join(self.mnt, "lib.so")
         self.hold = os.path.join(workdir, "hangfs-hold")
         open(self.hold, "w").close()
-        argv = [exe, self.mnt, self.hold] + ([backing, str(prefix)] if backing else [])
+        self.FILE2 = os.path.join(self.mnt, "lib2.so")
+        argv = ([exe, self.mnt, self.hold] + ([backing, str(prefix)] if backing else []) +
+                ([backing2] if backing2 else []))
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for _ in range(50):
             if os.path.ismount(self.mnt):
@@ -249,6 +285,18 @@ class HangFs:
             fail("the mapper could not map the FUSE file")
         return p
 
+    def jit_name(self, pid):
+        """FILE as jit-PID.dump (hangfs.c: the same file, modified now)."""
+        return os.path.join(self.mnt, "jit-%d.dump" % pid)
+
+    def stuck_readers(self):
+        """Comms of the threads whose reads of FILE hang (HOLD.log)."""
+        try:
+            with open(self.hold + ".log") as f:
+                return f.read().split()
+        except FileNotFoundError:
+            return []
+
     def hang_opens(self, comm=""):
         """Opens of FILE stop answering: all, or those by threads named
         comm only (hangfs.c)."""
@@ -260,7 +308,7 @@ class HangFs:
         if getattr(self, "closed", False):
             return
         self.closed = True
-        for f in (self.hold, self.hold + ".open"):
+        for f in (self.hold, self.hold + ".open", self.hold + ".log"):
             if os.path.exists(f):
                 os.unlink(f)
         time.sleep(0.5)
@@ -272,6 +320,87 @@ class HangFs:
             p.wait()
         subprocess.run(["umount", "-l", self.mnt], capture_output=True)
         os.rmdir(self.mnt)
+
+
+def thread_states(pid):
+    """{tid: (state, wchan)} of pid's threads still there."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for t in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                st = f.read().rsplit(")", 1)[1].split()[0]
+            with open("/proc/%d/task/%s/wchan" % (pid, t)) as f:
+                out[int(t)] = (st, f.read().strip())
+        except OSError:
+            pass
+    return out
+
+
+def stopped_but_stuck(pid):
+    """True when pid's main thread has exited and what is left waits on
+    a FUSE request (helpers in a hung open or read: a FUSE request the
+    daemon has read is waited out even on SIGKILL, so such a process is
+    reaped only once the server answers)."""
+    ts = thread_states(pid)
+    lead = ts.pop(pid, ("X", ""))
+    return lead[0] in "ZX" and all(w == "request_wait_answer" for _, w in ts.values())
+
+
+# Loads a library, says so, waits for a line, then runs its spin
+# function for the given seconds.
+RUNNER = r"""
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+fn = getattr(lib, sys.argv[2])
+fn.argtypes = [ctypes.c_double]
+print("loaded", flush=True)
+sys.stdin.readline()
+fn(float(sys.argv[3]) * 1000)
+"""
+
+
+def lib_runner(procs, path, fn, secs):
+    """A Python process (appended to procs) that has loaded library path
+    and runs its function fn for secs seconds once lib_go() says so."""
+    p = subprocess.Popen([sys.executable, "-c", RUNNER, path, fn, str(secs)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    procs.append(p)
+    if p.stdout.readline().strip() != "loaded":
+        fail("the runner could not load %s" % path)
+    return p
+
+
+def lib_go(p):
+    p.stdin.write("go\n")
+    p.stdin.flush()
+
+
+def stop_record_stuck(rec, fs, stuck_what):
+    """SIGTERM to a running `spanprof record` (Popen, text pipes) with
+    helpers in a hung FUSE request (waited out even on SIGKILL): within 5 s
+    it must have ended every thread but those; then fs.close() ends the
+    hang and record must be reaped, exit 0.  Returns its stderr."""
+    t0 = time.monotonic()
+    rec.send_signal(signal.SIGTERM)
+    au.wait_for(lambda: rec.poll() is not None or stopped_but_stuck(rec.pid), 20,
+                what="record to end every thread but those in the hung request (%s)"
+                % stuck_what, note=lambda: ": threads left %s" % thread_states(rec.pid))
+    dt = time.monotonic() - t0
+    print("record: stopped %.2f s after SIGTERM; left: %s" % (dt, thread_states(rec.pid)),
+          flush=True)
+    check(dt < 5, "record: stopped %.1f s after SIGTERM" % dt)
+    fs.close()
+    try:
+        _, err = rec.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        fail("record was not reaped within 20 s of the hang's end (%s)" % stuck_what)
+    print(err, flush=True)
+    check(rec.returncode == 0, "record: exit 0 (got %d)" % rec.returncode)
+    return err
 
 
 def sigterm_record(rec, stuck_what):

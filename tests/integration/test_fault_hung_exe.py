@@ -36,12 +36,13 @@ What must hold:
      every thread of the agent has ended but the one helper in that open
      (a FUSE request the daemon has read is waited out even on SIGKILL,
      so the process is reaped, exit 0, only once the server answers).
+     Library D (lib2.so, on mount B's device too), run after B's open
+     stalled, is skipped at once, no open tried: the open's timeout marked
+     the device as a read's does (spanprof_unwind_stalled_skipped_total).
 Root, real BPF, real FUSE (/dev/fuse).
 """
 import ctypes
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -50,41 +51,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spt import SPANPROF, check, fail, load_json, read_pprof, require_root, tmpdir  # noqa: E402
-from fault_util import HangFs, compile_c, sigterm_record, spin_variant, watch_healthz  # noqa: E402
+from fault_util import (HangFs, compile_c, lib_go, lib_runner, padded,  # noqa: E402
+                        sigterm_record, spin_variant, stopped_but_stuck, thread_states,
+                        watch_healthz)
 import agent_util as au  # noqa: E402
 from lib.otlp_stub import OtlpStub  # noqa: E402
 
 require_root()
-if not shutil.which("objcopy") or not shutil.which("readelf"):
-    fail("binutils (objcopy, readelf) are needed")
 d = tmpdir()
-PAD = 1 << 20
-
-
-def padded(src, dst):
-    """src with PAD bytes of a non-loaded section appended (objcopy);
-    returns the answered prefix: the end of the last PT_LOAD, rounded up
-    to a page."""
-    pad = os.path.join(d, "pad.bin")
-    with open(pad, "wb") as f:
-        f.write(os.urandom(PAD))
-    p = subprocess.run(["objcopy", "--add-section", ".hangpad=" + pad, src, dst],
-                       capture_output=True, text=True)
-    if p.returncode:
-        fail("objcopy failed: %s" % p.stderr)
-    end = 0
-    for line in subprocess.run(["readelf", "-lW", dst], capture_output=True,
-                               text=True).stdout.splitlines():
-        m = re.match(r"\s*LOAD\s+(0x[0-9a-f]+)\s+\S+\s+\S+\s+(0x[0-9a-f]+)", line)
-        if m:
-            end = max(end, int(m.group(1), 16) + int(m.group(2), 16))
-    hdr = subprocess.run(["readelf", "-hW", dst], capture_output=True, text=True).stdout
-    shoff = int(re.search(r"Start of section headers:\s+(\d+)", hdr).group(1))
-    prefix = (end + 4095) & ~4095
-    check(end and shoff > prefix + (512 << 10),
-          "%s: loaded bytes end at %#x, section headers at %#x (past the answered prefix "
-          "and its readahead)" % (os.path.basename(dst), end, shoff))
-    return prefix
 
 
 def sub(name):
@@ -93,42 +67,17 @@ def sub(name):
     return p
 
 
-exe_prefix = padded(spin_variant(d, 77), os.path.join(d, "spin77.padded"))
+exe_prefix = padded(d, spin_variant(d, 77), os.path.join(d, "spin77.padded"))
 exe_src = os.path.join(d, "spin77.padded")
 libb = compile_c("fault_spin.c", os.path.join(d, "libb.so"),
                  defines=["VARIANT=78"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
 libc79 = compile_c("fault_spin.c", os.path.join(d, "libc79.so"),
                   defines=["VARIANT=79"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
 fs_a = HangFs(sub("a"), backing=exe_src, prefix=exe_prefix)
-fs_b = HangFs(sub("b"), backing=libb, prefix=os.path.getsize(libb))
+libd = compile_c("fault_spin.c", os.path.join(d, "libd80.so"),
+                 defines=["VARIANT=80"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
+fs_b = HangFs(sub("b"), backing=libb, prefix=os.path.getsize(libb), backing2=libd)
 procs = fs_a.procs     # killed and reaped by fs_a.close()
-
-# Loads a library, says so, waits for a line, then runs its spin
-# function for the given seconds.
-RUNNER = r"""
-import ctypes, sys
-lib = ctypes.CDLL(sys.argv[1])
-fn = getattr(lib, sys.argv[2])
-fn.argtypes = [ctypes.c_double]
-print("loaded", flush=True)
-sys.stdin.readline()
-fn(float(sys.argv[3]) * 1000)
-"""
-
-
-def runner(path, fn, secs):
-    p = subprocess.Popen([sys.executable, "-c", RUNNER, path, fn, str(secs)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    procs.append(p)
-    if p.stdout.readline().strip() != "loaded":
-        fail("the runner could not load %s" % path)
-    return p
-
-
-def go(p):
-    p.stdin.write("go\n")
-    p.stdin.flush()
-
 
 def blocks(cmd):
     try:
@@ -154,32 +103,6 @@ def open_blocks(path, comm):
         done.set()
     threading.Thread(target=opener, daemon=True).start()
     return not done.wait(1.5)
-
-
-def thread_states(pid):
-    """{tid: (state, wchan)} of pid's threads still there."""
-    out = {}
-    try:
-        tids = os.listdir("/proc/%d/task" % pid)
-    except OSError:
-        return out
-    for t in tids:
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
-                st = f.read().rsplit(")", 1)[1].split()[0]
-            with open("/proc/%d/task/%s/wchan" % (pid, t)) as f:
-                out[int(t)] = (st, f.read().strip())
-        except OSError:
-            pass
-    return out
-
-
-def stopped_but_stuck(pid):
-    """True when pid's main thread has exited and what is left waits on
-    a FUSE request (the one helper in library B's open)."""
-    ts = thread_states(pid)
-    lead = ts.pop(pid, ("X", ""))
-    return lead[0] in "ZX" and all(w == "request_wait_answer" for _, w in ts.values())
 
 
 def threads(pid):
@@ -241,8 +164,9 @@ try:
     check(nh >= 100, "record: the hung executable's process keeps its samples (%d)" % nh)
 
     # ------------------------------------------------ 2. agent
-    rb = runner(fs_b.FILE, "spin_variant_78", 30)
-    rc_ = runner(libc79, "spin_variant_79", 30)
+    rb = lib_runner(procs, fs_b.FILE, "spin_variant_78", 30)
+    rc_ = lib_runner(procs, libc79, "spin_variant_79", 30)
+    rd = lib_runner(procs, fs_b.FILE2, "spin_variant_80", 30)
     stub = OtlpStub(lambda i: (200, {}))
     a = au.Agent(["-F", "97", "--interval", "1", "--no-trace-context", "--unwind-cpu", "100",
                   "--endpoint", "http://127.0.0.1:%d" % stub.port], d)
@@ -266,7 +190,7 @@ try:
         check(not open_blocks(fs_b.FILE, "other"), "trap B: others' opens answer")
         s0 = metric("spanprof_unwind_tables_total", outcome="stalled")
         n0 = stub.count()
-        go(rb)      # samples in B: the lazy builder reopens it, and waits
+        lib_go(rb)      # samples in B: the lazy builder reopens it, and waits
         bad = watch_healthz(a, 6)
         n = stub.count() - n0
         check(not bad, "agent: /healthz stayed 200 (%s)" % bad)
@@ -276,13 +200,22 @@ try:
                          timeout=15, what="the builder's open of library B to stall and be "
                          "counted (stalled was %d)" % s0, note=unwind_note)
         b0 = metric("spanprof_unwind_tables_total", outcome="built")
-        go(rc_)     # a library run after the stall gets its table
+        lib_go(rc_)     # a library run after the stall gets its table
         b1 = au.wait_for(lambda: metric("spanprof_unwind_tables_total", outcome="built") > b0
                          and metric("spanprof_unwind_tables_total", outcome="built"),
                          timeout=15, what="a table built after the stall (built was %d)" % b0,
                          note=unwind_note)
-        print("agent: stalled %d -> %d, built %d -> %d, %d batches in 6 s"
-              % (s0, s1, b0, b1, n), flush=True)
+        k0 = metric("spanprof_unwind_stalled_skipped_total")
+        lib_go(rd)      # library D, on B's device too: its open is not tried
+        k1 = au.wait_for(lambda: metric("spanprof_unwind_stalled_skipped_total") > k0
+                         and metric("spanprof_unwind_stalled_skipped_total"),
+                         timeout=15, what="library D's build to be skipped at once on the "
+                         "device whose open stalled (stalled_skipped was %d)" % k0,
+                         note=unwind_note)
+        s2 = metric("spanprof_unwind_tables_total", outcome="stalled")
+        print("agent: stalled %d -> %d -> %d (skipped on the marked device %d -> %d), "
+              "built %d -> %d, %d batches in 6 s" % (s0, s1, s2, k0, k1, b0, b1, n), flush=True)
+        check(s2 > s1, "library D counted as stalled too (%d -> %d)" % (s1, s2))
         check(hung.poll() is None and rb.poll() is None, "the caught processes still run")
         # A FUSE request the daemon has read is waited out even by a
         # thread SIGKILL hits (the kernel's request_wait_answer): the

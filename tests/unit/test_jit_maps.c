@@ -557,9 +557,68 @@ static void test_jitdump(void **state)
 	free(bad.b);
 }
 
+/* A file the reader waits on for good: pid 61's status is a FIFO no one
+ * opens for writing (a stand-in for a hung file system, which a unit
+ * test cannot make: test_fault_hung_jit.py hangs a jitdump on a real FUSE
+ * mount).  The check comes back at the limit (timed_out), the next one of
+ * that pid is skipped at once while the first stays stuck (skipped_stuck),
+ * another process's perf map is read meanwhile, and once a writer comes
+ * the pid is read again. */
+static void test_hung(void **state)
+{
+	struct sp_jit_maps_config c = {
+		.proc_root = tu_dir, .min_interval_ns = 100 * MS, .no_thread = true,
+		.io_timeout_ms = 100, .io_max_stuck = 2, .sink = sink, .sink_ctx = &sk,
+	};
+	struct sp_jit_maps_stats st;
+	struct sp_jit_maps *j = NULL;
+	struct timespec t0, t1;
+	char p[PATH_MAX];
+	int wfd;
+
+	(void)state;
+	fake_pid(61, getuid(), 61, 0);
+	snprintf(p, sizeof(p), "%s/61/status", tu_dir);
+	unlink(p);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	fake_pid(62, getuid(), 62, 0);
+	map_path(p, sizeof(p), 62, 62);
+	wfile(p, "7f0000001000 10 beside_the_hang\n");
+	assert_int_equal(sp_jit_maps__new(&c, &j), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	check(j, 61);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.timed_out, 1);
+	assert_int_equal(st.io_stuck, 1);
+	/* at the limit, with margin for a loaded machine, not for good */
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 5000);
+	check(j, 61);
+	check(j, 62);
+	sp_jit_maps__stats(j, &st);
+	assert_int_equal(st.skipped_stuck, 1);
+	assert_int_equal(st.reads, 1);
+	assert_int_equal(sk.n, 1);
+	/* the writer comes: the stuck open returns, its helper ends */
+	snprintf(p, sizeof(p), "%s/61/status", tu_dir);
+	wfd = open(p, O_WRONLY);
+	assert_true(wfd >= 0);
+	close(wfd);
+	for (int w = 0; w < 400; w++) {
+		sp_jit_maps__stats(j, &st);
+		if (!st.io_stuck)
+			break;
+		usleep(5000);
+	}
+	assert_int_equal(st.io_stuck, 0);
+	sp_jit_maps__free(j);
+	sink_reset();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hung),
 		cmocka_unit_test(test_chain_grows),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_bounds),

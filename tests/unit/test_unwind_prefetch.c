@@ -58,17 +58,17 @@ static void test_libc(void **state)
 	assert_true(pfd >= 0);
 	/* __open: from the pin (stat and reopen on the helper), and from a
 	 * path to pin, with the build id */
-	fd = sp_unw_prefetch__open(p, pfd, NULL, &fst, NULL);
+	fd = sp_unw_prefetch__open(p, pfd, NULL, pst.st_dev, &fst, NULL);
 	assert_true(fd >= 0);
 	assert_int_equal(fst.st_ino, pst.st_ino);
 	close(fd);
 	close(pfd);
 	memset(&b, 0, sizeof(b));
-	fd = sp_unw_prefetch__open(p, -1, LIBC, &fst, &b);
+	fd = sp_unw_prefetch__open(p, -1, LIBC, pst.st_dev, &fst, &b);
 	assert_true(fd >= 0);
 	assert_true(b.len >= 16);
 	assert_int_equal(fst.st_ino, pst.st_ino);
-	assert_int_equal(sp_unw_prefetch__open(p, -1, "/no/such/file", &fst, &b), -ENOENT);
+	assert_int_equal(sp_unw_prefetch__open(p, -1, "/no/such/file", 0, &fst, &b), -ENOENT);
 	assert_int_equal(sp_unw_prefetch__file(p, fd, &fst), 0);
 	sp_unw_prefetch__stats(p, &st);
 	assert_int_equal(st.open_stalled, 0);

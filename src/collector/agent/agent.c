@@ -904,6 +904,10 @@ static void render_unwind(struct sp_metrics_buf *b, struct sp_unwinder *unw)
 	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted"), u.evicted);
 	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted_memguard"),
 			u.evicted_memguard);
+	sp_metrics__family(b, "spanprof_unwind_stalled_skipped_total", SP_METRIC_COUNTER,
+			   "Of the stalled builds, those skipped at once: their device had "
+			   "stalled an open or read before");
+	sp_metrics__u64(b, "spanprof_unwind_stalled_skipped_total", NULL, u.stalled_skipped);
 	sp_metrics__family(b, "spanprof_unwind_bounds_total", SP_METRIC_COUNTER,
 			   "Unwinder bounds hit (each leaves some stacks to frame pointers)");
 	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "files_full"), u.files_full);

@@ -53,12 +53,13 @@ static void print_unwind(FILE *f, const struct sp_summary *s)
 		return;
 	fprintf(f, "  unwind tables: %" PRIu64 " built, %" PRIu64 " rebuilt, %" PRIu64
 		" without CFI, %" PRIu64 " failed (malformed %" PRIu64 ", unreadable %" PRIu64
-		", too slow %" PRIu64 ", stalled %" PRIu64 "), %" PRIu64 " too large, %" PRIu64
+		", too slow %" PRIu64 ", stalled %" PRIu64 " (%" PRIu64 " skipped on a device that "
+		"stalled)), %" PRIu64 " too large, %" PRIu64
 		" evicted; %.1f of %.0f MiB "
 		"in BPF (tables %.1f, ranges %.2f), %" PRIu64 " processes; builder %.0f ms CPU%s\n",
 		u->built, u->rebuilt, u->no_cfi, u->failed, u->failed_malformed,
-		u->failed_unreadable, u->failed_too_slow, u->failed_stalled, u->too_large,
-		u->evicted + u->evicted_memguard,
+		u->failed_unreadable, u->failed_too_slow, u->failed_stalled, u->stalled_skipped,
+		u->too_large, u->evicted + u->evicted_memguard,
 		u->bytes_in_use / 1048576.0, u->budget_bytes / 1048576.0, u->table_bytes / 1048576.0,
 		u->range_bytes / 1048576.0, u->procs, u->build_cpu_ns / 1e6,
 		s->mmap_watch ? "" : "; new mappings seen by misses only (no tracefs)");
@@ -153,6 +154,11 @@ static void print_jit(FILE *f, const struct sp_summary *s)
 		j->procs_with_map, j->pieces, j->piece_bytes, j->checks, j->no_map,
 		j->not_regular, j->wrong_owner, j->stale, j->unreadable, j->truncated,
 		j->over_budget, j->sink_refused, j->notes_dropped);
+	if (j->timed_out || j->skipped_stuck)
+		fprintf(f, "  JIT files that did not answer within the read limit: %" PRIu64
+			" checks timed out, %" PRIu64 " skipped while one stays stuck (%" PRIu64
+			" helper threads still blocked); the file system behind a runtime's map "
+			"or dump is hung\n", j->timed_out, j->skipped_stuck, j->io_stuck);
 	if (j->jitdump_checks)
 		fprintf(f, "  JIT jitdumps: checks %" PRIu64 ", code loads %" PRIu64
 			"; refused: files %" PRIu64 ", records %" PRIu64 ", moves of unknown code %"
@@ -365,7 +371,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"jitdump_line_tables\": %" PRIu64 ", \"jitdump_line_rows\": %" PRIu64
 		", \"jitdump_debug_unused\": %" PRIu64 ", \"jitdump_debug_bad\": %" PRIu64
 		", \"jitdump_debug_too_big\": %" PRIu64 ", \"jitdump_debug_rows_out\": %" PRIu64
-		", \"store_writes\": %" PRIu64
+		", \"timed_out\": %" PRIu64 ", \"skipped_stuck\": %" PRIu64
+		", \"io_stuck\": %" PRIu64 ", \"store_writes\": %" PRIu64
 		", \"store_errors\": %" PRIu64 "},\n",
 		s->jit.notes, s->jit.notes_dropped, s->jit.checks, s->jit.no_map,
 		s->jit.not_regular, s->jit.wrong_owner, s->jit.stale, s->jit.unreadable,
@@ -376,7 +383,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->jit.jitdump_refused, s->jit.jitdump_bad_records, s->jit.jitdump_skipped,
 		s->jit.jitdump_moves_unknown, s->jit.jitdump_names_cut, s->jit.jitdump_line_tables,
 		s->jit.jitdump_line_rows, s->jit.jitdump_debug_unused, s->jit.jitdump_debug_bad,
-		s->jit.jitdump_debug_too_big, s->jit.jitdump_debug_rows_out, s->hostsyms.store_writes,
+		s->jit.jitdump_debug_too_big, s->jit.jitdump_debug_rows_out, s->jit.timed_out,
+		s->jit.skipped_stuck, s->jit.io_stuck, s->hostsyms.store_writes,
 		s->hostsyms.store_errors);
 	fprintf(f, "  \"kernel_layout\": {\"modules\": %" PRIu64 ", \"module_sections\": %" PRIu64
 		", \"module_sections_skipped\": %" PRIu64 ", \"boot_frames\": %" PRIu64 "},\n",
@@ -459,7 +467,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			", \"procs\": %" PRIu64 ", \"built\": %" PRIu64 ", \"rebuilt\": %" PRIu64
 			", \"no_cfi\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"failed_malformed\": %" PRIu64
 			", \"failed_unreadable\": %" PRIu64 ", \"failed_too_slow\": %" PRIu64
-			", \"failed_stalled\": %" PRIu64 ", \"too_large\": %" PRIu64 ", \"evicted\": %" PRIu64 ", \"files_full\": %" PRIu64
+			", \"failed_stalled\": %" PRIu64 ", \"stalled_skipped\": %" PRIu64
+			", \"too_large\": %" PRIu64 ", \"evicted\": %" PRIu64 ", \"files_full\": %" PRIu64
 			", \"queue_full\": %" PRIu64 ", \"procs_full\": %" PRIu64
 			", \"ranges_no_space\": %" PRIu64 ", \"ranges_truncated\": %" PRIu64
 			", \"rereads\": %" PRIu64 ", \"paused_builds\": %" PRIu64
@@ -471,7 +480,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			", \"vdso_table\": %s},\n", u->budget_bytes, u->bytes_in_use, u->table_bytes,
 			u->range_bytes, u->fixed_bytes, u->files, u->tables, u->procs, u->built,
 			u->rebuilt, u->no_cfi, u->failed, u->failed_malformed, u->failed_unreadable,
-			u->failed_too_slow, u->failed_stalled, u->too_large, u->evicted,
+			u->failed_too_slow, u->failed_stalled, u->stalled_skipped, u->too_large,
+			u->evicted,
 			u->files_full, u->queue_full,
 			u->procs_full, u->ranges_no_space, u->ranges_truncated, u->rereads,
 			u->paused_builds, u->build_cpu_ns, u->build_throttle_ns, u->cfi_rows,

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 #include "base/maps_reader.h"
 #include "base/pin.h"
+#include "base/proc_read.h"
 #include "base/small_file.h"
 #include "collector/procs/jit_maps.h"
 #include "collector/procs/jitdump.h"
@@ -28,6 +30,7 @@
 #define NONE UINT32_MAX
 #define STALE_SLACK_NS (20ull * 1000 * 1000)
 #define STATUS_MAX 8192
+#define IO_WINDOW (1u << 20)		/* bytes one bounded read asks for at least */
 
 struct jproc {
 	uint32_t pid;
@@ -68,6 +71,13 @@ struct sp_jit_maps {
 	 * the reader (calloc'd: pages of entries without a jitdump are never
 	 * touched, so they cost address space, not memory) */
 	struct sp_jitdump_slot *slots;
+	/* The reader's bounded file access (base/proc_read.h, keyed by pid):
+	 * every open, stat and read of a check runs on its helper within
+	 * cfg.io_timeout_ms.  win: the last bounded read, a window of the
+	 * file being checked that the next small reads are served from
+	 * (dropped at the end of each check). */
+	struct sp_proc_read *io;
+	struct read_job *win;
 	uint64_t budget;		/* bytes all processes may still copy */
 	uint64_t budget_ns;		/* CLOCK_MONOTONIC of its last refill */
 	struct sp_jit_maps_stats st;
@@ -147,16 +157,17 @@ static uint64_t clock_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int proc_info(const struct sp_jit_maps *j, uint32_t pid, struct pinfo *pi, char *buf)
+/* On the helper (find_run). */
+static int proc_info(const char *proc_root, uint32_t pid, struct pinfo *pi, char *buf)
 {
-	char path[256];
+	char path[PATH_MAX + 32];
 	const char *s;
 	unsigned long long start = 0;
 	long hz = sysconf(_SC_CLK_TCK);
 	ssize_t n;
 
 	memset(pi, 0, sizeof(*pi));
-	snprintf(path, sizeof(path), "%s/%u/status", j->proc_root, pid);
+	snprintf(path, sizeof(path), "%s/%u/status", proc_root, pid);
 	n = sp_read_small(path, buf, STATUS_MAX);
 	if (n < 0)
 		return (int)n;
@@ -177,7 +188,7 @@ static int proc_info(const struct sp_jit_maps *j, uint32_t pid, struct pinfo *pi
 		if (sscanf(q, "%u", &v) == 1 && v)
 			pi->nspid = v;
 	}
-	snprintf(path, sizeof(path), "%s/%u/stat", j->proc_root, pid);
+	snprintf(path, sizeof(path), "%s/%u/stat", proc_root, pid);
 	if (sp_read_small(path, buf, STATUS_MAX) >= 0 && (s = strrchr(buf, ')')) && hz > 0) {
 		/* fields after comm: state is 3rd, starttime the 22nd */
 		int f = 2;
@@ -204,33 +215,126 @@ struct work {
 	int outcome;			/* which counter, see check() */
 };
 
-static int pread_all(int fd, uint8_t *buf, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t n = pread(fd, buf, len, (off_t)off);
+/* The file a check reads, through the reader's bounded access: fd stays
+ * the check's (each read job reads a duplicate of it).  io_err: the first
+ * -ETIMEDOUT or -EBUSY met (the check's outcome says which). */
+struct jfile {
+	struct sp_jit_maps *j;
+	uint32_t pid;
+	int fd;
+	uint64_t size;			/* at the check's stat: reads stop there */
+	int io_err;
+};
 
+/* One bounded read: its own duplicate of the descriptor and its own
+ * buffer (an abandoned job outlives the check). */
+struct read_job {
+	struct sp_io_job base;		/* first */
+	int fd;
+	uint64_t off;
+	size_t len, got;
+	int err;
+	uint8_t buf[];			/* len bytes */
+};
+
+static void read_run(struct sp_io_job *base)
+{
+	struct read_job *r = (struct read_job *)base;
+
+	while (r->got < r->len) {
+		ssize_t n = pread(r->fd, r->buf + r->got, r->len - r->got, (off_t)(r->off + r->got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
+			r->err = -errno;
+			return;
 		}
 		if (n == 0)
-			return -ENODATA;	/* shrank under us */
-		buf += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
+			return;		/* the end of the file */
+		r->got += (size_t)n;
 	}
+}
+
+static void read_destroy(struct sp_io_job *base)
+{
+	struct read_job *r = (struct read_job *)base;
+
+	if (r)
+		close(r->fd);
+	free(r);
+}
+
+static void win_drop(struct sp_jit_maps *j)
+{
+	if (j->win)
+		read_destroy(&j->win->base);
+	j->win = NULL;
+}
+
+/* len bytes at off into buf: from the window of the last read when it
+ * holds them, else one bounded read of at least IO_WINDOW bytes (never
+ * past the file's size at the check) that becomes the window.  0,
+ * -ENODATA (the file is shorter: shrank under us), a read's negative
+ * errno, or -ETIMEDOUT / -EBUSY (base/proc_read.h: the read did not come
+ * back within the limit, or the pid's earlier one is still stuck). */
+static int jread(struct jfile *f, uint8_t *buf, size_t len, uint64_t off)
+{
+	struct sp_jit_maps *j = f->j;
+	struct read_job *r = j->win;
+	size_t want = len;
+	int rc;
+
+	if (r && off >= r->off && off + len <= r->off + r->got) {
+		memcpy(buf, r->buf + (off - r->off), len);
+		return 0;
+	}
+	if (f->io_err)
+		return f->io_err;	/* one stuck read ends the check */
+	if (want < IO_WINDOW)
+		want = f->size > off && f->size - off < IO_WINDOW ? (size_t)(f->size - off)
+								  : IO_WINDOW;
+	if (want < len)
+		want = len;
+	r = malloc(sizeof(*r) + want);
+	if (!r)
+		return -ENOMEM;
+	*r = (struct read_job){ .base = { .run = read_run, .destroy = read_destroy },
+				.off = off, .len = want };
+	r->fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
+	if (r->fd < 0) {
+		rc = -errno;
+		free(r);
+		return rc;
+	}
+	rc = sp_proc_read__job(j->io, f->pid, &r->base);
+	if (rc == -ETIMEDOUT || rc == -EBUSY) {
+		if (rc == -EBUSY)
+			read_destroy(&r->base);	/* not run: still ours */
+		f->io_err = rc;			/* else r is its helper's */
+		return rc;
+	}
+	if (rc || r->err) {
+		rc = rc ? rc : r->err;
+		read_destroy(&r->base);
+		return rc;
+	}
+	win_drop(j);
+	j->win = r;
+	if (r->got < len)
+		return -ENODATA;
+	memcpy(buf, r->buf, len);
 	return 0;
 }
 
 /* The bytes already shipped are still the file's (first and last few). */
-static bool unchanged(struct sp_jit_maps *j, int fd, const struct jproc *c)
+static bool unchanged(struct jfile *f, const struct jproc *c)
 {
-	uint8_t *b = j->buf;
+	uint8_t *b = f->j->buf;
 
-	if (c->first_len && (pread_all(fd, b, c->first_len, 0) || memcmp(b, c->first, c->first_len)))
+	if (c->first_len && (jread(f, b, c->first_len, 0) || memcmp(b, c->first, c->first_len)))
 		return false;
-	if (c->last_len && (pread_all(fd, b, c->last_len, c->fdone - c->last_len) ||
+	if (c->last_len && (jread(f, b, c->last_len, c->fdone - c->last_len) ||
 			    memcmp(b, c->last, c->last_len)))
 		return false;
 	return true;
@@ -283,7 +387,7 @@ static int emit(struct sp_jit_maps *j, struct work *w, const uint8_t *data, size
 
 /* Ships the perf map's bytes [c->done, limit), cut after the last '\n'.
  * 0, or a negative errno (the chain is then broken). */
-static int ship_map(struct sp_jit_maps *j, struct work *w, int fd, uint64_t limit)
+static int ship_map(struct sp_jit_maps *j, struct work *w, struct jfile *f, uint64_t limit)
 {
 	struct jproc *c = &w->c;
 
@@ -293,7 +397,7 @@ static int ship_map(struct sp_jit_maps *j, struct work *w, int fd, uint64_t limi
 		bool first = !c->done;
 		int err;
 
-		err = pread_all(fd, j->buf, n, c->done);
+		err = jread(f, j->buf, n, c->done);
 		if (err)
 			return err;
 		if (c->done + n == limit) {
@@ -317,9 +421,9 @@ static int ship_map(struct sp_jit_maps *j, struct work *w, int fd, uint64_t limi
 	return 0;
 }
 
-static int read_fd(void *ctx, uint8_t *buf, size_t len, uint64_t off)
+static int read_jfile(void *ctx, uint8_t *buf, size_t len, uint64_t off)
 {
-	return pread_all(*(int *)ctx, buf, len, off);
+	return jread(ctx, buf, len, off);
 }
 
 /* Converts the jitdump's records from c->fdone on into perf-map text
@@ -327,7 +431,7 @@ static int read_fd(void *ctx, uint8_t *buf, size_t len, uint64_t off)
  * max_text with records left.  0, or a negative errno: the file refused
  * (counted by the caller) or a read or the sink failed (the chain is
  * then broken). */
-static int ship_jitdump(struct sp_jit_maps *j, struct work *w, int fd, uint64_t size,
+static int ship_jitdump(struct sp_jit_maps *j, struct work *w, struct jfile *fl, uint64_t size,
 			uint64_t max_text, bool *more)
 {
 	struct jproc *c = &w->c;
@@ -345,7 +449,7 @@ static int ship_jitdump(struct sp_jit_maps *j, struct work *w, int fd, uint64_t 
 			*more = c->jd.state == 0 && c->jd.off < size;
 			break;
 		}
-		err = sp_jitdump__convert(&c->jd, read_fd, &fd, size, (char *)j->buf, cap, &n, &js);
+		err = sp_jitdump__convert(&c->jd, read_jfile, fl, size, (char *)j->buf, cap, &n, &js);
 		if (n) {	/* lines before a refusal are good ones */
 			int e = emit(j, w, j->buf, n);
 
@@ -367,9 +471,9 @@ static int ship_jitdump(struct sp_jit_maps *j, struct work *w, int fd, uint64_t 
 
 		c->first_len = f < SP_JIT_VERIFY_BYTES ? (uint32_t)f : SP_JIT_VERIFY_BYTES;
 		c->last_len = c->first_len;
-		e = pread_all(fd, c->first, c->first_len, 0);
+		e = jread(fl, c->first, c->first_len, 0);
 		if (!e)
-			e = pread_all(fd, c->last, c->last_len, f - c->last_len);
+			e = jread(fl, c->last, c->last_len, f - c->last_len);
 		if (e)
 			err = e;	/* a read error: the chain breaks */
 		else
@@ -422,6 +526,8 @@ static void budget_return(struct sp_jit_maps *j, uint64_t n)
 
 enum outcome {
 	O_NONE, O_NO_MAP, O_NOT_REGULAR, O_WRONG_OWNER, O_STALE, O_UNREADABLE, O_READ,
+	O_TIMED_OUT,	/* an open or read not back within io_timeout_ms */
+	O_STUCK,	/* not tried: the process's earlier one is still stuck */
 };
 
 /* The process's jitdump: an executable mapping of a file whose name ends
@@ -456,7 +562,7 @@ static int dump_line(const struct sp_map_entry *e, void *ctx)
  * is sticky until the file is replaced, and it is counted again only when
  * the file changes (the check before it skips an unchanged file).  0, or
  * a negative errno of a read or the sink (the chain is then broken). */
-static int check_jitdump(struct sp_jit_maps *j, struct work *w, int fd)
+static int check_jitdump(struct sp_jit_maps *j, struct work *w, struct jfile *f)
 {
 	struct jproc *c = &w->c;
 	uint64_t room = c->done < j->cfg.max_bytes_per_proc ? j->cfg.max_bytes_per_proc - c->done : 0;
@@ -465,7 +571,7 @@ static int check_jitdump(struct sp_jit_maps *j, struct work *w, int fd)
 	bool more;
 	int err;
 
-	err = ship_jitdump(j, w, fd, c->size, avail, &more);
+	err = ship_jitdump(j, w, f, c->size, avail, &more);
 	budget_return(j, avail - (c->done - before));
 	c->more = false;
 	pthread_mutex_lock(&j->lock);
@@ -486,68 +592,155 @@ static int check_jitdump(struct sp_jit_maps *j, struct work *w, int fd)
 	return err;
 }
 
-static void check(struct sp_jit_maps *j, struct work *w)
-{
-	struct jproc *c = &w->c;
-	char path[256], *sbuf = (char *)j->buf;
-	struct dump_find df = { .proc_root = j->proc_root, .pid = w->pid, .fd = -ENOENT };
-	uint8_t source = SP_JIT_PERF_MAP;
-	struct pinfo pi;
+/* A check's opens, in one hand-off (a file system that stopped answering
+ * blocks open and stat as well as read): the process's status and stat,
+ * its maps (for its jitdump), the pin of the jitdump or of its perf map,
+ * the owner and staleness checks, and the reopen when the file changed.
+ * The job's own copies in, its descriptors out (closed by destroy unless
+ * taken: an abandoned job outlives the check). */
+struct find_job {
+	struct sp_io_job base;		/* first */
+	char proc_root[PATH_MAX];
+	uint32_t pid;
+	struct jproc prev;		/* the chain as last seen: its identity fields
+					 * only are read (jd.slots is the caller's) */
+	char buf[STATUS_MAX];
+	int outcome;			/* O_NONE: go on with fd (or nothing new) */
+	bool dump;			/* found a jitdump mapping */
+	bool nothing_new;
+	uint8_t source;
+	int pfd, fd;
 	struct stat st;
-	uint64_t limit, before, avail;
 	int64_t mtime;
-	int rootfd, pfd = -1, fd = -1, err;
+};
 
-	w->outcome = O_UNREADABLE;
-	if (proc_info(j, w->pid, &pi, sbuf))
+static void find_run(struct sp_io_job *base)
+{
+	struct find_job *f = (struct find_job *)base;
+	struct dump_find df = { .proc_root = f->proc_root, .pid = f->pid, .fd = -ENOENT };
+	const struct jproc *c = &f->prev;
+	char path[PATH_MAX + 32];
+	struct pinfo pi;
+	int rootfd;
+
+	f->outcome = O_UNREADABLE;
+	if (proc_info(f->proc_root, f->pid, &pi, f->buf))
 		return;
 	df.name_len = (size_t)snprintf(df.name, sizeof(df.name), "/jit-%u.dump", pi.nspid);
-	sp_maps_reader__scan(j->proc_root, w->pid, dump_line, &df, NULL);
+	sp_maps_reader__scan(f->proc_root, f->pid, dump_line, &df, NULL);
 	if (df.fd != -ENOENT) {
-		source = SP_JIT_JITDUMP;
-		pfd = df.fd;
-		st = df.st;
-		pthread_mutex_lock(&j->lock);
-		j->st.jitdump_checks++;
-		pthread_mutex_unlock(&j->lock);
+		f->source = SP_JIT_JITDUMP;
+		f->dump = true;
+		f->pfd = df.fd;
+		f->st = df.st;
 	} else {
-		snprintf(path, sizeof(path), "%s/%u/root", j->proc_root, w->pid);
+		snprintf(path, sizeof(path), "%s/%u/root", f->proc_root, f->pid);
 		rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (rootfd < 0)
 			return;
 		snprintf(path, sizeof(path), "/tmp/perf-%u.map", pi.nspid);
-		pfd = sp_pin__path(rootfd, path, 0, &st);
+		f->pfd = sp_pin__path(rootfd, path, 0, &f->st);
 		close(rootfd);
 	}
-	if (pfd < 0) {
-		w->outcome = pfd == -ENOENT ? O_NO_MAP : pfd == -EINVAL ? O_NOT_REGULAR
-									 : O_UNREADABLE;
+	if (f->pfd < 0) {
+		f->outcome = f->pfd == -ENOENT ? O_NO_MAP : f->pfd == -EINVAL ? O_NOT_REGULAR
+									      : O_UNREADABLE;
 		return;
 	}
-	if (st.st_uid != pi.ruid && st.st_uid != pi.euid) {
-		w->outcome = O_WRONG_OWNER;
-		goto out;
+	if (f->st.st_uid != pi.ruid && f->st.st_uid != pi.euid) {
+		f->outcome = O_WRONG_OWNER;
+		return;
 	}
-	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-	if (pi.start_real_ns && (uint64_t)mtime + STALE_SLACK_NS < pi.start_real_ns) {
-		w->outcome = O_STALE;
-		goto out;
+	f->mtime = (int64_t)f->st.st_mtim.tv_sec * 1000000000LL + f->st.st_mtim.tv_nsec;
+	if (pi.start_real_ns && (uint64_t)f->mtime + STALE_SLACK_NS < pi.start_real_ns) {
+		f->outcome = O_STALE;
+		return;
 	}
-	w->outcome = O_NONE;
-	if (c->source == source && c->dev == (uint64_t)st.st_dev &&
-	    c->ino == (uint64_t)st.st_ino && c->mtime_ns == mtime &&
-	    c->size == (uint64_t)st.st_size && !c->broken && !c->more)
-		goto out;	/* nothing new */
-	fd = sp_pin__reopen(pfd, &st, NULL);
-	if (fd < 0) {
-		w->outcome = O_UNREADABLE;
-		goto out;
+	f->outcome = O_NONE;
+	if (c->source == f->source && c->dev == (uint64_t)f->st.st_dev &&
+	    c->ino == (uint64_t)f->st.st_ino && c->mtime_ns == f->mtime &&
+	    c->size == (uint64_t)f->st.st_size && !c->broken && !c->more) {
+		f->nothing_new = true;
+		return;
 	}
+	f->fd = sp_pin__reopen(f->pfd, &f->st, NULL);
+	if (f->fd < 0)
+		f->outcome = O_UNREADABLE;
+}
+
+static void find_destroy(struct sp_io_job *base)
+{
+	struct find_job *f = (struct find_job *)base;
+
+	if (f->pfd >= 0)
+		close(f->pfd);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f);
+}
+
+/* Runs the find job of w's process: O_NONE with *fd (the caller's; -1 when
+ * nothing is new), or the outcome that ends the check. */
+static int find_file(struct sp_jit_maps *j, struct work *w, int *fd, struct stat *st,
+		     int64_t *mtime, uint8_t *source)
+{
+	struct find_job *f = malloc(sizeof(*f));
+	int rc, outcome;
+
+	*fd = -1;
+	if (!f)
+		return O_UNREADABLE;
+	f->base = (struct sp_io_job){ .run = find_run, .destroy = find_destroy };
+	snprintf(f->proc_root, sizeof(f->proc_root), "%s", j->proc_root);
+	f->pid = w->pid;
+	f->prev = w->c;
+	f->outcome = O_UNREADABLE;
+	f->dump = f->nothing_new = false;
+	f->source = SP_JIT_PERF_MAP;
+	f->pfd = f->fd = -1;
+	rc = sp_proc_read__job(j->io, w->pid, &f->base);
+	if (rc == -ETIMEDOUT)
+		return O_TIMED_OUT;	/* f is its helper's */
+	if (rc) {
+		find_destroy(&f->base);
+		return rc == -EBUSY ? O_STUCK : O_UNREADABLE;
+	}
+	if (f->dump) {
+		pthread_mutex_lock(&j->lock);
+		j->st.jitdump_checks++;
+		pthread_mutex_unlock(&j->lock);
+	}
+	outcome = f->outcome;
+	*st = f->st;
+	*mtime = f->mtime;
+	*source = f->source;
+	*fd = f->fd;
+	f->fd = -1;
+	find_destroy(&f->base);
+	return outcome;
+}
+
+static void check(struct sp_jit_maps *j, struct work *w)
+{
+	struct jproc *c = &w->c;
+	struct jfile f = { .j = j, .pid = w->pid, .fd = -1 };
+	uint8_t source = SP_JIT_PERF_MAP;
+	struct stat st;
+	uint64_t limit, before = c->done, avail;
+	int64_t mtime = 0;
+	int err = 0;
+
+	w->outcome = find_file(j, w, &f.fd, &st, &mtime, &source);
+	if (w->outcome != O_NONE || f.fd < 0)
+		goto out;
+	f.size = (uint64_t)st.st_size;
 	/* a jitdump refused at its header is read again from the start when it
 	 * changes (nothing of it was kept to compare) */
 	if (c->source != source || c->dev != (uint64_t)st.st_dev ||
 	    c->ino != (uint64_t)st.st_ino || c->broken || (uint64_t)st.st_size < c->fdone ||
-	    (c->jd.state < 0 && !c->jd.off) || !unchanged(j, fd, c)) {
+	    (c->jd.state < 0 && !c->jd.off) || !unchanged(&f, c)) {
+		if (f.io_err)
+			goto shipped;	/* the check of what was shipped did not come back */
 		if (c->has_head || c->broken) {
 			pthread_mutex_lock(&j->lock);
 			j->st.restarts++;
@@ -562,7 +755,7 @@ static void check(struct sp_jit_maps *j, struct work *w)
 	c->size = (uint64_t)st.st_size;
 	before = c->done;
 	if (source == SP_JIT_JITDUMP) {
-		err = check_jitdump(j, w, fd);
+		err = check_jitdump(j, w, &f);
 		goto shipped;
 	}
 	limit = c->size;
@@ -587,19 +780,24 @@ static void check(struct sp_jit_maps *j, struct work *w)
 		j->st.over_budget++;
 		pthread_mutex_unlock(&j->lock);
 	}
-	err = ship_map(j, w, fd, limit);
+	err = ship_map(j, w, &f, limit);
 	budget_return(j, avail - (c->done - before));	/* a tail left for later */
 shipped:
-	if (err) {
+	if (f.io_err) {
+		/* a read that did not come back: the chain starts over once the
+		 * file answers again (what was shipped stays shipped) */
+		c->broken = true;
+		w->outcome = f.io_err == -ETIMEDOUT ? O_TIMED_OUT : O_STUCK;
+	} else if (err) {
 		c->broken = true;
 		w->outcome = O_UNREADABLE;
 	} else if (c->done > before) {
 		w->outcome = O_READ;
 	}
 out:
-	if (fd >= 0)
-		close(fd);
-	close(pfd);
+	win_drop(j);
+	if (f.fd >= 0)
+		close(f.fd);
 }
 
 /* Writes a finished check back (lock held). */
@@ -615,6 +813,8 @@ static void apply(struct sp_jit_maps *j, const struct work *w)
 	case O_STALE: j->st.stale++; break;
 	case O_UNREADABLE: j->st.unreadable++; break;
 	case O_READ: j->st.reads++; break;
+	case O_TIMED_OUT: j->st.timed_out++; break;
+	case O_STUCK: j->st.skipped_stuck++; break;
 	default: break;
 	}
 	if (!p || p->gen != w->gen)
@@ -718,6 +918,12 @@ int sp_jit_maps__new(const struct sp_jit_maps_config *cfg, struct sp_jit_maps **
 		j->cfg.burst_bytes = 256ull << 20;
 	if (!j->cfg.bytes_per_sec && !j->cfg.no_refill)
 		j->cfg.bytes_per_sec = 4ull << 20;
+	if (!j->cfg.io_timeout_ms)
+		j->cfg.io_timeout_ms = 1000;
+	if (!j->cfg.io_max_stuck)
+		j->cfg.io_max_stuck = 4;
+	j->io = sp_proc_read__new(&(struct sp_io_deadline_config){
+		.timeout_ms = j->cfg.io_timeout_ms, .max_stuck = j->cfg.io_max_stuck });
 	j->budget = j->cfg.burst_bytes;
 	j->budget_ns = clock_ns(CLOCK_MONOTONIC);
 	j->proc_root = strdup(cfg->proc_root ? cfg->proc_root : "/proc");
@@ -729,7 +935,7 @@ int sp_jit_maps__new(const struct sp_jit_maps_config *cfg, struct sp_jit_maps **
 	j->ring = calloc(j->cfg.queue_len, sizeof(*j->ring));
 	j->buf = malloc(SP_JIT_PIECE_MAX_DATA > STATUS_MAX ? SP_JIT_PIECE_MAX_DATA : STATUS_MAX);
 	j->slots = calloc((size_t)j->cfg.max_procs * SP_JITDUMP_SLOTS, sizeof(*j->slots));
-	if (!j->proc_root || !j->heads || !j->procs || !j->ring || !j->buf || !j->slots) {
+	if (!j->proc_root || !j->heads || !j->procs || !j->ring || !j->buf || !j->slots || !j->io) {
 		sp_jit_maps__free(j);
 		return -ENOMEM;
 	}
@@ -775,6 +981,8 @@ void sp_jit_maps__free(struct sp_jit_maps *j)
 	pthread_cond_destroy(&j->idle);
 	pthread_cond_destroy(&j->work);
 	pthread_mutex_destroy(&j->lock);
+	win_drop(j);
+	sp_proc_read__free(j->io);	/* stuck helpers free their own jobs */
 	free(j->slots);
 	free(j->buf);
 	free(j->ring);
@@ -898,6 +1106,8 @@ int sp_jit_maps__drain(struct sp_jit_maps *j, uint32_t timeout_ms)
 
 void sp_jit_maps__stats(struct sp_jit_maps *j, struct sp_jit_maps_stats *st)
 {
+	struct sp_proc_read_stats io;
+
 	if (!j) {
 		memset(st, 0, sizeof(*st));
 		return;
@@ -905,4 +1115,6 @@ void sp_jit_maps__stats(struct sp_jit_maps *j, struct sp_jit_maps_stats *st)
 	pthread_mutex_lock(&j->lock);
 	*st = j->st;
 	pthread_mutex_unlock(&j->lock);
+	sp_proc_read__stats(j->io, &io);	/* its gauge is atomic */
+	st->io_stuck = io.stuck;
 }

@@ -64,6 +64,20 @@
  * still name its chain; at most max_procs processes are tracked (a new one
  * beyond is counted in procs_full).
  *
+ * Bounds: a runtime may write its map or dump on a file system that stops
+ * answering (a hung NFS hard mount, a FUSE daemon gone), and even a
+ * process's /proc files can block behind its mmap lock.  So the reader
+ * never touches a file itself: each check's status, stat, maps, pin and
+ * reopen run in one job, and its reads in jobs of at least 1 MiB (the
+ * small reads of a jitdump are served from the last one), on a helper of
+ * base/proc_read.h keyed by pid, each waited for at most io_timeout_ms.
+ * A job past it is abandoned (its helper frees it if it ever returns),
+ * the check counted timed_out and the chain marked broken (shipped again
+ * from its start once the file answers); later checks of that process
+ * are skipped at once while its job stays stuck (skipped_stuck), and at
+ * most io_max_stuck helpers are ever blocked.  Other processes' checks go
+ * on, and __free never waits on a stuck file.
+ *
  * Threads: every call may come from any thread; one mutex, never held
  * across file I/O.  Memory: max_procs small entries, a queue of
  * queue_len pids, one read buffer of SP_JIT_PIECE_MAX_DATA on the reader,
@@ -98,6 +112,11 @@ struct sp_jit_maps_config {
 	bool no_refill;			/* tests: the burst is all there is */
 	uint32_t queue_len;		/* default 256 */
 	bool no_thread;			/* tests: sp_jit_maps__run_pending does the work */
+	/* Each check's opens (one hand-off) and each read of at least 1 MiB
+	 * run on a helper within io_timeout_ms (default 1000), at most
+	 * io_max_stuck (default 4) helpers blocked at once: see Bounds. */
+	uint32_t io_timeout_ms;
+	uint32_t io_max_stuck;
 	sp_jit_sink_fn sink;		/* required */
 	void *sink_ctx;
 };
@@ -134,6 +153,11 @@ struct sp_jit_maps_stats {
 	uint64_t jitdump_debug_rows_out;	/* rows outside their load's code */
 	uint64_t jitdump_moves_unknown;	/* MOVE of a load no longer remembered */
 	uint64_t jitdump_names_cut;	/* names over SP_JITDUMP_NAME_MAX */
+	uint64_t timed_out;		/* checks whose open or read did not come back
+					 * within io_timeout_ms */
+	uint64_t skipped_stuck;		/* checks not tried: that process's earlier
+					 * one is still stuck, or every helper is */
+	uint64_t io_stuck;		/* gauge: helpers still blocked */
 	uint64_t procs;			/* gauge: processes tracked */
 	uint64_t procs_with_map;	/* gauge: ... whose chain has a head */
 };

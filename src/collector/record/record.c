@@ -84,6 +84,7 @@ struct record_opts {
 	bool otlp;
 	const char *summary_json;
 	bool report;			/* run the symbolizer's report at the end */
+	struct sp_report_limits report_lim;
 	bool quiet;
 };
 
@@ -127,6 +128,9 @@ static void usage(FILE *f)
 "                            spanprof.otlp.pb with --format otlp)\n"
 "      --format FMT          pprof (gzipped) or otlp (ExportProfilesServiceRequest)\n"
 "      --no-report           do not run spanprof-symbolizer's report at the end\n"
+"      --report-timeout SEC  stop the report after SEC seconds (default 120; the\n"
+"                            profile is kept, record exits 1)\n"
+"      --report-mem MIB      the report's memory limit (default 4096)\n"
 "      --summary-json F      also write the final counters as JSON\n"
 "  -q, --quiet               no status line\n"
 "\n"
@@ -209,12 +213,13 @@ static void tid_refuse(uint32_t tid, int64_t rc, const char *gone)
 		fprintf(stderr, "spanprof record: -t: %s %u\n", gone, tid);
 }
 
-enum { OPT_FORMAT = 256, OPT_SUMMARY_JSON, OPT_NO_REPORT };
+enum { OPT_FORMAT = 256, OPT_SUMMARY_JSON, OPT_NO_REPORT, OPT_REPORT_TIMEOUT, OPT_REPORT_MEM };
 
 /* record's own options (sp_own_opt_fn). */
 static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
 {
 	struct record_opts *o = ctx;
+	unsigned long v;
 	char *end;
 
 	switch (c) {
@@ -256,6 +261,22 @@ static int own_opt(int c, const char *arg, void *ctx, char *msg, size_t len)
 	case OPT_NO_REPORT:
 		o->report = false;
 		break;
+	case OPT_REPORT_TIMEOUT:
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || *end || !*arg || v < 1 || v > 86400)
+			return sp_cli__refuse(msg, len, "--report-timeout %s: expected whole seconds "
+					      "from 1 to 86400", arg);
+		o->report_lim.timeout_s = (uint32_t)v;
+		break;
+	case OPT_REPORT_MEM:
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || *end || !*arg || v < 4 || v > (1ul << 20))
+			return sp_cli__refuse(msg, len, "--report-mem %s: expected MiB from 4 to "
+					      "1048576", arg);
+		o->report_lim.mem_mib = (uint32_t)v;
+		break;
 	}
 	return 0;
 }
@@ -272,6 +293,8 @@ static int parse_opts(int argc, char **argv, struct record_opts *o)
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "summary-json", required_argument, NULL, OPT_SUMMARY_JSON },
 		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+		{ "report-timeout", required_argument, NULL, OPT_REPORT_TIMEOUT },
+		{ "report-mem", required_argument, NULL, OPT_REPORT_MEM },
 		{ 0 },
 	};
 	static const struct sp_command_opts cmd = { "record", "ap:t:d:o:q", own, own_opt, usage };
@@ -780,8 +803,17 @@ int sp_record__main(int argc, char **argv)
 	if (!disk_full && child_ended)
 		rc = WIFEXITED(child_status) ? WEXITSTATUS(child_status) :
 		     WIFSIGNALED(child_status) ? 128 + WTERMSIG(child_status) : 1;
-	if (o.report)
-		sp_report_child__run(o.output);
+	if (o.report) {
+		int r = sp_report_child__run(o.output, &o.report_lim);
+
+		/* A report that failed or was stopped: one line, and a status
+		 * that says so (the command's own, when it failed first). */
+		if (r != 0 && r != -1) {
+			sp_report_child__explain(stderr, r, o.output, &o.report_lim);
+			if (!rc)
+				rc = 1;
+		}
+	}
 out:
 	if (child) {
 		kill(child, SIGKILL);

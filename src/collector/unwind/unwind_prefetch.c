@@ -82,6 +82,26 @@ static void job_destroy(struct sp_io_job *base)
 	free(j);
 }
 
+static bool marked(const struct sp_unw_prefetch *p, uint64_t dev)
+{
+	if (!dev)
+		return false;
+	for (uint32_t i = 0; i < p->n_marks; i++)
+		if (p->marks[i] == dev)
+			return true;
+	return false;
+}
+
+static void mark(struct sp_unw_prefetch *p, uint64_t dev)
+{
+	if (!dev || marked(p, dev))
+		return;
+	p->marks[p->next_mark] = dev;
+	p->next_mark = (p->next_mark + 1) % SP_UNW_PREFETCH_MARKS;
+	if (p->n_marks < SP_UNW_PREFETCH_MARKS)
+		p->n_marks++;
+}
+
 /* The builder's open (__open): owns its pin (a duplicate, or its own of
  * path) and, until handed back, the reopened descriptor. */
 struct open_job {
@@ -130,13 +150,18 @@ static void open_destroy(struct sp_io_job *base)
 }
 
 int sp_unw_prefetch__open(struct sp_unw_prefetch *p, int pinned_fd, const char *pin_path,
-			  struct stat *st, struct sp_build_id *b)
+			  uint64_t dev, struct stat *st, struct sp_build_id *b)
 {
 	struct open_job *j;
 	int rc;
 
 	if (pinned_fd < 0 && (!pin_path || strlen(pin_path) >= sizeof(j->path)))
 		return -EINVAL;
+	if (marked(p, dev)) {
+		p->st.skipped++;
+		p->st.marked_skipped++;
+		return -ETIMEDOUT;	/* that device stalled before: no helper */
+	}
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
@@ -154,6 +179,7 @@ int sp_unw_prefetch__open(struct sp_unw_prefetch *p, int pinned_fd, const char *
 	rc = sp_io_deadline__run(p->io, &j->base);
 	if (rc == -ETIMEDOUT) {
 		p->st.open_stalled++;	/* j is its helper's now */
+		mark(p, dev);
 		return rc;
 	}
 	if (rc) {
@@ -195,22 +221,6 @@ void sp_unw_prefetch__free(struct sp_unw_prefetch *p)
 		return;
 	sp_io_deadline__free(p->io);
 	free(p);
-}
-
-static bool marked(const struct sp_unw_prefetch *p, uint64_t dev)
-{
-	for (uint32_t i = 0; i < p->n_marks; i++)
-		if (p->marks[i] == dev)
-			return true;
-	return false;
-}
-
-static void mark(struct sp_unw_prefetch *p, uint64_t dev)
-{
-	p->marks[p->next_mark] = dev;
-	p->next_mark = (p->next_mark + 1) % SP_UNW_PREFETCH_MARKS;
-	if (p->n_marks < SP_UNW_PREFETCH_MARKS)
-		p->n_marks++;
 }
 
 /* Reads [off, off + len) (within the file: the caller checked) on a
@@ -297,6 +307,7 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 		return -EBADF;
 	if (marked(p, (uint64_t)st.st_dev)) {
 		p->st.skipped++;
+		p->st.marked_skipped++;
 		return -ETIMEDOUT;
 	}
 	size = (uint64_t)st.st_size;

@@ -12,9 +12,11 @@
  * at most 64 MiB, as there), and the PT_GNU_EH_FRAME segment.  Ranges are
  * read in jobs of at most 8 MiB, each within timeout_ms.
  *
- * A job past its limit marks the file's device: later files on it fail at
- * once (-ETIMEDOUT, "stalled"), until SP_UNW_PREFETCH_MARKS newer marks
- * push it out; at most max_stuck helpers are ever blocked (then -EBUSY).
+ * A job past its limit (a read, or an open: __open) marks the file's
+ * device: later files on it, and later opens of files known to be on it,
+ * fail at once (-ETIMEDOUT, "stalled", counted skipped: no helper spent),
+ * until SP_UNW_PREFETCH_MARKS newer marks push it out; at most max_stuck
+ * helpers are ever blocked (then -EBUSY).
  * Header fields are untrusted: every offset and size is checked against
  * the file's size; a file that does not parse is left to libelf (0: it
  * then fails there, as malformed).
@@ -38,7 +40,8 @@ struct sp_unw_prefetch_stats {
 	uint64_t bytes;			/* read */
 	uint64_t stalled;		/* a read past the limit (device marked) */
 	uint64_t skipped;		/* on a marked device, or helpers stuck */
-	uint64_t open_stalled;		/* __open past the limit */
+	uint64_t marked_skipped;	/* of them, on a marked device */
+	uint64_t open_stalled;		/* __open past the limit (device marked) */
 };
 
 /* timeout_ms per job (0: 2000), max_stuck helpers (0: 4).  NULL with errno. */
@@ -50,14 +53,17 @@ void sp_unw_prefetch__free(struct sp_unw_prefetch *p);	/* NULL-safe */
  * fstat(2), not only reads): with pinned_fd >= 0 (an O_PATH pin, stays
  * the caller's) its stat and reopen (base/pin.h); else pin_path (a
  * PID/map_files link) pinned and reopened, and with b, the reopened
- * file's build id read into *b (b->len 0: none).  Fills *st.  Returns the
- * caller's readable fd, -ETIMEDOUT (not back within the limit: counted
- * open_stalled, the job abandoned), -EBUSY (helpers stuck), or the
- * pin's, stat's or reopen's negative errno. */
+ * file's build id read into *b (b->len 0: none).  dev: the st_dev the
+ * file had when it was last seen (the process table's stat of its pin),
+ * 0 when unknown.  Fills *st.  Returns the caller's readable fd,
+ * -ETIMEDOUT (not back within the limit: counted open_stalled, the job
+ * abandoned, dev marked; or dev already marked: counted skipped, nothing
+ * run), -EBUSY (helpers stuck), or the pin's, stat's or reopen's negative
+ * errno. */
 struct sp_build_id;
 
 int sp_unw_prefetch__open(struct sp_unw_prefetch *p, int pinned_fd, const char *pin_path,
-			  struct stat *st, struct sp_build_id *b);
+			  uint64_t dev, struct stat *st, struct sp_build_id *b);
 
 /* Reads fd's CFI-bearing parts (st: fd's, from __open: no fstat here,
  * it could block).  0 (read, or not an ELF file this understands),

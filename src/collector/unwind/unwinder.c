@@ -66,6 +66,7 @@ struct sp_unwinder {
 	uint64_t per_file_words;
 	/* counters not kept by the parts */
 	uint64_t malformed, unreadable, too_slow, stalled, rereads, paused, defer_full;
+	uint64_t stalled_skipped;	/* of stalled: on a device marked before */
 	uint64_t guard_cap;		/* bytes the memory guard allows ... */
 	bool guard_capped;		/* ... once it has said */
 	uint64_t guard_evicted, guard_evicted_bytes;
@@ -97,18 +98,21 @@ static int job_open(struct sp_unwinder *u, const struct sp_unw_job *job, struct 
 	char path[96];
 	int fd, err;
 
+	/* The device it was seen on: an open that does not come back marks
+	 * it, and the next file known to be there is skipped at once. */
+	pthread_mutex_lock(&u->lock);
+	err = u->closing ? -ESTALE : sp_unw_files__key(u->files, &job->req, &key);
+	pthread_mutex_unlock(&u->lock);
 	if (job->fd >= 0)
-		return sp_unw_prefetch__open(u->prefetch, job->fd, NULL, st, NULL);
+		return sp_unw_prefetch__open(u->prefetch, job->fd, NULL, err ? 0 : key.dev, st,
+					     NULL);
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", job->pid,
 		 (unsigned long long)job->start, (unsigned long long)job->end);
-	fd = sp_unw_prefetch__open(u->prefetch, -1, path, st, &b);
+	fd = sp_unw_prefetch__open(u->prefetch, -1, path, err ? 0 : key.dev, st, &b);
 	if (fd == -ETIMEDOUT || fd == -EBUSY)
 		return fd;
 	if (fd < 0)
 		return -ESRCH;
-	pthread_mutex_lock(&u->lock);
-	err = u->closing ? -ESTALE : sp_unw_files__key(u->files, &job->req, &key);
-	pthread_mutex_unlock(&u->lock);
 	if (!err) {
 		if (key.build_id.len) {
 			if (b.len != key.build_id.len || memcmp(b.id, key.build_id.id, b.len))
@@ -181,9 +185,13 @@ static void build(const struct sp_unw_job *job, void *ctx)
 		if (u->closing) {
 			/* __free went on without us: touch nothing */
 		} else if (fd == -ETIMEDOUT || fd == -EBUSY) {
-			/* Its open or stat did not come back: as a read that
-			 * stalls (below). */
+			/* Its open or stat did not come back, or its device
+			 * stalled before: as a read that stalls (below). */
+			struct sp_unw_prefetch_stats ps;
+
+			sp_unw_prefetch__stats(u->prefetch, &ps);
 			u->stalled++;
+			u->stalled_skipped = ps.marked_skipped;
 			sp_unw_files__fail(u->files, &job->req, SP_UNW_FS_FAILED);
 		} else if (job->fd < 0) {
 			/* Its process is gone: wait for one that maps it. */
@@ -200,8 +208,12 @@ static void build(const struct sp_unw_job *job, void *ctx)
 	 * the file (and its device) is skipped, counted as stalled. */
 	err = sp_unw_prefetch__file(u->prefetch, fd, &st);
 	if (err == -ETIMEDOUT || err == -EBUSY) {
+		struct sp_unw_prefetch_stats ps;
+
+		sp_unw_prefetch__stats(u->prefetch, &ps);
 		pthread_mutex_lock(&u->lock);
 		u->stalled++;
+		u->stalled_skipped = ps.marked_skipped;
 		if (!u->closing)
 			sp_unw_files__fail(u->files, &job->req, SP_UNW_FS_FAILED);
 		pthread_mutex_unlock(&u->lock);
@@ -777,6 +789,7 @@ void sp_unwinder__stats(struct sp_unwinder *u, struct sp_unwinder_stats *o)
 	o->failed_unreadable = u->unreadable;
 	o->failed_too_slow = u->too_slow;
 	o->failed_stalled = u->stalled;
+	o->stalled_skipped = u->stalled_skipped;
 	o->too_large = fs->too_large;
 	o->evicted = fs->evicted - u->guard_evicted;
 	o->evicted_memguard = u->guard_evicted;

@@ -89,6 +89,9 @@ struct sp_unwinder_stats {
 					 * time (a file system that stopped
 					 * answering), or its device did so
 					 * before: skipped */
+	uint64_t stalled_skipped;	/* of failed_stalled: skipped at once, on
+					 * a device where an open or read had
+					 * stalled (no helper spent on it) */
 	uint64_t too_large;
 	uint64_t evicted;		/* for space (the budget, or the cap) */
 	uint64_t evicted_memguard;	/* to bring the memory guard's usage down */
