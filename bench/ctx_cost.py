@@ -36,10 +36,7 @@ ids' values, the worker label copied as an attribute).  A fourth instance, timed
 SPANPROF_BENCH_NO_GO_CACHE=1: the same read without the cache of parsed
 label sets (go_label_cache), so "timed" vs "timed, no cache" is the
 cache's effect on the same samples; each instance's cache hits and
-misses come from its summary.  A fifth, timed, runs with
-SPANPROF_BENCH_NO_GO_GREG=1: the goroutine always from the TLS slot,
-never from R14 (golabels.bpf.h, sp_go_g_from_reg), so "timed" vs "timed,
-TLS only" is the g register's effect.
+misses come from its summary.
 
 Run as root from the repository root after `make -j2`:
   python3 bench/ctx_cost.py [--duration 10] [--reps 3] [--freq 997] [--go]
@@ -100,9 +97,6 @@ def one(dur, a_first):
         procs["timed_nc"] = instance("timed_nc", demo.pid, dur + 60, ["--no-kernel"],
                                      env={"SPANPROF_BENCH_CTX_TIMING": "1",
                                           "SPANPROF_BENCH_NO_GO_CACHE": "1"})
-        procs["timed_tls"] = instance("timed_tls", demo.pid, dur + 60, ["--no-kernel"],
-                                      env={"SPANPROF_BENCH_CTX_TIMING": "1",
-                                           "SPANPROF_BENCH_NO_GO_GREG": "1"})
     timed = [t for t in procs if t.startswith("timed")]
     ids = {tag: B.wait_progs(p.pid, lambda g: g["name"] == "sp_oncpu", timeout=120)
            for tag, (p, _) in procs.items()}
@@ -152,7 +146,7 @@ def main():
           (B.machine(), args.duration, args.reps, FREQ,
            "golabels (Go 1.19, 8 goroutines on GOMAXPROCS=2, flat out)" if GO else
            "spanprof-demo (2 threads, flat out)"), flush=True)
-    diffs, on, off, timed, clock, timed_nc, timed_tls = [], [], [], [], [], [], []
+    diffs, on, off, timed, clock, timed_nc = [], [], [], [], [], []
     with B.BpfStats():
         for r in range(args.reps):
             res = one(args.duration, r % 2 == 0)
@@ -172,11 +166,6 @@ def main():
                 n2, read2, clock2 = res["timed_nc"]
                 t2 = (read2 - clock2) / n2 if n2 else float("nan")
                 timed_nc.append(t2)
-                n3, read3, clock3 = res["timed_tls"]
-                t3 = (read3 - clock3) / n3 if n3 else float("nan")
-                timed_tls.append(t3)
-                print("         timed read with g from the TLS slot only %.0f ns (n=%d)" % (t3, n3),
-                      flush=True)
                 print("         timed read without the cache %.0f ns (n=%d)  cache hit/miss/off: "
                       "timed %s, timed without cache %s, A/B with %s"
                       % (t2, n2, "/".join(map(str, res["cache_timed"])),
@@ -190,8 +179,7 @@ def main():
             clock.append(clock_ns / n if n else 0)
     rows = [["context read, timed inside sp_oncpu", B.fmt(B.median(timed), 0)]]
     if GO:
-        rows += [["  same, without the label cache (same run)", B.fmt(B.median(timed_nc), 0)],
-                 ["  same, g from the TLS slot only (same run)", B.fmt(B.median(timed_tls), 0)]]
+        rows += [["  same, without the label cache (same run)", B.fmt(B.median(timed_nc), 0)]]
     rows += [["  (bpf_ktime_get_ns, taken out)", B.fmt(B.median(clock), 0)],
              ["A/B: with context read", B.fmt(B.median(on), 0)],
              ["A/B: " + ("--no-go-labels" if GO else "--no-trace-context"),

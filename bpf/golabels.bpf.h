@@ -403,7 +403,7 @@ static __always_inline int sp_go_g_from_reg(struct sp_go_scratch *gs, const stru
 	__u64 lo, hi, guard1;
 	__u32 om = d->g_m, ol = d->g_labels;
 
-	if (!cfg_go_greg || !g || (g & 7) || om > SP_GO_G_HEAD - 8 || ol > SP_GO_G_HEAD - 8)
+	if (!g || (g & 7) || om > SP_GO_G_HEAD - 8 || ol > SP_GO_G_HEAD - 8)
 		return -1;
 	if (bpf_probe_read_user(gs->gspan, SP_GO_G_HEAD, (void *)g))
 		return -1;

@@ -38,8 +38,6 @@ SP_CONFIG(__u8, cfg_read_go, 1);	/* read Go processes' pprof labels
 					 * cfg_read_ctx) */
 SP_CONFIG(__u8, cfg_go_cache, 1);	/* cache parsed Go label sets
 					 * (golabels.bpf.h, go_label_cache) */
-SP_CONFIG(__u8, cfg_go_greg, 1);	/* take g from R14 when it checks out
-					 * (golabels.bpf.h, sp_go_g_from_reg) */
 SP_CONFIG(__u8, cfg_time_ctx, 0);	/* benchmark: time the context read
 					 * (oncpu.bpf.c, map ctx_timing) */
 /* Off-CPU (offcpu.bpf.c; its program is attached only with --off-cpu). */

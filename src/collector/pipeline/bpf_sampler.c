@@ -178,8 +178,6 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_time_ctx = getenv("SPANPROF_BENCH_CTX_TIMING") != NULL;
 	/* benchmark (bench/ctx_cost.py): the Go label read without its cache */
 	s->skel->rodata->cfg_go_cache = getenv("SPANPROF_BENCH_NO_GO_CACHE") == NULL;
-	/* ... and with g from the TLS slot only, never from R14 */
-	s->skel->rodata->cfg_go_greg = getenv("SPANPROF_BENCH_NO_GO_GREG") == NULL;
 	/* Likewise bench/unwind_cost.py: the user-stack walk alone. */
 	s->skel->rodata->cfg_time_unwind = getenv("SPANPROF_BENCH_UNWIND_TIMING") != NULL;
 	err = use_obi_map(s, err_msg, err_len);
