@@ -9,8 +9,7 @@
  * goroutine moves between OS threads, so a thread-local record cannot
  * carry it; the goroutine itself does.
  *
- * Chain (struct sp_go_desc in abi.h): TP -> g (TLS slot, or the g
- * register when it checks out: sp_go_g_from_reg) -> g.labels, or
+ * Chain (struct sp_go_desc in abi.h): TP -> g (TLS slot) -> g.labels, or
  * when g has none, g.m -> m.curg -> curg.labels (sp_read_go_ctx says why
  * a labelled g is m.curg).  m.curg, not g: on the system stack (g0) or in
  * a signal handler (gsignal) g is not the user goroutine, and m.curg is
@@ -371,61 +370,9 @@ static __always_inline int sp_go_g_fields(struct sp_go_scratch *gs, const struct
 }
 
 /*
- * g.m and g.labels of the g register's goroutine when that goroutine is
- * the one the thread runs, in one read of g's first SP_GO_G_HEAD bytes;
- * -1 when it cannot be told so (then the TLS slot decides).
- *
- * Go's amd64 ABIInternal keeps the running g in R14 (golang/go
- * src/cmd/compile/abi-internal.md), but assembly (ABI0) and C code may
- * use R14 for anything, so the register is only a candidate, taken when
- * what it points at is a user goroutine executing on this stack.  The
- * first 32 bytes of runtime.g are the same in every release:
- *
- *   0   stack.lo     8   stack.hi     16  stackguard0
- *   24  stackguard1: ~0 on a user goroutine (malg), stack.lo + guard on
- *       g0 and gsignal (src/runtime/proc.go, runtime2.go)
- *
- * Taken when stackguard1 is ~0, hi - lo is a power of two of at least
- * 2 KiB (a goroutine stack: malg and copystack allocate only those), and
- * the user stack pointer lies in [lo, hi).  A stack in use belongs to one
- * g (copystack points gp.stack at the new stack before freeing the old;
- * a dead g keeps its own stack or none) and the thread executes on it,
- * so that g is the TLS g, or, in the few instructions of gogo, mcall and
- * systemstack where the slot, R14 and SP change one after another, the
- * goroutine m.curg the TLS path would reach through g0.  Anything else
- * (g0, gsignal, a C pointer, stack data: a test with C code seeing a
- * pointer into its own stack in R14 is why the checks are this strict)
- * fails them, or faults, and costs one read.
- */
-static __always_inline int sp_go_g_from_reg(struct sp_go_scratch *gs, const struct sp_go_desc *d,
-					    __u64 g, __u64 usp, __u64 *m, __u64 *lp)
-{
-	__u64 lo, hi, guard1;
-	__u32 om = d->g_m, ol = d->g_labels;
-
-	if (!g || (g & 7) || om > SP_GO_G_HEAD - 8 || ol > SP_GO_G_HEAD - 8)
-		return -1;
-	if (bpf_probe_read_user(gs->gspan, SP_GO_G_HEAD, (void *)g))
-		return -1;
-	__builtin_memcpy(&lo, &gs->gspan[0], 8);
-	__builtin_memcpy(&hi, &gs->gspan[8], 8);
-	__builtin_memcpy(&guard1, &gs->gspan[24], 8);
-	if (guard1 != ~0ULL || usp < lo || usp >= hi || hi - lo < 2048 ||
-	    ((hi - lo) & (hi - lo - 1)))
-		return -1;
-	__builtin_memcpy(m, &gs->gspan[om], 8);
-	__builtin_memcpy(lp, &gs->gspan[ol], 8);
-	return 0;
-}
-
-/*
  * Reads the labels of the goroutine the current thread runs, for a
  * process with a Go descriptor; the record's ids and attrs are filled as
- * the header comment says.  greg and usp: the thread's user R14 and stack
- * pointer (0, 0 when unknown); g is taken from greg when
- * sp_go_g_from_reg accepts it (SP_CNT_GO_G_REG, one read fewer), else
- * from the TLS slot (SP_CNT_GO_G_TLS).  Returns false when tgid has no
- * descriptor.
+ * the header comment says.  Returns false when tgid has no descriptor.
  *
  * Shortcut: g.labels of the TLS g itself when not NULL.  Only user
  * goroutines ever have labels (Go's runtime writes g.labels in three
@@ -461,8 +408,7 @@ static __always_inline int sp_go_g_from_reg(struct sp_go_scratch *gs, const stru
  * processes and images (exec; a reused pid).  Results with a failed read
  * are not cached (a page may be readable at the next sample).
  */
-static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid, __u64 greg,
-					   __u64 usp)
+static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 {
 	struct sp_go_scratch *gs;
 	struct sp_go_cached *c;
@@ -482,19 +428,13 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid, __u
 	gs = sp_go_scratch();
 	if (!gs)
 		goto read_err;
-	if (!sp_go_g_from_reg(gs, d, greg, usp, &m, &lp)) {
-		g = greg;
-		sp_count(SP_CNT_GO_G_REG);
-	} else {
-		sp_count(SP_CNT_GO_G_TLS);
-		task = bpf_get_current_task_btf();
-		if (bpf_probe_read_user(&g, sizeof(g), (void *)(task->thread.fsbase + d->tls_g)))
-			goto read_err;
-		if (!g)
-			goto no_goroutine;
-		if (sp_go_g_fields(gs, d, g, &m, &lp))
-			goto read_err;
-	}
+	task = bpf_get_current_task_btf();
+	if (bpf_probe_read_user(&g, sizeof(g), (void *)(task->thread.fsbase + d->tls_g)))
+		goto read_err;
+	if (!g)
+		goto no_goroutine;
+	if (sp_go_g_fields(gs, d, g, &m, &lp))
+		goto read_err;
 	if (!lp) {
 		/* g0 or gsignal (then m.curg is the user goroutine), or a user
 		 * goroutine without labels (then m.curg is g itself) */

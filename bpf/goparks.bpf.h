@@ -115,7 +115,7 @@ int sp_go_park(struct pt_regs *ctx)
 	 * is not the parked goroutine's (and skipping them keeps the frame
 	 * plus the unwinder's loop callback under the verifier's 512 bytes). */
 	if (cfg_read_ctx)
-		sp_read_go_ctx(s, tgid, ctx->r14, ctx->sp);
+		sp_read_go_ctx(s, tgid);
 	s->hdr.ts_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&go_park_pending, &key, s, BPF_ANY))
 		goto full;

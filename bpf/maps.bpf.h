@@ -203,10 +203,6 @@ struct sp_go_cache_key {
 /* The bytes of runtime.g read at once, ending at g.labels: g.m lies inside
  * for every release of the version table (g.labels + 8 - g.m <= 320). */
 #define SP_GO_G_SPAN 320
-/* The bytes of runtime.g read at once from its start when g comes from
- * the g register (golabels.bpf.h): g.stack, g.m and g.labels of every
- * release (g.labels + 8 <= 368). */
-#define SP_GO_G_HEAD 384
 
 struct sp_go_scratch {
 	struct sp_go_walk walk;
@@ -216,10 +212,8 @@ struct sp_go_scratch {
 	__u8 bucket[SP_GO_BUCKET_SIZE];
 	__u8 hex[32];
 	__u8 attrs[256];
-	__u8 gspan[SP_GO_G_HEAD];	/* SP_GO_G_SPAN or SP_GO_G_HEAD bytes of g */
+	__u8 gspan[SP_GO_G_SPAN];
 };
-
-_Static_assert(SP_GO_G_HEAD >= SP_GO_G_SPAN, "gspan holds either read");
 
 _Static_assert(SP_GO_ATTRS_ROOM <= 256, "attrs room");
 

@@ -266,7 +266,7 @@ static __always_inline void sp_offcpu__out(void *ctx, bool preempt, struct task_
 		uregs = (struct pt_regs *)bpf_task_pt_regs(prev);
 		s->hdr.ustack_n = sp_unw_user_stack(s, kn, uregs, true, tgid,
 						    bpf_ktime_get_ns());
-		sp_read_trace_ctx(s, tgid, uregs->r14, uregs->sp);
+		sp_read_trace_ctx(s, tgid);
 	}
 	/* The wait starts when the capture is done (prev leaves right after). */
 	s->hdr.ts_ns = bpf_ktime_get_ns();

@@ -35,19 +35,18 @@ struct {
 	__type(value, struct sp_ctx_timing);
 } ctx_timing SEC(".maps");
 
-static __always_inline void sp_read_trace_ctx_timed(struct sp_scratch *s, __u32 tgid,
-						    __u64 greg, __u64 usp)
+static __always_inline void sp_read_trace_ctx_timed(struct sp_scratch *s, __u32 tgid)
 {
 	struct sp_ctx_timing *t;
 	__u32 zero = 0;
 	__u64 t0, t1, t2;
 
 	if (!cfg_time_ctx) {
-		sp_read_trace_ctx(s, tgid, greg, usp);
+		sp_read_trace_ctx(s, tgid);
 		return;
 	}
 	t0 = bpf_ktime_get_ns();
-	sp_read_trace_ctx(s, tgid, greg, usp);
+	sp_read_trace_ctx(s, tgid);
 	t1 = bpf_ktime_get_ns();
 	t2 = bpf_ktime_get_ns();
 	t = bpf_map_lookup_elem(&ctx_timing, &zero);
@@ -111,7 +110,7 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 	struct sp_scratch *s;
 	struct pt_regs *uregs;
 	__u32 zero = 0;
-	__u64 ip, kernel_mode, greg, usp;
+	__u64 ip, kernel_mode;
 	__u16 kn = 0;
 
 	sp_count(SP_CNT_ONCPU_EVENTS);
@@ -145,11 +144,6 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
 
 	ip = PT_REGS_IP(&ctx->regs);
-	/* the user g register and stack pointer for the Go label read, when
-	 * the sample is in user mode (read here: the context allows fixed
-	 * offsets only) */
-	greg = ctx->regs.r14;
-	usp = ctx->regs.sp;
 	kernel_mode = ip >= SP_KERNEL_MIN;
 	if (kernel_mode) {
 		s->hdr.flags |= SP_F_KERNEL_MODE;
@@ -165,13 +159,11 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 		if (kernel_mode) {
 			uregs = (struct pt_regs *)bpf_task_pt_regs(task);
 			s->hdr.ustack_n = sp_user_stack_timed(s, kn, uregs, true, tgid);
-			greg = uregs->r14;
-			usp = uregs->sp;
 		} else {
 			s->hdr.ustack_n = sp_user_stack_timed(s, kn, (struct pt_regs *)&ctx->regs,
 							      false, tgid);
 		}
-		sp_read_trace_ctx_timed(s, tgid, greg, usp);
+		sp_read_trace_ctx_timed(s, tgid);
 	}
 	sp_emit(s, SP_CNT_RB_SENT_ONCPU, SP_CNT_RB_DROP_ONCPU);
 	return 0;

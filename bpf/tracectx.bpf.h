@@ -140,14 +140,12 @@ read_err:
 }
 
 /* OTEP 4947 record if the process publishes one, else the goroutine's
- * pprof labels if it is a Go process (golabels.bpf.h; greg, usp: the
- * thread's user R14 and stack pointer, 0 when unknown), else nothing;
- * then OBI's map when neither gave ids. */
-static __always_inline void sp_read_trace_ctx(struct sp_scratch *s, __u32 tgid, __u64 greg,
-					      __u64 usp)
+ * pprof labels if it is a Go process (golabels.bpf.h), else nothing; then
+ * OBI's map when neither gave ids. */
+static __always_inline void sp_read_trace_ctx(struct sp_scratch *s, __u32 tgid)
 {
 	if (cfg_read_ctx && !sp_read_tls_ctx(s, tgid))
-		sp_read_go_ctx(s, tgid, greg, usp);
+		sp_read_go_ctx(s, tgid);
 	if (s->hdr.ctx_status != SP_CTX_OK && s->hdr.ctx_status != SP_CTX_GO)
 		sp_read_obi_ctx(s);
 }

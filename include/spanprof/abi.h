@@ -260,12 +260,6 @@ enum sp_counter {
 					 * cycle), then cached when fully read */
 	SP_CNT_GO_CACHE_OFF,		/* parsed without the cache: the binary
 					 * gave no runtime.mheap_.sweepgen address */
-	/* Per read in a process with a Go descriptor, where g came from:
-	 *   GO_G_REG + GO_G_TLS = reads */
-	SP_CNT_GO_G_REG,		/* the g register (R14), checked against
-					 * g.stack: one user read fewer */
-	SP_CNT_GO_G_TLS,		/* the TLS slot: R14 unknown or not the
-					 * running goroutine (ABI0 or C code) */
 	/* Goroutine parks (--go-parks, bpf/goparks.bpf.h has the identity):
 	 * one outcome per runtime.gopark of a Go process, one per capture. */
 	SP_CNT_GO_PARKS,		/* parks seen */

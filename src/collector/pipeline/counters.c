@@ -76,9 +76,6 @@ const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 		"Goroutine label sets read in BPF: taken from the cache of parsed sets "
 		"(hit), parsed and cached (miss: new set or a newer GC cycle), or parsed "
 		"uncached (off: the binary gave no runtime.mheap_.sweepgen address)" },
-	[SP_CF_GO_G_SOURCE] = { "spanprof_bpf_go_g_source_total", "source",
-		"Goroutine label reads by where the goroutine was found: the g register "
-		"(R14, checked against the goroutine's stack bounds) or the TLS slot" },
 	[SP_CF_GO_PARKS] = { "spanprof_bpf_go_parks_total", NULL,
 		"Goroutine parks seen by the park probes (--off-cpu-goroutines; = the sum "
 		"of spanprof_bpf_go_park_outcomes_total)" },
@@ -165,8 +162,6 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 	[SP_CNT_GO_CACHE_HIT] = { "go_label_cache_hits", SP_CF_GO_LABEL_CACHE, "hit" },
 	[SP_CNT_GO_CACHE_MISS] = { "go_label_cache_misses", SP_CF_GO_LABEL_CACHE, "miss" },
 	[SP_CNT_GO_CACHE_OFF] = { "go_label_cache_off", SP_CF_GO_LABEL_CACHE, "off" },
-	[SP_CNT_GO_G_REG] = { "go_g_from_register", SP_CF_GO_G_SOURCE, "register" },
-	[SP_CNT_GO_G_TLS] = { "go_g_from_tls", SP_CF_GO_G_SOURCE, "tls" },
 	[SP_CNT_GO_PARKS] = { "go_parks", SP_CF_GO_PARKS, NULL },
 	[SP_CNT_GO_PARK_SAMPLED_OUT] = { "go_park_sampled_out", SP_CF_GO_PARK_OUTCOMES,
 					 "sampled_out" },
