@@ -50,14 +50,16 @@ PY_LOOP = ("import time\n"
            "    for _ in range(1000):\n"
            "        n += time.clock_gettime_ns(time.CLOCK_REALTIME) & 1\n")
 # A nested-loop join on text keys (no automatic index): memcmp and
-# sqlite's exported helpers are called through libsqlite3's PLT.
+# sqlite's exported helpers are called through libsqlite3's PLT.  One join
+# takes 8-20 s here (8 on an idle machine, where a clean CI run saw it end
+# inside perf's window: perf rc -15); it runs 6 times, so sqlite3 outlives
+# any window, and compare() kills it.
 SQL = """PRAGMA automatic_index = 0;
 CREATE TABLE a(k TEXT, v INT); CREATE TABLE b(k TEXT, v INT);
 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 12000)
   INSERT INTO a SELECT printf('key-%08d', x % 1000), x FROM c;
 INSERT INTO b SELECT * FROM a;
-SELECT count(*), sum(a.v + b.v) FROM a JOIN b ON a.k = b.k AND a.v > b.v;
-"""
+""" + "SELECT count(*), sum(a.v + b.v) FROM a JOIN b ON a.k = b.k AND a.v > b.v;\n" * 6
 
 
 def compare(name, d, proc):
