@@ -282,9 +282,12 @@ found:
  * round-robin keep the chunks it is still reading.  The copy is per walk
  * (reset in sp_unw_user_stack): it is the stack as this sample sees it,
  * the same bytes the direct reads of the same walk return (the thread is
- * interrupted, or switching out, while we read).  A word not 8-aligned, or
- * a chunk that cannot be copied (counted: SP_CNT_UNW_COPY_FAIL), is read
- * directly.  cfg_ucopy_verify (a test knob) also reads every copied word
+ * interrupted, or switching out, while we read).  A word not 8-aligned is
+ * read directly.  A chunk that cannot be copied (SP_CNT_UNW_COPY_FAIL) is
+ * a failed read of the word: the chunk lies in the word's page, and user
+ * reads fail by page (not present, or not mapped), so a direct read of
+ * the word would fail too; it is not tried (a faulting read costs
+ * microseconds).  cfg_ucopy_verify (a test knob) also reads every copied word
  * directly, counts any difference (SP_CNT_UNW_COPY_MISMATCH) and uses the
  * direct value.
  */
@@ -313,8 +316,11 @@ static __always_inline long sp_unw_read8(struct sp_unw_state *st, struct sp_ucop
 			slot = st->uc_fill & (nslots - 1) & (SP_UCOPY_SLOTS_MAX - 1);
 			uc->addr[slot] = 0;
 			if (bpf_probe_read_user(uc->data[slot], size, (void *)base)) {
+				/* The chunk is within the word's page, so the
+				 * word is unreadable too: no second failing
+				 * read (a fault costs microseconds). */
 				st->uc_fail++;
-				goto direct;
+				return -1;
 			}
 			uc->addr[slot] = base;
 			st->uc_fill++;

@@ -279,8 +279,8 @@ enum sp_counter {
 	SP_CNT_UNW_COPY_WORDS,		/* words taken from the copy */
 	SP_CNT_UNW_COPY_DIRECT,		/* words read directly: copy off, or a
 					 * word not 8-aligned */
-	SP_CNT_UNW_COPY_FAIL,		/* a chunk copy failed: that word read
-					 * directly instead */
+	SP_CNT_UNW_COPY_FAIL,		/* a chunk copy failed: the word's read
+					 * fails (its page is unreadable) */
 	SP_CNT_UNW_COPY_MISMATCH,	/* benchmark check (SPANPROF_BENCH_UCOPY_VERIFY):
 					 * a copied word differed from a direct
 					 * read of it (the direct value used) */

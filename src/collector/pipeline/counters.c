@@ -89,7 +89,7 @@ const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 	[SP_CF_UNWIND_COPY] = { "spanprof_bpf_unwind_stack_copy_total", "outcome",
 		"User-stack words and chunks of the per-walk stack copy: chunks copied (one "
 		"read each), words taken from the copy, words read directly (copy off or a "
-		"word not 8-aligned), chunk copies that failed (that word read directly), "
+		"word not 8-aligned), chunk copies that failed (the word's page unreadable), "
 		"and copied words that differed from a direct read (benchmark check only)" },
 };
 
