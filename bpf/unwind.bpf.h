@@ -345,10 +345,21 @@ direct:
 	return bpf_probe_read_user(out, sizeof(*out), (void *)a);
 }
 
-/* The two words {*a, *(a + 8)}: a saved rbp and the return address. */
+/* The two words {*a, *(a + 8)}: a saved rbp and the return address.
+ * Without the copy, one 16-byte read (as before the copy existed). */
 static __always_inline long sp_unw_read16(struct sp_unw_state *st, struct sp_ucopy *uc, __u64 a,
 					  __u64 *lo, __u64 *hi)
 {
+	struct { __u64 lo, hi; } pair;
+
+	if (!uc) {
+		st->uc_direct += 2;
+		if (bpf_probe_read_user(&pair, sizeof(pair), (void *)a))
+			return -1;
+		*lo = pair.lo;
+		*hi = pair.hi;
+		return 0;
+	}
 	if (sp_unw_read8(st, uc, a, lo))
 		return -1;
 	return sp_unw_read8(st, uc, a + 8, hi);
