@@ -35,8 +35,8 @@
  * paths; inside a step the two binary searches are bounded loops of at
  * most 11 (ranges) and 17 (rows) iterations.  All store reads are inlined
  * array lookups (ARRAY_OF_MAPS -> ARRAY), no helper call; user memory is
- * read with bpf_probe_read_user (1 read per CFI step when rbp is saved next
- * to the return address, 2 otherwise).
+ * read through the per-walk stack copy ("Stack copy" below): one
+ * bpf_probe_read_user per 1 KiB chunk the walk enters, not per word.
  */
 #ifndef SPANPROF_UNWIND_BPF_H
 #define SPANPROF_UNWIND_BPF_H
