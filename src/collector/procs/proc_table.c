@@ -1129,10 +1129,6 @@ uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
 			return 0;
 		proc_refresh_all(t, p, now_ns);
 		fresh = true;
-	} else if (p->exec_pending) {
-		/* A caller that did not call __sampled first. */
-		sp_proc_table__sampled(t, pid, now_ns);
-		fresh = true;
 	} else if (p->exited) {
 		/* First sample after on_exit: pid reuse or a late sample. */
 		p->have_comm = false;
