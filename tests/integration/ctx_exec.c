@@ -16,24 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "burn.h"
 #include "spanctx.h"
-
-static volatile unsigned long sink;
-
-__attribute__((noinline)) static void burn(double seconds)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		for (int i = 0; i < 200000; i++)
-			sink += i ^ (sink >> 3);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
-}
 
 static int in_span(uint8_t tb, uint8_t sb, struct spanctx_scope *scope)
 {
