@@ -77,5 +77,5 @@ int main(int argc, char **argv)
 		return SP_CLI_EXIT_USAGE;
 	}
 	sp_resolver__set_demangler(__cxa_demangle);
-	return cmd->run(argc - 1, argv + 1, cmds);
+	return sp_cli__main(cmd, cmds, argc - 1, argv + 1);
 }

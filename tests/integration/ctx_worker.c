@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "burn.h"
 #include "spanctx.h"
 
 #ifdef CTX_DLOPEN
@@ -25,20 +25,6 @@ static int (*p_enter)(struct spanctx_scope *, const uint8_t *, const uint8_t *, 
 #define p_init spanctx_init
 #define p_enter spanctx_span_enter
 #endif
-
-static volatile unsigned long sink;
-
-__attribute__((noinline)) static void burn(double seconds)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		for (int i = 0; i < 200000; i++)
-			sink += i ^ (sink >> 3);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
-}
 
 int main(int argc, char **argv)
 {

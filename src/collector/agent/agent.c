@@ -90,6 +90,7 @@
 #include "collector/pipeline/cli.h"
 #include "collector/pipeline/clock.h"
 #include "collector/pipeline/counters.h"
+#include "collector/pipeline/stat_rows.h"
 #include "collector/pipeline/pipeline.h"
 #include "collector/pipeline/sampling_opts.h"
 #include "collector/pipeline/snapshot.h"
@@ -826,50 +827,16 @@ static void m_counter(struct sp_metrics_buf *b, const char *name, const char *he
 	sp_metrics__u64(b, name, NULL, v);
 }
 
-/* Go processes (ctx_discovery's Go half, go_discovery.h): descriptors by
- * where their offsets came from, processes left without one by reason, the
- * park probes, and the label keys and strings the collector had to drop or
- * mend. */
-static void go_metrics(struct sp_metrics_buf *b, const struct sp_go_stats *g,
-		       const struct sp_consumer_stats *c)
+/* Go processes (ctx_discovery's Go half, go_discovery.h), from the
+ * summary's tables (stat_rows.h); the failure family's reasons by name
+ * between them. */
+static void go_metrics(struct sp_metrics_buf *b, const struct sp_summary *s)
 {
-	sp_metrics__family(b, "spanprof_go_processes_total", SP_METRIC_COUNTER,
-			   "Go processes given a descriptor (their pprof labels are read in BPF), "
-			   "by where the runtime offsets came from");
-	sp_metrics__u64(b, "spanprof_go_processes_total", L("offsets", "dwarf"), g->procs_dwarf);
-	sp_metrics__u64(b, "spanprof_go_processes_total", L("offsets", "table"), g->procs_table);
-	sp_metrics__family(b, "spanprof_go_process_failures_total", SP_METRIC_COUNTER,
-			   "Go processes left without a descriptor, by reason (counted, never "
-			   "guessed)");
+	sp_stat_rows__metrics(b, sp_stat_go, s);
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		sp_metrics__u64(b, "spanprof_go_process_failures_total",
-				L("reason", sp_go_fail__name(i)), g->fail[i]);
-	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "exe_timed_out"),
-			g->exe_timed_out);
-	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "exe_skipped"),
-			g->exe_skipped);
-	sp_metrics__u64(b, "spanprof_go_process_failures_total", L("reason", "bpf_map_full"),
-			g->bpf_map_full);
-	sp_metrics__family(b, "spanprof_go_park_probes_total", SP_METRIC_COUNTER,
-			   "Go executables and goroutine park probes (--off-cpu-goroutines): "
-			   "attached, gopark not recognised, attach failed");
-	sp_metrics__u64(b, "spanprof_go_park_probes_total", L("outcome", "attached"),
-			g->parks_files);
-	sp_metrics__u64(b, "spanprof_go_park_probes_total", L("outcome", "unsupported"),
-			g->parks_unsupported);
-	sp_metrics__u64(b, "spanprof_go_park_probes_total", L("outcome", "failed"),
-			g->parks_failed);
-	m_counter(b, "spanprof_go_parks_gone_total",
-		  "Captured goroutine parks of processes that exited before the goroutine ran",
-		  g->parks_gone);
-	sp_metrics__family(b, "spanprof_go_label_fixups_total", SP_METRIC_COUNTER,
-			   "Go labels the collector dropped (key_dropped: the process's key table "
-			   "full, or a key with a NUL) or kept with invalid UTF-8 mended to '?' "
-			   "(bad_utf8)");
-	sp_metrics__u64(b, "spanprof_go_label_fixups_total", L("outcome", "key_dropped"),
-			g->keys_dropped);
-	sp_metrics__u64(b, "spanprof_go_label_fixups_total", L("outcome", "bad_utf8"),
-			c->go_labels_bad_utf8);
+				L("reason", sp_go_fail__name(i)), s->go.fail[i]);
+	sp_stat_rows__metrics(b, sp_stat_go_more, s);
 }
 
 static void m_gauge(struct sp_metrics_buf *b, const char *name, const char *help, double v)
@@ -879,83 +846,16 @@ static void m_gauge(struct sp_metrics_buf *b, const char *name, const char *help
 }
 
 /* The unwinder's tables and its BPF memory (its BPF counters are in
- * sp_counters__write_metrics).  Nothing with --unwind fp. */
-static void render_unwind(struct sp_metrics_buf *b, struct sp_unwinder *unw)
+ * sp_counters__write_metrics), from the summary's table.  Nothing with
+ * --unwind fp. */
+static void render_unwind(struct sp_metrics_buf *b, struct sp_unwinder *unw, struct sp_summary *s)
 {
-	struct sp_unwinder_stats u;
-
 	if (!unw)
 		return;
-	sp_unwinder__stats(unw, &u);
-	sp_metrics__family(b, "spanprof_unwind_tables_total", SP_METRIC_COUNTER,
-			   "Unwind table builds by outcome, and evictions");
-	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "built"), u.built);
-	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "rebuilt"), u.rebuilt);
-	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "no_cfi"), u.no_cfi);
-	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "malformed"),
-			u.failed_malformed);
-	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "unreadable"),
-			u.failed_unreadable);
-	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_slow"),
-			u.failed_too_slow);
-	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "stalled"),
-			u.failed_stalled);
-	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "too_large"), u.too_large);
-	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted"), u.evicted);
-	sp_metrics__u64(b, "spanprof_unwind_tables_total", L("outcome", "evicted_memguard"),
-			u.evicted_memguard);
-	sp_metrics__family(b, "spanprof_unwind_stalled_skipped_total", SP_METRIC_COUNTER,
-			   "Of the stalled builds, those skipped at once: their device had "
-			   "stalled an open or read before");
-	sp_metrics__u64(b, "spanprof_unwind_stalled_skipped_total", NULL, u.stalled_skipped);
-	sp_metrics__family(b, "spanprof_unwind_bounds_total", SP_METRIC_COUNTER,
-			   "Unwinder bounds hit (each leaves some stacks to frame pointers)");
-	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "files_full"), u.files_full);
-	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "queue_full"), u.queue_full);
-	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "procs_full"), u.procs_full);
-	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "ranges_no_space"),
-			u.ranges_no_space);
-	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "too_many_mappings"),
-			u.ranges_truncated);
-	sp_metrics__u64(b, "spanprof_unwind_bounds_total", L("bound", "paused_by_memguard"),
-			u.paused_builds);
-	sp_metrics__family(b, "spanprof_unwind_bpf_bytes", SP_METRIC_GAUGE,
-			   "BPF memory of the unwinder, charged to the cgroup (so in the memory "
-			   "guard's usage): budget, the part of it the memory guard allows now "
-			   "(memguard_cap), in use (tables and ranges, in 256 KiB chunks), of it "
-			   "tables and ranges, and the fixed arrays");
-	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "budget"), u.budget_bytes);
-	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "memguard_cap"), u.cap_bytes);
-	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "in_use"), u.bytes_in_use);
-	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "tables"), u.table_bytes);
-	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "ranges"), u.range_bytes);
-	sp_metrics__u64(b, "spanprof_unwind_bpf_bytes", L("kind", "fixed"), u.fixed_bytes);
-	m_counter(b, "spanprof_unwind_memguard_evicted_bytes_total",
-		  "Unwind table bytes evicted to bring the memory guard's usage down",
-		  u.evicted_memguard_bytes);
-	m_gauge(b, "spanprof_unwind_files", "Executable files the unwinder knows", (double)u.files);
-	m_counter(b, "spanprof_unwind_deferred_files_total",
-		  "New files whose table waits for a sample with a frame in them (lazy builds)",
-		  u.deferred);
-	m_counter(b, "spanprof_unwind_sample_queued_total",
-		  "Unwind table builds queued because a sample had a frame in the file",
-		  u.sample_queued);
-	m_gauge(b, "spanprof_unwind_unsampled_files",
-		"Known files no sample has needed yet (lazy builds: no table built)",
-		(double)u.unsampled);
-	m_counter(b, "spanprof_unwind_builder_handoffs_total",
-		  "Hand-offs of builds to the builder thread (one per batch)", u.builder_pushes);
-	m_counter(b, "spanprof_unwind_builder_wakeups_total",
-		  "Hand-offs that had to wake the idle builder thread", u.builder_wakeups);
-	m_gauge(b, "spanprof_unwind_tables", "Unwind tables in BPF", (double)u.tables);
-	m_gauge(b, "spanprof_unwind_processes", "Processes with executable ranges in BPF",
-		(double)u.procs);
-	m_gauge(b, "spanprof_unwind_build_queue", "Unwind table builds waiting", (double)u.queued);
-	m_counter(b, "spanprof_unwind_rereads_total",
-		  "Maps re-read for the unwinder after a new executable mapping", u.rereads);
-	sp_metrics__family(b, "spanprof_unwind_builder_cpu_seconds_total", SP_METRIC_COUNTER,
-			   "CPU time of the unwind table builder thread");
-	sp_metrics__f64(b, "spanprof_unwind_builder_cpu_seconds_total", NULL, u.build_cpu_ns / 1e9);
+	sp_unwinder__stats(unw, &s->unw);
+	sp_stat_rows__metrics(b, sp_stat_unwind, s);
+	m_gauge(b, "spanprof_unwind_build_queue", "Unwind table builds waiting",
+		(double)s->unw.queued);
 }
 
 static void render(struct sp_metrics_buf *b, void *ctx)
@@ -1008,8 +908,6 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 			p.sum.consumer.received_oncpu + p.memguard_dropped[0]);
 	sp_metrics__u64(b, "spanprof_samples_received_total", L("type", "offcpu"),
 			p.sum.consumer.received_offcpu + p.memguard_dropped[1]);
-	m_counter(b, "spanprof_samples_aggregated_total",
-		  "Samples accepted by the aggregator", p.sum.consumer.aggregated);
 	m_counter(b, "spanprof_samples_submitted_total",
 		  "Samples handed to the exporter (encoded and queued, or dropped by the "
 		  "queue policy and counted there)", w.samples_submitted);
@@ -1044,23 +942,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 		  "was engaged", p.memguard_dropped[0] + p.memguard_dropped[1] + w.samples_memguard);
 	/* Every BPF counter, from the table the record summary uses. */
 	sp_counters__write_metrics(b, bpf);
-	sp_metrics__family(b, "spanprof_stack_events_total", SP_METRIC_COUNTER,
-			   "Stack quality: truncated and empty stacks, frames in no known mapping");
-	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "kernel_truncated"),
-			p.sum.consumer.kstack_truncated);
-	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "user_truncated"),
-			p.sum.consumer.ustack_truncated);
-	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "user_empty"),
-			p.sum.consumer.ustack_empty);
-	sp_metrics__u64(b, "spanprof_stack_events_total", L("event", "frame_unresolved"),
-			p.sum.consumer.frames_unresolved);
-	m_counter(b, "spanprof_trace_context_samples_total",
-		  "Samples carrying a trace id and span id", p.sum.consumer.ctx_samples);
-	m_counter(b, "spanprof_trace_attributes_samples_total",
-		  "Samples carrying thread-record attributes", p.sum.consumer.attrs_samples);
-	m_counter(b, "spanprof_trace_attributes_dropped_total",
-		  "Thread-record attribute entries not kept (partial, or over the per-sample "
-		  "key limit)", p.sum.consumer.attrs_dropped);
+	sp_stat_rows__metrics(b, sp_stat_consumer, &p.sum);
 
 	m_counter(b, "spanprof_intervals_total", "Reporting intervals handed to export",
 		  p.intervals);
@@ -1076,21 +958,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_counter(b, "spanprof_aggregator_recreated_total",
 		  "Aggregators re-created to return memory under memory pressure",
 		  w.agg_recreated);
-	m_counter(b, "spanprof_processes_seen_total", "Processes seen by the process table",
-		  p.sum.procs.procs_seen);
-	m_gauge(b, "spanprof_processes_tracked",
-		"Processes held by the process table (live, and gone ones until the "
-		"interval that may hold their samples is exported)",
-		(double)p.sum.procs.procs_tracked);
-	m_gauge(b, "spanprof_mappings_tracked",
-		"Mapping ids held by the process table's registry (kernel included)",
-		(double)p.sum.procs.mappings_tracked);
-	m_counter(b, "spanprof_processes_released_total",
-		  "Gone processes forgotten after their last interval was exported",
-		  p.sum.procs.procs_released);
-	m_counter(b, "spanprof_mappings_released_total",
-		  "Mapping ids recycled after their last interval was exported",
-		  p.sum.procs.mappings_released);
+	sp_stat_rows__metrics(b, sp_stat_procs, &p.sum);
 	sp_metrics__family(b, "spanprof_target_selection_total", SP_METRIC_COUNTER,
 			   "Process images decided by --select-cgroup/--select-exe/--select-service "
 			   "(deferred: no service.name yet at the first sample, decided later), "
@@ -1127,81 +995,14 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	}
 	m_gauge(b, "spanprof_last_profile_resources",
 		"Processes (resources) in the last exported profile", (double)w.last_resources);
-	sp_metrics__family(b, "spanprof_process_events_total", SP_METRIC_COUNTER,
-			   "Process table events and bounds hit (file_timed_out: a mapped "
-			   "file did not answer within 250 ms; file_skipped: such a file "
-			   "met again, or every reading helper stuck; maps_timed_out: a "
-			   "process's maps did not answer within 250 ms; maps_skipped: its "
-			   "earlier read still stuck, or every helper)");
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_read"),
-			p.sum.procs.maps_reads);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "gone_before_read"),
-			p.sum.procs.maps_gone);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_unreadable"),
-			p.sum.procs.maps_unreadable);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "table_full"),
-			p.sum.procs.procs_table_full);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "mappings_full"),
-			p.sum.procs.mappings_full);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "file_timed_out"),
-			p.sum.procs.files_timed_out);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "file_skipped"),
-			p.sum.procs.files_skipped);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_timed_out"),
-			p.sum.procs.maps_timed_out);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "maps_skipped"),
-			p.sum.procs.maps_skipped);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "exec_read_deferred"),
-			p.sum.procs.exec_reads_deferred);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "exec_read_on_sample"),
-			p.sum.procs.exec_reads_on_sample);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "exec_read_saved"),
-			p.sum.procs.exec_reads_saved);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "reread_pending"),
-			p.sum.procs.rereads_pending);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "exec_read_learned"),
-			p.sum.procs.exec_reads_learned);
-	sp_metrics__u64(b, "spanprof_process_events_total", L("event", "exec_name_learned"),
-			p.sum.procs.exec_names_learned);
-	sp_metrics__family(b, "spanprof_samples_maps_unread_total", SP_METRIC_COUNTER,
-			   "Samples with user frames of a process gone before its maps were "
-			   "read (frames unresolved), by when the read was tried: exec (its "
-			   "exec event), first_sample (a deferred exec read), first_sight");
-	sp_metrics__u64(b, "spanprof_samples_maps_unread_total", L("reason", "exec"),
-			p.sum.consumer.samples_unread[SP_PROC_UNREAD_EXEC]);
-	sp_metrics__u64(b, "spanprof_samples_maps_unread_total", L("reason", "first_sample"),
-			p.sum.consumer.samples_unread[SP_PROC_UNREAD_DEFERRED]);
-	sp_metrics__u64(b, "spanprof_samples_maps_unread_total", L("reason", "first_sight"),
-			p.sum.consumer.samples_unread[SP_PROC_UNREAD_NEW]);
-
-	m_counter(b, "spanprof_ctx_processes_resolved_total",
-		  "Processes whose trace context BPF reads (descriptor in the tls_descs map)",
-		  p.sum.ctx_procs_resolved);
+	sp_stat_rows__metrics(b, sp_stat_ctx, &p.sum);
 	sp_metrics__family(b, "spanprof_ctx_failures_total", SP_METRIC_COUNTER,
 			   "Processes publishing a context that could not be read, by reason "
 			   "(bpf_map_full: the tls_descs map is full)");
 	for (uint32_t i = 0; i < p.sum.n_ctx_fail; i++)
 		sp_metrics__u64(b, "spanprof_ctx_failures_total",
 				L("reason", p.sum.ctx_fail_names[i]), p.sum.ctx_fail[i]);
-	sp_metrics__family(b, "spanprof_ctx_publications_total", SP_METRIC_COUNTER,
-			   "Late context publications (prctl PR_SET_VMA): re-read, or coalesced "
-			   "into a later re-read (at most one per process per 100 ms)");
-	sp_metrics__u64(b, "spanprof_ctx_publications_total", L("outcome", "reread"),
-			p.sum.ctx_publish_rereads);
-	sp_metrics__u64(b, "spanprof_ctx_publications_total", L("outcome", "coalesced"),
-			p.sum.ctx_publish_coalesced);
-	m_counter(b, "spanprof_ctx_deferred_rereads_total",
-		  "Re-reads done when a burst of coalesced publications went quiet",
-		  p.sum.ctx_publish_deferred);
-	sp_metrics__family(b, "spanprof_ctx_process_checks_total", SP_METRIC_COUNTER,
-			   "Processes checked for a published context: examined (the process "
-			   "context read, one /proc/PID/maps read), or skipped because the maps the "
-			   "process table had just read show no OTEL_CTX mapping");
-	sp_metrics__u64(b, "spanprof_ctx_process_checks_total", L("outcome", "examined"),
-			p.sum.ctx_examined);
-	sp_metrics__u64(b, "spanprof_ctx_process_checks_total", L("outcome", "skipped"),
-			p.sum.ctx_skipped);
-	go_metrics(b, &p.sum.go, &p.sum.consumer);
+	go_metrics(b, &p.sum);
 
 	sp_metrics__family(b, "spanprof_export_batches_total", SP_METRIC_COUNTER,
 			   "Export batches by outcome");
@@ -1274,7 +1075,7 @@ static void render(struct sp_metrics_buf *b, void *ctx)
 	m_gauge(b, "spanprof_consumer_stalled_seconds",
 		"Seconds since the consumer thread last came round its loop",
 		(double)(sp_clock__mono_ns() - atomic_load(&a->consumer_advanced_ns)) / 1e9);
-	render_unwind(b, sp_pipeline__unwinder(a->pipe));
+	render_unwind(b, sp_pipeline__unwinder(a->pipe), &p.sum);
 
 	m_gauge(b, "process_resident_memory_bytes", "Resident set size of the agent",
 		(double)rss);

@@ -3,17 +3,16 @@
  * metrics_syms.c - host-symbol families on the agent's /metrics (see
  * metrics_syms.h).
  *
- * One table, one row per sample line, in the order they are written: a row
- * with a help text opens its family (# HELP and # TYPE); a row without a
- * label is a family of one sample; labelled rows that follow their opening
- * row add samples to it.  The value is read from one snapshot of the four
- * modules' statistics at the row's offset (every field is a uint64_t).
+ * One table of stat_rows.h rows, one per sample line, in the order they
+ * are written (a row with a help text opens its family; a row without a
+ * label is a family of one sample), over one snapshot of the four modules'
+ * statistics.
  */
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "collector/agent/metrics_syms.h"
+#include "collector/pipeline/stat_rows.h"
 #include "collector/host/hostsyms.h"
 #include "export/uploader.h"
 
@@ -24,28 +23,21 @@ struct syms_snapshot {
 	struct sp_uploader_stats u;
 };
 
-struct syms_row {
-	const char *name;
-	enum sp_metric_type type;	/* of the family (read on its opening row) */
-	const char *help;	/* NULL: another sample of the family above */
-	const char *label;	/* NULL: the family's only sample */
-	const char *value;
-	size_t off;		/* of a uint64_t in struct syms_snapshot */
-};
-
-/* offsetof, and a compile error unless the field is a uint64_t */
-#define AT(field) (offsetof(struct syms_snapshot, field) + \
-		   _Generic(((struct syms_snapshot *)0)->field, uint64_t: 0))
-#define ONE(name, type, help, field) { name, SP_METRIC_##type, help, NULL, NULL, AT(field) }
+/* Rows of stat_rows.h over struct syms_snapshot (metrics only: the record
+ * summary writes its "jit" and "kernel_layout" objects itself). */
+#define AT(field) SP_STAT_AT(struct syms_snapshot, field)
+#define ONE(name, type, help, field) \
+	{ NULL, name, SP_METRIC_##type, help, NULL, NULL, AT(field), 0 }
 #define FAMILY(name, type, help, label, value, field) \
-	{ name, SP_METRIC_##type, help, label, value, AT(field) }
-#define MORE(name, label, value, field) { name, SP_METRIC_COUNTER, NULL, label, value, AT(field) }
+	{ NULL, name, SP_METRIC_##type, help, label, value, AT(field), 0 }
+#define MORE(name, label, value, field) \
+	{ NULL, name, SP_METRIC_COUNTER, NULL, label, value, AT(field), 0 }
 
 #define JR "spanprof_jit_maps_refused_total"
 #define JD "spanprof_jitdump_refused_total"
 #define UO "spanprof_symbols_upload_blobs_total"
 
-static const struct syms_row rows[] = {
+static const struct sp_stat_row rows[] = {
 	ONE("spanprof_jit_maps_checks_total", COUNTER,
 	    "Checks of a process's perf map (a stat, at most one per process per second)",
 	    j.checks),
@@ -141,17 +133,6 @@ void sp_agent_metrics__syms(struct sp_metrics_buf *b, struct sp_hostsyms *hs,
 	sp_kernel_layout__stats(sp_hostsyms__kernel(hs), &s.k);
 	sp_uploader__stats(up, &s.u);
 
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		const struct syms_row *r = &rows[i];
-		uint64_t v;
-
-		memcpy(&v, (const char *)&s + r->off, sizeof(v));
-		if (!r->label) {
-			sp_metrics__single_u64(b, r->name, r->type, r->help, v);
-			continue;
-		}
-		if (r->help)
-			sp_metrics__family(b, r->name, r->type, r->help);
-		sp_metrics__u64(b, r->name, (const char *const[]){ r->label, r->value, NULL }, v);
-	}
+	sp_stat_rows__metrics(b, (struct sp_stat_table){ rows, sizeof(rows) / sizeof(rows[0]) },
+			      &s);
 }

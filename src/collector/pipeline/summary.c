@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "collector/pipeline/counters.h"
+#include "collector/pipeline/stat_rows.h"
 #include "collector/pipeline/summary.h"
 
 static const char *const unw_end_names[SP_UNW_END__MAX] = {
@@ -341,22 +342,9 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->duration_ns, s->mono_to_unix_ns);
 	for (int i = 0; i < SP_CNT__MAX; i++)
 		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", sp_counters[i].name, s->bpf[i]);
-	fprintf(f, "},\n  \"consumer\": {\"received_oncpu\": %" PRIu64
-		", \"received_offcpu\": %" PRIu64 ", \"received_exec\": %" PRIu64
-		", \"received_exit\": %" PRIu64 ", \"received_publish\": %" PRIu64
-		", \"malformed\": %" PRIu64 ", \"aggregated\": %" PRIu64 ", \"agg_dropped\": %" PRIu64
-		", \"kstack_truncated\": %" PRIu64 ", \"ustack_truncated\": %" PRIu64
-		", \"ustack_empty\": %" PRIu64 ", \"frames\": %" PRIu64
-		", \"frames_unresolved\": %" PRIu64 ", \"frames_anon\": %" PRIu64
-		", \"ctx_samples\": %" PRIu64
-		", \"attrs_samples\": %" PRIu64 ", \"attrs_dropped\": %" PRIu64
-		", \"go_samples\": %" PRIu64 ", \"go_labels_samples\": %" PRIu64
-		", \"go_labels_bad_utf8\": %" PRIu64 "},\n",
-		c->received_oncpu, c->received_offcpu, c->received_exec, c->received_exit,
-		c->received_publish, c->malformed, c->aggregated, c->agg_dropped, c->kstack_truncated,
-		c->ustack_truncated, c->ustack_empty, c->frames, c->frames_unresolved,
-		c->frames_anon, c->ctx_samples, c->attrs_samples, c->attrs_dropped, c->go_samples,
-		c->go_labels_samples, c->go_labels_bad_utf8);
+	fputs("},\n  \"consumer\": {", f);
+	sp_stat_rows__json(f, sp_stat_consumer, s, true);
+	fputs("},\n", f);
 	fprintf(f, "  \"jit\": {\"notes\": %" PRIu64 ", \"notes_dropped\": %" PRIu64
 		", \"checks\": %" PRIu64 ", \"no_map\": %" PRIu64 ", \"not_regular\": %" PRIu64
 		", \"wrong_owner\": %" PRIu64 ", \"stale\": %" PRIu64 ", \"unreadable\": %" PRIu64
@@ -397,50 +385,21 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->agg.dropped_entries_full, s->agg.dropped_bytes_full,
 		s->agg.timestamps_dropped, s->agg.entries, s->agg.bytes_used,
 		s->agg.bytes_reserved);
-	fprintf(f, "  \"procs\": {\"procs_seen\": %" PRIu64 ", \"procs_table_full\": %" PRIu64
-		", \"maps_reads\": %" PRIu64 ", \"maps_gone\": %" PRIu64
-		", \"maps_unreadable\": %" PRIu64 ", \"no_build_id\": %" PRIu64
-		", \"addr_unmapped\": %" PRIu64 ", \"addr_anon\": %" PRIu64
-		", \"mappings_full\": %" PRIu64
-		", \"files_timed_out\": %" PRIu64 ", \"files_skipped\": %" PRIu64
-		", \"maps_timed_out\": %" PRIu64 ", \"maps_skipped\": %" PRIu64
-		", \"exec_reads_deferred\": %" PRIu64 ", \"exec_reads_on_sample\": %" PRIu64
-		", \"exec_reads_saved\": %" PRIu64 ", \"rereads_pending\": %" PRIu64
-		", \"exec_reads_learned\": %" PRIu64 ", \"exec_names_learned\": %" PRIu64
-		", \"samples_unread\": {\"exec\": %" PRIu64 ", \"first_sample\": %" PRIu64
+	fputs("  \"procs\": {", f);
+	sp_stat_rows__json(f, sp_stat_procs, s, true);
+	fprintf(f, ", \"samples_unread\": {\"exec\": %" PRIu64 ", \"first_sample\": %" PRIu64
 		", \"first_sight\": %" PRIu64 "}},\n",
-		s->procs.procs_seen, s->procs.procs_table_full, s->procs.maps_reads,
-		s->procs.maps_gone, s->procs.maps_unreadable, s->procs.no_build_id,
-		s->procs.addr_unmapped, s->procs.addr_anon, s->procs.mappings_full,
-		s->procs.files_timed_out, s->procs.files_skipped, s->procs.maps_timed_out,
-		s->procs.maps_skipped, s->procs.exec_reads_deferred, s->procs.exec_reads_on_sample,
-		s->procs.exec_reads_saved, s->procs.rereads_pending,
-		s->procs.exec_reads_learned, s->procs.exec_names_learned,
 		s->consumer.samples_unread[SP_PROC_UNREAD_EXEC],
 		s->consumer.samples_unread[SP_PROC_UNREAD_DEFERRED],
 		s->consumer.samples_unread[SP_PROC_UNREAD_NEW]);
-	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s, \"procs_resolved\": %"
-		PRIu64 ", \"procs_failed\": %" PRIu64 ", \"publish_rereads\": %" PRIu64
-		", \"publish_coalesced\": %" PRIu64 ", \"publish_deferred\": %" PRIu64
-		", \"examined\": %" PRIu64 ", \"skipped\": %" PRIu64,
-		s->obi_map ? "true" : "false",
-		s->publish_watch ? "true" : "false", s->ctx_procs_resolved, s->ctx_procs_failed,
-		s->ctx_publish_rereads, s->ctx_publish_coalesced, s->ctx_publish_deferred,
-		s->ctx_examined, s->ctx_skipped);
+	fprintf(f, "  \"ctx\": {\"obi_map\": %s, \"publish_watch\": %s",
+		s->obi_map ? "true" : "false", s->publish_watch ? "true" : "false");
+	sp_stat_rows__json(f, sp_stat_ctx, s, false);
 	for (uint32_t i = 0; i < s->n_ctx_fail; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, s->ctx_fail_names[i], s->ctx_fail[i]);
 	fprintf(f, "},\n");
-	fprintf(f, "  \"go\": {\"procs\": %" PRIu64 ", \"procs_dwarf\": %" PRIu64
-		", \"procs_table\": %" PRIu64 ", \"procs_failed\": %" PRIu64
-		", \"bpf_map_full\": %" PRIu64 ", \"files_read\": %" PRIu64
-		", \"cache_hits\": %" PRIu64 ", \"keys_dropped\": %" PRIu64
-		", \"parks_files\": %" PRIu64 ", \"parks_unsupported\": %" PRIu64
-		", \"parks_failed\": %" PRIu64 ", \"parks_gone\": %" PRIu64
-		", \"exe_timed_out\": %" PRIu64 ", \"exe_skipped\": %" PRIu64, s->go.procs,
-		s->go.procs_dwarf, s->go.procs_table, s->go.procs_failed, s->go.bpf_map_full,
-		s->go.files_read, s->go.cache_hits, s->go.keys_dropped, s->go.parks_files,
-		s->go.parks_unsupported, s->go.parks_failed, s->go.parks_gone,
-		s->go.exe_timed_out, s->go.exe_skipped);
+	fputs("  \"go\": {", f);
+	sp_stat_rows__json(f, sp_stat_go, s, true);
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, sp_go_fail__name(i), s->go.fail[i]);
 	fprintf(f, "},\n");
@@ -461,32 +420,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 			c->ustack_walked, c->ustack_root, c->ustack_frames, c->ustack_frames_fp);
 		for (int i = 0; i < SP_UNW_END__MAX; i++)
 			fprintf(f, ", \"end_%s\": %" PRIu64, unw_end_names[i], c->ustack_end[i]);
-		fprintf(f, ", \"budget_bytes\": %" PRIu64 ", \"bytes_in_use\": %" PRIu64
-			", \"table_bytes\": %" PRIu64 ", \"range_bytes\": %" PRIu64
-			", \"fixed_bytes\": %" PRIu64 ", \"files\": %" PRIu64 ", \"tables\": %" PRIu64
-			", \"procs\": %" PRIu64 ", \"built\": %" PRIu64 ", \"rebuilt\": %" PRIu64
-			", \"no_cfi\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"failed_malformed\": %" PRIu64
-			", \"failed_unreadable\": %" PRIu64 ", \"failed_too_slow\": %" PRIu64
-			", \"failed_stalled\": %" PRIu64 ", \"stalled_skipped\": %" PRIu64
-			", \"too_large\": %" PRIu64 ", \"evicted\": %" PRIu64 ", \"files_full\": %" PRIu64
-			", \"queue_full\": %" PRIu64 ", \"procs_full\": %" PRIu64
-			", \"ranges_no_space\": %" PRIu64 ", \"ranges_truncated\": %" PRIu64
-			", \"rereads\": %" PRIu64 ", \"paused_builds\": %" PRIu64
-			", \"build_cpu_ns\": %" PRIu64 ", \"build_throttle_ns\": %" PRIu64
-			", \"cfi_rows\": %" PRIu64 ", \"eh_frame_bytes\": %" PRIu64
-			", \"lazy\": %s, \"deferred\": %" PRIu64 ", \"sample_queued\": %" PRIu64
-			", \"unsampled\": %" PRIu64 ", \"builder_pushes\": %" PRIu64
-			", \"builder_wakeups\": %" PRIu64
-			", \"vdso_table\": %s},\n", u->budget_bytes, u->bytes_in_use, u->table_bytes,
-			u->range_bytes, u->fixed_bytes, u->files, u->tables, u->procs, u->built,
-			u->rebuilt, u->no_cfi, u->failed, u->failed_malformed, u->failed_unreadable,
-			u->failed_too_slow, u->failed_stalled, u->stalled_skipped, u->too_large,
-			u->evicted,
-			u->files_full, u->queue_full,
-			u->procs_full, u->ranges_no_space, u->ranges_truncated, u->rereads,
-			u->paused_builds, u->build_cpu_ns, u->build_throttle_ns, u->cfi_rows,
-			u->eh_frame_bytes, u->lazy ? "true" : "false", u->deferred, u->sample_queued,
-			u->unsampled, u->builder_pushes, u->builder_wakeups,
+		sp_stat_rows__json(f, sp_stat_unwind, s, false);
+		fprintf(f, ", \"lazy\": %s, \"vdso_table\": %s},\n", u->lazy ? "true" : "false",
 			u->vdso_table ? "true" : "false");
 	}
 	{

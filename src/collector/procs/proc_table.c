@@ -105,6 +105,11 @@
 #define PROC_EAGER_EARN 4
 #define PROC_EAGER_MAX 64
 
+struct proc_eager {
+	char comm[16];		/* a learned name; "" while the slot is free */
+	uint32_t credit;
+};
+
 struct proc_map {
 	uint64_t start;
 	uint64_t end;
@@ -181,7 +186,7 @@ struct sp_proc_table {
 	size_t str_bytes, str_cap;
 
 	/* lazy_exec: names read at exec (see PROC_EAGER_CREDIT) */
-	struct { char comm[16]; uint32_t credit; } eager[PROC_EAGER_SLOTS];
+	struct proc_eager eager[PROC_EAGER_SLOTS];
 
 	struct sp_buildid_cache *bcache;
 	struct sp_buildid_read *bread;	/* file reads off this thread */
@@ -769,50 +774,60 @@ static uint32_t proc_eager_slot(const char *comm)
 	return (uint32_t)XXH3_64bits(comm, strnlen(comm, 16)) & (PROC_EAGER_SLOTS - 1);
 }
 
+/* The learned entry of comm (its slot holds that very name), or NULL: an
+ * empty name is never learned. */
+static struct proc_eager *proc_eager_find(struct sp_proc_table *t, const char *comm)
+{
+	struct proc_eager *e = &t->eager[proc_eager_slot(comm)];
+
+	return comm[0] && !strncmp(e->comm, comm, 16) ? e : NULL;
+}
+
 /* p's deferred read came too late (gone at its first sample): its name's
  * next execs are read at once, the process being likely as short. */
 static void proc_eager_learn(struct sp_proc_table *t, struct proc_slot *p)
 {
-	uint32_t i = proc_eager_slot(p->info.comm);
+	struct proc_eager *e;
 
 	if (!p->info.comm[0])
 		return;
-	if (strncmp(t->eager[i].comm, p->info.comm, 16) || !t->eager[i].credit)
+	e = proc_eager_find(t, p->info.comm);
+	if (!e || !e->credit)
 		t->stats.exec_names_learned++;
-	memcpy(t->eager[i].comm, p->info.comm, 16);
-	t->eager[i].credit = PROC_EAGER_CREDIT;
+	if (!e)	/* the slot goes to this name */
+		e = &t->eager[proc_eager_slot(p->info.comm)];
+	memcpy(e->comm, p->info.comm, 16);
+	e->credit = PROC_EAGER_CREDIT;
 }
 
 /* Whether an exec of comm is read at once (a name learned, credit left). */
-static bool proc_eager_wanted(const struct sp_proc_table *t, const char *comm)
+static bool proc_eager_wanted(struct sp_proc_table *t, const char *comm)
 {
-	uint32_t i = proc_eager_slot(comm);
+	const struct proc_eager *e = proc_eager_find(t, comm);
 
-	return comm[0] && t->eager[i].credit && !strncmp(t->eager[i].comm, comm, 16);
+	return e && e->credit;
 }
 
 /* An exec read at once because of its name exited: unsampled, one credit
  * less (a name that stops being sampled goes back to lazy reads). */
 static void proc_eager_exited(struct sp_proc_table *t, struct proc_slot *p)
 {
-	uint32_t i = proc_eager_slot(p->info.comm);
+	struct proc_eager *e = proc_eager_find(t, p->info.comm);
 
-	if (p->exec_learned && !p->sampled && t->eager[i].credit &&
-	    !strncmp(t->eager[i].comm, p->info.comm, 16))
-		t->eager[i].credit--;
+	if (p->exec_learned && !p->sampled && e && e->credit)
+		e->credit--;
 	p->exec_learned = false;
 }
 
 /* An exec read at once because of its name was sampled: the read paid. */
 static void proc_eager_earned(struct sp_proc_table *t, struct proc_slot *p)
 {
-	uint32_t i = proc_eager_slot(p->info.comm);
+	struct proc_eager *e = proc_eager_find(t, p->info.comm);
 
-	if (strncmp(t->eager[i].comm, p->info.comm, 16))
-		return;
-	t->eager[i].credit = t->eager[i].credit + PROC_EAGER_EARN > PROC_EAGER_MAX
-				     ? PROC_EAGER_MAX
-				     : t->eager[i].credit + PROC_EAGER_EARN;
+	if (e)
+		e->credit = e->credit + PROC_EAGER_EARN > PROC_EAGER_MAX
+				    ? PROC_EAGER_MAX
+				    : e->credit + PROC_EAGER_EARN;
 }
 
 /* Reads PID/maps into p.  0, or -ENOENT (gone) / other negative errno
@@ -1113,10 +1128,6 @@ uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
 		if (!p)
 			return 0;
 		proc_refresh_all(t, p, now_ns);
-		fresh = true;
-	} else if (p->exec_pending) {
-		/* A caller that did not call __sampled first. */
-		sp_proc_table__sampled(t, pid, now_ns);
 		fresh = true;
 	} else if (p->exited) {
 		/* First sample after on_exit: pid reuse or a late sample. */

@@ -212,7 +212,10 @@ struct sp_proc_table *sp_proc_table__new(const struct sp_proc_table_config *cfg)
 void sp_proc_table__free(struct sp_proc_table *t);
 
 /* Mapping id for a user address of pid, or 0 if unknown (counted).  May
- * read /proc/PID/maps as described above.  now_ns is CLOCK_MONOTONIC. */
+ * read /proc/PID/maps as described above.  now_ns is CLOCK_MONOTONIC.
+ * With lazy_exec the sample's __sampled comes first (the consumer's
+ * sp_consumer__prepare, its one call site); __resolve does not do a read
+ * still pending. */
 uint32_t sp_proc_table__resolve(struct sp_proc_table *t, uint32_t pid,
 				uint64_t addr, uint64_t now_ns);
 

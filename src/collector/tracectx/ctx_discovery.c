@@ -436,8 +436,11 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 		return;		/* already examined (e.g. by the start-up scan) */
 	if (why == SP_PROC_PUBLISH && !publish_due(d, pid))
 		return;
+	/* A new image: what was known of the old one goes first, its TLS
+	 * descriptor out of BPF included, whether or not the new image
+	 * publishes (else it would be read at the old image's offsets). */
 	if (why == SP_PROC_EXEC && sl)
-		slot_drop_go(d, sl);	/* a new image: examined again below */
+		slot_reset(d, sl);
 	if (why != SP_PROC_PUBLISH && d->procs) {
 		/* The process table has just read this process's maps: no
 		 * OTEL_CTX there means nothing published yet (a later publish
@@ -451,8 +454,6 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 			return;
 		}
 	}
-	if (why == SP_PROC_EXEC && sl)
-		slot_reset(d, sl);
 	if (why != SP_PROC_PUBLISH)
 		go_examine(d, pid);
 	examine(d, pid);

@@ -18,49 +18,49 @@
 #include "symbolizer/cli/cli.h"
 
 static const struct sp_cli_opt opts_always[] = {
-	{ "quiet", no_argument, 'q', NULL, "no statistics on stderr" },
-	{ "help", no_argument, 'h', NULL, "this help" },
-	{ NULL, 0, 0, NULL, NULL },
+	SP_CLI_OPT("quiet", no_argument, 'q', NULL, "no statistics on stderr"),
+	SP_CLI_OPT("help", no_argument, 'h', NULL, "this help"),
+	SP_CLI_OPT_END,
 };
 
 static const struct sp_cli_opt opts_debuginfo[] = {
-	{ "debug-dir", required_argument, SP_OPT_DEBUG_DIR, "DIR",
-	  "build-id directory (repeatable; default /usr/lib/debug)" },
-	{ "no-debuginfod", no_argument, SP_OPT_NO_DEBUGINFOD, NULL,
-	  "never ask debuginfod (DEBUGINFOD_URLS)" },
-	{ NULL, 0, 0, NULL, NULL },
+	SP_CLI_OPT("debug-dir", required_argument, SP_OPT_DEBUG_DIR, "DIR",
+	  "build-id directory (repeatable; default /usr/lib/debug)"),
+	SP_CLI_OPT("no-debuginfod", no_argument, SP_OPT_NO_DEBUGINFOD, NULL,
+	  "never ask debuginfod (DEBUGINFOD_URLS)"),
+	SP_CLI_OPT_END,
 };
 
 static const struct sp_cli_opt opts_cache[] = {
-	{ "cache-entries", required_argument, SP_OPT_CACHE, "N",
-	  "address cache size (default 65536)" },
-	{ NULL, 0, 0, NULL, NULL },
+	SP_CLI_OPT("cache-entries", required_argument, SP_OPT_CACHE, "N",
+	  "address cache size (default 65536)"),
+	SP_CLI_OPT_END,
 };
 
 static const struct sp_cli_opt opts_kallsyms[] = {
-	{ "kallsyms", required_argument, SP_OPT_KALLSYMS, "FILE",
-	  "kernel symbol snapshot (repeatable; matched by build id)" },
-	{ "kallsyms-dir", required_argument, SP_OPT_KALLSYMS_DIR, "DIR",
-	  "directory of BUILD_ID.kallsyms.gz files (repeatable)" },
-	{ "store", required_argument, SP_OPT_STORE, "DIR",
-	  "host-symbol store: kernel snapshots, vDSO, JIT perf maps (repeatable)" },
-	{ NULL, 0, 0, NULL, NULL },
+	SP_CLI_OPT("kallsyms", required_argument, SP_OPT_KALLSYMS, "FILE",
+	  "kernel symbol snapshot (repeatable; matched by build id)"),
+	SP_CLI_OPT("kallsyms-dir", required_argument, SP_OPT_KALLSYMS_DIR, "DIR",
+	  "directory of BUILD_ID.kallsyms.gz files (repeatable)"),
+	SP_CLI_OPT("store", required_argument, SP_OPT_STORE, "DIR",
+	  "host-symbol store: kernel snapshots, vDSO, JIT perf maps (repeatable)"),
+	SP_CLI_OPT_END,
 };
 
 static const struct sp_cli_opt opts_kallsyms_in[] = {
-	{ "no-kallsyms", no_argument, SP_OPT_NO_KALLSYMS, NULL,
-	  "do not load IN.kallsyms.gz (default: when present)" },
-	{ "no-syms-dir", no_argument, SP_OPT_NO_SYMS_DIR, NULL,
-	  "do not use the store IN.syms/ (default: when present)" },
-	{ NULL, 0, 0, NULL, NULL },
+	SP_CLI_OPT("no-kallsyms", no_argument, SP_OPT_NO_KALLSYMS, NULL,
+	  "do not load IN.kallsyms.gz (default: when present)"),
+	SP_CLI_OPT("no-syms-dir", no_argument, SP_OPT_NO_SYMS_DIR, NULL,
+	  "do not use the store IN.syms/ (default: when present)"),
+	SP_CLI_OPT_END,
 };
 
 static const struct sp_cli_opt opts_privs[] = {
-	{ "allow-root", no_argument, SP_OPT_ALLOW_ROOT, NULL,
-	  "keep root (default: drop to --user)" },
-	{ "user", required_argument, SP_OPT_USER, "NAME",
-	  "the user to drop to as root (default nobody)" },
-	{ NULL, 0, 0, NULL, NULL },
+	SP_CLI_OPT("allow-root", no_argument, SP_OPT_ALLOW_ROOT, NULL,
+	  "keep root (default: drop to --user)"),
+	SP_CLI_OPT("user", required_argument, SP_OPT_USER, "NAME",
+	  "the user to drop to as root (default nobody)"),
+	SP_CLI_OPT_END,
 };
 
 static const struct {
@@ -348,4 +348,57 @@ void sp_cli__usage(const struct sp_cmd *cmd, FILE *f)
 	for (size_t i = 0; i < n; i++)
 		for (const struct sp_cli_opt *o = lists[i]; o->name; o++)
 			usage_opt(o, f);
+}
+
+/* An own option by its table row: stored at its offset, or handed to the
+ * command's option(). */
+static int own_opt(struct sp_cli *p, int val, const char *arg, void *o)
+{
+	const struct sp_cli_opt *r = p->cmd->opts;
+	char name[64];
+
+	while (r->name && r->val != val)
+		r++;
+	switch (r->name ? r->kind : SP_CLI_OWN) {
+	case SP_CLI_FLAG:
+		*(bool *)((char *)o + r->off) = true;
+		return 0;
+	case SP_CLI_STR:
+		*(const char **)((char *)o + r->off) = arg;
+		return 0;
+	case SP_CLI_U32:
+		snprintf(name, sizeof(name), "--%s", r->name);
+		return sp_cli__u32(p, name, arg, r->min, r->max, (uint32_t *)((char *)o + r->off));
+	case SP_CLI_OWN:
+	default:
+		if (r->name && p->cmd->option)
+			return p->cmd->option(p, val, arg, o);
+		return sp_cli__bad(p, "option %d not handled", val);	/* a bug */
+	}
+}
+
+int sp_cli__main(const struct sp_cmd *cmd, const struct sp_cmd *const *all, int argc,
+		 char **argv)
+{
+	void *o = calloc(1, cmd->opts_size);
+	struct sp_cli p;
+	int c, r = 0;
+
+	if (!o) {
+		fprintf(stderr, SP_CLI_PROG " %s: out of memory\n", cmd->name);
+		return 1;
+	}
+	if (cmd->init)
+		cmd->init(o);
+	sp_cli__begin(&p, cmd, all);
+	while (!r && (c = sp_cli__next(&p, argc, argv, o)) != SP_CLI_END)
+		r = c == SP_CLI_HELP || c == SP_CLI_USAGE ? c : own_opt(&p, c, optarg, o);
+	if (!r)
+		r = cmd->check(&p, argc, argv, o);
+	if (!r)
+		r = cmd->run(o);
+	else
+		r = r == SP_CLI_HELP ? 0 : SP_CLI_EXIT_USAGE;
+	free(o);
+	return r;
 }

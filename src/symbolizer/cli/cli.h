@@ -4,11 +4,20 @@
  * main.c's command table), the option groups several commands share, and
  * a getopt_long loop that refuses what a command does not take.
  *
- * A command (cmd_<name>.c) lists its own options (struct sp_cli_opt:
- * getopt's fields plus the help line) and the groups it takes (SP_OPTG_*;
- * -q/--quiet and -h/--help are in every command).  Its parser calls
- * sp_cli__next until SP_CLI_END and handles its own options' values; the
- * group options land in the struct sp_common_opts it passes.
+ * A command (cmd_<name>.c) is one struct sp_cmd: its options struct (its
+ * struct sp_common_opts first), its own options in one table (struct
+ * sp_cli_opt: getopt's fields, the help line, and where the value goes),
+ * the groups it takes (SP_OPTG_*; -q/--quiet and -h/--help are in every
+ * command), a check of the operands and of the whole, and run.
+ * sp_cli__main parses argv into a zeroed options struct: a table row of
+ * kind SP_CLI_FLAG, _STR or _U32 stores its value at its offset by
+ * itself; a row of kind SP_CLI_OWN goes to the command's option(); the
+ * group options land in the struct sp_common_opts.  Then check(), then
+ * run() (its return is the exit status); --help exits 0 and a usage error
+ * 2, before run.
+ *
+ * The loop under it, for a parser of its own: sp_cli__begin, then
+ * sp_cli__next until SP_CLI_END.
  *
  * sp_cli__next returns:
  *   - one of the command's own options' val (its argument in optarg);
@@ -58,6 +67,9 @@ enum {
 	SP_OPTG_KALLSYMS_IN = 1u << 3,	/* --no-kallsyms (IN.kallsyms.gz),
 					 * --no-syms-dir (IN.syms/) */
 	SP_OPTG_PRIVS = 1u << 4,	/* --allow-root, --user */
+	/* the groups of a command that symbolizes a profile file (file, report) */
+	SP_OPTG_PROFILE_IN = SP_OPTG_DEBUGINFO | SP_OPTG_CACHE | SP_OPTG_KALLSYMS |
+			     SP_OPTG_KALLSYMS_IN | SP_OPTG_PRIVS,
 };
 
 /* vals of the group options; a command's own long-only options start at
@@ -69,13 +81,41 @@ enum {
 	SP_OPT_CMD = 512,
 };
 
+/* Where an own option's value goes. */
+enum sp_cli_kind {
+	SP_CLI_OWN = 0,		/* the command's option() handles it */
+	SP_CLI_FLAG,		/* bool at off := true */
+	SP_CLI_STR,		/* const char * at off := the value */
+	SP_CLI_U32,		/* uint32_t at off := a whole number in [min, max] */
+};
+
 struct sp_cli_opt {
 	const char *name;	/* long name; NULL ends a list */
 	int has_arg;		/* no_argument or required_argument */
 	int val;		/* a short option's letter, or SP_OPT_* */
 	const char *arg;	/* the value's placeholder in help, or NULL */
 	const char *help;	/* one line */
+	enum sp_cli_kind kind;
+	size_t off;		/* in the command's options struct */
+	uint32_t min, max;	/* SP_CLI_U32 */
 };
+
+/* A row the command's option() handles (or a group's), and the end. */
+#define SP_CLI_OPT(name, has_arg, val, arg, help) \
+	{ name, has_arg, val, arg, help, SP_CLI_OWN, 0, 0, 0 }
+#define SP_CLI_OPT_END { NULL, 0, 0, NULL, NULL, SP_CLI_OWN, 0, 0, 0 }
+
+/* Table rows that store by themselves (T: the options struct; a compile
+ * error unless the field has the kind's type). */
+#define SP_CLI_FLAG_OPT(T, name, val, field, help) \
+	{ name, no_argument, val, NULL, help, SP_CLI_FLAG, \
+	  offsetof(T, field) + _Generic(((T *)0)->field, bool: 0), 0, 0 }
+#define SP_CLI_STR_OPT(T, name, val, arg, field, help) \
+	{ name, required_argument, val, arg, help, SP_CLI_STR, \
+	  offsetof(T, field) + _Generic(((T *)0)->field, const char *: 0), 0, 0 }
+#define SP_CLI_U32_OPT(T, name, val, arg, field, lo, hi, help) \
+	{ name, required_argument, val, arg, help, SP_CLI_U32, \
+	  offsetof(T, field) + _Generic(((T *)0)->field, uint32_t: 0), lo, hi }
 
 /* The group options' values, as one command received them. */
 struct sp_common_opts {
@@ -96,6 +136,8 @@ struct sp_common_opts {
 	bool quiet;
 };
 
+struct sp_cli;
+
 struct sp_cmd {
 	const char *name;
 	const char *operands;	/* "IN", "[ADDR...]", "" */
@@ -103,10 +145,22 @@ struct sp_cmd {
 	const char *about;	/* more lines for --help, or NULL */
 	const struct sp_cli_opt *opts;	/* own options, ended by { NULL } */
 	unsigned groups;	/* SP_OPTG_* */
-	/* argv[0] is the command's name; all: the command table (NULL
-	 * ended), for refusals that name the command an option belongs to */
-	int (*run)(int argc, char **argv, const struct sp_cmd *const *all);
+	size_t opts_size;	/* its options struct; struct sp_common_opts first */
+	void (*init)(void *o);	/* defaults other than zero, or NULL */
+	/* An SP_CLI_OWN option's value (NULL for a flag): 0, or SP_CLI_USAGE
+	 * from sp_cli__bad and the like.  NULL when the table has none. */
+	int (*option)(struct sp_cli *p, int val, const char *arg, void *o);
+	/* After the options: the operands argv[optind..argc) and the whole;
+	 * 0 or SP_CLI_USAGE. */
+	int (*check)(struct sp_cli *p, int argc, char **argv, void *o);
+	int (*run)(void *o);	/* the exit status */
 };
+
+/* The command's options from argv (argv[0]: its name), then its run.
+ * all: the command table (NULL ended), for refusals that name the command
+ * an option belongs to.  Returns the exit status. */
+int sp_cli__main(const struct sp_cmd *cmd, const struct sp_cmd *const *all, int argc,
+		 char **argv);
 
 struct sp_cli {
 	const struct sp_cmd *cmd;

@@ -11,6 +11,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,51 +33,28 @@ struct addr_opts {
 	int n_addrs;
 };
 
+#define A struct addr_opts
 static const struct sp_cli_opt addr_options[] = {
-	{ "exe", required_argument, 'e', "ELF", "the ELF file the addresses belong to" },
-	{ "offset", no_argument, OPT_OFFSET, NULL,
-	  "the addresses are file offsets, not virtual addresses" },
-	{ "text", no_argument, OPT_TEXT, NULL,
-	  "the addresses are offsets in the file's .text (a kernel module frame's "
-	  "location; a .ko's sections all sit at 0)" },
-	{ "section", required_argument, OPT_SECTION, "NAME",
-	  "the addresses are offsets in the executable section NAME (.text.unlikely, "
-	  ".init.text, ...: a [module-section:MODULE:NAME] frame's location)" },
-	{ NULL, 0, 0, NULL, NULL },
+	SP_CLI_STR_OPT(A, "exe", 'e', "ELF", elf, "the ELF file the addresses belong to"),
+	SP_CLI_FLAG_OPT(A, "offset", OPT_OFFSET, is_offset,
+			"the addresses are file offsets, not virtual addresses"),
+	SP_CLI_FLAG_OPT(A, "text", OPT_TEXT, is_text,
+			"the addresses are offsets in the file's .text (a kernel module frame's "
+			"location; a .ko's sections all sit at 0)"),
+	SP_CLI_STR_OPT(A, "section", OPT_SECTION, "NAME", section,
+		       "the addresses are offsets in the executable section NAME (.text.unlikely, "
+		       ".init.text, ...: a [module-section:MODULE:NAME] frame's location)"),
+	SP_CLI_OPT_END,
 };
 
-static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct addr_opts *o)
+static int check(struct sp_cli *p, int argc, char **argv, void *opts)
 {
-	struct sp_cli p;
-	int c;
+	struct addr_opts *o = opts;
 
-	memset(o, 0, sizeof(*o));
-	sp_cli__begin(&p, &sp_cmd_addr, all);
-	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
-		switch (c) {
-		case SP_CLI_HELP:
-		case SP_CLI_USAGE:
-			return c;
-		case 'e':
-			o->elf = optarg;
-			break;
-		case OPT_OFFSET:
-			o->is_offset = true;
-			break;
-		case OPT_TEXT:
-			o->is_text = true;
-			break;
-		case OPT_SECTION:
-			o->section = optarg;
-			break;
-		default:	/* in the table, not handled: a bug */
-			return sp_cli__bad(&p, "option %d not handled", c);
-		}
-	}
 	if (!o->elf)
-		return sp_cli__bad(&p, "needs -e ELF");
+		return sp_cli__bad(p, "needs -e ELF");
 	if (o->is_offset + o->is_text + !!o->section > 1)
-		return sp_cli__bad(&p, "--offset, --text and --section: give one");
+		return sp_cli__bad(p, "--offset, --text and --section: give one");
 	o->addrs = argv + optind;
 	o->n_addrs = argc - optind;
 	return 0;
@@ -302,19 +280,16 @@ static char *in_line(struct inbuf *in, struct outbuf *ob, bool pipe, int *err)
 	}
 }
 
-static int run(int argc, char **argv, const struct sp_cmd *const *all)
+static int run(void *opts)
 {
+	struct addr_opts o = *(struct addr_opts *)opts;
 	char id[SP_BUILDID_MAX_HEX + 1];
 	struct sp_sym_ctx x = { 0 };
 	struct outbuf *ob = NULL;
 	struct inbuf *in = NULL;
 	struct text_cache *tc = NULL;
-	struct addr_opts o;
 	int err;
 
-	err = parse(argc, argv, all, &o);
-	if (err)
-		return err == SP_CLI_HELP ? 0 : SP_CLI_EXIT_USAGE;
 	err = sp_privs__drop(&o.c);
 	if (err)
 		return 1;
@@ -375,5 +350,7 @@ const struct sp_cmd sp_cmd_addr = {
 	.about = "  Reads one address per line from stdin when no ADDR is given.\n",
 	.opts = addr_options,
 	.groups = SP_OPTG_DEBUGINFO | SP_OPTG_CACHE | SP_OPTG_PRIVS,
+	.opts_size = sizeof(struct addr_opts),
+	.check = check,
 	.run = run,
 };

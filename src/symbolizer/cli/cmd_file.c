@@ -7,6 +7,7 @@
  * timestamps dropped).  -o may be omitted when stdout is not a terminal.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,70 +27,53 @@ struct file_opts {
 	bool no_timestamps;
 };
 
+#define F struct file_opts
 static const struct sp_cli_opt file_options[] = {
-	{ "output", required_argument, 'o', "OUT", "where to write (default stdout)" },
-	{ "format", required_argument, OPT_FORMAT, "pprof|otlp",
-	  "output format (default: the input's)" },
-	{ "no-symbolize", no_argument, OPT_NO_SYMBOLIZE, NULL, "convert only" },
-	{ "no-timestamps", no_argument, OPT_NO_TIMESTAMPS, NULL,
-	  "drop per-event timestamps (OTLP: one value per stack, thread, span)" },
-	{ NULL, 0, 0, NULL, NULL },
+	SP_CLI_STR_OPT(F, "output", 'o', "OUT", out, "where to write (default stdout)"),
+	SP_CLI_OPT("format", required_argument, OPT_FORMAT, "pprof|otlp",
+	  "output format (default: the input's)"),
+	SP_CLI_FLAG_OPT(F, "no-symbolize", OPT_NO_SYMBOLIZE, no_symbolize, "convert only"),
+	SP_CLI_FLAG_OPT(F, "no-timestamps", OPT_NO_TIMESTAMPS, no_timestamps,
+			"drop per-event timestamps (OTLP: one value per stack, thread, span)"),
+	SP_CLI_OPT_END,
 };
 
-static int parse(int argc, char **argv, const struct sp_cmd *const *all, struct file_opts *o)
+static int option(struct sp_cli *p, int c, const char *arg, void *opts)
 {
-	struct sp_cli p;
-	int c, r, pick;
+	struct file_opts *o = opts;
+	int r, pick;
 
-	memset(o, 0, sizeof(*o));
-	sp_cli__begin(&p, &sp_cmd_file, all);
-	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
-		switch (c) {
-		case SP_CLI_HELP:
-		case SP_CLI_USAGE:
-			return c;
-		case 'o':
-			o->out = optarg;
-			break;
-		case OPT_FORMAT:
-			r = sp_cli__pick(&p, "--format", optarg, "pprof", "otlp", &pick);
-			if (r)
-				return r;
-			o->format = pick ? SP_FMT_OTLP : SP_FMT_PPROF;
-			break;
-		case OPT_NO_SYMBOLIZE:
-			o->no_symbolize = true;
-			break;
-		case OPT_NO_TIMESTAMPS:
-			o->no_timestamps = true;
-			break;
-		default:	/* in the table, not handled: a bug */
-			return sp_cli__bad(&p, "option %d not handled", c);
-		}
-	}
-	r = sp_cli__operand(&p, argc, argv, &o->in);
+	(void)c;	/* --format, the one option not stored by its row */
+	r = sp_cli__pick(p, "--format", arg, "pprof", "otlp", &pick);
+	if (!r)
+		o->format = pick ? SP_FMT_OTLP : SP_FMT_PPROF;
+	return r;
+}
+
+static int check(struct sp_cli *p, int argc, char **argv, void *opts)
+{
+	struct file_opts *o = opts;
+	int r = sp_cli__operand(p, argc, argv, &o->in);
+
 	if (r)
 		return r;
 	if (!o->out && isatty(STDOUT_FILENO))
-		return sp_cli__bad(&p, "use -o OUT (stdout is a terminal)");
+		return sp_cli__bad(p, "use -o OUT (stdout is a terminal)");
 	return 0;
 }
 
-static int run(int argc, char **argv, const struct sp_cmd *const *all)
+static int run(void *opts)
 {
+	struct file_opts o = *(struct file_opts *)opts;
 	struct sp_symbolize_stats ss = { 0 };
 	struct sp_input in = { 0 };
 	struct sp_sym_ctx x = { 0 };
-	struct file_opts o;
 	uint8_t *enc = NULL, *gzb = NULL, *body;
 	size_t enc_len = 0, gz_len = 0, len;
 	enum sp_in_fmt out_fmt;
 	FILE *out = NULL;
 	int err;
 
-	err = parse(argc, argv, all, &o);
-	if (err)
-		return err == SP_CLI_HELP ? 0 : SP_CLI_EXIT_USAGE;
 	err = sp_input__read(&in, o.in);
 	if (err)
 		return 1;
@@ -124,13 +108,9 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	if (!o.c.quiet)
 		sp_sym_ctx__print_stats(&x, &ss);
 out:
-	if (sp_output__close(out) && !err)
-		err = -EIO;
 	free(gzb);
 	free(enc);
-	sp_input__free(&in);
-	sp_sym_ctx__close(&x);
-	return err ? 1 : 0;
+	return sp_sym_ctx__finish(&x, &in, out, err);
 }
 
 const struct sp_cmd sp_cmd_file = {
@@ -140,7 +120,9 @@ const struct sp_cmd sp_cmd_file = {
 	.about = "  Writes the same format and compression as IN unless --format says\n"
 		 "  otherwise; IN.kallsyms.gz next to IN resolves kernel frames.\n",
 	.opts = file_options,
-	.groups = SP_OPTG_DEBUGINFO | SP_OPTG_CACHE | SP_OPTG_KALLSYMS |
-		  SP_OPTG_KALLSYMS_IN | SP_OPTG_PRIVS,
+	.groups = SP_OPTG_PROFILE_IN,
+	.opts_size = sizeof(struct file_opts),
+	.option = option,
+	.check = check,
 	.run = run,
 };

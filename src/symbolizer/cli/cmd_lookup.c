@@ -5,6 +5,7 @@
  * dir, path, debuginfod) or "ID not-found REASON", one line each; exits 3
  * when any was not found.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,47 +23,28 @@ struct lookup_opts {
 };
 
 static const struct sp_cli_opt lookup_options[] = {
-	{ "hint", required_argument, OPT_HINT, "PATH",
-	  "the mapped file, used when its build id matches" },
-	{ NULL, 0, 0, NULL, NULL },
+	SP_CLI_STR_OPT(struct lookup_opts, "hint", OPT_HINT, "PATH", hint,
+		       "the mapped file, used when its build id matches"),
+	SP_CLI_OPT_END,
 };
 
-static int parse(int argc, char **argv, const struct sp_cmd *const *all,
-		 struct lookup_opts *o)
+static int check(struct sp_cli *p, int argc, char **argv, void *opts)
 {
-	struct sp_cli p;
-	int c;
+	struct lookup_opts *o = opts;
 
-	memset(o, 0, sizeof(*o));
-	sp_cli__begin(&p, &sp_cmd_lookup, all);
-	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
-		switch (c) {
-		case SP_CLI_HELP:
-		case SP_CLI_USAGE:
-			return c;
-		case OPT_HINT:
-			o->hint = optarg;
-			break;
-		default:	/* in the table, not handled: a bug */
-			return sp_cli__bad(&p, "option %d not handled", c);
-		}
-	}
 	if (optind == argc)
-		return sp_cli__bad(&p, "needs at least one BUILD_ID");
+		return sp_cli__bad(p, "needs at least one BUILD_ID");
 	o->ids = argv + optind;
 	o->n_ids = argc - optind;
 	return 0;
 }
 
-static int run(int argc, char **argv, const struct sp_cmd *const *all)
+static int run(void *opts)
 {
+	struct lookup_opts o = *(struct lookup_opts *)opts;
 	struct sp_sym_ctx x = { 0 };
-	struct lookup_opts o;
 	int err, found = 0;
 
-	err = parse(argc, argv, all, &o);
-	if (err)
-		return err == SP_CLI_HELP ? 0 : SP_CLI_EXIT_USAGE;
 	err = sp_privs__drop(&o.c);
 	if (err)
 		return 1;
@@ -99,5 +81,7 @@ const struct sp_cmd sp_cmd_lookup = {
 	.about = "  Exits 3 when a build id was not found.\n",
 	.opts = lookup_options,
 	.groups = SP_OPTG_DEBUGINFO | SP_OPTG_PRIVS,
+	.opts_size = sizeof(struct lookup_opts),
+	.check = check,
 	.run = run,
 };

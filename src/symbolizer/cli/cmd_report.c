@@ -7,6 +7,7 @@
  * present).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "symbolizer/cli/cmds.h"
@@ -30,95 +31,74 @@ struct report_opts {
 	struct sp_report_opts ropts;
 };
 
+#define R struct report_opts
 static const struct sp_cli_opt report_options[] = {
-	{ "top", required_argument, OPT_TOP, "N", "the N heaviest functions (default 20)" },
-	{ "collapsed", no_argument, OPT_COLLAPSED, NULL,
-	  "folded stacks: root;...;leaf value" },
-	{ "flamegraph", required_argument, OPT_FLAMEGRAPH, "OUT.html",
-	  "write a self-contained flame graph page" },
-	{ "by-span", no_argument, OPT_BY_SPAN, NULL,
-	  "per (trace id, span id): on-CPU, off-CPU by reason" },
-	{ "trace-id", required_argument, OPT_TRACE, "HEX", "only samples of this trace" },
-	{ "span-id", required_argument, OPT_SPAN, "HEX", "only samples of this span" },
-	{ "kind", required_argument, OPT_KIND, "oncpu|offcpu", "which weight to report" },
-	{ "title", required_argument, OPT_TITLE, "TEXT", "the flame graph's title" },
-	{ "group-by", required_argument, OPT_GROUP_BY, "process|thread|none",
+	SP_CLI_OPT("top", required_argument, OPT_TOP, "N", "the N heaviest functions (default 20)"),
+	SP_CLI_FLAG_OPT(R, "collapsed", OPT_COLLAPSED, collapsed,
+			"folded stacks: root;...;leaf value"),
+	SP_CLI_STR_OPT(R, "flamegraph", OPT_FLAMEGRAPH, "OUT.html", flamegraph,
+		       "write a self-contained flame graph page"),
+	SP_CLI_FLAG_OPT(R, "by-span", OPT_BY_SPAN, by_span,
+			"per (trace id, span id): on-CPU, off-CPU by reason"),
+	SP_CLI_OPT("trace-id", required_argument, OPT_TRACE, "HEX", "only samples of this trace"),
+	SP_CLI_OPT("span-id", required_argument, OPT_SPAN, "HEX", "only samples of this span"),
+	SP_CLI_OPT("kind", required_argument, OPT_KIND, "oncpu|offcpu", "which weight to report"),
+	SP_CLI_STR_OPT(R, "title", OPT_TITLE, "TEXT", title, "the flame graph's title"),
+	SP_CLI_OPT("group-by", required_argument, OPT_GROUP_BY, "process|thread|none",
 	  "root frames of folded stacks and the flame graph (default: process when the "
-	  "profile has more than one)" },
-	{ "output", required_argument, 'o', "OUT.txt", "where to print (default stdout)" },
-	{ NULL, 0, 0, NULL, NULL },
+	  "profile has more than one)"),
+	SP_CLI_STR_OPT(R, "output", 'o', "OUT.txt", out, "where to print (default stdout)"),
+	SP_CLI_OPT_END,
 };
 
-static int parse(int argc, char **argv, const struct sp_cmd *const *all,
-		 struct report_opts *o)
+static void init(void *opts)
 {
-	struct sp_cli p;
-	int c, r, pick;
+	((struct report_opts *)opts)->kind = -1;
+}
 
-	memset(o, 0, sizeof(*o));
-	o->kind = -1;
-	sp_cli__begin(&p, &sp_cmd_report, all);
-	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
-		switch (c) {
-		case SP_CLI_HELP:
-		case SP_CLI_USAGE:
-			return c;
-		case 'o':
-			o->out = optarg;
-			break;
-		case OPT_TOP:
-			r = sp_cli__u32(&p, "--top", optarg, 1, UINT32_MAX, &o->top);
-			if (r)
-				return r;
-			o->top_set = true;
-			break;
-		case OPT_COLLAPSED:
-			o->collapsed = true;
-			break;
-		case OPT_FLAMEGRAPH:
-			o->flamegraph = optarg;
-			break;
-		case OPT_BY_SPAN:
-			o->by_span = true;
-			break;
-		case OPT_TRACE:
-			if (sp_report__parse_hex(optarg, o->ropts.trace_id, 16))
-				return sp_cli__bad(&p, "--trace-id %s: want 32 hex digits", optarg);
-			o->ropts.filter_trace = true;
-			break;
-		case OPT_SPAN:
-			if (sp_report__parse_hex(optarg, o->ropts.span_id, 8))
-				return sp_cli__bad(&p, "--span-id %s: want 16 hex digits", optarg);
-			o->ropts.filter_span = true;
-			break;
-		case OPT_KIND:
-			r = sp_cli__pick(&p, "--kind", optarg, "oncpu", "offcpu", &pick);
-			if (r)
-				return r;
+/* The options not stored by their rows. */
+static int option(struct sp_cli *p, int c, const char *arg, void *opts)
+{
+	struct report_opts *o = opts;
+	int r, pick;
+
+	switch (c) {
+	case OPT_TOP:
+		o->top_set = true;
+		return sp_cli__u32(p, "--top", arg, 1, UINT32_MAX, &o->top);
+	case OPT_TRACE:
+		if (sp_report__parse_hex(arg, o->ropts.trace_id, 16))
+			return sp_cli__bad(p, "--trace-id %s: want 32 hex digits", arg);
+		o->ropts.filter_trace = true;
+		return 0;
+	case OPT_SPAN:
+		if (sp_report__parse_hex(arg, o->ropts.span_id, 8))
+			return sp_cli__bad(p, "--span-id %s: want 16 hex digits", arg);
+		o->ropts.filter_span = true;
+		return 0;
+	case OPT_KIND:
+		r = sp_cli__pick(p, "--kind", arg, "oncpu", "offcpu", &pick);
+		if (!r)
 			o->kind = pick ? SP_KIND_OFFCPU : SP_KIND_ONCPU;
-			break;
-		case OPT_TITLE:
-			o->title = optarg;
-			break;
-		case OPT_GROUP_BY:
-			if (!strcmp(optarg, "process"))
-				o->ropts.group = SP_GROUP_PROCESS;
-			else if (!strcmp(optarg, "thread"))
-				o->ropts.group = SP_GROUP_THREAD;
-			else if (!strcmp(optarg, "none"))
-				o->ropts.group = SP_GROUP_NONE;
-			else
-				return sp_cli__bad(&p, "--group-by %s: want process, thread or none",
-						   optarg);
-			break;
-		default:	/* in the table, not handled: a bug */
-			return sp_cli__bad(&p, "option %d not handled", c);
-		}
-	}
-	r = sp_cli__operand(&p, argc, argv, &o->in);
-	if (r)
 		return r;
-	return 0;
+	case OPT_GROUP_BY:
+		if (!strcmp(arg, "process"))
+			o->ropts.group = SP_GROUP_PROCESS;
+		else if (!strcmp(arg, "thread"))
+			o->ropts.group = SP_GROUP_THREAD;
+		else if (!strcmp(arg, "none"))
+			o->ropts.group = SP_GROUP_NONE;
+		else
+			return sp_cli__bad(p, "--group-by %s: want process, thread or none", arg);
+		return 0;
+	default:	/* in the table, not handled: a bug */
+		return sp_cli__bad(p, "option %d not handled", c);
+	}
+}
+
+static int check(struct sp_cli *p, int argc, char **argv, void *opts)
+{
+	return sp_cli__operand(p, argc, argv, &((struct report_opts *)opts)->in);
 }
 
 /* The reports asked for, in a fixed order: top, folded, per span, page. */
@@ -176,19 +156,16 @@ static int print_reports(const struct report_opts *o, const struct sp_profile *p
 	return err;
 }
 
-static int run(int argc, char **argv, const struct sp_cmd *const *all)
+static int run(void *opts)
 {
+	struct report_opts o = *(struct report_opts *)opts;
 	struct sp_symbolize_stats ss;
 	struct sp_report *rep = NULL;
 	struct sp_input in = { 0 };
 	struct sp_sym_ctx x = { 0 };
-	struct report_opts o;
 	FILE *out = NULL, *fgf = NULL;
 	int err;
 
-	err = parse(argc, argv, all, &o);
-	if (err)
-		return err == SP_CLI_HELP ? 0 : SP_CLI_EXIT_USAGE;
 	err = sp_input__read(&in, o.in);
 	if (err)
 		return 1;
@@ -214,14 +191,10 @@ static int run(int argc, char **argv, const struct sp_cmd *const *all)
 	if (!err && !o.c.quiet)
 		sp_sym_ctx__print_stats(&x, &ss);
 out:
-	if (sp_output__close(out) && !err)
-		err = -EIO;
 	if (sp_output__close(fgf) && !err)
 		err = -EIO;
 	sp_report__free(rep);
-	sp_input__free(&in);
-	sp_sym_ctx__close(&x);
-	return err ? 1 : 0;
+	return sp_sym_ctx__finish(&x, &in, out, err);
 }
 
 const struct sp_cmd sp_cmd_report = {
@@ -231,7 +204,10 @@ const struct sp_cmd sp_cmd_report = {
 	.about = "  Folded stacks weigh samples (on-CPU) or microseconds (off-CPU);\n"
 		 "  --by-span shows per-span on-CPU time and off-CPU waits by reason.\n",
 	.opts = report_options,
-	.groups = SP_OPTG_DEBUGINFO | SP_OPTG_CACHE | SP_OPTG_KALLSYMS |
-		  SP_OPTG_KALLSYMS_IN | SP_OPTG_PRIVS,
+	.groups = SP_OPTG_PROFILE_IN,
+	.opts_size = sizeof(struct report_opts),
+	.init = init,
+	.option = option,
+	.check = check,
 	.run = run,
 };

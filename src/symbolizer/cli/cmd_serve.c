@@ -49,64 +49,67 @@ struct serve_opts {
 	double shutdown_s;
 	int compression;		/* -1 unset, 0 none, 1 gzip */
 	bool fwd_timeout_set, fwd_attempts_set;
+	bool forward_opts;		/* a --forward-* option was given */
 	struct sp_export_config fwd;	/* fwd.profiles_url: --forward */
 };
 
+#define S struct serve_opts
 static const struct sp_cli_opt serve_options[] = {
-	{ "listen", required_argument, OPT_LISTEN, "HOST:PORT",
-	  "where to listen (default 127.0.0.1:4318)" },
-	{ "admin-listen", required_argument, OPT_ADMIN, "HOST:PORT",
-	  "a second port for /healthz and /metrics only (probes, scrapers)" },
-	{ "memory-budget", required_argument, OPT_BUDGET, "MIB",
-	  "memory all requests may hold, 16..1048576 (default 512)" },
-	{ "max-connections", required_argument, OPT_MAX_CONNS, "N",
-	  "connections at once (a thread each), 4..4096 (default 256)" },
-	{ "max-connections-per-ip", required_argument, OPT_PER_IP, "N",
-	  "connections from one address, 1..4096 (default 32)" },
-	{ "header-timeout-ms", required_argument, OPT_HEADER_TIMEOUT, "MS",
-	  "a request's headers must arrive within, 100..600000 (default 10000)" },
-	{ "body-timeout-ms", required_argument, OPT_BODY_TIMEOUT, "MS",
-	  "its body then within, 100..3600000 (default 30000)" },
-	{ "output-dir", required_argument, OPT_OUTPUT_DIR, "DIR",
-	  "write each symbolized profile as DIR/profile-N.otlp.pb.gz" },
-	{ "forward", required_argument, OPT_FORWARD, "URL",
-	  "POST each symbolized profile to this OTLP/HTTP URL (used as is)" },
-	{ "forward-headers", required_argument, OPT_FWD_HEADERS, "K=V,..",
-	  "request headers (else OTEL_EXPORTER_OTLP_HEADERS)" },
-	{ "forward-compression", required_argument, OPT_FWD_COMPRESSION, "gzip|none",
-	  "request body encoding (default gzip)" },
-	{ "forward-timeout-ms", required_argument, OPT_FWD_TIMEOUT, "MS",
-	  "per attempt (default 4000; else OTEL_EXPORTER_OTLP_TIMEOUT)" },
-	{ "forward-ca", required_argument, OPT_FWD_CA, "FILE",
-	  "https: CA bundle (else OTEL_EXPORTER_OTLP_CERTIFICATE)" },
-	{ "forward-client-cert", required_argument, OPT_FWD_CERT, "FILE",
-	  "https: client certificate (mTLS)" },
-	{ "forward-client-key", required_argument, OPT_FWD_KEY, "FILE",
-	  "https: client key (mTLS)" },
-	{ "forward-down-hold-ms", required_argument, OPT_DOWN_HOLD, "MS",
+	SP_CLI_OPT("listen", required_argument, OPT_LISTEN, "HOST:PORT",
+	  "where to listen (default 127.0.0.1:4318)"),
+	SP_CLI_OPT("admin-listen", required_argument, OPT_ADMIN, "HOST:PORT",
+	  "a second port for /healthz and /metrics only (probes, scrapers)"),
+	SP_CLI_U32_OPT(S, "memory-budget", OPT_BUDGET, "MIB", budget_mib, 16, 1u << 20,
+		       "memory all requests may hold, 16..1048576 (default 512)"),
+	SP_CLI_U32_OPT(S, "max-connections", OPT_MAX_CONNS, "N", max_conns, 4, 4096,
+		       "connections at once (a thread each), 4..4096 (default 256)"),
+	SP_CLI_U32_OPT(S, "max-connections-per-ip", OPT_PER_IP, "N", per_ip, 1, 4096,
+		       "connections from one address, 1..4096 (default 32)"),
+	SP_CLI_U32_OPT(S, "header-timeout-ms", OPT_HEADER_TIMEOUT, "MS", header_ms, 100, 600000,
+		       "a request's headers must arrive within, 100..600000 (default 10000)"),
+	SP_CLI_U32_OPT(S, "body-timeout-ms", OPT_BODY_TIMEOUT, "MS", body_ms, 100, 3600000,
+		       "its body then within, 100..3600000 (default 30000)"),
+	SP_CLI_STR_OPT(S, "output-dir", OPT_OUTPUT_DIR, "DIR", output_dir,
+		       "write each symbolized profile as DIR/profile-N.otlp.pb.gz"),
+	SP_CLI_OPT("forward", required_argument, OPT_FORWARD, "URL",
+	  "POST each symbolized profile to this OTLP/HTTP URL (used as is)"),
+	SP_CLI_OPT("forward-headers", required_argument, OPT_FWD_HEADERS, "K=V,..",
+	  "request headers (else OTEL_EXPORTER_OTLP_HEADERS)"),
+	SP_CLI_OPT("forward-compression", required_argument, OPT_FWD_COMPRESSION, "gzip|none",
+	  "request body encoding (default gzip)"),
+	SP_CLI_OPT("forward-timeout-ms", required_argument, OPT_FWD_TIMEOUT, "MS",
+	  "per attempt (default 4000; else OTEL_EXPORTER_OTLP_TIMEOUT)"),
+	SP_CLI_OPT("forward-ca", required_argument, OPT_FWD_CA, "FILE",
+	  "https: CA bundle (else OTEL_EXPORTER_OTLP_CERTIFICATE)"),
+	SP_CLI_OPT("forward-client-cert", required_argument, OPT_FWD_CERT, "FILE",
+	  "https: client certificate (mTLS)"),
+	SP_CLI_OPT("forward-client-key", required_argument, OPT_FWD_KEY, "FILE",
+	  "https: client key (mTLS)"),
+	SP_CLI_OPT("forward-down-hold-ms", required_argument, OPT_DOWN_HOLD, "MS",
 	  "after a failed forward, refuse new profiles at once for MS (503),\n"
-	  "                            0..600000 (default 5000; 0: never)" },
-	{ "forward-attempts", required_argument, OPT_FWD_ATTEMPTS, "N",
+	  "                            0..600000 (default 5000; 0: never)"),
+	SP_CLI_OPT("forward-attempts", required_argument, OPT_FWD_ATTEMPTS, "N",
 	  "attempts per profile on 429/502/503/504 or no answer (default 2: the\n"
-	  "                            client waits for them; then 503, it resends)" },
-	{ "store-dir", required_argument, OPT_STORE_DIR, "DIR",
-	  "accept host-symbol uploads (kernel snapshots, vDSO, JIT maps) into DIR" },
-	{ "store-max-bytes", required_argument, OPT_STORE_MAX, "B",
-	  "the store's disk budget; oldest JIT maps go first (default 1 GiB)" },
-	{ "queue", required_argument, OPT_QUEUE, "N",
-	  "decoded profiles waiting for a worker (default 16)" },
-	{ "workers", required_argument, OPT_WORKERS, "N",
-	  "symbolizing workers, 1..64 (default 1)" },
-	{ "max-body", required_argument, OPT_MAX_BODY, "BYTES",
-	  "largest request body (default 16 MiB)" },
-	{ "shutdown-timeout", required_argument, OPT_SHUTDOWN, "SEC",
+	  "                            client waits for them; then 503, it resends)"),
+	SP_CLI_OPT("store-dir", required_argument, OPT_STORE_DIR, "DIR",
+	  "accept host-symbol uploads (kernel snapshots, vDSO, JIT maps) into DIR"),
+	SP_CLI_OPT("store-max-bytes", required_argument, OPT_STORE_MAX, "B",
+	  "the store's disk budget; oldest JIT maps go first (default 1 GiB)"),
+	SP_CLI_U32_OPT(S, "queue", OPT_QUEUE, "N", queue, 1, 1u << 20,
+		       "decoded profiles waiting for a worker (default 16)"),
+	SP_CLI_U32_OPT(S, "workers", OPT_WORKERS, "N", workers, 1, 64,
+		       "symbolizing workers, 1..64 (default 1)"),
+	SP_CLI_U32_OPT(S, "max-body", OPT_MAX_BODY, "BYTES", max_body, 1, UINT32_MAX,
+		       "largest request body (default 16 MiB)"),
+	SP_CLI_OPT("shutdown-timeout", required_argument, OPT_SHUTDOWN, "SEC",
 	  "on SIGTERM, finish work in hand for at most SEC, then abort (503)\n"
-	  "                            (0.1..600, default 10)" },
-	{ NULL, 0, 0, NULL, NULL },
+	  "                            (0.1..600, default 10)"),
+	SP_CLI_OPT_END,
 };
 
-static int parse_forward(struct sp_cli *p, struct serve_opts *o, int c)
+static int parse_forward(struct sp_cli *p, struct serve_opts *o, int c, const char *optarg)
 {
+	o->forward_opts |= c >= OPT_FWD_HEADERS && c <= OPT_FWD_ATTEMPTS;
 	switch (c) {
 	case OPT_FORWARD:
 		o->fwd.profiles_url = optarg;
@@ -143,13 +146,13 @@ static int parse_forward(struct sp_cli *p, struct serve_opts *o, int c)
 
 /* Fills what the options left unset from OTEL_EXPORTER_OTLP_*, then
  * checks the whole configuration by making (and dropping) one sender. */
-static int check_forward(struct sp_cli *p, struct serve_opts *o, bool forward_opts)
+static int check_forward(struct sp_cli *p, struct serve_opts *o)
 {
 	struct sp_sender *probe = NULL;
 	char err[320];
 
 	if (!o->fwd.profiles_url) {
-		if (forward_opts)
+		if (o->forward_opts)
 			return sp_cli__bad(p, "--forward-* options need --forward URL");
 		return 0;
 	}
@@ -170,121 +173,74 @@ static int check_forward(struct sp_cli *p, struct serve_opts *o, bool forward_op
 	return 0;
 }
 
-static int parse(int argc, char **argv, const struct sp_cmd *const *all,
-		 struct serve_opts *o)
+static void init(void *opts)
 {
-	bool forward_opts = false;
-	struct sp_cli p;
-	char *end;
-	int c, r;
+	struct serve_opts *o = opts;
 
-	memset(o, 0, sizeof(*o));
 	o->compression = -1;
 	sp_export_config__init(&o->fwd);
-	sp_cli__begin(&p, &sp_cmd_serve, all);
-	while ((c = sp_cli__next(&p, argc, argv, &o->c)) != SP_CLI_END) {
-		switch (c) {
-		case SP_CLI_HELP:
-		case SP_CLI_USAGE:
-			return c;
-		case OPT_LISTEN:
-		case OPT_ADMIN: {
-			struct sockaddr_storage ss;
-			socklen_t sl;
-			int pr = sp_serve__parse_listen(optarg, &ss, &sl);
+}
 
-			if (pr == -ERANGE)
-				return sp_cli__bad(&p, "%s %s: the port must be 0..65535",
-						   c == OPT_LISTEN ? "--listen" : "--admin-listen",
-						   optarg);
-			if (pr)
-				return sp_cli__bad(&p, "%s %s: want HOST:PORT or [V6]:PORT with a "
-						   "numeric address",
-						   c == OPT_LISTEN ? "--listen" : "--admin-listen",
-						   optarg);
-			*(c == OPT_LISTEN ? &o->listen : &o->admin_listen) = optarg;
-			break;
-		}
-		case OPT_BUDGET:
-			r = sp_cli__u32(&p, "--memory-budget", optarg, 16, 1u << 20, &o->budget_mib);
-			if (r)
-				return r;
-			break;
-		case OPT_MAX_CONNS:
-			r = sp_cli__u32(&p, "--max-connections", optarg, 4, 4096, &o->max_conns);
-			if (r)
-				return r;
-			break;
-		case OPT_PER_IP:
-			r = sp_cli__u32(&p, "--max-connections-per-ip", optarg, 1, 4096, &o->per_ip);
-			if (r)
-				return r;
-			break;
-		case OPT_HEADER_TIMEOUT:
-			r = sp_cli__u32(&p, "--header-timeout-ms", optarg, 100, 600000, &o->header_ms);
-			if (r)
-				return r;
-			break;
-		case OPT_DOWN_HOLD:
-			r = sp_cli__u32(&p, "--forward-down-hold-ms", optarg, 0, 600000,
-					&o->down_hold_ms);
-			if (r)
-				return r;
-			o->down_hold_set = true;
-			break;
-		case OPT_BODY_TIMEOUT:
-			r = sp_cli__u32(&p, "--body-timeout-ms", optarg, 100, 3600000, &o->body_ms);
-			if (r)
-				return r;
-			break;
-		case OPT_OUTPUT_DIR:
-			o->output_dir = optarg;
-			break;
-		case OPT_STORE_DIR:
-			if (o->store_dir || o->c.n_stores == SP_CLI_MAX_DIRS)
-				return sp_cli__bad(&p, "--store-dir is given once");
-			o->store_dir = optarg;
-			o->c.stores[o->c.n_stores++] = optarg;	/* read there too */
-			break;
-		case OPT_STORE_MAX:
-			if (sp_parse_uint(optarg, 10, UINT64_MAX, &o->store_max) ||
-			    o->store_max < (1u << 20))
-				return sp_cli__bad(&p, "--store-max-bytes %s: want bytes, at least "
-						   "1048576", optarg);
-			break;
-		case OPT_QUEUE:
-			r = sp_cli__u32(&p, "--queue", optarg, 1, 1u << 20, &o->queue);
-			if (r)
-				return r;
-			break;
-		case OPT_WORKERS:
-			r = sp_cli__u32(&p, "--workers", optarg, 1, 64, &o->workers);
-			if (r)
-				return r;
-			break;
-		case OPT_MAX_BODY:
-			r = sp_cli__u32(&p, "--max-body", optarg, 1, UINT32_MAX, &o->max_body);
-			if (r)
-				return r;
-			break;
-		case OPT_SHUTDOWN:
-			o->shutdown_s = strtod(optarg, &end);
-			if (end == optarg || *end || !(o->shutdown_s >= 0.1 && o->shutdown_s <= 600))
-				return sp_cli__bad(&p, "--shutdown-timeout %s: want seconds, 0.1..600",
-						   optarg);
-			break;
-		default:
-			forward_opts |= c >= OPT_FWD_HEADERS && c <= OPT_FWD_ATTEMPTS;
-			r = parse_forward(&p, o, c);
-			if (r)
-				return r;
-		}
+/* The options not stored by their rows. */
+static int option(struct sp_cli *p, int c, const char *optarg, void *opts)
+{
+	struct serve_opts *o = opts;
+	char *end;
+	int r;
+
+	switch (c) {
+	case OPT_LISTEN:
+	case OPT_ADMIN: {
+		struct sockaddr_storage ss;
+		socklen_t sl;
+		int pr = sp_serve__parse_listen(optarg, &ss, &sl);
+
+		if (pr == -ERANGE)
+			return sp_cli__bad(p, "%s %s: the port must be 0..65535",
+					   c == OPT_LISTEN ? "--listen" : "--admin-listen", optarg);
+		if (pr)
+			return sp_cli__bad(p, "%s %s: want HOST:PORT or [V6]:PORT with a numeric "
+					   "address", c == OPT_LISTEN ? "--listen" : "--admin-listen",
+					   optarg);
+		*(c == OPT_LISTEN ? &o->listen : &o->admin_listen) = optarg;
+		return 0;
 	}
+	case OPT_DOWN_HOLD:
+		r = sp_cli__u32(p, "--forward-down-hold-ms", optarg, 0, 600000, &o->down_hold_ms);
+		o->down_hold_set = !r;
+		return r;
+	case OPT_STORE_DIR:
+		if (o->store_dir || o->c.n_stores == SP_CLI_MAX_DIRS)
+			return sp_cli__bad(p, "--store-dir is given once");
+		o->store_dir = optarg;
+		o->c.stores[o->c.n_stores++] = optarg;	/* read there too */
+		return 0;
+	case OPT_STORE_MAX:
+		if (sp_parse_uint(optarg, 10, UINT64_MAX, &o->store_max) ||
+		    o->store_max < (1u << 20))
+			return sp_cli__bad(p, "--store-max-bytes %s: want bytes, at least 1048576",
+					   optarg);
+		return 0;
+	case OPT_SHUTDOWN:
+		o->shutdown_s = strtod(optarg, &end);
+		if (end == optarg || *end || !(o->shutdown_s >= 0.1 && o->shutdown_s <= 600))
+			return sp_cli__bad(p, "--shutdown-timeout %s: want seconds, 0.1..600",
+					   optarg);
+		return 0;
+	default:
+		return parse_forward(p, o, c, optarg);
+	}
+}
+
+static int check(struct sp_cli *p, int argc, char **argv, void *opts)
+{
+	struct serve_opts *o = opts;
+
 	if (optind != argc)
-		return sp_cli__bad(&p, "unexpected argument %s", argv[optind]);
+		return sp_cli__bad(p, "unexpected argument %s", argv[optind]);
 	if (!o->fwd.profiles_url && !o->output_dir)
-		return sp_cli__bad(&p, "needs --forward URL and/or --output-dir DIR");
-	return check_forward(&p, o, forward_opts);
+		return sp_cli__bad(p, "needs --forward URL and/or --output-dir DIR");
+	return check_forward(p, o);
 }
 
 static volatile bool stop_flag;
@@ -300,17 +256,14 @@ static int after_bind(void *arg)
 	return sp_privs__drop(arg);
 }
 
-static int run(int argc, char **argv, const struct sp_cmd *const *all)
+static int run(void *opts)
 {
+	struct serve_opts o = *(struct serve_opts *)opts;
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct sp_sym_ctx x = { 0 };
 	struct sp_serve_opts so;
-	struct serve_opts o;
 	int err;
 
-	err = parse(argc, argv, all, &o);
-	if (err)
-		return err == SP_CLI_HELP ? 0 : SP_CLI_EXIT_USAGE;
 	so = (struct sp_serve_opts){
 		.listen = o.listen ? o.listen : "127.0.0.1:4318",
 		.admin_listen = o.admin_listen,
@@ -363,5 +316,9 @@ const struct sp_cmd sp_cmd_serve = {
 		 "  rules; unset --forward-* values come from OTEL_EXPORTER_OTLP_* variables.\n",
 	.opts = serve_options,
 	.groups = SP_OPTG_DEBUGINFO | SP_OPTG_CACHE | SP_OPTG_KALLSYMS | SP_OPTG_PRIVS,
+	.opts_size = sizeof(struct serve_opts),
+	.init = init,
+	.option = option,
+	.check = check,
 	.run = run,
 };

@@ -136,6 +136,15 @@ int sp_sym_ctx__symbolize_input(struct sp_sym_ctx *x, const struct sp_common_opt
 	return sp_symbolize__run(&src, in->p, ss);
 }
 
+int sp_sym_ctx__finish(struct sp_sym_ctx *x, struct sp_input *in, FILE *out, int err)
+{
+	if (sp_output__close(out) && !err)
+		err = -EIO;
+	sp_input__free(in);
+	sp_sym_ctx__close(x);
+	return err ? 1 : 0;
+}
+
 void sp_sym_ctx__close(struct sp_sym_ctx *x)
 {
 	sp_resolver__free(x->res);

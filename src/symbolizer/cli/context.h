@@ -57,6 +57,10 @@ int sp_sym_ctx__symbolize_input(struct sp_sym_ctx *x, const struct sp_common_opt
 				bool symbolize, struct sp_input *in, const char *path,
 				struct sp_symbolize_stats *ss);
 void sp_sym_ctx__close(struct sp_sym_ctx *x);
+/* The end of a command that read in and wrote to out: closes out (a
+ * failure there is -EIO unless err already says), frees in, closes x;
+ * returns the exit status, 1 when err, else 0. */
+int sp_sym_ctx__finish(struct sp_sym_ctx *x, struct sp_input *in, FILE *out, int err);
 void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_stats *ss);
 
 #endif /* SPANPROF_SYMBOLIZER_CONTEXT_H */
