@@ -26,18 +26,6 @@ from spt import *
 require_root()
 FIX = os.path.join(BUILD, "fixtures")
 HZ = "199"
-# Windows, from what each run asserts (199 Hz: one sample is 5.03 ms of a
-# busy thread; this file runs alone, so the count is the clock's, ~199/s):
-# a chain check fails when more than 5% of a leaf's samples lose it.  At
-# the miss rates seen (2026-12-02, 1.5 s runs: qsort gcc 1.1% of 544
-# samples, clang 0.2%, C++ 1.1%, static 0.4%, dlopen 0%, vDSO 1.4%,
-# chain_fp 1.7%), a binomial count of misses above 5% has a chance of
-# about 1e-6 for qsort at 0.8 s (2 threads: ~290 samples, 3.2 misses
-# expected, 15 needed), 5e-5 for C++ at 1.0 s (~190, 2 expected, 10
-# needed), below 1e-6 for static and dlopen at 1.0 s; chain_fp, vDSO and
-# the signal case (176 ms where 100 ms are needed) keep 1.5 s: at 1.0 s
-# their chance would be ~8e-4 and ~4e-4.  The --unwind fp run asserts a
-# systematic loss (< 50% whole): 0.5 s.
 
 
 LAST = {}
@@ -93,7 +81,7 @@ def tables_ok(label, j, at_least):
 
 # qsort / bsearch, GCC and clang: main thread and worker thread
 for name in ("unw_qsort_gcc", "unw_qsort_clang"):
-    tr, j = run(name, ["0.8"])
+    tr, j = run(name, ["1.5"])
     main_chain = ["cmp_keys", "sort_batch", "run_round", "main"]
     thr_sort = ["cmp_keys", "sort_batch", "run_round", "worker_thread"]
     # glibc's bsearch is an inline function: no libc frame in between
@@ -104,7 +92,7 @@ for name in ("unw_qsort_gcc", "unw_qsort_clang"):
           "%s: summary: %.1f%% of stacks reached the thread root" % (name, 100.0 * j["unwind"]["root"] / j["unwind"]["walked"]))
 
 # C++: std::sort with a lambda; exceptions elsewhere (zPLR CIEs)
-tr, j = run("unw_sort_cpp", ["1.0"])
+tr, j = run("unw_sort_cpp", ["1.5"])
 n = ok = 0
 for w, fr in tr:
     if fr[0] != "sort_key":
@@ -125,7 +113,7 @@ tables_ok("unw_sort_cpp", j, 3)	# binary, libstdc++, libc (and libgcc_s, libm)
 chain = [["leaf_fn", "middle_fn", "outer_fn", "main"]]
 tr, j = run("unw_chain_fp", ["1.5"])
 expect("unw_chain_fp", tr, "leaf_fn", chain, [3])
-tr_fp, j_fp = run("unw_chain_fp", ["0.5"], ["--unwind", "fp"])
+tr_fp, j_fp = run("unw_chain_fp", ["1.0"], ["--unwind", "fp"])
 n, ok = share(tr_fp, "leaf_fn", chain, [3])
 check(n > 0 and ok < 0.5 * n, "--unwind fp loses middle_fn under the frameless GCC leaf (%.0f of %.0f ms whole)"
       % (ok, n))
@@ -133,12 +121,12 @@ check(j_fp["unwind"]["mode"] == "fp" and j_fp["bpf"]["unwind_fp_mode"] > 0 and j
       "--unwind fp: frame pointers only, no tables built")
 
 # static binary: libc's start-up code is in it (one table for all)
-tr, j = run("unw_static", ["1.0"])
+tr, j = run("unw_static", ["1.5"])
 expect("unw_static", tr, "leaf_fn", chain, [3])
 tables_ok("unw_static", j, 1)
 
 # a library without frame pointers, dlopen()ed after the ranges were read
-tr, j = run("unw_dlopen", [os.path.join(FIX, "libunw_dl.so"), "1.0"])
+tr, j = run("unw_dlopen", [os.path.join(FIX, "libunw_dl.so"), "1.5"])
 expect("unw_dlopen", tr, "dl_leaf", [["dl_leaf", "dl_middle", "dl_entry", "call_lib", "main"]], [3])
 tables_ok("unw_dlopen", j, 3)
 
