@@ -50,7 +50,10 @@ try:
         stub = OtlpStub(lambda i: (200, {}))
         a = au.Agent(["-F", "97", "--interval", "60",
                       "--endpoint", "http://127.0.0.1:%d" % stub.port], d)
-        time.sleep(2.5)
+        # 1.2 s: the busy fixture (one CPU, 97 Hz, this file alone on the
+        # machine) gets ~97 samples after the agent's ~0.2 s attach, where
+        # the check below wants 48: the same 2x margin 2.5 s gave for 97
+        time.sleep(1.2)
         before = a.metrics().get1("spanprof_samples_aggregated_total")
         check(stub.count() == 0, "%s: nothing exported before the signal" % name)
         rc, dt = a.stop(sig)
@@ -66,7 +69,7 @@ try:
         total = sum(s["count"] for s in samples)
         check(total >= before, "%s: delivered %d samples >= %d aggregated before the signal"
               % (name, total, before))
-        check(mine >= 97 * 2 * 0.5, "%s: %d samples of the busy fixture taken before the "
+        check(mine >= 97 * 1 * 0.5, "%s: %d samples of the busy fixture taken before the "
               "signal delivered" % (name, mine))
         stub.close()
 

@@ -61,13 +61,14 @@ collector_env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="k8s.cluster.name=c1,t
 
 
 def rec(name, extra=()):
-    """Records the test's processes for 1.5 s: 8 busy processes on the CPUs
-    at 97 Hz, ~40 samples each where every one needs one."""
+    """Records the test's processes for 1 s: 8 busy processes share the 2
+    CPUs (~0.25 s of CPU each, the scheduler's fair share over 1 s), ~24
+    samples each at 97 Hz where every one needs one (1.5 s gave ~40)."""
     out = os.path.join(d, name + ".otlp.pb")
     js = os.path.join(d, name + ".json")
     pids = ",".join(str(p.pid) for p in list(procs.values()) + [demo])
     p = subprocess.run([SPANPROF, "record", "--no-report", "-q", "--format", "otlp", "-o", out,
-                        "--summary-json", js, "-p", pids, "-d", "1.5"] + list(extra),
+                        "--summary-json", js, "-p", pids, "-d", "1"] + list(extra),
                        capture_output=True, text=True, timeout=120, env=collector_env)
     if p.returncode:
         fail("record failed: %s" % p.stderr)
