@@ -76,20 +76,10 @@ start_set = sum(1 << n for n in range(last + 1)) & \
 
 def task_caps(pid):
     """{tid: (comm, wchan, CapEff, CapPrm, CapBnd, CapInh, CapAmb, NoNewPrivs)}."""
-    out = {}
-    for t in os.listdir("/proc/%d/task" % pid):
-        st = {}
-        try:
-            for line in open("/proc/%d/task/%s/status" % (pid, t)):
-                k, _, v = line.partition(":")
-                st[k] = v.strip()
-            wchan = open("/proc/%d/task/%s/wchan" % (pid, t)).read().strip()
-        except OSError:
-            continue
-        out[int(t)] = (st["Name"], wchan) + tuple(int(st[k], 16) for k in
-                                                 ("CapEff", "CapPrm", "CapBnd", "CapInh",
-                                                  "CapAmb")) + (st.get("NoNewPrivs"),)
-    return out
+    return {t: (st["Name"], st["wchan"]) + tuple(int(st[k], 16) for k in
+                                                ("CapEff", "CapPrm", "CapBnd", "CapInh",
+                                                 "CapAmb")) + (st.get("NoNewPrivs"),)
+            for t, st in au.task_status(pid).items()}
 
 
 def check_all(pid, what):

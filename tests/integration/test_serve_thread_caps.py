@@ -37,22 +37,8 @@ os.mkdir(out)
 os.chmod(out, 0o777)
 
 
-def threads(pid):
-    res = {}
-    for t in os.listdir("/proc/%d/task" % pid):
-        st = {}
-        try:
-            for line in open("/proc/%d/task/%s/status" % (pid, t)):
-                k, _, v = line.partition(":")
-                st[k] = v.strip()
-        except OSError:
-            continue
-        res[int(t)] = st
-    return res
-
-
 def check_all(pid, what):
-    ts = threads(pid)
+    ts = au.task_status(pid)
     bad = []
     for t, st in sorted(ts.items()):
         caps = {k: int(st[k], 16) for k in ("CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd")}

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cap_last.h"
 #include "symbolizer/cli/privs.h"
 
 static char *private_cache;
@@ -36,20 +37,6 @@ static void cleanup_cache(void)
 		free(private_cache);
 		private_cache = NULL;
 	}
-}
-
-/* The highest capability number of this kernel (capabilities(7)). */
-static int last_cap(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v >= 0 && v < 64 ? v : 40;
 }
 
 static int drop_user(const struct sp_common_opts *c)
@@ -75,7 +62,7 @@ static int drop_user(const struct sp_common_opts *c)
 	 * thread, as no_new_privs is: serve calls this before it starts any
 	 * thread (serve.c), so every thread inherits both; setgroups, setgid
 	 * and setuid the C library applies to every thread anyway. */
-	for (int c = 0; c <= last_cap(); c++)
+	for (int c = 0, last = sp_cap_last(); c <= last; c++)
 		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1 &&
 		    prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EPERM) {
 			fprintf(stderr, SP_CLI_PROG ": dropping the capability bounding set: "
