@@ -351,6 +351,8 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 {
 	uint8_t *eh = NULL, *ph = NULL, *sh = NULL, *names = NULL;
 	uint64_t size, phoff, shoff, phlen, shlen, debug = 0, names_len = 0;
+	uint64_t debug_all = 0;
+	bool want_debug = false;
 	uint32_t phnum = 0, phent = 0, shnum, shent, shstrndx;
 	struct fill f = { .img = img, .budget = SP_UNW_IMAGE_MAX };
 	bool have_eh = false;
@@ -435,9 +437,12 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 			goto out;
 	}
 	/* Two passes: .debug_* only when those cfi_extract.c counts (not
-	 * compressed) are at most 64 MiB, its rule; then every .debug_*
-	 * (libdw reads them all). */
+	 * compressed) are at most 64 MiB, its rule, and all of them (libdw
+	 * reads every one) fit what is left of the image: else none is read
+	 * (cfi_extract.c then finds no .debug_frame rows, the .eh_frame ones
+	 * stay). */
 	for (int pass = 0; pass < 2 && !rc; pass++) {
+		want_debug = pass == 1 && debug <= DEBUG_MAX && debug_all <= f.budget;
 		for (uint32_t i = 0; i < shnum && !rc; i++) {
 			const uint8_t *s = sh + (uint64_t)i * shent;
 			uint32_t name = u32(s);
@@ -453,13 +458,15 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 			is_debug = !strncmp(n, ".debug_", 7);
 			if (!fits(off, len, size, UINT64_MAX))
 				continue;
-			if (pass == 0 && is_debug && !(u64(s + 8) & SHF_COMPRESSED_))
-				debug += len;
-			else if (pass == 0 && is_eh) {
+			if (pass == 0 && is_debug) {
+				debug += u64(s + 8) & SHF_COMPRESSED_ ? 0 : len;
+				debug_all += len;
+			} else if (pass == 0 && is_eh) {
 				have_eh |= !strcmp(n, ".eh_frame");
 				rc = read_range(p, fd, st.st_dev, off, len, NULL, &f);
-			} else if (pass == 1 && is_debug && debug <= DEBUG_MAX)
+			} else if (want_debug && is_debug) {
 				rc = read_range(p, fd, st.st_dev, off, len, NULL, &f);
+			}
 		}
 	}
 eh_seg:

@@ -9,9 +9,10 @@
  * What is read: the ELF header, the program headers, the section
  * headers, the section name table, every section named .eh_frame*,
  * .debug_frame or .debug_* (what cfi_extract.c hands to libdw; .debug_*
- * only while their total is at most 64 MiB, as there), the
- * PT_GNU_EH_FRAME segment, and without an .eh_frame section the rest of
- * the PT_LOAD segment holding it (where cfi_extract.c then looks).
+ * only while their total is at most 64 MiB, as there, and all of them fit
+ * the image), the PT_GNU_EH_FRAME segment, and without an .eh_frame
+ * section the rest of the PT_LOAD segment holding it (where cfi_extract.c
+ * then looks).
  * Ranges are read in jobs of at most 8 MiB, each within timeout_ms, into
  * the job's own buffer (an abandoned job never writes into the image).
  * At most SP_UNW_IMAGE_MAX bytes per file (else refused, counted).
