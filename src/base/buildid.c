@@ -12,8 +12,11 @@
  * or malformed), other negative errno from open/read.  *out is zeroed on
  * every failure.
  *
- * Files are mapped with ELF_C_READ_MMAP; a file truncated by someone else
- * while it is being read can still raise SIGBUS (the usual mmap caveat).
+ * Files are read with ELF_C_READ (pread), not mapped: a file truncated by
+ * someone else, or whose file system fails a read (a FUSE or NFS server
+ * that answers EIO after hanging), is an error here, not a SIGBUS that
+ * ends the process.  Callers run this on a deadline-bound helper
+ * (base/io_deadline.h) when the file is untrusted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -160,7 +163,7 @@ int sp_buildid__from_fd(int fd, struct sp_build_id *out)
 	pthread_once(&elf_once, elf_init_once);
 	if (!elf_ok)
 		return -EINVAL;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);	/* not mmap: see the top */
 	if (!elf)
 		goto out;
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))

@@ -95,8 +95,8 @@ void sp_io_deadline__stats(const struct sp_io_deadline *d, struct sp_io_deadline
  * helpers are still blocked.  Why: capabilities are per thread, and a
  * thread inherits its creator's; a program that drops its capabilities
  * after start-up reads (the agent: privs.h) calls this right before the
- * drop, so that no helper keeps the start-up set, and warns about the
- * stuck ones (they keep it until their call returns and they end).  Only
+ * drop, so that no helper keeps the start-up set; a stuck one would keep
+ * it until its call returns (the agent refuses to start then).  Only
  * while no other thread runs jobs (one-threaded start-up). */
 uint32_t sp_io_deadline__retire_all(void);
 

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1098,22 +1099,47 @@ static int check_output_dir(const char *dir)
 	return err;
 }
 
-static struct MHD_Daemon *start_daemon(const struct sockaddr_storage *ss, unsigned int flags,
+/* A listening socket on ss (bound before the privilege drop: a port
+ * below 1024 may need root), or -errno. */
+static int listen_on(const struct sockaddr_storage *ss, socklen_t sl)
+{
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss->ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, sl) || listen(fd, 128)) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* MHD on a socket of listen_on (MHD owns it from here, even on failure:
+ * *lfd is set to -1). */
+static struct MHD_Daemon *start_daemon(int *lfd, unsigned int flags,
 				       MHD_AccessHandlerCallback h, struct server *s,
 				       struct sp_http_guard *g, unsigned int conns,
 				       unsigned int per_ip, bool data)
 {
-	if (ss->ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	return MHD_start_daemon(flags, 0, NULL, NULL, h, s,
-				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
-				MHD_OPTION_CONNECTION_LIMIT, conns,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
-				MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512u << 10),
-				MHD_OPTION_NOTIFY_CONNECTION, sp_http_guard__notify, g,
-				MHD_OPTION_NOTIFY_COMPLETED, data ? completed : NULL, s,
-				MHD_OPTION_END);
+	struct MHD_Daemon *d = MHD_start_daemon(flags, 0, NULL, NULL, h, s,
+						MHD_OPTION_LISTEN_SOCKET, (MHD_socket)*lfd,
+						MHD_OPTION_CONNECTION_LIMIT, conns,
+						MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+						MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+						MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512u << 10),
+						MHD_OPTION_NOTIFY_CONNECTION, sp_http_guard__notify, g,
+						MHD_OPTION_NOTIFY_COMPLETED, data ? completed : NULL, s,
+						MHD_OPTION_END);
+
+	if (!d)
+		close(*lfd);
+	*lfd = -1;
+	return d;
 }
 
 int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
@@ -1121,6 +1147,7 @@ int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 	struct sp_serve_opts o = *in;
 	struct sockaddr_storage ss, as;
 	struct MHD_Daemon *d = NULL, *admin = NULL;
+	int lfd = -1, afd = -1;
 	struct server *s;
 	uint32_t started = 0;
 	socklen_t sl, al;
@@ -1155,9 +1182,39 @@ int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 		o.memory_budget = SP_SERVE_DEFAULT_BUDGET;
 	if (!o.shutdown_timeout_ms)
 		o.shutdown_timeout_ms = 10000;
+	/* Capabilities (and no_new_privs) are per thread; setuid is
+	 * broadcast by the C library, prctl and the bounding set are not.
+	 * So the sockets are bound here, the privileges dropped (after_bind),
+	 * and only then is any thread started (the guards' reapers, MHD's
+	 * threads, the workers): each inherits the dropped set. */
+	lfd = listen_on(&ss, sl);
+	if (lfd < 0) {
+		fprintf(stderr, "spanprof-symbolizer: serve: cannot listen on %s: %s\n",
+			o.listen, strerror(-lfd));
+		return -EADDRINUSE;
+	}
+	if (o.admin_listen) {
+		afd = listen_on(&as, al);
+		if (afd < 0) {
+			fprintf(stderr, "spanprof-symbolizer: serve: cannot listen on "
+				"--admin-listen %s: %s\n", o.admin_listen, strerror(-afd));
+			close(lfd);
+			return -EADDRINUSE;
+		}
+	}
+	if (o.after_bind && o.after_bind(o.after_bind_arg)) {
+		close(lfd);
+		if (afd >= 0)
+			close(afd);
+		return -EPERM;
+	}
 	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		close(lfd);
+		if (afd >= 0)
+			close(afd);
 		return -ENOMEM;
+	}
 	s->o = &o;
 	sp_membudget__init(&s->budget, o.memory_budget);
 	atomic_init(&s->abort_forward, false);
@@ -1180,28 +1237,23 @@ int sp_serve__run(const struct sp_serve_opts *in, volatile bool *stop)
 	}
 	flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 		MHD_USE_ERROR_LOG;
-	d = start_daemon(&ss, flags, handler, s, s->guard, o.max_connections, o.per_ip, true);
+	d = start_daemon(&lfd, flags, handler, s, s->guard, o.max_connections, o.per_ip, true);
 	if (!d) {
-		fprintf(stderr, "spanprof-symbolizer: serve: cannot listen on %s (address in "
-			"use or not local?)\n", o.listen);
+		fprintf(stderr, "spanprof-symbolizer: serve: cannot start the HTTP server on %s\n",
+			o.listen);
 		err = -EADDRINUSE;
 		goto out;
 	}
 	if (o.admin_listen) {
-		admin = start_daemon(&as, MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+		admin = start_daemon(&afd, MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
 				     MHD_USE_ERROR_LOG, admin_handler, s, s->admin_guard, 16, 4,
 				     false);
 		if (!admin) {
-			fprintf(stderr, "spanprof-symbolizer: serve: cannot listen on "
-				"--admin-listen %s (address in use or not local?)\n",
-				o.admin_listen);
+			fprintf(stderr, "spanprof-symbolizer: serve: cannot start the HTTP server "
+				"on --admin-listen %s\n", o.admin_listen);
 			err = -EADDRINUSE;
 			goto out;
 		}
-	}
-	if (o.after_bind && o.after_bind(o.after_bind_arg)) {
-		err = -EPERM;
-		goto out;
 	}
 	if (o.output_dir && check_output_dir(o.output_dir)) {
 		err = -EACCES;
@@ -1272,6 +1324,10 @@ out:
 		MHD_stop_daemon(d);
 	if (admin)
 		MHD_stop_daemon(admin);
+	if (lfd >= 0)
+		close(lfd);
+	if (afd >= 0)
+		close(afd);
 	forward_totals(s);
 	if (!o.quiet && !err)	/* a start-up failure is its one line */
 		for (int i = 0; i < C__MAX; i++)

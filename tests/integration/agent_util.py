@@ -396,3 +396,20 @@ def busy(seconds, name="callchain"):
         fail("missing fixture %s: run make" % exe)
     return subprocess.Popen([exe, str(seconds)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
+
+
+def task_status(pid):
+    """{tid: {field: value}} of /proc/PID/task/*/status (Name, Uid, CapEff,
+    NoNewPrivs, ...), plus "wchan", for the threads still there."""
+    out = {}
+    for t in os.listdir("/proc/%d/task" % pid):
+        st = {}
+        try:
+            for line in open("/proc/%d/task/%s/status" % (pid, t)):
+                k, _, v = line.partition(":")
+                st[k] = v.strip()
+            st["wchan"] = open("/proc/%d/task/%s/wchan" % (pid, t)).read().strip()
+        except OSError:
+            continue
+        out[int(t)] = st
+    return out

@@ -303,12 +303,18 @@ class HangFs:
         with open(self.hold + ".open", "w") as f:
             f.write(comm + "\n")
 
+    def hang_reads_of(self, tid):
+        """From then on FILE and FILE2 are opened direct_io and reads of
+        them by thread tid do not answer; others' do (hangfs.c)."""
+        with open(self.hold + ".tid", "w") as f:
+            f.write("%d\n" % tid)
+
     def close(self):
         """Once; a second call does nothing."""
         if getattr(self, "closed", False):
             return
         self.closed = True
-        for f in (self.hold, self.hold + ".open", self.hold + ".log"):
+        for f in (self.hold, self.hold + ".open", self.hold + ".log", self.hold + ".tid"):
             if os.path.exists(f):
                 os.unlink(f)
         time.sleep(0.5)

@@ -33,6 +33,13 @@
  * page would otherwise hold every later reader on its lock, unseen here).  Each read that hangs
  * appends the comm of the thread that asked to HOLD.log, so that a test
  * can wait until a given reader is the one stuck.
+ * While a file named HOLD.tid exists (a thread id, decimal), opens of
+ * lib.so and lib2.so are answered with direct_io (every read is a request:
+ * as if the page cache had dropped what an earlier read brought in), and
+ * reads of them by that one thread hang, every other thread's answered:
+ * a file that answers the reads done on a reader's helpers and hangs at
+ * the first one the reader itself makes (test_fault_hung_exe.py: the
+ * unwind builder's own reads after its prefetch).
  */
 #define FUSE_USE_VERSION 31
 #include <errno.h>
@@ -50,7 +57,7 @@
 #define FILE_SIZE (1 << 20)
 
 static const char *hold;
-static char hold_open[4096], hold_log[4096];
+static char hold_open[4096], hold_log[4096], hold_tid[4096];
 static int backing = -1, backing2 = -1;
 static off_t file2_size;
 static off_t file_size = FILE_SIZE, prefix;
@@ -142,6 +149,20 @@ static int open_hangs(void)
 	return !strcmp(comm, want);
 }
 
+/* The thread HOLD.tid names, or 0 (see the top). */
+static int held_tid(void)
+{
+	FILE *f = fopen(hold_tid, "re");
+	int tid = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &tid) != 1)
+			tid = 0;
+		fclose(f);
+	}
+	return tid;
+}
+
 static int hang_open(const char *path, struct fuse_file_info *fi)
 {
 	if (open_hangs()) {
@@ -150,7 +171,8 @@ static int hang_open(const char *path, struct fuse_file_info *fi)
 		return -EIO;
 	}
 	fi->keep_cache = 1;
-	if ((fi->flags & O_SYNC) || file_kind(path) == 2)
+	if ((fi->flags & O_SYNC) || file_kind(path) == 2 ||
+	    (file_kind(path) != 2 && held_tid()))
 		fi->direct_io = 1;
 	return file_kind(path) ? 0 : -ENOENT;
 }
@@ -161,6 +183,9 @@ static int hang_read(const char *path, char *buf, size_t size, off_t off,
 	ssize_t n;
 
 	(void)fi;
+	if (file_kind(path) != 2 && held_tid() &&
+	    held_tid() == (int)fuse_get_context()->pid)
+		goto hang;
 	if (file_kind(path) == 3) {
 		n = pread(backing2, buf, size, off);
 		return n < 0 ? -errno : (int)n;
@@ -169,6 +194,7 @@ static int hang_read(const char *path, char *buf, size_t size, off_t off,
 		n = pread(backing, buf, size, off);
 		return n < 0 ? -errno : (int)n;
 	}
+hang:
 	if (access(hold, F_OK) == 0) {
 		char comm[64];
 		FILE *f;
@@ -200,7 +226,8 @@ int main(int argc, char **argv)
 		return 2;
 	hold = argv[2];
 	if (snprintf(hold_open, sizeof(hold_open), "%s.open", hold) >= (int)sizeof(hold_open) ||
-	    snprintf(hold_log, sizeof(hold_log), "%s.log", hold) >= (int)sizeof(hold_log))
+	    snprintf(hold_log, sizeof(hold_log), "%s.log", hold) >= (int)sizeof(hold_log) ||
+	    snprintf(hold_tid, sizeof(hold_tid), "%s.tid", hold) >= (int)sizeof(hold_tid))
 		return 2;
 	if (argc >= 5) {
 		struct stat st;

@@ -39,6 +39,15 @@ What must hold:
      Library D (lib2.so, on mount B's device too), run after B's open
      stalled, is skipped at once, no open tried: the open's timeout marked
      the device as a read's does (spanprof_unwind_stalled_skipped_total).
+  3. A file that answers the first reads and hangs at a later one: on
+     mount C, library E (variant 82) answers every read but those of the
+     unwind builder's own thread (hangfs's HOLD.tid, opened direct_io so
+     that nothing comes from the page cache): its reopen, build id and
+     prefetch run on the builder's helpers and answer; before, libelf then
+     read the file again on the builder's thread (elf_begin after the
+     prefetch), which hung there for good and no other table was built.
+     Now the builder parses the prefetched copy (elf_memory): E's table
+     is built, and so is local library F's (variant 83) after it.
 Root, real BPF, real FUSE (/dev/fuse).
 """
 import ctypes
@@ -77,6 +86,11 @@ fs_a = HangFs(sub("a"), backing=exe_src, prefix=exe_prefix)
 libd = compile_c("fault_spin.c", os.path.join(d, "libd80.so"),
                  defines=["VARIANT=80"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
 fs_b = HangFs(sub("b"), backing=libb, prefix=os.path.getsize(libb), backing2=libd)
+libe = compile_c("fault_spin.c", os.path.join(d, "libe82.so"),
+                 defines=["VARIANT=82"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
+libf = compile_c("fault_spin.c", os.path.join(d, "libf83.so"),
+                 defines=["VARIANT=83"], extra=["-shared", "-fPIC", "-Wl,--build-id=sha1"])
+fs_c = HangFs(sub("c"), backing=libe, prefix=os.path.getsize(libe))
 procs = fs_a.procs     # killed and reaped by fs_a.close()
 
 def blocks(cmd):
@@ -167,6 +181,8 @@ try:
     rb = lib_runner(procs, fs_b.FILE, "spin_variant_78", 30)
     rc_ = lib_runner(procs, libc79, "spin_variant_79", 30)
     rd = lib_runner(procs, fs_b.FILE2, "spin_variant_80", 30)
+    re_ = lib_runner(procs, fs_c.FILE, "spin_variant_82", 30)
+    rf = lib_runner(procs, libf, "spin_variant_83", 30)
     stub = OtlpStub(lambda i: (200, {}))
     a = au.Agent(["-F", "97", "--interval", "1", "--no-trace-context", "--unwind-cpu", "100",
                   "--endpoint", "http://127.0.0.1:%d" % stub.port], d)
@@ -216,6 +232,29 @@ try:
         print("agent: stalled %d -> %d -> %d (skipped on the marked device %d -> %d), "
               "built %d -> %d, %d batches in 6 s" % (s0, s1, s2, k0, k1, b0, b1, n), flush=True)
         check(s2 > s1, "library D counted as stalled too (%d -> %d)" % (s1, s2))
+
+        # 3. library E: answered on the builder's helpers, hung on its own
+        # thread.  The builder is the first sp-unwind thread (it starts
+        # the helpers, which inherit its name).
+        builder = min(t for t in os.listdir("/proc/%d/task" % a.pid)
+                      if open("/proc/%d/task/%s/comm" % (a.pid, t)).read().strip()
+                      == "sp-unwind")
+        fs_c.hang_reads_of(int(builder))
+        check(not open_blocks(fs_c.FILE, "other"), "trap C: opens answer")
+        e0 = metric("spanprof_unwind_tables_total", outcome="built")
+        lib_go(re_)
+        e1 = au.wait_for(lambda: metric("spanprof_unwind_tables_total", outcome="built") > e0
+                         and metric("spanprof_unwind_tables_total", outcome="built"),
+                         timeout=15, what="library E's table (its reads on the builder's own "
+                         "thread hang; built was %d; stuck readers %s)"
+                         % (e0, fs_c.stuck_readers()), note=unwind_note)
+        lib_go(rf)
+        f1 = au.wait_for(lambda: metric("spanprof_unwind_tables_total", outcome="built") > e1
+                         and metric("spanprof_unwind_tables_total", outcome="built"),
+                         timeout=15, what="library F's table after E's (built was %d)" % e1,
+                         note=unwind_note)
+        check(not fs_c.stuck_readers(), "no read of library E hung (%s)" % fs_c.stuck_readers())
+        print("agent: library E built (%d -> %d), then F (%d)" % (e0, e1, f1), flush=True)
         check(hung.poll() is None and rb.poll() is None, "the caught processes still run")
         # A FUSE request the daemon has read is waited out even by a
         # thread SIGKILL hits (the kernel's request_wait_answer): the
@@ -231,15 +270,18 @@ try:
         print("agent: stopped %.2f s after SIGTERM; left: %s" % (dt, thread_states(a.pid)),
               flush=True)
         fs_b.close()        # the server answers (EIO): the open returns
+        fs_c.close()
         rc = a.p.wait(timeout=15)
         print("agent: reaped %.2f s after SIGTERM, exit %d" % (time.monotonic() - t0, rc),
               flush=True)
         check(rc == 0, "agent: SIGTERM exits 0 (rc %s), its stop took %.1f s" % (rc, dt))
     finally:
+        fs_c.close()
         fs_b.close()        # first: a helper in B's open holds the agent's exit
         a.kill()
         stub.close()
 finally:
+    fs_c.close()
     fs_b.close()
     fs_a.close()
 print("PASS")

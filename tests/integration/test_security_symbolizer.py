@@ -13,7 +13,8 @@
    with a message naming the limit, and a peak RSS bounded by 2.5 times
    the limit (the child's ru_maxrss from wait4; 5 times for an ASan build), not by what
    the input claims.
-Capability drop of the agent: tests/integration/test_agent_signals.py (5).
+Capability drop of the agent: tests/integration/test_agent_signals.py (5) and
+test_agent_thread_caps.py; every thread of serve: test_serve_thread_caps.py.
 """
 import gzip
 import os

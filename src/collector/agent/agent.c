@@ -1297,27 +1297,35 @@ int sp_agent__main(int argc, char **argv)
 		goto out;
 	}
 	a->agg_fixed = sp_agg__stats(a->spare)->bytes_used;
-	if (sp_pipeline__start(a->pipe, NULL, 0, err, sizeof(err))) {
+	if (sp_pipeline__attach(a->pipe, err, sizeof(err))) {
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;
 	}
 
 	/* Attached: from here on only /proc reads, BPF map updates and the
 	 * goroutine park probes of new Go executables need privileges.
-	 * Capabilities are per thread: the start-up scan's deadline helpers
-	 * (base/io_deadline.h) end first, so that no other thread exists and
-	 * every later one inherits the dropped set. */
+	 * Capabilities are per thread (capset and prctl change the caller
+	 * only), and a thread blocked in a read cannot be made to drop them:
+	 * so the drop comes before any read of another process's files (the
+	 * scan below), while this is the only thread.  Helpers of our own
+	 * start-up reads (/proc/self, /sys: base/io_deadline.h) end first;
+	 * one still blocked there refuses the start (it would keep the
+	 * start-up set). */
 	stuck = sp_io_deadline__retire_all();
-	if (stuck)
-		fprintf(stderr, "spanprof agent: %u start-up /proc read(s) still blocked (a hung "
-			"file system?): their helper threads keep the start-up capabilities "
-			"until the read returns\n", stuck);
+	if (stuck) {
+		fprintf(stderr, "spanprof agent: %u start-up read(s) of /proc or /sys still blocked "
+			"at the privilege drop: their threads would keep every capability; not "
+			"starting (restart the agent once the system answers)\n", stuck);
+		goto out;
+	}
 	if (sp_privs__drop(sp_privs__needed(a->o.s.off_cpu_goroutines), err, sizeof(err)) < 0) {
 		fprintf(stderr, "spanprof agent: %s\n", err);
 		goto out;
 	}
 	if (err[0] && !a->o.quiet)
 		fprintf(stderr, "spanprof agent: %s\n", err);
+	/* Threads started from here inherit the dropped set. */
+	sp_pipeline__scan(a->pipe, NULL, 0);
 	sp_caps__current(&eff, &perm);
 	sp_privs__names(perm, names, sizeof(names));
 

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/cap_last.h"
 #include "collector/agent/privs.h"
 #include "collector/pipeline/caps.h"
 
@@ -42,22 +43,9 @@ int sp_privs__refuse_setuid(char *err, size_t err_len)
 	return 0;
 }
 
-static int last_cap(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v >= 0 && v < 64 ? v : CAP_LAST_CAP;
-}
-
 uint64_t sp_privs__needed(bool uprobes)
 {
-	int last = last_cap();
+	int last = sp_cap_last();
 	uint64_t m = BIT(CAP_SYS_PTRACE) | BIT(CAP_DAC_READ_SEARCH);
 
 	m |= last >= CAP_BPF ? BIT(CAP_BPF) : BIT(CAP_SYS_ADMIN);
@@ -71,7 +59,7 @@ int sp_privs__drop(uint64_t keep, char *err, size_t err_len)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = { 0 };
-	int last = last_cap();
+	int last = sp_cap_last();
 	uint64_t eff, perm, have_setpcap;
 	bool bset_skipped = false;
 

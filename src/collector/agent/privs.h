@@ -29,12 +29,14 @@
  * CAP_SETUID, CAP_SETPCAP, ...) is removed from the bounding, permitted,
  * effective, inheritable and ambient sets, and no_new_privs is set.
  *
- * Capabilities are per thread: call sp_privs__drop before creating any
- * thread (threads inherit the reduced sets).  The start-up /proc reads
- * run on deadline helpers (base/io_deadline.h): end them first with
- * sp_io_deadline__retire_all (the agent does, and warns about any still
- * blocked on a hung file system: those keep the start-up sets until
- * their read returns and they end).
+ * Capabilities are per thread (capset and prctl change the caller only;
+ * a thread blocked in a read can neither be made to drop nor be ended):
+ * call sp_privs__drop while the caller is the only thread and before any
+ * read of another process's files, so that every thread is created after
+ * it and inherits the reduced sets.  The agent attaches, ends its own
+ * start-up helpers (sp_io_deadline__retire_all; one still blocked refuses
+ * the start), drops, and only then scans the running processes
+ * (sp_pipeline__scan): test_agent_thread_caps.py.
  */
 #ifndef SPANPROF_PRIVS_H
 #define SPANPROF_PRIVS_H

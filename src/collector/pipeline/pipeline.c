@@ -398,17 +398,26 @@ int sp_pipeline__add_target(struct sp_pipeline *p, uint32_t pid, bool at_exec)
 	return sp_sampler__add_target(p->sampler, pid, at_exec);
 }
 
-int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, char *err,
-		       size_t err_len)
+int sp_pipeline__attach(struct sp_pipeline *p, char *err, size_t err_len)
 {
-	int rc = sp_sampler__attach(p->sampler, err, err_len);
+	return sp_sampler__attach(p->sampler, err, err_len);
+}
 
-	if (rc)
-		return rc;
+void sp_pipeline__scan(struct sp_pipeline *p, const uint32_t *pids, uint32_t n)
+{
 	pthread_mutex_lock(&p->lock);
 	sp_ctx_discovery__scan(p->disc, !p->cfg.filter_pids, pids, n);
 	pthread_mutex_unlock(&p->lock);
-	return 0;
+}
+
+int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, char *err,
+		       size_t err_len)
+{
+	int rc = sp_pipeline__attach(p, err, err_len);
+
+	if (!rc)
+		sp_pipeline__scan(p, pids, n);
+	return rc;
 }
 
 static void drain(struct sp_pipeline *p)

@@ -115,6 +115,12 @@ const char *sp_pipeline__service_name(struct sp_pipeline *p, uint32_t pid, bool 
  * for a trace context: all of them, or pids[n] when filtering. */
 int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, char *err,
 		       size_t err_len);
+/* __start in two steps, for a caller that drops its privileges between
+ * them (the agent: agent/privs.h): __attach touches no other process's
+ * files; __scan reads theirs (on deadline helpers that a hung file system
+ * may leave blocked, so they must start with the dropped set). */
+int sp_pipeline__attach(struct sp_pipeline *p, char *err, size_t err_len);
+void sp_pipeline__scan(struct sp_pipeline *p, const uint32_t *pids, uint32_t n);
 /* Waits for the ring (at most poll_ms, SP_PIPELINE_FAST_DRAIN_MS for
  * SP_PIPELINE_FAST_DRAIN_NS after an exec record) and drains it into the
  * current aggregator, then runs discovery's deferred re-reads.  0, or a

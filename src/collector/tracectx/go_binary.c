@@ -614,7 +614,7 @@ int sp_go_binary__read_fd(int fd, struct sp_go_binary *out, enum sp_go_fail *why
 		*why = SP_GO_FAIL_ELF;
 		return -EINVAL;
 	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);	/* not mmap: an I/O error is a SIGBUS there */
 	if (!elf) {
 		*why = SP_GO_FAIL_ELF;
 		return -EINVAL;

@@ -11,7 +11,7 @@
  *            0x38 e_phnum u16, 0x3a e_shentsize u16, 0x3c e_shnum u16,
  *            0x3e e_shstrndx u16
  *   phdr:    0 p_type u32, 8 p_offset u64, 0x20 p_filesz u64
- *   shdr:    0 sh_name u32, 4 sh_type u32, 0x18 sh_offset u64,
+ *   shdr:    0 sh_name u32, 4 sh_type u32, 8 sh_flags u64, 0x18 sh_offset u64,
  *            0x20 sh_size u64, 0x28 sh_link u32
  */
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,9 +32,12 @@
 #define KEEP_MAX (16ull << 20)		/* headers and name table kept */
 #define DEBUG_MAX (64ull << 20)		/* cfi_extract.c's .debug_* limit */
 #define CHUNK (256u << 10)
+#define IMAGE_VSIZE_MAX (16ull << 30)	/* address space of one image */
 #define PT_GNU_EH_FRAME_ 0x6474e550u
 #define SHT_NOBITS_ 8u
 #define SHN_XINDEX_ 0xffffu
+#define PT_LOAD_ 1u
+#define SHF_COMPRESSED_ (1u << 11)
 
 struct sp_unw_prefetch {
 	struct sp_io_deadline *io;
@@ -46,8 +50,7 @@ struct pf_job {
 	struct sp_io_job base;		/* first */
 	int fd;				/* a duplicate, the job's */
 	uint64_t off, len;
-	uint8_t *keep;			/* len bytes when wanted, else NULL */
-	uint8_t *scratch;
+	uint8_t *keep;			/* len bytes, the job's */
 	int err;
 };
 
@@ -58,8 +61,7 @@ static void job_run(struct sp_io_job *base)
 
 	while (done < j->len) {
 		size_t want = j->len - done < CHUNK ? (size_t)(j->len - done) : CHUNK;
-		uint8_t *dst = j->keep ? j->keep + done : j->scratch;
-		ssize_t n = pread(j->fd, dst, want, (off_t)(j->off + done));
+		ssize_t n = pread(j->fd, j->keep + done, want, (off_t)(j->off + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -78,7 +80,6 @@ static void job_destroy(struct sp_io_job *base)
 	if (j->fd >= 0)
 		close(j->fd);
 	free(j->keep);
-	free(j->scratch);
 	free(j);
 }
 
@@ -223,13 +224,29 @@ void sp_unw_prefetch__free(struct sp_unw_prefetch *p)
 	free(p);
 }
 
+/* The image being filled (sp_unw_image) and what it may still take. */
+struct fill {
+	struct sp_unw_image *img;
+	uint64_t budget;		/* bytes left of SP_UNW_IMAGE_MAX */
+};
+
 /* Reads [off, off + len) (within the file: the caller checked) on a
- * helper; with keep, *keep gets a malloc'd copy (the caller frees). */
+ * helper, in jobs of at most JOB_MAX, each into the job's own buffer (an
+ * abandoned job must not write into the image), copied into the image at
+ * off once back; with keep, *keep also gets a malloc'd copy (the caller
+ * frees).  -E2BIG past the image's budget, nothing read. */
 static int read_range(struct sp_unw_prefetch *p, int fd, uint64_t dev, uint64_t off, uint64_t len,
-		      uint8_t **keep)
+		      uint8_t **keep, struct fill *f)
 {
+	uint64_t start = off, total = len;
+
+	if (len > f->budget) {
+		p->st.refused++;
+		return -E2BIG;
+	}
+	f->budget -= len;
 	while (len) {
-		uint64_t n = keep ? len : (len < JOB_MAX ? len : JOB_MAX);
+		uint64_t n = len < JOB_MAX ? len : JOB_MAX;
 		struct pf_job *j = calloc(1, sizeof(*j));
 		int rc;
 
@@ -239,11 +256,8 @@ static int read_range(struct sp_unw_prefetch *p, int fd, uint64_t dev, uint64_t 
 		j->off = off;
 		j->len = n;
 		j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-		if (keep)
-			j->keep = malloc(n ? n : 1);
-		else
-			j->scratch = malloc(CHUNK);
-		if (j->fd < 0 || (keep ? !j->keep : !j->scratch)) {
+		j->keep = malloc(n ? n : 1);
+		if (j->fd < 0 || !j->keep) {
 			rc = j->fd < 0 ? -errno : -ENOMEM;
 			job_destroy(&j->base);
 			return rc;
@@ -260,16 +274,20 @@ static int read_range(struct sp_unw_prefetch *p, int fd, uint64_t dev, uint64_t 
 			return rc;
 		}
 		rc = j->err;
-		if (!rc && keep) {
-			*keep = j->keep;
-			j->keep = NULL;
-		}
+		if (!rc)
+			memcpy(f->img->base + off, j->keep, n);
 		job_destroy(&j->base);
 		if (rc)
 			return rc;
 		p->st.bytes += n;
 		off += n;
 		len -= n;
+	}
+	if (keep) {
+		*keep = malloc(total ? total : 1);
+		if (!*keep)
+			return -ENOMEM;
+		memcpy(*keep, f->img->base + start, total);
 	}
 	return 0;
 }
@@ -295,14 +313,54 @@ static bool fits(uint64_t off, uint64_t len, uint64_t size, uint64_t max)
 	return len <= max && off <= size && len <= size - off;
 }
 
-int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *stp)
+void sp_unw_image__release(struct sp_unw_image *img)
+{
+	if (img && img->base)
+		munmap(img->base, img->size);
+	if (img)
+		*img = (struct sp_unw_image){ 0 };
+}
+
+/* With no .eh_frame section to name it, cfi_extract.c finds .eh_frame
+ * through PT_GNU_EH_FRAME's pointer, in the PT_LOAD segment holding it:
+ * the linkers put it right after .eh_frame_hdr, so that segment's bytes
+ * from the header on are read. */
+static int read_eh_segment(struct sp_unw_prefetch *p, int fd, uint64_t dev, const uint8_t *ph,
+			   uint32_t phnum, uint32_t phent, uint64_t size, struct fill *f)
+{
+	uint64_t hdr = UINT64_MAX;
+
+	for (uint32_t i = 0; i < phnum; i++)
+		if (u32(ph + (uint64_t)i * phent) == PT_GNU_EH_FRAME_)
+			hdr = u64(ph + (uint64_t)i * phent + 8);
+	if (hdr == UINT64_MAX)
+		return 0;
+	for (uint32_t i = 0; i < phnum; i++) {
+		const uint8_t *e = ph + (uint64_t)i * phent;
+		uint64_t off = u64(e + 8), len = u64(e + 0x20);
+
+		if (u32(e) == PT_LOAD_ && fits(off, len, size, UINT64_MAX) && hdr >= off &&
+		    hdr < off + len)
+			return read_range(p, fd, dev, hdr, off + len - hdr, NULL, f);
+	}
+	return 0;
+}
+
+int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *stp,
+			  struct sp_unw_image *img)
 {
 	uint8_t *eh = NULL, *ph = NULL, *sh = NULL, *names = NULL;
 	uint64_t size, phoff, shoff, phlen, shlen, debug = 0, names_len = 0;
-	uint32_t phnum, phent, shnum, shent, shstrndx;
+	uint64_t debug_all = 0;
+	bool want_debug = false;
+	uint32_t phnum = 0, phent = 0, shnum, shent, shstrndx;
+	struct fill f = { .img = img, .budget = SP_UNW_IMAGE_MAX };
+	bool have_eh = false;
 	struct stat st = *stp;
+	void *base;
 	int rc;
 
+	*img = (struct sp_unw_image){ 0 };
 	if (fd < 0)
 		return -EBADF;
 	if (marked(p, (uint64_t)st.st_dev)) {
@@ -313,9 +371,25 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 	size = (uint64_t)st.st_size;
 	if (size < 64)
 		return 0;
-	rc = read_range(p, fd, st.st_dev, 0, 64, &eh);
-	if (rc || memcmp(eh, "\177ELF\2\1", 6))
-		goto out;	/* not ELF64 LE: libelf says what it is */
+	if (size > IMAGE_VSIZE_MAX) {
+		p->st.refused++;
+		return -E2BIG;
+	}
+	/* Address space for the whole file; only the pages read are ever
+	 * touched (and charged). */
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		    -1, 0);
+	if (base == MAP_FAILED)
+		return -ENOMEM;
+	img->base = base;
+	img->size = size;
+	rc = read_range(p, fd, st.st_dev, 0, 64, &eh, &f);
+	if (rc)
+		goto out;
+	if (memcmp(eh, "\177ELF\2\1", 6)) {
+		rc = -EINVAL;	/* not ELF64 LE: not an x86-64 file */
+		goto out;
+	}
 	phoff = u64(eh + 0x20);
 	shoff = u64(eh + 0x28);
 	phent = u16(eh + 0x36);
@@ -325,7 +399,7 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 	shstrndx = u16(eh + 0x3e);
 	phlen = (uint64_t)phent * phnum;
 	if (phent >= 56 && phnum && fits(phoff, phlen, size, KEEP_MAX)) {
-		rc = read_range(p, fd, st.st_dev, phoff, phlen, &ph);
+		rc = read_range(p, fd, st.st_dev, phoff, phlen, &ph, &f);
 		if (rc)
 			goto out;
 		for (uint32_t i = 0; i < phnum; i++) {
@@ -333,34 +407,42 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 
 			if (u32(e) == PT_GNU_EH_FRAME_ && fits(u64(e + 8), u64(e + 0x20), size,
 							       UINT64_MAX)) {
-				rc = read_range(p, fd, st.st_dev, u64(e + 8), u64(e + 0x20), NULL);
+				rc = read_range(p, fd, st.st_dev, u64(e + 8), u64(e + 0x20), NULL,
+						&f);
 				if (rc)
 					goto out;
 			}
 		}
+	} else {
+		phnum = 0;
 	}
 	shlen = (uint64_t)shent * shnum;
 	if (shent < 64 || !shnum || !fits(shoff, shlen, size, KEEP_MAX))
-		goto out;
-	rc = read_range(p, fd, st.st_dev, shoff, shlen, &sh);
+		goto eh_seg;
+	rc = read_range(p, fd, st.st_dev, shoff, shlen, &sh, &f);
 	if (rc)
 		goto out;
 	if (shstrndx == SHN_XINDEX_)
 		shstrndx = u32(sh + 0x28);
 	if (shstrndx >= shnum)
-		goto out;
+		goto eh_seg;
 	{
 		const uint8_t *s = sh + (uint64_t)shstrndx * shent;
 
 		names_len = u64(s + 0x20);
 		if (u32(s + 4) == SHT_NOBITS_ || !fits(u64(s + 0x18), names_len, size, KEEP_MAX))
-			goto out;
-		rc = read_range(p, fd, st.st_dev, u64(s + 0x18), names_len, &names);
+			goto eh_seg;
+		rc = read_range(p, fd, st.st_dev, u64(s + 0x18), names_len, &names, &f);
 		if (rc)
 			goto out;
 	}
-	/* Two passes: .debug_* only when they are all at most 64 MiB. */
+	/* Two passes: .debug_* only when those cfi_extract.c counts (not
+	 * compressed) are at most 64 MiB, its rule, and all of them (libdw
+	 * reads every one) fit what is left of the image: else none is read
+	 * (cfi_extract.c then finds no .debug_frame rows, the .eh_frame ones
+	 * stay). */
 	for (int pass = 0; pass < 2 && !rc; pass++) {
+		want_debug = pass == 1 && debug <= DEBUG_MAX && debug_all <= f.budget;
 		for (uint32_t i = 0; i < shnum && !rc; i++) {
 			const uint8_t *s = sh + (uint64_t)i * shent;
 			uint32_t name = u32(s);
@@ -376,17 +458,25 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 			is_debug = !strncmp(n, ".debug_", 7);
 			if (!fits(off, len, size, UINT64_MAX))
 				continue;
-			if (pass == 0 && is_debug)
-				debug += len;
-			else if (pass == 0 && is_eh)
-				rc = read_range(p, fd, st.st_dev, off, len, NULL);
-			else if (pass == 1 && is_debug && debug <= DEBUG_MAX)
-				rc = read_range(p, fd, st.st_dev, off, len, NULL);
+			if (pass == 0 && is_debug) {
+				debug += u64(s + 8) & SHF_COMPRESSED_ ? 0 : len;
+				debug_all += len;
+			} else if (pass == 0 && is_eh) {
+				have_eh |= !strcmp(n, ".eh_frame");
+				rc = read_range(p, fd, st.st_dev, off, len, NULL, &f);
+			} else if (want_debug && is_debug) {
+				rc = read_range(p, fd, st.st_dev, off, len, NULL, &f);
+			}
 		}
 	}
+eh_seg:
+	if (!rc && !have_eh && phnum)
+		rc = read_eh_segment(p, fd, st.st_dev, ph, phnum, phent, size, &f);
 out:
 	if (!rc)
 		p->st.files++;
+	else
+		sp_unw_image__release(img);
 	free(eh);
 	free(ph);
 	free(sh);

@@ -167,6 +167,7 @@ static void build(const struct sp_unw_job *job, void *ctx)
 {
 	struct sp_unwinder *u = ctx;
 	struct sp_unw_table t = { 0 };
+	struct sp_unw_image img = { 0 };
 	enum sp_unw_fstate why = SP_UNW_FS_FAILED;
 	struct stat st;
 	uint32_t base = 0;
@@ -203,10 +204,11 @@ static void build(const struct sp_unw_job *job, void *ctx)
 		pthread_mutex_unlock(&u->lock);
 		return;
 	}
-	/* What libelf is about to read, read first on a deadline-bound
-	 * helper: a file system that stops answering blocks the helper, and
-	 * the file (and its device) is skipped, counted as stalled. */
-	err = sp_unw_prefetch__file(u->prefetch, fd, &st);
+	/* What libelf reads, read into memory on a deadline-bound helper:
+	 * a file system that stops answering (at any of those reads) blocks
+	 * the helper, and the file (and its device) is skipped, counted as
+	 * stalled.  libelf parses the copy and reads nothing of the file. */
+	err = sp_unw_prefetch__file(u->prefetch, fd, &st, &img);
 	if (err == -ETIMEDOUT || err == -EBUSY) {
 		struct sp_unw_prefetch_stats ps;
 
@@ -220,11 +222,13 @@ static void build(const struct sp_unw_job *job, void *ctx)
 		close(fd);
 		return;
 	}
-	/* ELF_C_READ, not mmap: a file truncated under us is a read error,
-	 * not a SIGBUS. */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -EINVAL;
+	/* From memory, not the file (nor an mmap of it: a file truncated
+	 * or failing under us would be a SIGBUS). */
+	elf = !err && img.base ? elf_memory((char *)img.base, img.size) : NULL;
+	if (err == -E2BIG) {
+		/* counted TOO_LARGE below */
+	} else if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = err && err != -EINVAL ? err : -EINVAL;
 	} else {
 		err = compile(u, elf, &t);
 	}
@@ -284,6 +288,7 @@ static void build(const struct sp_unw_job *job, void *ctx)
 	sp_unw_table__release(&t);
 	if (elf)
 		elf_end(elf);
+	sp_unw_image__release(&img);
 	close(fd);
 }
 

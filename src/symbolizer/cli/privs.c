@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cap_last.h"
 #include "symbolizer/cli/privs.h"
 
 static char *private_cache;
@@ -57,6 +58,18 @@ static int drop_user(const struct sp_common_opts *c)
 			"--allow-root to run as root\n", name);
 		return -EINVAL;
 	}
+	/* The bounding set (needs CAP_SETPCAP, gone after setuid) is per
+	 * thread, as no_new_privs is: serve calls this before it starts any
+	 * thread (serve.c), so every thread inherits both; setgroups, setgid
+	 * and setuid the C library applies to every thread anyway. */
+	for (int c = 0, last = sp_cap_last(); c <= last; c++)
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1 &&
+		    prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EPERM) {
+			fprintf(stderr, SP_CLI_PROG ": dropping the capability bounding set: "
+				"%s\n", strerror(errno));
+			return -EPERM;
+		}
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	if (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid)) {
 		fprintf(stderr, SP_CLI_PROG ": dropping to %s: %s\n",
 			name, strerror(errno));
@@ -66,7 +79,10 @@ static int drop_user(const struct sp_common_opts *c)
 		fprintf(stderr, SP_CLI_PROG ": could still regain root\n");
 		return -EPERM;
 	}
-	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		fprintf(stderr, SP_CLI_PROG ": setting no_new_privs: %s\n", strerror(errno));
+		return -EPERM;
+	}
 	if (setenv("HOME", "/", 1))
 		return -errno;
 	dropped = true;
