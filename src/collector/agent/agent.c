@@ -859,6 +859,13 @@ static void go_metrics(struct sp_metrics_buf *b, const struct sp_go_stats *g,
 			g->parks_unsupported);
 	sp_metrics__u64(b, "spanprof_go_park_probes_total", L("outcome", "failed"),
 			g->parks_failed);
+	sp_metrics__family(b, "spanprof_go_gc_probes_total", SP_METRIC_COUNTER,
+			   "Go executables and the label cache's GC epoch probe (uprobe on "
+			   "runtime.gcSweep): attached, no runtime.gcSweep, attach failed");
+	sp_metrics__u64(b, "spanprof_go_gc_probes_total", L("outcome", "attached"), g->gc_files);
+	sp_metrics__u64(b, "spanprof_go_gc_probes_total", L("outcome", "unsupported"),
+			g->gc_unsupported);
+	sp_metrics__u64(b, "spanprof_go_gc_probes_total", L("outcome", "failed"), g->gc_failed);
 	m_counter(b, "spanprof_go_parks_gone_total",
 		  "Captured goroutine parks of processes that exited before the goroutine ran",
 		  g->parks_gone);

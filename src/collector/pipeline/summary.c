@@ -200,6 +200,14 @@ static void print_go(FILE *f, const struct sp_summary *s)
 		b[SP_CNT_GO_NO_LABELS], b[SP_CNT_GO_NO_IDS], b[SP_CNT_GO_BAD_IDS],
 		b[SP_CNT_GO_READ_ERR], b[SP_CNT_GO_LABELS_CUT], b[SP_CNT_GO_LABEL_ERR],
 		c->go_labels_samples, c->go_labels_bad_utf8, g->keys_dropped);
+	fprintf(f, "  go label cache: hits %" PRIu64 ", misses %" PRIu64 ", uncached %" PRIu64
+		"; processes by GC epoch %" PRIu64 ", by sweepgen %" PRIu64 ", uncached %" PRIu64
+		"; epoch probes on %" PRIu64 " executables (no runtime.gcSweep %" PRIu64
+		", attach failed %" PRIu64 ", entry failed %" PRIu64 "), GC cycles %" PRIu64
+		" (other processes %" PRIu64 ")\n",
+		b[SP_CNT_GO_CACHE_HIT], b[SP_CNT_GO_CACHE_MISS], b[SP_CNT_GO_CACHE_OFF],
+		g->cache_epoch, g->cache_sweepgen, g->cache_off, g->gc_files, g->gc_unsupported,
+		g->gc_failed, g->gc_track_failed, b[SP_CNT_GO_GC_EPOCH], b[SP_CNT_GO_GC_UNTRACKED]);
 	if (g->parks_files || g->parks_unsupported || g->parks_failed || b[SP_CNT_GO_PARKS]) {
 		uint64_t closed = b[SP_CNT_GO_PARK_BELOW_MIN] + b[SP_CNT_RB_SENT_GOPARK] +
 				  b[SP_CNT_RB_DROP_GOPARK] + b[SP_CNT_GO_PARK_UNCLOSED] +
@@ -436,11 +444,17 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"cache_hits\": %" PRIu64 ", \"keys_dropped\": %" PRIu64
 		", \"parks_files\": %" PRIu64 ", \"parks_unsupported\": %" PRIu64
 		", \"parks_failed\": %" PRIu64 ", \"parks_gone\": %" PRIu64
-		", \"exe_timed_out\": %" PRIu64 ", \"exe_skipped\": %" PRIu64, s->go.procs,
+		", \"exe_timed_out\": %" PRIu64 ", \"exe_skipped\": %" PRIu64
+		", \"label_cache_epoch\": %" PRIu64 ", \"label_cache_sweepgen\": %" PRIu64
+		", \"label_cache_off\": %" PRIu64 ", \"gc_files\": %" PRIu64
+		", \"gc_unsupported\": %" PRIu64 ", \"gc_failed\": %" PRIu64
+		", \"gc_track_failed\": %" PRIu64, s->go.procs,
 		s->go.procs_dwarf, s->go.procs_table, s->go.procs_failed, s->go.bpf_map_full,
 		s->go.files_read, s->go.cache_hits, s->go.keys_dropped, s->go.parks_files,
 		s->go.parks_unsupported, s->go.parks_failed, s->go.parks_gone,
-		s->go.exe_timed_out, s->go.exe_skipped);
+		s->go.exe_timed_out, s->go.exe_skipped, s->go.cache_epoch, s->go.cache_sweepgen,
+		s->go.cache_off, s->go.gc_files, s->go.gc_unsupported, s->go.gc_failed,
+		s->go.gc_track_failed);
 	for (int i = 1; i < SP_GO_FAIL__MAX; i++)
 		fprintf(f, ", \"%s\": %" PRIu64, sp_go_fail__name(i), s->go.fail[i]);
 	fprintf(f, "},\n");
