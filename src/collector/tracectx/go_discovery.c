@@ -311,6 +311,25 @@ static bool gc_probe(struct sp_go_discovery *g, struct file_entry *e, const char
 	return e->gc_ok = true;
 }
 
+/* d into BPF for pid under a new seq: a number of its own, never 0, not
+ * reused before 2^32 descriptors: the label cache keys on it, so entries
+ * of an earlier image, of an earlier process with this pid or of another
+ * GC-cycle source (gc_epoch) can never be hit (bpf/golabels.bpf.h). */
+static int install_desc(struct sp_go_discovery *g, uint32_t pid, struct sp_go_desc *d)
+{
+	int rc;
+
+	if (!++g->desc_seq)
+		++g->desc_seq;
+	d->seq = g->desc_seq;
+	rc = g->sampler ? sp_sampler__set_go_desc(g->sampler, pid, d) : 0;
+	if (rc) {
+		g->st.procs_failed++;
+		g->st.bpf_map_full++;
+	}
+	return rc;
+}
+
 int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 {
 	struct sp_go_desc desc;
@@ -332,29 +351,29 @@ int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 		g->st.fail[why < SP_GO_FAIL__MAX ? why : SP_GO_FAIL_ELF]++;
 		return -ENOTSUP;
 	}
-	/* A number of its own, never 0, not reused before 2^32 descriptors: the label
-	 * cache keys on it, so entries of an earlier image or of an earlier
-	 * process with this pid can never be hit (bpf/golabels.bpf.h). */
 	desc = e->bin.desc;
-	if (!++g->desc_seq)
-		++g->desc_seq;
-	desc.seq = g->desc_seq;
+	desc.gc_epoch = 0;
+	/* A file's first process: its descriptor goes in before the probe's
+	 * attach (milliseconds: breakpoints in every process mapping the
+	 * file), so its labels are read meanwhile (sweepgen or uncached),
+	 * then again with the epoch under a new seq. */
+	if (g->sampler && sp_sampler__go_epoch(g->sampler) && !e->gc_tried) {
+		rc = install_desc(g, pid, &desc);
+		if (rc)
+			return rc;
+	}
 	/* The epoch entry exists before a descriptor says to use it, and
 	 * the probe before the entry: no GC of the process goes uncounted
 	 * while a cache entry of this descriptor can exist. */
-	desc.gc_epoch = 0;
 	if (g->sampler && gc_probe(g, e, path)) {
 		if (!sp_sampler__track_go_gc(g->sampler, pid))
 			desc.gc_epoch = 1;
 		else
 			g->st.gc_track_failed++;
 	}
-	rc = g->sampler ? sp_sampler__set_go_desc(g->sampler, pid, &desc) : 0;
-	if (rc) {
-		g->st.procs_failed++;
-		g->st.bpf_map_full++;
+	rc = install_desc(g, pid, &desc);
+	if (rc)
 		return rc;
-	}
 	attach_parks(g, e, path);
 	if (e->last_pid != pid) {
 		g->st.procs++;
