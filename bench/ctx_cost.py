@@ -36,7 +36,11 @@ ids' values, the worker label copied as an attribute).  A fourth instance, timed
 SPANPROF_BENCH_NO_GO_CACHE=1: the same read without the cache of parsed
 label sets (go_label_cache), so "timed" vs "timed, no cache" is the
 cache's effect on the same samples; each instance's cache hits and
-misses come from its summary.
+misses come from its summary.  A fifth, timed too, runs with
+SPANPROF_BENCH_NO_GO_EPOCH=1: the cache's GC cycle read from
+runtime.mheap_.sweepgen (one user read more per hit) instead of the GC
+epoch kept in BPF by the uprobe on runtime.gcSweep, so "timed" vs
+"timed, sweepgen" is the epoch's effect on the same samples.
 
 Run as root from the repository root after `make -j2`:
   python3 bench/ctx_cost.py [--duration 10] [--reps 3] [--freq 997] [--go]
@@ -97,6 +101,9 @@ def one(dur, a_first):
         procs["timed_nc"] = instance("timed_nc", demo.pid, dur + 60, ["--no-kernel"],
                                      env={"SPANPROF_BENCH_CTX_TIMING": "1",
                                           "SPANPROF_BENCH_NO_GO_CACHE": "1"})
+        procs["timed_sg"] = instance("timed_sg", demo.pid, dur + 60, ["--no-kernel"],
+                                     env={"SPANPROF_BENCH_CTX_TIMING": "1",
+                                          "SPANPROF_BENCH_NO_GO_EPOCH": "1"})
     timed = [t for t in procs if t.startswith("timed")]
     ids = {tag: B.wait_progs(p.pid, lambda g: g["name"] == "sp_oncpu", timeout=120)
            for tag, (p, _) in procs.items()}
@@ -146,7 +153,7 @@ def main():
           (B.machine(), args.duration, args.reps, FREQ,
            "golabels (Go 1.19, 8 goroutines on GOMAXPROCS=2, flat out)" if GO else
            "spanprof-demo (2 threads, flat out)"), flush=True)
-    diffs, on, off, timed, clock, timed_nc = [], [], [], [], [], []
+    diffs, on, off, timed, clock, timed_nc, timed_sg = [], [], [], [], [], [], []
     with B.BpfStats():
         for r in range(args.reps):
             res = one(args.duration, r % 2 == 0)
@@ -166,9 +173,16 @@ def main():
                 n2, read2, clock2 = res["timed_nc"]
                 t2 = (read2 - clock2) / n2 if n2 else float("nan")
                 timed_nc.append(t2)
-                print("         timed read without the cache %.0f ns (n=%d)  cache hit/miss/off: "
-                      "timed %s, timed without cache %s, A/B with %s"
-                      % (t2, n2, "/".join(map(str, res["cache_timed"])),
+                n3, read3, clock3 = res["timed_sg"]
+                t3 = (read3 - clock3) / n3 if n3 else float("nan")
+                timed_sg.append(t3)
+                print("         timed read with the sweepgen cycle (before the epoch) %.0f ns "
+                      "(n=%d, epoch/sweepgen %.2fx)  without the cache %.0f ns (n=%d)  "
+                      "cache hit/miss/off: timed %s, timed sweepgen %s, timed without cache "
+                      "%s, A/B with %s"
+                      % (t3, n3, t / t3 if t3 else float("nan"), t2, n2,
+                         "/".join(map(str, res["cache_timed"])),
+                         "/".join(map(str, res["cache_timed_sg"])),
                          "/".join(map(str, res["cache_timed_nc"])),
                          "/".join(map(str, res["cache_on"]))), flush=True)
             if ab is not None:
@@ -179,7 +193,9 @@ def main():
             clock.append(clock_ns / n if n else 0)
     rows = [["context read, timed inside sp_oncpu", B.fmt(B.median(timed), 0)]]
     if GO:
-        rows += [["  same, without the label cache (same run)", B.fmt(B.median(timed_nc), 0)]]
+        rows += [["  same, cache by sweepgen (before the GC epoch; same run)",
+                  B.fmt(B.median(timed_sg), 0)],
+                 ["  same, without the label cache (same run)", B.fmt(B.median(timed_nc), 0)]]
     rows += [["  (bpf_ktime_get_ns, taken out)", B.fmt(B.median(clock), 0)],
              ["A/B: with context read", B.fmt(B.median(on), 0)],
              ["A/B: " + ("--no-go-labels" if GO else "--no-trace-context"),
@@ -192,8 +208,9 @@ def main():
           "(A/B difference %s ns%s)" % ("Go label" if GO else "context", target, d,
                                          "met" if d < target else "NOT met",
                                          B.fmt(B.median(diffs), 0),
-                                         "; without the cache %s ns" % B.fmt(B.median(timed_nc), 0)
-                                         if GO else ""))
+                                         "; cache by sweepgen %s ns, without the cache %s ns"
+                                         % (B.fmt(B.median(timed_sg), 0),
+                                            B.fmt(B.median(timed_nc), 0)) if GO else ""))
 
 
 if __name__ == "__main__":

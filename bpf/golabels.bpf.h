@@ -17,8 +17,9 @@
  * there are no ids, never the ids of a goroutine that ran on this thread
  * before.  In a blocking syscall or cgo call m.curg is still the caller:
  * its labels.  The parsed result of a label set is cached per labels
- * pointer and GC cycle (go_label_cache; sp_read_go_ctx has the proof
- * that a hit is the same set).
+ * pointer and GC cycle (go_label_cache; the cycle is the process's GC
+ * epoch, bumped by a uprobe on runtime.gcSweep, or else sweepgen;
+ * sp_read_go_ctx has the proof that a hit is the same set).
  *
  * Labels, read with bounded reads into a per-CPU scratch:
  *   map (Go <= 1.23): *lp = hmap; its 2^B buckets (B <= SP_GO_MAX_B), the
@@ -391,22 +392,55 @@ static __always_inline int sp_go_g_fields(struct sp_go_scratch *gs, const struct
  * runtime_setProfLabel stores only the pointer (src/runtime/proflabel.go).
  * What can change at one address is the object: a set no goroutine holds
  * any more is freed by the GC and its memory may hold another set later.
- * Freeing happens only in sweeping, and sweeping frees only objects the
- * last mark found unreachable; runtime.mheap_.sweepgen grows by 2 in
- * gcSweep at every mark termination, with the world stopped
- * (src/runtime/mgc.go).  An entry holds the sweepgen read in the program
- * run that parsed it, during which the set stayed reachable (the holding
- * goroutine's thread is the one running this program: it cannot drop its
- * labels meanwhile).  At a later sample with the same sweepgen and the
- * same address held by a goroutine: had the parsed set been freed and
- * the address reused since, a mark termination would have come after the
- * parse (the set was still held then) and bumped sweepgen; it did not,
- * so it is the same immutable set.
- * A different sweepgen is a miss (the entry is parsed again and
- * replaced).  sweepgen is a u32 that would need 2^31 GC cycles of one
- * process to come back.  The descriptor's seq in the key separates
- * processes and images (exec; a reused pid).  Results with a failed read
- * are not cached (a page may be readable at the next sample).
+ * So an entry holds the GC cycle ("gen") of the program run that parsed
+ * it, and a hit needs the same gen now.  Two sources, per descriptor:
+ *
+ * GC epoch (d->gc_epoch; no user read): the process's go_gc_epochs entry,
+ * bumped by sp_go_gc (gogc.bpf.c), a uprobe on the entry of
+ * runtime.gcSweep.  Why that function (Go 1.19 src/runtime/mgc.go, mgcsweep.go):
+ * heap memory is freed only by sweeping (sweepone / mspan.sweep, also
+ * from mcentral and large-object allocation, and finishsweep_m in
+ * gcStart), and a span is swept only when its sweepgen is
+ * mheap_.sweepgen - 2; gcStart's finishsweep_m leaves every span swept
+ * (span sweepgen == mheap_.sweepgen), so nothing is sweepable until
+ * gcSweep does `mheap_.sweepgen += 2`, with the world stopped, at the
+ * end of gcMarkTermination, its only caller, once per cycle.  The
+ * uprobe runs before gcSweep's first instruction, so before that add
+ * and before any sweep of the cycle's garbage.  (gcStart would bump
+ * too, but is entered several times per cycle, each a needless miss;
+ * gcMarkTermination is as good, gcSweep is where sweepgen moves.)
+ *
+ * Why a hit is the set it names: the entry was written by a run R0
+ * that read lp from a goroutine that held it, the set, and gen E; the
+ * set was reachable for all of R0 (its goroutine is stopped on this
+ * thread, or switched out by it: it cannot drop its labels meanwhile).
+ * Suppose a later run R1 finds the same lp, reads gen E again, but the
+ * set at lp was freed after R0 (and lp now holds another one).  Freeing
+ * needs a mark that found the set unreachable: a mark already running
+ * in R0 keeps it (the hybrid write barrier, src/runtime/mbarrier.go,
+ * keeps what was reachable at mark start and what is allocated during
+ * the mark; an object unreachable at mark start is never reachable
+ * again, so one reachable in R0 is one of those), so the freeing cycle
+ * started marking after R0, and its gcSweep entry, the bump, came after
+ * R0's read of E and before the sweep that freed the set, before the
+ * new set was built there and its pointer stored in a g.  R1 reads lp
+ * first, then the epoch: x86 keeps loads in order and stores in causal
+ * order (the bump is a locked add), so R1, having seen the new pointer,
+ * sees the bumped epoch: != E, a miss.  The epoch is the low 32 bits of
+ * a counter that would need 2^32 GC cycles of one process to come back.
+ * Without its go_gc_epochs entry (not created yet, or already deleted),
+ * no cache for that read: sweepgen is never mixed with epochs in one
+ * descriptor's entries.
+ *
+ * sweepgen (d->gc_epoch 0, d->sweepgen set; one user read more): the
+ * same argument with runtime.mheap_.sweepgen itself, which gcSweep
+ * grows by 2 per cycle (a u32: 2^31 cycles to come back), read in the
+ * run; for a fixed-address binary with .symtab and DWARF whose epoch
+ * probe could not be attached.  Neither: parsed uncached, counted.
+ *
+ * The descriptor's seq in the key separates processes and images (exec; a
+ * reused pid).  Results with a failed read are not cached (a page may be
+ * readable at the next sample).
  */
 static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 {
@@ -415,7 +449,7 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 	struct sp_go_desc *d;
 	struct task_struct *task;
 	struct sp_go_walk *w;
-	__u64 g, m, curg, lp;
+	__u64 g, m, curg, lp, *ep;
 	__u32 outcome, gen = 0;
 	bool cache;
 	int err;
@@ -453,17 +487,25 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 		s->hdr.ctx_status = SP_CTX_NULL;
 		goto count;
 	}
-	/* The GC cycle, read in the same program run as lp and the set's
-	 * contents: while it runs, the goroutine holding lp cannot run (its
-	 * thread is here), so the set stays reachable and is not freed. */
-	cache = cfg_go_cache && d->sweepgen &&
-		!bpf_probe_read_user(&gen, sizeof(gen), (void *)d->sweepgen);
+	/* The GC cycle, read after lp (the order the proof above needs), in
+	 * the same program run as the set's contents. */
+	cache = false;
+	if (!cfg_go_cache) {
+	} else if (cfg_go_epoch && d->gc_epoch) {
+		ep = bpf_map_lookup_elem(&go_gc_epochs, &tgid);
+		if (ep) {
+			gen = (__u32)*(volatile __u64 *)ep;
+			cache = true;
+		}
+	} else if (d->sweepgen) {
+		cache = !bpf_probe_read_user(&gen, sizeof(gen), (void *)d->sweepgen);
+	}
 	if (cache) {
 		gs->key.tgid = tgid;
 		gs->key.seq = d->seq;
 		gs->key.lp = lp;
 		c = bpf_map_lookup_elem(&go_label_cache, &gs->key);
-		if (c && c->sweepgen == gen) {
+		if (c && c->gen == gen) {
 			sp_count(SP_CNT_GO_CACHE_HIT);
 			sp_go_apply(s, c);
 			return true;
@@ -489,7 +531,7 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 	sp_go_result(w, gs, &gs->res);
 	sp_go_apply(s, &gs->res);
 	if (cache && !w->fault) {
-		gs->res.sweepgen = gen;
+		gs->res.gen = gen;
 		bpf_map_update_elem(&go_label_cache, &gs->key, &gs->res, BPF_ANY);
 	}
 	return true;

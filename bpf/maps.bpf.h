@@ -38,6 +38,9 @@ SP_CONFIG(__u8, cfg_read_go, 1);	/* read Go processes' pprof labels
 					 * cfg_read_ctx) */
 SP_CONFIG(__u8, cfg_go_cache, 1);	/* cache parsed Go label sets
 					 * (golabels.bpf.h, go_label_cache) */
+SP_CONFIG(__u8, cfg_go_epoch, 1);	/* the cache's GC cycle from go_gc_epochs
+					 * when the descriptor says so; 0
+					 * (benchmark): runtime.mheap_.sweepgen */
 SP_CONFIG(__u8, cfg_time_ctx, 0);	/* benchmark: time the context read
 					 * (oncpu.bpf.c, map ctx_timing) */
 /* Off-CPU (offcpu.bpf.c; its program is attached only with --off-cpu). */
@@ -123,6 +126,18 @@ SP_SHARED struct {
 	__type(value, struct sp_go_desc);
 } go_descs SEC(".maps");
 
+/* Per Go process whose binary has the GC epoch probe (abi.h, gc_epoch):
+ * its GC epoch, created (0) by user space before it installs a
+ * descriptor with gc_epoch set, deleted at exit; bumped by sp_go_gc
+ * (gogc.bpf.c), which never creates an entry (golabels.bpf.h says why).
+ * Preallocated: the perf_event program reads it. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_GO_DESCS_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} go_gc_epochs SEC(".maps");
+
 /* OBI's shared map (abi.h): the loader reuses the pinned map's fd when it
  * exists, else shrinks this placeholder to one entry and leaves cfg_obi 0. */
 SP_SHARED struct {
@@ -189,7 +204,8 @@ struct sp_go_walk {
 /* A label set's parsed result: what a read writes into the record and
  * counts (golabels.bpf.h, sp_go_apply), and the value of go_label_cache. */
 struct sp_go_cached {
-	__u32 sweepgen;		/* runtime.mheap_.sweepgen when it was read */
+	__u32 gen;		/* the GC cycle when it was read: the
+				 * epoch's low 32 bits, or sweepgen */
 	__u32 attrs_len;
 	__u16 outcome;		/* enum sp_counter: SP_CNT_GO_IDS .. BAD_IDS */
 	__u8 status;		/* enum sp_ctx_status */

@@ -258,8 +258,14 @@ enum sp_counter {
 	SP_CNT_GO_CACHE_HIT,		/* the parsed labels taken from go_label_cache */
 	SP_CNT_GO_CACHE_MISS,		/* parsed (no entry, or one of an older GC
 					 * cycle), then cached when fully read */
-	SP_CNT_GO_CACHE_OFF,		/* parsed without the cache: the binary
-					 * gave no runtime.mheap_.sweepgen address */
+	SP_CNT_GO_CACHE_OFF,		/* parsed without the cache: no GC epoch
+					 * probe and no runtime.mheap_.sweepgen
+					 * address, or the epoch entry missing */
+	/* The GC epoch probe (uprobe on runtime.gcSweep, golabels.bpf.h): */
+	SP_CNT_GO_GC_EPOCH,		/* a GC cycle of a tracked process:
+					 * its epoch bumped */
+	SP_CNT_GO_GC_UNTRACKED,		/* a GC cycle of a process without an
+					 * epoch entry (not profiled): ignored */
 	/* Goroutine parks (--go-parks, bpf/goparks.bpf.h has the identity):
 	 * one outcome per runtime.gopark of a Go process, one per capture. */
 	SP_CNT_GO_PARKS,		/* parks seen */
@@ -553,11 +559,15 @@ _Static_assert(SP_CNT_UNW_END_ROOT + SP_UNW_END_TRUNC - 1 == SP_CNT_UNW_END_TRUN
  *   6      2    m_curg      offsetof(runtime.m, curg)
  *   8      2    g_labels    offsetof(runtime.g, labels)
  *   10     1    layout      enum sp_go_labels_layout
- *   11     1    _pad0
+ *   11     1    gc_epoch    1: the label cache's GC cycle is the process's
+ *                           entry in go_gc_epochs, bumped by the uprobe on
+ *                           its binary's runtime.gcSweep (golabels.bpf.h);
+ *                           0: sweepgen below, or no cache
  *   12     2    go_minor    Go 1.MINOR, informational
  *   14     2    _pad1
  *   16     8    sweepgen    address of runtime.mheap_.sweepgen in the
- *                           process (u32; 0 = unknown: labels not cached)
+ *                           process (u32; 0 = unknown), used when gc_epoch
+ *                           is 0; neither: labels not cached
  *   24     4    seq         this descriptor's number (user space counts
  *                           them): part of the label cache's key, so no
  *                           entry outlives the image it was read from
@@ -575,7 +585,7 @@ struct sp_go_desc {
 	__u16 m_curg;
 	__u16 g_labels;
 	__u8 layout;
-	__u8 _pad0;
+	__u8 gc_epoch;
 	__u16 go_minor;
 	__u16 _pad1;
 	__u64 sweepgen;

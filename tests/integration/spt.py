@@ -238,6 +238,66 @@ def nm_ranges(path, prefix):
     return r
 
 
+def go_work_classifier(exe):
+    """classify(stack) for go_span_check: ("spanWork" | "gapWork", worker)
+    of the first native frame in main.spanWork<w> / main.gapWork<w> of the
+    golabels fixture exe (by nm's ranges, not spanprof's symbolizer), or
+    None; and the number of those functions found (16)."""
+    work = {}
+    for name, r in nm_ranges(exe, "main.").items():
+        for kind in ("spanWork", "gapWork"):
+            if name.startswith("main." + kind) and name[len("main." + kind):].isdigit():
+                work[r] = (kind, int(name[len("main." + kind):]))
+
+    def classify(stack):
+        for (_, _, addr, ftype) in stack:
+            if ftype != "native":
+                continue
+            for (a, b), kw in work.items():
+                if a <= addr < b:
+                    return kw
+        return None
+    return classify, len(work)
+
+
+def go_span_check(samples, spans, off, classify=None):
+    """Checks samples of tests/fixtures/go/golabels -mode spans against its
+    ground truth (spans: the -truth log's records; off: the summary's
+    mono_to_unix_ns).  A sample event with ids is right when they are a
+    span's of the log, its time lies in that span's interval, its worker
+    label is the span's worker and, with classify (stack -> ("spanWork" |
+    "gapWork", worker) or None), the stack is that worker's spanWork or
+    neither work function (pprof.Do's own frames).  Returns a dict:
+    with_ids, right, wrong (a list of what did not match), in_span /
+    in_span_ids and in_gap / in_gap_ids (by classify), sets (the distinct
+    (trace_id, span_id) pairs seen)."""
+    by_ids = {(s["trace_id"], s["span_id"]): s for s in spans}
+    r = {"with_ids": 0, "right": 0, "wrong": [], "in_span": 0, "in_span_ids": 0, "in_gap": 0,
+         "in_gap_ids": 0, "sets": set()}
+    for s in samples:
+        kw = classify(s["stack"]) if classify else None
+        for t in s["ts"] or [None]:
+            if s["trace_id"]:
+                r["with_ids"] += 1
+                r["sets"].add((s["trace_id"], s["span_id"]))
+                sp = by_ids.get((s["trace_id"], s["span_id"]))
+                ok = (sp is not None and kw in (None, ("spanWork", sp["w"])) and
+                      t is not None and sp["start"] <= t - off <= sp["end"] and
+                      s["attrs"].get("worker") == str(sp["w"]))
+                if ok:
+                    r["right"] += 1
+                else:
+                    r["wrong"].append((kw, s["trace_id"], s["span_id"], sp, t and t - off,
+                                       s["attrs"]))
+            if kw and kw[0] == "spanWork":
+                r["in_span"] += 1
+                r["in_span_ids"] += s["trace_id"] is not None
+            elif kw and kw[0] == "gapWork":
+                r["in_gap"] += 1
+                r["in_gap_ids"] += s["trace_id"] is not None
+    return r
+
+
 def go_env(**kw):
     """Environment for running a Go fixture, with kw added (e.g. GOMAXPROCS)."""
     env = dict(os.environ)

@@ -18,12 +18,15 @@ samples in spanWork carry ids; no sample in gapWork carries any.  The
 worker label travels as a sample attribute; the binary is identified by
 its Go build id.
 
-The label cache (bpf/golabels.bpf.h) is on, and the fixture forces a GC
+The label cache (bpf/golabels.bpf.h) is on, its GC cycle the process's
+GC epoch (the uprobe on runtime.gcSweep), and the fixture forces a GC
 every 20 ms (-gc), so label sets of finished spans are freed and
 their memory holds the next spans' sets: a cache hit that took an old set
 at a reused address would carry a finished span's ids, which the
 precision check catches.  The cache is checked to have been used (hits
-and misses counted, none uncached: this binary has .symtab and DWARF).
+and misses counted, none uncached, by the epoch).  test_go_gc_epoch
+checks the epoch against the fixture's own GC count, and the stripped
+build.
 """
 import json
 import os
@@ -53,54 +56,14 @@ spans = [json.loads(l) for l in open(truth_path)]
 per_worker = [sum(1 for s in spans if s["w"] == w) for w in range(8)]
 check(min(per_worker) >= 5, "%d spans of ground truth, each worker's back to back (%s)" %
       (len(spans), per_worker))
-by_ids = {(s["trace_id"], s["span_id"]): s for s in spans}
 
-ranges = nm_ranges(exe, "main.")
-work = {}
-for name, r in ranges.items():
-    for kind in ("spanWork", "gapWork"):
-        if name.startswith("main." + kind) and name[len("main." + kind):].isdigit():
-            work[r] = (kind, int(name[len("main." + kind):]))
-check(len(work) == 16, "nm found main.spanWork0-7 and main.gapWork0-7")
-
-
-def classify(stack):
-    for (_, _, addr, ftype) in stack:
-        if ftype != "native":
-            continue
-        for (a, b), kw in work.items():
-            if a <= addr < b:
-                return kw
-    return None
-
-
+classify, n_work = go_work_classifier(exe)
+check(n_work == 16, "nm found main.spanWork0-7 and main.gapWork0-7")
 off = summ["mono_to_unix_ns"]
 samples = [s for s in read_otlp(out) if s["kind"] == "samples" and s["pid"]]
-in_span = in_span_ids = in_gap = in_gap_ids = with_ids = right = 0
-wrong = []
-for s in samples:
-    kw = classify(s["stack"])
-    n_ev = max(1, len(s["ts"]))
-    ts = s["ts"] or [None]
-    for t in ts:
-        if s["trace_id"]:
-            with_ids += 1
-            sp = by_ids.get((s["trace_id"], s["span_id"]))
-            # kw None: neither work function on the stack (pprof.Do's own
-            # frames, runtime code), still in the span's interval
-            ok = (sp is not None and kw in (None, ("spanWork", sp["w"])) and
-                  t is not None and sp["start"] <= t - off <= sp["end"] and
-                  s["attrs"].get("worker") == str(sp["w"]))
-            if ok:
-                right += 1
-            else:
-                wrong.append((kw, s["trace_id"], s["span_id"], sp, t and t - off, s["attrs"]))
-        if kw and kw[0] == "spanWork":
-            in_span += 1
-            in_span_ids += s["trace_id"] is not None
-        elif kw and kw[0] == "gapWork":
-            in_gap += 1
-            in_gap_ids += s["trace_id"] is not None
+r = go_span_check(samples, spans, off, classify)
+with_ids, right, wrong = r["with_ids"], r["right"], r["wrong"]
+in_span, in_span_ids, in_gap, in_gap_ids = r["in_span"], r["in_span_ids"], r["in_gap"], r["in_gap_ids"]
 print("samples with ids %d (right %d), in spans %d (with ids %d), in gaps %d (with ids %d)" %
       (with_ids, right, in_span, in_span_ids, in_gap, in_gap_ids), flush=True)
 check(in_span >= 300 and in_gap >= 30, "enough samples in spans (%d) and gaps (%d)" % (in_span, in_gap))
@@ -122,4 +85,7 @@ check(b["go_label_cache_hits"] > 0 and b["go_label_cache_misses"] > 0 and
       b["go_label_cache_off"] == 0,
       "label cache used: hits %d, misses %d, uncached %d" %
       (b["go_label_cache_hits"], b["go_label_cache_misses"], b["go_label_cache_off"]))
+check(summ["go"]["label_cache_epoch"] == 1 and b["go_gc_epoch_bumps"] > 0,
+      "the cache's GC cycle is the GC epoch (processes by epoch %d, bumps %d)" %
+      (summ["go"]["label_cache_epoch"], b["go_gc_epoch_bumps"]))
 shutil.rmtree(d)

@@ -269,6 +269,12 @@ static void test_binaries(void **state)
 	assert_memory_equal(code, "\x48\x8d\x6c\x24", 4);
 	file_bytes(p, b.resume_off - 5, code, 1);
 	assert_int_equal(code[0], 0xe8);
+	/* the GC epoch probe's point: runtime.gcSweep's first instruction,
+	 * the stack-bound check a Go function opens with (cmp
+	 * stackguard(%r14),%rsp: 49 3b 66; objdump agrees) */
+	assert_true(b.gc_off != 0);
+	file_bytes(p, b.gc_off, code, 3);
+	assert_memory_equal(code, "\x49\x3b\x66", 3);
 	/* stripped: the table, and the same points through .gopclntab */
 	assert_int_equal(read_file_go(fixture(q, sizeof(q), "go/golabels.stripped"), &s, &why), 0);
 	assert_int_equal(s.offsets_from, SP_GO_FROM_TABLE);
@@ -277,6 +283,8 @@ static void test_binaries(void **state)
 	s.desc.sweepgen = b.desc.sweepgen;
 	assert_memory_equal(&s.desc, &b.desc, sizeof(b.desc));
 	assert_true(s.park_off && s.resume_off);
+	/* ... and gcSweep through .gopclntab, at the same place */
+	assert_int_equal(s.gc_off, b.gc_off);
 	/* Go 1.24 (the hand-laid fixture): the slice layout, cgo's TLS rule */
 	assert_int_equal(read_file_go(fixture(t, sizeof(t), "go_fake_slice"), &s, &why), 0);
 	assert_string_equal(s.version, "go1.24.0");
@@ -284,6 +292,7 @@ static void test_binaries(void **state)
 	assert_int_equal(s.desc.g_labels, 352);
 	assert_int_equal(s.desc.tls_g, -8);
 	assert_int_equal(s.park_off, 0);	/* no runtime.gopark: no parks */
+	assert_int_equal(s.gc_off, 0);		/* nor gcSweep: no GC epoch probe */
 	/* not Go */
 	assert_int_equal(read_file_go(fixture(t, sizeof(t), "callchain"), &s, &why), -ENOENT);
 	/* truncated Go binaries: refused or not Go, never a crash */

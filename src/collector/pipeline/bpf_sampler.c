@@ -34,6 +34,8 @@ struct sp_sampler {
 	bool off_cpu;
 	bool go_parks;			/* asked, and sampling not stopped */
 	struct bpf_link *parks[SP_SAMPLER_GO_PARK_FILES][2];	/* park, resume */
+	bool go_epoch;			/* GC epoch probes (sp_go_gc) wanted */
+	struct bpf_link *gc_links[SP_SAMPLER_GO_GC_FILES];
 	int *pfds;
 	bool cpu_filter;		/* -C: only CPUs in cpus */
 	uint64_t cpus[SP_CLI_CPU_WORDS];
@@ -209,6 +211,10 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_time_ctx = getenv("SPANPROF_BENCH_CTX_TIMING") != NULL;
 	/* benchmark (bench/ctx_cost.py): the Go label read without its cache */
 	s->skel->rodata->cfg_go_cache = getenv("SPANPROF_BENCH_NO_GO_CACHE") == NULL;
+	/* benchmark (bench/ctx_cost.py): the cache's GC cycle from sweepgen, as
+	 * before the epoch probe (no probe attached, no epoch entries) */
+	s->go_epoch = !cfg->no_go_labels && getenv("SPANPROF_BENCH_NO_GO_EPOCH") == NULL;
+	s->skel->rodata->cfg_go_epoch = s->go_epoch;
 	/* Likewise bench/unwind_cost.py: the user-stack walk alone. */
 	s->skel->rodata->cfg_time_unwind = getenv("SPANPROF_BENCH_UNWIND_TIMING") != NULL;
 	err = set_ucopy(s, err_msg, err_len);
@@ -228,6 +234,9 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	/* Per Go executable, by go_discovery (attach_go_parks). */
 	bpf_program__set_autoattach(s->skel->progs.sp_go_park, false);
 	bpf_program__set_autoattach(s->skel->progs.sp_go_unpark, false);
+	bpf_program__set_autoattach(s->skel->progs.sp_go_gc, false);
+	if (!s->go_epoch)
+		bpf_program__set_autoload(s->skel->progs.sp_go_gc, false);
 	/* The off-CPU and goroutine-park programs each hold the whole
 	 * unwinder, and verifying each takes about half as long as sp_oncpu
 	 * (0.24-0.26 s of a record start's 1.1 s under load): loaded only
@@ -418,6 +427,13 @@ void sp_sampler__stop(struct sp_sampler *s)
 		s->pfds[i] = -1;
 	}
 	s->n_links = 0;
+	/* Last: while any program that reads labels could run, every GC of
+	 * a process using epochs must be counted (bpf/golabels.bpf.h). */
+	for (int i = 0; i < SP_SAMPLER_GO_GC_FILES; i++) {
+		bpf_link__destroy(s->gc_links[i]);
+		s->gc_links[i] = NULL;
+	}
+	s->go_epoch = false;
 }
 
 static void *destroy_link(void *link)
@@ -550,6 +566,50 @@ void sp_sampler__detach_go_parks(struct sp_sampler *s, int i)
 	bpf_link__destroy(s->parks[i][0]);
 	bpf_link__destroy(s->parks[i][1]);
 	s->parks[i][0] = s->parks[i][1] = NULL;
+}
+
+bool sp_sampler__go_epoch(const struct sp_sampler *s)
+{
+	return s && s->go_epoch;
+}
+
+int sp_sampler__attach_go_gc(struct sp_sampler *s, const char *path, uint64_t off)
+{
+	struct bpf_link *l;
+	int i;
+
+	if (!s || !s->go_epoch)
+		return -EPERM;
+	for (i = 0; i < SP_SAMPLER_GO_GC_FILES && s->gc_links[i]; i++)
+		;
+	if (i == SP_SAMPLER_GO_GC_FILES)
+		return -ENOSPC;
+	/* pid -1: every process that maps the file (bpf/gogc.bpf.c says why) */
+	l = bpf_program__attach_uprobe(s->skel->progs.sp_go_gc, false, -1, path, off);
+	if (!l)
+		return -errno;
+	s->gc_links[i] = l;
+	return 0;
+}
+
+int sp_sampler__track_go_gc(struct sp_sampler *s, uint32_t pid)
+{
+	uint64_t zero = 0;
+	int err;
+
+	if (!s || !s->go_epoch)
+		return -EPERM;
+	/* NOEXIST: an epoch already counting (the same process described
+	 * again) must never go back */
+	err = bpf_map__update_elem(s->skel->maps.go_gc_epochs, &pid, sizeof(pid), &zero,
+				   sizeof(zero), BPF_NOEXIST);
+	return err == -EEXIST ? 0 : err;
+}
+
+void sp_sampler__untrack_go_gc(struct sp_sampler *s, uint32_t pid)
+{
+	if (s)
+		bpf_map__delete_elem(s->skel->maps.go_gc_epochs, &pid, sizeof(pid), 0);
 }
 
 uint32_t sp_sampler__drop_go_parks(struct sp_sampler *s, uint32_t pid)

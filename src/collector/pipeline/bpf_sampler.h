@@ -102,6 +102,20 @@ int sp_sampler__attach_go_parks(struct sp_sampler *s, const char *path, uint64_t
 				uint64_t resume_off);
 void sp_sampler__detach_go_parks(struct sp_sampler *s, int handle);
 bool sp_sampler__go_parks(const struct sp_sampler *s);
+/* The GC epoch of Go processes (bpf/gogc.bpf.c, golabels.bpf.h):
+ * __go_epoch: the probes are wanted (labels read, not the benchmark's
+ * SPANPROF_BENCH_NO_GO_EPOCH, sampling not stopped).  __attach_go_gc:
+ * the uprobe on the executable at path (every process mapping it) at
+ * file offset off, kept until __stop (which removes it after every
+ * program that reads labels); 0, or -ENOSPC (SP_SAMPLER_GO_GC_FILES
+ * attached), -EPERM (not wanted), another -errno.  __track_go_gc: pid's
+ * epoch entry, created at 0 if absent (an existing count is kept);
+ * only then may its descriptor set gc_epoch.  __untrack_go_gc: at exit. */
+#define SP_SAMPLER_GO_GC_FILES 64
+bool sp_sampler__go_epoch(const struct sp_sampler *s);
+int sp_sampler__attach_go_gc(struct sp_sampler *s, const char *path, uint64_t off);
+int sp_sampler__track_go_gc(struct sp_sampler *s, uint32_t pid);
+void sp_sampler__untrack_go_gc(struct sp_sampler *s, uint32_t pid);
 /* Removes the pending parks of pid (it exited with goroutines parked);
  * returns how many. */
 uint32_t sp_sampler__drop_go_parks(struct sp_sampler *s, uint32_t pid);

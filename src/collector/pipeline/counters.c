@@ -75,7 +75,12 @@ const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 	[SP_CF_GO_LABEL_CACHE] = { "spanprof_bpf_go_label_cache_total", "result",
 		"Goroutine label sets read in BPF: taken from the cache of parsed sets "
 		"(hit), parsed and cached (miss: new set or a newer GC cycle), or parsed "
-		"uncached (off: the binary gave no runtime.mheap_.sweepgen address)" },
+		"uncached (off: no GC epoch probe on the binary and no "
+		"runtime.mheap_.sweepgen address)" },
+	[SP_CF_GO_GC_CYCLES] = { "spanprof_bpf_go_gc_cycles_total", "process",
+		"GC cycles seen by the GC epoch probe (uprobe on runtime.gcSweep): of a "
+		"profiled Go process (its label-cache epoch bumped), or of another process "
+		"running the same executable (ignored)" },
 	[SP_CF_GO_PARKS] = { "spanprof_bpf_go_parks_total", NULL,
 		"Goroutine parks seen by the park probes (--off-cpu-goroutines; = the sum "
 		"of spanprof_bpf_go_park_outcomes_total)" },
@@ -167,6 +172,8 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 	[SP_CNT_GO_CACHE_HIT] = { "go_label_cache_hits", SP_CF_GO_LABEL_CACHE, "hit" },
 	[SP_CNT_GO_CACHE_MISS] = { "go_label_cache_misses", SP_CF_GO_LABEL_CACHE, "miss" },
 	[SP_CNT_GO_CACHE_OFF] = { "go_label_cache_off", SP_CF_GO_LABEL_CACHE, "off" },
+	[SP_CNT_GO_GC_EPOCH] = { "go_gc_epoch_bumps", SP_CF_GO_GC_CYCLES, "tracked" },
+	[SP_CNT_GO_GC_UNTRACKED] = { "go_gc_untracked", SP_CF_GO_GC_CYCLES, "untracked" },
 	[SP_CNT_GO_PARKS] = { "go_parks", SP_CF_GO_PARKS, NULL },
 	[SP_CNT_GO_PARK_SAMPLED_OUT] = { "go_park_sampled_out", SP_CF_GO_PARK_OUTCOMES,
 					 "sampled_out" },

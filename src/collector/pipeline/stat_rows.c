@@ -191,6 +191,13 @@ static const struct sp_stat_row go_rows[] = {
 	JSON("parks_gone", go.parks_gone),
 	MORE("exe_timed_out", GF, "reason", "exe_timed_out", go.exe_timed_out),
 	MORE("exe_skipped", GF, "reason", "exe_skipped", go.exe_skipped),
+	JSON("label_cache_epoch", go.cache_epoch),
+	JSON("label_cache_sweepgen", go.cache_sweepgen),
+	JSON("label_cache_off", go.cache_off),
+	JSON("gc_files", go.gc_files),
+	JSON("gc_unsupported", go.gc_unsupported),
+	JSON("gc_failed", go.gc_failed),
+	JSON("gc_track_failed", go.gc_track_failed),
 };
 TABLE(sp_stat_go, go_rows);
 
@@ -200,6 +207,11 @@ static const struct sp_stat_row go_more_rows[] = {
 	       "gopark not recognised, attach failed", "outcome", "attached", go.parks_files),
 	MORE(NULL, GK, "outcome", "unsupported", go.parks_unsupported),
 	MORE(NULL, GK, "outcome", "failed", go.parks_failed),
+	FAMILY(NULL, "spanprof_go_gc_probes_total", COUNTER,
+	       "Go executables and the label cache's GC epoch probe (uprobe on runtime.gcSweep): "
+	       "attached, no runtime.gcSweep, attach failed", "outcome", "attached", go.gc_files),
+	MORE(NULL, "spanprof_go_gc_probes_total", "outcome", "unsupported", go.gc_unsupported),
+	MORE(NULL, "spanprof_go_gc_probes_total", "outcome", "failed", go.gc_failed),
 	ONE(NULL, "spanprof_go_parks_gone_total", COUNTER,
 	    "Captured goroutine parks of processes that exited before the goroutine ran",
 	    go.parks_gone),

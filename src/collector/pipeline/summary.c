@@ -201,6 +201,14 @@ static void print_go(FILE *f, const struct sp_summary *s)
 		b[SP_CNT_GO_NO_LABELS], b[SP_CNT_GO_NO_IDS], b[SP_CNT_GO_BAD_IDS],
 		b[SP_CNT_GO_READ_ERR], b[SP_CNT_GO_LABELS_CUT], b[SP_CNT_GO_LABEL_ERR],
 		c->go_labels_samples, c->go_labels_bad_utf8, g->keys_dropped);
+	fprintf(f, "  go label cache: hits %" PRIu64 ", misses %" PRIu64 ", uncached %" PRIu64
+		"; processes by GC epoch %" PRIu64 ", by sweepgen %" PRIu64 ", uncached %" PRIu64
+		"; epoch probes on %" PRIu64 " executables (no runtime.gcSweep %" PRIu64
+		", attach failed %" PRIu64 ", entry failed %" PRIu64 "), GC cycles %" PRIu64
+		" (other processes %" PRIu64 ")\n",
+		b[SP_CNT_GO_CACHE_HIT], b[SP_CNT_GO_CACHE_MISS], b[SP_CNT_GO_CACHE_OFF],
+		g->cache_epoch, g->cache_sweepgen, g->cache_off, g->gc_files, g->gc_unsupported,
+		g->gc_failed, g->gc_track_failed, b[SP_CNT_GO_GC_EPOCH], b[SP_CNT_GO_GC_UNTRACKED]);
 	if (g->parks_files || g->parks_unsupported || g->parks_failed || b[SP_CNT_GO_PARKS]) {
 		uint64_t closed = b[SP_CNT_GO_PARK_BELOW_MIN] + b[SP_CNT_RB_SENT_GOPARK] +
 				  b[SP_CNT_RB_DROP_GOPARK] + b[SP_CNT_GO_PARK_UNCLOSED] +

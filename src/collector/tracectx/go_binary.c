@@ -337,6 +337,19 @@ static void find_park_points(struct elf_view *v, struct sp_go_binary *out)
 	sp_gopcln__free(tab);
 }
 
+/* The GC epoch probe's point (bpf/gogc.bpf.c): the entry of
+ * runtime.gcSweep (bpf/golabels.bpf.h says why that function), by
+ * .symtab or, stripped, .gopclntab. */
+static void find_gc_point(struct elf_view *v, struct sp_go_binary *out)
+{
+	struct sp_gopcln *tab = NULL;
+	uint64_t entry, end;
+
+	if (func_range(v, &tab, "runtime.gcSweep", &entry, &end) && end > entry)
+		out->gc_off = file_offset(v, entry);
+	sp_gopcln__free(tab);
+}
+
 /* Bytes at a virtual address of a PT_LOAD's file part. */
 static bool view_code(struct elf_view *v, uint64_t vaddr, size_t n, uint8_t *dst)
 {
@@ -595,6 +608,7 @@ static int read_elf(int fd, Elf *elf, struct sp_go_binary *out, enum sp_go_fail 
 	out->desc.tls_g = tls;
 	out->desc.sweepgen = dwarf ? sweepgen_addr(&v, &eh, w.mheap_sweepgen) : 0;
 	find_park_points(&v, out);
+	find_gc_point(&v, out);
 	return 0;
 }
 

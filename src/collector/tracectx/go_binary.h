@@ -36,6 +36,7 @@
  * right), the resume point the instruction after the one `call rel32`
  * (e8) in gopark whose target is runtime.mcall (exactly one, or none is
  * used): a parked goroutine continues there when it runs again.
+ * GC epoch probe: the entry of runtime.gcSweep, the same way.
  *
  * Untrusted input: the file is the profiled program's; every read is
  * bounded (a version longer than SP_GO_VERSION_MAX, a varint past the
@@ -78,6 +79,10 @@ struct sp_go_binary {
 	 * not found (then no goroutine parks for this binary). */
 	uint64_t park_off;		/* in runtime.gopark, after its prologue */
 	uint64_t resume_off;		/* after gopark's call to runtime.mcall */
+	/* The GC epoch probe (bpf/gogc.bpf.c): file offset of
+	 * runtime.gcSweep's entry; 0 when not found (then the label cache
+	 * uses sweepgen, or is off). */
+	uint64_t gc_off;
 };
 
 /*

@@ -28,6 +28,7 @@ struct file_entry {
 	struct sp_go_binary bin;
 	bool parks_tried;	/* park probes attached (or failed) once */
 	int parks;		/* the sampler's handle, -1 none */
+	bool gc_tried, gc_ok;	/* GC epoch probe looked for / attached */
 	/* The last pid described from this file, 0 after it exited: the
 	 * same pid again is the same process (an exec event read after the
 	 * start-up scan already saw the new image, or a re-exec of the same
@@ -42,6 +43,11 @@ struct sp_go_discovery {
 	uint64_t clock;
 	uint32_t desc_seq;	/* descriptors given to BPF so far (sp_go_desc.seq) */
 	struct sp_go_stats st;
+	/* Files with the GC epoch probe: kept until the sampler stops, not
+	 * with the file cache's entries, since a descriptor that uses the
+	 * epoch may outlive its file's entry (bpf/gogc.bpf.c). */
+	struct file_key gc_files[SP_SAMPLER_GO_GC_FILES];
+	uint32_t n_gc_files;
 	struct sp_proc_read *pread;	/* the exe's open and read, off this thread */
 	/* Step 1 run as a companion of pre_pid's first maps read
 	 * (proc_table.h): pre holds it (pre_rc 0), or it was abandoned (pre
@@ -271,6 +277,59 @@ static void attach_parks(struct sp_go_discovery *g, struct file_entry *e, const 
 		g->st.parks_files++;
 }
 
+/* The GC epoch probe on e's file, once per file: true when attached
+ * (now or before).  Not attached: the label cache of its processes falls
+ * back to sweepgen, else is off (counted). */
+static bool gc_probe(struct sp_go_discovery *g, struct file_entry *e, const char *exe)
+{
+	int rc;
+
+	if (!sp_sampler__go_epoch(g->sampler))
+		return false;
+	if (e->gc_tried)
+		return e->gc_ok;
+	e->gc_tried = true;
+	for (uint32_t i = 0; i < g->n_gc_files; i++)
+		if (!memcmp(&g->gc_files[i], &e->key, sizeof(e->key)))
+			return e->gc_ok = true;
+	if (!e->bin.gc_off) {
+		g->st.gc_unsupported++;
+		return false;
+	}
+	rc = g->n_gc_files < SP_SAMPLER_GO_GC_FILES ?
+		     sp_sampler__attach_go_gc(g->sampler, exe, e->bin.gc_off) : -ENOSPC;
+	if (rc) {
+		if (!g->st.gc_failed++)
+			fprintf(stderr, "spanprof: cannot attach the GC epoch probe to the Go "
+				"executable of %s (%s): its label sets are cached by sweepgen "
+				"when the binary has its address, else read uncached (slower); "
+				"uprobes need CAP_SYS_ADMIN\n", exe, strerror(-rc));
+		return false;
+	}
+	g->gc_files[g->n_gc_files++] = e->key;
+	g->st.gc_files++;
+	return e->gc_ok = true;
+}
+
+/* d into BPF for pid under a new seq: a number of its own, never 0, not
+ * reused before 2^32 descriptors: the label cache keys on it, so entries
+ * of an earlier image, of an earlier process with this pid or of another
+ * GC-cycle source (gc_epoch) can never be hit (bpf/golabels.bpf.h). */
+static int install_desc(struct sp_go_discovery *g, uint32_t pid, struct sp_go_desc *d)
+{
+	int rc;
+
+	if (!++g->desc_seq)
+		++g->desc_seq;
+	d->seq = g->desc_seq;
+	rc = g->sampler ? sp_sampler__set_go_desc(g->sampler, pid, d) : 0;
+	if (rc) {
+		g->st.procs_failed++;
+		g->st.bpf_map_full++;
+	}
+	return rc;
+}
+
 int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 {
 	struct sp_go_desc desc;
@@ -292,19 +351,29 @@ int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 		g->st.fail[why < SP_GO_FAIL__MAX ? why : SP_GO_FAIL_ELF]++;
 		return -ENOTSUP;
 	}
-	/* A number of its own, never 0, not reused before 2^32 descriptors: the label
-	 * cache keys on it, so entries of an earlier image or of an earlier
-	 * process with this pid can never be hit (bpf/golabels.bpf.h). */
 	desc = e->bin.desc;
-	if (!++g->desc_seq)
-		++g->desc_seq;
-	desc.seq = g->desc_seq;
-	rc = g->sampler ? sp_sampler__set_go_desc(g->sampler, pid, &desc) : 0;
-	if (rc) {
-		g->st.procs_failed++;
-		g->st.bpf_map_full++;
-		return rc;
+	desc.gc_epoch = 0;
+	/* A file's first process: its descriptor goes in before the probe's
+	 * attach (milliseconds: breakpoints in every process mapping the
+	 * file), so its labels are read meanwhile (sweepgen or uncached),
+	 * then again with the epoch under a new seq. */
+	if (g->sampler && sp_sampler__go_epoch(g->sampler) && !e->gc_tried) {
+		rc = install_desc(g, pid, &desc);
+		if (rc)
+			return rc;
 	}
+	/* The epoch entry exists before a descriptor says to use it, and
+	 * the probe before the entry: no GC of the process goes uncounted
+	 * while a cache entry of this descriptor can exist. */
+	if (g->sampler && gc_probe(g, e, path)) {
+		if (!sp_sampler__track_go_gc(g->sampler, pid))
+			desc.gc_epoch = 1;
+		else
+			g->st.gc_track_failed++;
+	}
+	rc = install_desc(g, pid, &desc);
+	if (rc)
+		return rc;
 	attach_parks(g, e, path);
 	if (e->last_pid != pid) {
 		g->st.procs++;
@@ -312,6 +381,12 @@ int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 			g->st.procs_dwarf++;
 		else
 			g->st.procs_table++;
+		if (desc.gc_epoch)
+			g->st.cache_epoch++;
+		else if (desc.sweepgen)
+			g->st.cache_sweepgen++;
+		else
+			g->st.cache_off++;
 	}
 	e->last_pid = pid;
 	return 1;
@@ -319,8 +394,12 @@ int sp_go_discovery__examine(struct sp_go_discovery *g, uint32_t pid)
 
 void sp_go_discovery__drop(struct sp_go_discovery *g, uint32_t pid)
 {
-	if (g && g->sampler)
-		sp_sampler__del_go_desc(g->sampler, pid);
+	if (!g || !g->sampler)
+		return;
+	/* the descriptor first: a read that still finds it and then no epoch
+	 * entry reads uncached */
+	sp_sampler__del_go_desc(g->sampler, pid);
+	sp_sampler__untrack_go_gc(g->sampler, pid);
 }
 
 void sp_go_discovery__exited(struct sp_go_discovery *g, uint32_t pid)
@@ -333,6 +412,7 @@ void sp_go_discovery__exited(struct sp_go_discovery *g, uint32_t pid)
 	if (!g->sampler)
 		return;
 	sp_sampler__del_go_desc(g->sampler, pid);
+	sp_sampler__untrack_go_gc(g->sampler, pid);
 	if (sp_sampler__go_parks(g->sampler))
 		g->st.parks_gone += sp_sampler__drop_go_parks(g->sampler, pid);
 }

@@ -10,7 +10,9 @@
  * When: called by ctx_discovery on exec and first sight of a pid and by
  * its start-up scan; never per sample.  With goroutine parks asked
  * (sp_sampler__go_parks), a Go file also gets the park probes, once,
- * detached with its cache entry (and all by sp_sampler__stop).  A file is read once (go_binary.c)
+ * detached with its cache entry (and all by sp_sampler__stop); and,
+ * while labels are read, the GC epoch probe of the label cache (once per
+ * file, kept until sp_sampler__stop; bpf/gogc.bpf.c).  A file is read once (go_binary.c)
  * and remembered by identity (device, inode, mtime, size) in a cache of
  * SP_GO_FILE_CACHE entries (least recently used replaced), so a thousand
  * replicas of one service cost one read, and non-Go executables one
@@ -37,6 +39,9 @@ struct sp_go_stats {
 					 * same pid and file again: once) */
 	uint64_t procs_dwarf;		/* ... offsets from their DWARF */
 	uint64_t procs_table;		/* ... offsets from the version table */
+	uint64_t cache_epoch;		/* ... label cache by GC epoch probe */
+	uint64_t cache_sweepgen;	/* ... by runtime.mheap_.sweepgen */
+	uint64_t cache_off;		/* ... uncached (neither) */
 	uint64_t procs_failed;		/* Go processes without one: */
 	uint64_t fail[SP_GO_FAIL__MAX];	/*   by reason */
 	uint64_t bpf_map_full;		/*   or go_descs full */
@@ -48,6 +53,10 @@ struct sp_go_stats {
 	uint64_t parks_files;		/* executables with park probes */
 	uint64_t parks_unsupported;	/* ... without: gopark's code unknown */
 	uint64_t parks_failed;		/* ... attaching failed */
+	uint64_t gc_files;		/* executables with the GC epoch probe */
+	uint64_t gc_unsupported;	/* ... without: no runtime.gcSweep */
+	uint64_t gc_failed;		/* ... attaching failed (or table full) */
+	uint64_t gc_track_failed;	/* epoch entry not created (map full) */
 	uint64_t parks_gone;		/* captured parks of processes that
 					 * exited before the goroutine ran */
 	uint64_t keys_dropped;		/* labels dropped: key table full, or a
