@@ -347,25 +347,40 @@ static __always_inline void sp_go_apply(struct sp_scratch *s, const struct sp_go
 	sp_count(r->outcome);
 }
 
-/* g.m and g.labels of g: one read of the SP_GO_G_SPAN bytes ending at
- * g.labels when g.m lies inside (every release in the table), else two. */
+/* g.sched.sp: gobuf is the field after g.m in every release (stack,
+ * stackguard0/1, _panic, _defer, m: 56 bytes), and sp its first word. */
+#define SP_GO_G_SCHED_SP 56
+
+/* g.m, g.labels and, when sched_sp is not NULL, g.sched.sp of g: one read
+ * of the SP_GO_G_SPAN bytes ending at g.labels when g.m lies inside
+ * (every release in the table), else one read per field. */
 static __always_inline int sp_go_g_fields(struct sp_go_scratch *gs, const struct sp_go_desc *d,
-					  __u64 g, __u64 *m, __u64 *lp)
+					  __u64 g, __u64 *m, __u64 *lp, __u64 *sched_sp)
 {
-	__u32 end = d->g_labels + 8, off;
+	__u32 end = d->g_labels + 8, off, start;
 
 	if (end >= SP_GO_G_SPAN && d->g_m >= end - SP_GO_G_SPAN && d->g_m + 8 <= d->g_labels) {
-		if (bpf_probe_read_user(gs->gspan, SP_GO_G_SPAN, (void *)(g + end - SP_GO_G_SPAN)))
+		start = end - SP_GO_G_SPAN;
+		if (bpf_probe_read_user(gs->gspan, SP_GO_G_SPAN, (void *)(g + start)))
 			return -1;
-		off = d->g_m - (end - SP_GO_G_SPAN);
+		off = d->g_m - start;
 		if (off > SP_GO_G_SPAN - 16)
 			return -1;	/* cannot be (checked above); for the verifier */
 		__builtin_memcpy(m, &gs->gspan[off], 8);
 		__builtin_memcpy(lp, &gs->gspan[SP_GO_G_SPAN - 8], 8);
+		if (!sched_sp)
+			return 0;
+		/* inside the span when it starts at or below g.m (48 < 56) */
+		off = SP_GO_G_SCHED_SP - start;
+		if (start > SP_GO_G_SCHED_SP || off > SP_GO_G_SPAN - 16)
+			return bpf_probe_read_user(sched_sp, 8, (void *)(g + SP_GO_G_SCHED_SP)) ? -1 : 0;
+		__builtin_memcpy(sched_sp, &gs->gspan[off], 8);
 		return 0;
 	}
 	if (bpf_probe_read_user(m, sizeof(*m), (void *)(g + d->g_m)) ||
 	    bpf_probe_read_user(lp, sizeof(*lp), (void *)(g + d->g_labels)))
+		return -1;
+	if (sched_sp && bpf_probe_read_user(sched_sp, 8, (void *)(g + SP_GO_G_SCHED_SP)))
 		return -1;
 	return 0;
 }
@@ -467,7 +482,7 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 		goto read_err;
 	if (!g)
 		goto no_goroutine;
-	if (sp_go_g_fields(gs, d, g, &m, &lp))
+	if (sp_go_g_fields(gs, d, g, &m, &lp, NULL))
 		goto read_err;
 	if (!lp) {
 		/* g0 or gsignal (then m.curg is the user goroutine), or a user
@@ -478,9 +493,28 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 			goto read_err;
 		if (!curg)
 			goto no_goroutine;
-		if (curg != g &&
-		    bpf_probe_read_user(&lp, sizeof(lp), (void *)(curg + d->g_labels)))
-			goto read_err;
+		if (curg != g) {
+			/* On the system stack m.curg is taken only while it runs
+			 * (curg.sched.sp 0: gogo clears it once on the goroutine's
+			 * stack; a signal on gsignal interrupted it).  Otherwise
+			 * a switch is under way and the stack walked is not
+			 * curg's: execute() sets m.curg to the next goroutine
+			 * before gogo leaves g0, and mcall keeps the frame pointer
+			 * of the goroutine that left, so the walk from g0 ends in
+			 * that goroutine's frames: its stack with the next one's
+			 * ids (seen in test_go_labels_attribution, one sample in
+			 * ~3000).  The cost: no ids on g0 for a labelled
+			 * goroutine's systemstack and cgo calls either. */
+			__u64 cm, csp;
+
+			if (sp_go_g_fields(gs, d, curg, &cm, &lp, &csp))
+				goto read_err;
+			if (csp) {
+				outcome = SP_CNT_GO_SWITCHING;
+				s->hdr.ctx_status = SP_CTX_NULL;
+				goto count;
+			}
+		}
 	}
 	if (!lp) {
 		outcome = SP_CNT_GO_NO_LABELS;

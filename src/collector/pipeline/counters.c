@@ -167,6 +167,7 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 	[SP_CNT_GO_NO_IDS] = { "go_no_ids", SP_CF_GO_LABEL_READS, "no_ids" },
 	[SP_CNT_GO_BAD_IDS] = { "go_bad_ids", SP_CF_GO_LABEL_READS, "bad_ids" },
 	[SP_CNT_GO_READ_ERR] = { "go_read_errors", SP_CF_GO_LABEL_READS, "read_error" },
+	[SP_CNT_GO_SWITCHING] = { "go_switching", SP_CF_GO_LABEL_READS, "switching" },
 	[SP_CNT_GO_LABELS_CUT] = { "go_labels_cut", SP_CF_GO_LABELS, "cut" },
 	[SP_CNT_GO_LABEL_ERR] = { "go_label_errors", SP_CF_GO_LABELS, "read_error" },
 	[SP_CNT_GO_CACHE_HIT] = { "go_label_cache_hits", SP_CF_GO_LABEL_CACHE, "hit" },
