@@ -134,19 +134,15 @@ def steps(td):
     km.place(dbg, bid, ko)
     km.place(dbg, BID2, ko2)
 
+    # one.pb: bigmod's frames; two.pb: then bigmod2's
     p = cli.Pprof()
-    m1 = p.mapping(0, 0x1000000, 0, "[module:bigmod]", bid)
-    for v, _ in starts:
-        p.sample([p.location(m1, v)])
-    one = os.path.join(td, "one.pb")
-    with open(one, "wb") as f:
-        f.write(p.encode())
-    m2 = p.mapping(0, 0x1000000, 0, "[module:bigmod2]", BID2)
-    for v, _ in starts:
-        p.sample([p.location(m2, v)])
-    two = os.path.join(td, "two.pb")
-    with open(two, "wb") as f:
-        f.write(p.encode())
+    one, two = os.path.join(td, "one.pb"), os.path.join(td, "two.pb")
+    for path, mod, mbid in ((one, "bigmod", bid), (two, "bigmod2", BID2)):
+        m = p.mapping(0, 0x1000000, 0, "[module:%s]" % mod, mbid)
+        for v, _ in starts:
+            p.sample([p.location(m, v)])
+        with open(path, "wb") as f:
+            f.write(p.encode())
     want_sym = {v: [(n + " [bigmod]", "", 0)] for v, n in starts}
 
     def lined(ch, mod, suffix):
