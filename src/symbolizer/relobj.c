@@ -4,6 +4,7 @@
  * relobj.h.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -151,6 +152,8 @@ static int lay_out(Elf *elf)
 		if (al & (al - 1) || al > (1ull << 20) || sh.sh_size > (1ull << 40))
 			return -ENOEXEC;	/* not a module's */
 		at = (at + al - 1) & ~(al - 1);
+		if (sh.sh_size > UINT64_MAX - at)
+			return -ENOEXEC;
 		sh.sh_addr = at;
 		at += sh.sh_size;
 		if (!gelf_update_shdr(scn, &sh))
