@@ -59,14 +59,17 @@ PY_LOOP = ("import time\n"
            "    for _ in range(1000):\n"
            "        n += time.clock_gettime_ns(time.CLOCK_REALTIME) & 1\n")
 # A nested-loop join on text keys (no automatic index): memcmp and
-# sqlite's exported helpers are called through libsqlite3's PLT.
+# sqlite's exported helpers are called through libsqlite3's PLT.  One join
+# takes 4.3 s here (Debian's sqlite3 3.40.1): run 12 times (~50 s), so it
+# outlasts a slow BPF load plus the 6 s window (at once it ended inside
+# perf's window, perf rc -15, in CI runs of main); killed after its
+# comparison.
 SQL = """PRAGMA automatic_index = 0;
 CREATE TABLE a(k TEXT, v INT); CREATE TABLE b(k TEXT, v INT);
 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 12000)
   INSERT INTO a SELECT printf('key-%08d', x % 1000), x FROM c;
 INSERT INTO b SELECT * FROM a;
-SELECT count(*), sum(a.v + b.v) FROM a JOIN b ON a.k = b.k AND a.v > b.v;
-"""
+""" + "SELECT count(*), sum(a.v + b.v) FROM a JOIN b ON a.k = b.k AND a.v > b.v;\n" * 12
 
 
 def compare(name, d, proc):
