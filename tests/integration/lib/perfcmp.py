@@ -3,12 +3,14 @@
 sample_both(pid, seconds, d, record_cmd): `spanprof record -p PID`
     (record_cmd: the command up to its sampling options, spt.RECORD) and,
     once it samples, `perf record -p PID` over the same seconds; returns
-    (spanprof's profile, perf.data, spanprof's stderr).  perf_freq a tuple
-    of frequencies: one `perf record` per frequency, all started at the same
-    moment on the same process, and perf.data is then a list of their files
-    in that order (an empirical floor: two perf samplers of the same
-    seconds).
-perf_flat(data): {symbol: samples} of the leaves from `perf report`
+    (spanprof's profile, perf.data, spanprof's stderr).  perf_freq a tuple:
+    one `perf record` per element, all started at the same moment, and
+    perf.data is then a list of their files in that order; an element is a
+    frequency (`perf record -p PID`: per-task cpu-clock events) or (freq,
+    "-a") (`perf record -a`: one cpu-clock event per CPU, as spanprof
+    samples; read it with perf_flat(data, pid)).
+perf_flat(data, pid=None): {symbol: samples} of the leaves from `perf report`
+    (of process pid only, when given)
     ("[.] " / "[k] " prefixes dropped; an address perf could not name,
     "0x...", counts as "[unknown]", as spanprof's unnamed leaves do).
 pprof_leaves(path): [(mapping file, address, leaf name, count)] per sample.
@@ -53,7 +55,7 @@ def sample_both(pid, seconds, d, record_cmd, freq=97, perf_freq=199, attach_time
     profiles would be of different seconds."""
     out = d + "/spanprof.pb.gz"
     freqs = tuple(perf_freq) if isinstance(perf_freq, (tuple, list)) else (perf_freq,)
-    datas = [d + "/perf.data"] + [d + "/perf-%d.data" % f for f in freqs[1:]]
+    datas = [d + "/perf.data"] + [d + "/perf-%d.data" % i for i in range(1, len(freqs))]
     err_path = d + "/spanprof-record.err"
     with open(err_path, "w") as err_f:
         rec = subprocess.Popen(record_cmd + ["-F", str(freq), "-p", str(pid), "-d",
@@ -69,8 +71,10 @@ def sample_both(pid, seconds, d, record_cmd, freq=97, perf_freq=199, attach_time
                                    (rec.poll(), attach_timeout, open(err_path).read()[-500:]))
             time.sleep(0.02)
         for f, data in zip(freqs, datas):
-            perfs.append(subprocess.Popen(["perf", "record", "-F", str(f), "-p", str(pid),
-                                           "-o", data, "--", "sleep", str(seconds)],
+            who = ["-a", "-e", "cpu-clock"] if isinstance(f, tuple) else ["-p", str(pid)]
+            f = f[0] if isinstance(f, tuple) else f
+            perfs.append(subprocess.Popen(["perf", "record", "-F", str(f)] + who +
+                                          ["-o", data, "--", "sleep", str(seconds)],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         rc = rec.wait(timeout=120)
         for perf in perfs:
@@ -91,9 +95,10 @@ def sample_both(pid, seconds, d, record_cmd, freq=97, perf_freq=199, attach_time
     return out, (datas if isinstance(perf_freq, (tuple, list)) else datas[0]), err
 
 
-def perf_flat(data):
+def perf_flat(data, pid=None):
     p = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
-                        "--sort", "sym", "-F", "sample,sym"],
+                        "--sort", "sym", "-F", "sample,sym"] +
+                       (["--pid", str(pid)] if pid else []),
                        capture_output=True, text=True, timeout=300)
     if p.returncode:
         raise RuntimeError("perf report failed: %s" % p.stderr[-500:])
