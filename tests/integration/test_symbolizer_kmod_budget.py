@@ -186,9 +186,9 @@ def steps(td):
           (ml and ml[6], ml))
     check(ul is not None and ul[0] <= ul[1] == (1 << 20),
           "--unit-budget 1: %s of %s budget bytes held" % (ul and ul[0], ul and ul[1]))
-    print("peak RSS: debug-stripped .ko %.1f MiB, default budget %.1f MiB, --unit-budget 1 %.1f MiB "
-          "(cost %.1f MiB)" % (rss_none / 2**20, rss_full / 2**20, rss_small / 2**20,
-                               cost / 2**20), flush=True)
+    print("peak RSS: debug-stripped .ko %.1f MiB, default budget %.1f MiB, --unit-budget 1 "
+          "%.1f MiB (cost %.1f MiB)" % (rss_none / 2**20, rss_full / 2**20, rss_small / 2**20,
+                                        cost / 2**20), flush=True)
     check(rss_full - rss_none >= cost // 2,
           "the measurement sees the debug info: default budget %.1f MiB above the "
           "stripped .ko "
