@@ -55,11 +55,11 @@ SYM = os.path.join(spt.BUILD, "spanprof-symbolizer")
 PY = "/usr/bin/python3"
 TVD = []		# (ok, what): checked after both runs, so one run shows both
 # Points of TVD allowed above the measured floor (docstring, 4).  Issue 14
-# asks 1 point; measured, that is not met reliably.  In 5 runs on this
-# 2-CPU machine (load average 2-5 from other sessions' work) spanprof was
-# -0.64, +2.11, +0.66, +0.04 and +0.75 points above the measured floor for
-# Python, -0.62, +2.05, -1.64, +0.86 and +0.57 for sqlite3 (docs/benchmarks.md,
-# "vDSO and PLT against perf").  Any of the three samplers can be the odd
+# asks 1 point; measured, that is not met reliably.  In 6 runs on this
+# 2-CPU machine (load average 1.7-4.8 from other sessions' work) spanprof
+# was -0.64, +2.11, +0.66, +0.04, +0.75 and -0.52 points above the
+# measured floor for Python, -0.62, +2.05, -1.64, +0.86, +0.57 and -0.63
+# for sqlite3 (docs/benchmarks.md, "vDSO and PLT against perf").  Any of the three samplers can be the odd
 # one in a run: in the +2 run the two perfs agreed (TVD 2.26 and 1.35) and
 # spanprof differed from both (vDSO 15.9% against 18.4 and 19.2%); in the
 # -1.64 run perf B differed from spanprof and A (TVD 5.65 and 4.02 against
