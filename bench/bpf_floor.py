@@ -37,8 +37,14 @@ us/sample = delta run_time_ns / delta run_cnt between 3 s after start and
 walked), fp_floor's buffer (its whole run).  Printed: per repetition, each
 program and spanprof / floor in the same run; then medians and spread.
 
+With --build-b DIR, another build's spanprof (e.g. main's) runs beside in
+both modes (dwarf_b, fp_b): an A/B in the same run.  With --ucopy V[,V...],
+this build again in both modes per V with SPANPROF_BENCH_UCOPY=V (the
+user-stack copy, bpf/unwind.bpf.h "Stack copy": BYTES[xSLOTS], 0 = off).
+
 Run as root from the repository root, after `make -j2`:
   python3 bench/bpf_floor.py [--duration 15] [--reps 3] [--timed] [--pid] [--bpftrace]
+      [--build-b DIR] [--ucopy 0,1024]
 """
 import argparse
 import json
@@ -55,19 +61,33 @@ FP_FLOOR = os.path.join(B.BUILD, "bench", "fp_floor")
 FLOORS = ("fp_walk", "empty", "kstack")
 BPFTRACE = [("bt_ustack", "profile:hz:97 { @[ustack] = count(); }"),
             ("bt_both", "profile:hz:97 { @[kstack, ustack] = count(); }")]
-SPANPROFS = (("dwarf", []), ("fp", ["--unwind", "fp"]))
+SPANPROFS = [("dwarf", B.SPANPROF, [], {}), ("fp", B.SPANPROF, ["--unwind", "fp"], {})]
+
+
+def add_instances(args):
+    """--build-b: that build's spanprof too (dwarf_b, fp_b); --ucopy V: this
+    build with SPANPROF_BENCH_UCOPY=V in both modes (dwarf_ucV, fp_ucV)."""
+    if args.build_b:
+        sb = os.path.join(args.build_b, "spanprof")
+        if not os.access(sb, os.X_OK):
+            B.die(f"{sb} missing")
+        SPANPROFS.extend([("dwarf_b", sb, [], {}), ("fp_b", sb, ["--unwind", "fp"], {})])
+    for v in args.ucopy:
+        SPANPROFS.extend([(f"dwarf_uc{v}", B.SPANPROF, [], {"SPANPROF_BENCH_UCOPY": v}),
+                          (f"fp_uc{v}", B.SPANPROF, ["--unwind", "fp"], {"SPANPROF_BENCH_UCOPY": v})])
 
 
 def one(load_bin, dur, timed, bpftrace, only_load):
     load = B.spawn([load_bin, str(dur + 6), "2"])
     time.sleep(0.5)
     t0 = time.monotonic()
-    env = {"SPANPROF_BENCH_UNWIND_TIMING": "1", "SPANPROF_BENCH_CTX_TIMING": "1"} if timed else None
+    timing = {"SPANPROF_BENCH_UNWIND_TIMING": "1", "SPANPROF_BENCH_CTX_TIMING": "1"} if timed else {}
     js, sp = {}, {}
-    for k, flags in SPANPROFS:
+    for k, binary, flags, extra in SPANPROFS:
         js[k] = os.path.join(B.WORK, f"bpffloor-{k}.json")
         target = ["-p", str(load.pid)] if only_load else ["-a"]
-        sp[k] = B.spawn([B.SPANPROF, "record", *target, "-F", "97", "-d", str(dur), "--no-report",
+        env = dict(os.environ, **timing, **extra)
+        sp[k] = B.spawn([binary, "record", *target, "-F", "97", "-d", str(dur), "--no-report",
                          "-q", "-o", os.path.join(B.WORK, f"bpffloor-{k}.pb.gz"),
                          "--summary-json", js[k], *flags], env=env)
     floor = subprocess.Popen([FP_FLOOR, "-F", "97", "-d", str(dur + 330),
@@ -133,7 +153,12 @@ def main():
                     "samples are walked (on a shared machine, the same stacks for all)")
     ap.add_argument("--bpftrace", action="store_true",
                     help="also the kernel's walkers through bpftrace")
+    ap.add_argument("--build-b", help="another build directory (e.g. main's) whose spanprof "
+                    "runs beside this one: dwarf_b, fp_b")
+    ap.add_argument("--ucopy", type=lambda v: [x for x in v.split(",") if x], default=[],
+                    help="SPANPROF_BENCH_UCOPY values (BYTES[xSLOTS]), two more instances each")
     args = ap.parse_args()
+    add_instances(args)
     B.require(["bpftool", "clang"] + (["bpftrace"] if args.bpftrace else []))
     if not os.access(FP_FLOOR, os.X_OK):
         B.die(f"{FP_FLOOR} missing: run `make -j2` first")
@@ -141,23 +166,23 @@ def main():
     print(f"# bpf_floor: {B.machine()}; D={args.duration} s, {args.reps} repetitions, 97 Hz, "
           "all programs attached together on bench/load_mixed (frame pointers, 2 threads)" +
           ("; only the load's samples walked (-p)" if args.pid else "; record -a"))
-    names = [k for k, _ in SPANPROFS] + list(FLOORS) + \
+    names = [k for k, _, _, _ in SPANPROFS] + list(FLOORS) + \
         ([n for n, _ in BPFTRACE] if args.bpftrace else [])
     runs = []
     for rep in range(args.reps):
         r = one(load_bin, args.duration, args.timed, args.bpftrace, args.pid)
         runs.append(r)
         line = "  ".join(f"{k} {B.fmt(r[k])} (n={r[k + '_n']})" for k in names)
-        depth = "  ".join(f"{k} {r[k + '_depth']:.1f}" for k in ("dwarf", "fp", "fp_walk")
+        depth = "  ".join(f"{k} {r[k + '_depth']:.1f}" for k in names
                           if k + "_depth" in r)
-        ratio = "  ".join(f"{k}/fp_walk {B.fmt(r[k] / r['fp_walk'])}" for k, _ in SPANPROFS
+        ratio = "  ".join(f"{k}/fp_walk {B.fmt(r[k] / r['fp_walk'])}" for k, _, _, _ in SPANPROFS
                           if r[k] and r["fp_walk"])
         print(f"  rep {rep + 1}: us/sample {line}\n         user frames/sample {depth}\n"
               f"         {ratio}", flush=True)
         if args.timed:
             print("         timed: " + "  ".join(
                 f"{k} walk {B.fmt(r[k + '_uwalk'])} ctx {B.fmt(r[k + '_ctx'])}"
-                for k, _ in SPANPROFS), flush=True)
+                for k, _, _, _ in SPANPROFS), flush=True)
     print()
     rows = []
     for k in names:
@@ -170,14 +195,14 @@ def main():
                      B.fmt(B.median(ratio)), B.fmt(B.median(ratio_fp))])
     B.table(["program", "us/sample median", "spread", "user frames",
              "dwarf / it (same run, median)", "fp / it"], rows)
-    for k, _ in SPANPROFS:
+    for k, _, _, _ in SPANPROFS:
         rat = [r[k] / r["fp_walk"] for r in runs if r[k] and r["fp_walk"]]
         if rat:
             print(f"goal {k} <= 2x fp_walk: {B.fmt(B.median(rat))}x median "
                   f"({B.fmt(min(rat))}..{B.fmt(max(rat))}): "
                   f"{'met' if B.median(rat) <= 2 else 'NOT met'}")
     if args.timed:
-        for k, _ in SPANPROFS:
+        for k, _, _, _ in SPANPROFS:
             print(f"{k} timed (median us): walk {B.fmt(B.median([r[k + '_uwalk'] for r in runs]))} "
                   f"ctx {B.fmt(B.median([r[k + '_ctx'] for r in runs]))}")
 

@@ -29,8 +29,17 @@ spanprof variant got (user
 frames per sample, from its summary) so cost is read next to what it buys:
 the frame-pointer walk stops after one or two frames on this load.
 
+With --build-b DIR (another build's directory, e.g. main's), that build's
+spanprof runs beside this one in the same repetitions (dwarf_b, fp_b):
+the A/B of a change in the same run.  With --ucopy V[,V...], also one more
+default-mode instance of this build per V with SPANPROF_BENCH_UCOPY=V (the
+user-stack copy's chunk bytes and slots, BYTES[xSLOTS], 0 = off; see
+bpf/unwind.bpf.h "Stack copy"), named dwarf_uc<V>; with --ucopy-fp also
+an --unwind fp instance per V (fp_uc<V>).  --no-bpftrace leaves bpftrace out.
+
 Run as root from the repository root, after `make -j2`:
-  python3 bench/unwind_cost.py [--duration 12] [--reps 3]
+  python3 bench/unwind_cost.py [--duration 12] [--reps 3] [--load fp] [--build-b DIR]
+      [--ucopy 0,512,1024x2] [--ucopy-fp] [--no-bpftrace]
 """
 import argparse
 import json
@@ -66,23 +75,34 @@ def is_perf_event(p):
     return p["type"] == "perf_event"
 
 
-def one_run(load_bin, dur, plain):
+def instances(args):
+    """(name, spanprof binary, extra flags, extra environment) per instance."""
+    out = [("dwarf", B.SPANPROF, [], {}), ("fp", B.SPANPROF, ["--unwind", "fp"], {})]
+    if args.build_b:
+        sb = os.path.join(args.build_b, "spanprof")
+        out += [("dwarf_b", sb, [], {}), ("fp_b", sb, ["--unwind", "fp"], {})]
+    for v in args.ucopy:
+        out.append((f"dwarf_uc{v}", B.SPANPROF, [], {"SPANPROF_BENCH_UCOPY": v}))
+        if args.ucopy_fp:
+            out.append((f"fp_uc{v}", B.SPANPROF, ["--unwind", "fp"], {"SPANPROF_BENCH_UCOPY": v}))
+    return out
+
+
+def one_run(load_bin, dur, plain, insts, bpftrace):
     load = B.spawn([load_bin, str(dur + 4), "2", "40"] + (["plain"] if plain else []))
     time.sleep(0.5)
     t0 = time.monotonic()
-    js = {k: os.path.join(B.WORK, "unwcost-%s.json" % k) for k in ("dwarf", "fp")}
-    env = dict(os.environ, SPANPROF_BENCH_UNWIND_TIMING="1")
-    sp = {
-        "dwarf": B.spawn([B.SPANPROF, "record", "-a", "-F", "97", "-d", str(dur), "--no-report",
-                          "-q", "-o", os.path.join(B.WORK, "unwcost-dwarf.pb.gz"),
-                          "--summary-json", js["dwarf"]], env=env),
-        "fp": B.spawn([B.SPANPROF, "record", "-a", "-F", "97", "-d", str(dur), "--no-report", "-q",
-                       "-o", os.path.join(B.WORK, "unwcost-fp.pb.gz"), "--unwind", "fp",
-                       "--summary-json", js["fp"]], env=env),
-    }
-    bt = B.spawn(["bpftrace", "-e", BT_PROG])
+    js, sp = {}, {}
+    for k, binary, flags, extra in insts:
+        js[k] = os.path.join(B.WORK, "unwcost-%s.json" % k)
+        env = dict(os.environ, SPANPROF_BENCH_UNWIND_TIMING="1", **extra)
+        sp[k] = B.spawn([binary, "record", "-a", "-F", "97", "-d", str(dur), "--no-report", "-q",
+                         "-o", os.path.join(B.WORK, "unwcost-%s.pb.gz" % k), *flags,
+                         "--summary-json", js[k]], env=env)
+    bt = B.spawn(["bpftrace", "-e", BT_PROG]) if bpftrace else None
     ids = {k: B.wait_progs(p.pid, is_oncpu) for k, p in sp.items()}
-    ids["bpftrace"] = B.wait_progs(bt.pid, is_perf_event)
+    if bt:
+        ids["bpftrace"] = B.wait_progs(bt.pid, is_perf_event)
     time.sleep(max(0.0, t0 + 3.0 - time.monotonic()))
     fields = ("n", "frames", "ns", "clock_ns")
     ta = {k: B.percpu_map_sum(ids[k], "unwind_timing", fields) for k in sp}
@@ -105,13 +125,14 @@ def one_run(load_bin, dur, plain):
         ns1, c1 = B.sum_stats(b, i)
         res[k] = ((ns1 - ns0) / (c1 - c0) / 1000.0 if c1 > c0 else None, c1 - c0)
     for k, p in sp.items():
-        if p.wait(dur + 60) != 0:
+        if p.wait(dur + 120) != 0:
             B.die(f"spanprof record ({k}) failed")
         j = json.load(open(js[k]))
         u = j["unwind"]
         res[k + "_depth"] = u["frames"] / u["walked"] if u["walked"] else 0
         res[k + "_root"] = 100.0 * u["root"] / u["walked"] if u["walked"] else 0
-    B.stop(bt, signal.SIGINT)
+    if bt:
+        B.stop(bt, signal.SIGINT)
     B.reap(load)
     return res
 
@@ -122,34 +143,53 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--load", choices=("nofp", "fp"), default="nofp",
                     help="load_deep without frame pointers (default) or with them")
+    ap.add_argument("--build-b", help="another build directory whose spanprof runs beside")
+    ap.add_argument("--ucopy", type=lambda v: [x for x in v.split(",") if x], default=[],
+                    help="SPANPROF_BENCH_UCOPY values, one more dwarf instance each")
+    ap.add_argument("--ucopy-fp", action="store_true", help="and one --unwind fp instance each")
+    ap.add_argument("--no-bpftrace", action="store_true")
     args = ap.parse_args()
-    B.require(["bpftool", "bpftrace", "gcc"])
+    B.require(["bpftool", "gcc"] + ([] if args.no_bpftrace else ["bpftrace"]))
+    if args.build_b and not os.access(os.path.join(args.build_b, "spanprof"), os.X_OK):
+        B.die(f"{args.build_b}/spanprof missing")
+    insts = instances(args)
+    names = [k for k, _, _, _ in insts]
     load_bin = build_load(args.load == "fp")
     print(f"# unwind_cost: {B.machine()}; D={args.duration} s, {args.reps} repetitions, 97 Hz, "
-          f"all three samplers at once on load_deep (2 threads, ~55 frames, "
-          f"{'frame pointers' if args.load == 'fp' else 'no frame pointers'})")
+          f"{len(insts) + (0 if args.no_bpftrace else 1)} samplers at once on load_deep (2 threads, "
+          f"~55 frames, {'frame pointers' if args.load == 'fp' else 'no frame pointers'})"
+          + (f"; B = {args.build_b}" if args.build_b else ""))
     rows = []
     with B.BpfStats():
         for rep in range(args.reps):
-            r = one_run(load_bin, args.duration, args.load == "fp")
+            r = one_run(load_bin, args.duration, args.load == "fp", insts, not args.no_bpftrace)
             rows.append(r)
-            d, f, t = r["dwarf"][0], r["fp"][0], r["bpftrace"][0]
-            print(f"  rep {rep + 1}: dwarf {B.fmt(d)} us/sample (n={r['dwarf'][1]}, "
-                  f"{r['dwarf_depth']:.1f} user frames, {r['dwarf_root']:.1f}% to the root)  "
-                  f"fp {B.fmt(f)} us (n={r['fp'][1]}, {r['fp_depth']:.1f} frames, "
-                  f"{r['fp_root']:.1f}% root)  bpftrace {B.fmt(t)} us (n={r['bpftrace'][1]})  "
-                  f"dwarf/fp {d / f:.2f}  dwarf/bpftrace {d / t:.2f}; the walk alone: dwarf "
-                  f"{B.fmt(r['dwarf_walk_us'])} us = {r['dwarf_walk_frame_ns']:.0f} ns/frame, fp "
-                  f"{B.fmt(r['fp_walk_us'])} us = {r['fp_walk_frame_ns']:.0f} ns/frame", flush=True)
-    med = {k: B.median([r[k][0] for r in rows]) for k in ("dwarf", "fp", "bpftrace")}
+            print(f"  rep {rep + 1}:", flush=True)
+            for k in names:
+                print(f"    {k:14s} {B.fmt(r[k][0])} us/sample (n={r[k][1]}, {r[k + '_depth']:.1f} "
+                      f"user frames, {r[k + '_root']:.1f}% root); walk {B.fmt(r[k + '_walk_us'])} us "
+                      f"= {B.fmt(r[k + '_walk_frame_ns'], 0)} ns/frame", flush=True)
+            if not args.no_bpftrace:
+                print(f"    bpftrace       {B.fmt(r['bpftrace'][0])} us/sample (n={r['bpftrace'][1]})")
+    print()
+    tab = []
+    for k in names + ([] if args.no_bpftrace else ["bpftrace"]):
+        v = [r[k][0] for r in rows if r[k][0]]
+        walk = [r[k + "_walk_frame_ns"] for r in rows if r.get(k + "_walk_frame_ns")]
+        tab.append([k, B.fmt(B.median(v)), f"{B.fmt(min(v))}..{B.fmt(max(v))}" if v else "-",
+                    B.fmt(B.median([r[k][0] / r["fp"][0] for r in rows if r[k][0] and r["fp"][0]])),
+                    B.fmt(B.median([r[k + "_depth"] for r in rows]), 1) if k != "bpftrace" else "",
+                    B.fmt(B.median(walk), 0) if walk else ""])
+    B.table(["program", "us/sample median", "spread", "/ fp (same run)", "user frames",
+             "walk ns/frame"], tab)
     ratio_fp = B.median([r["dwarf"][0] / r["fp"][0] for r in rows])
-    ratio_bt = B.median([r["dwarf"][0] / r["bpftrace"][0] for r in rows])
-    print(f"medians: dwarf {B.fmt(med['dwarf'])} us, fp {B.fmt(med['fp'])} us, bpftrace "
-          f"{B.fmt(med['bpftrace'])} us per sample; same-run ratios (median): dwarf/fp "
-          f"{ratio_fp:.2f} (target <= 2), dwarf/bpftrace {ratio_bt:.2f} (target < 1)")
-    print(f"the walk alone (median ns per frame): dwarf "
-          f"{B.median([r['dwarf_walk_frame_ns'] for r in rows]):.0f}, fp "
-          f"{B.median([r['fp_walk_frame_ns'] for r in rows]):.0f}")
+    line = f"same-run ratios (median): dwarf/fp {ratio_fp:.2f} (target <= 2)"
+    if not args.no_bpftrace:
+        line += f", dwarf/bpftrace {B.median([r['dwarf'][0] / r['bpftrace'][0] for r in rows]):.2f} (target < 1)"
+    if args.build_b:
+        for k in ("dwarf", "fp"):
+            line += f", {k}/{k}_b {B.median([r[k][0] / r[k + '_b'][0] for r in rows]):.2f}"
+    print(line)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,16 @@ SP_CONFIG(__u8, cfg_offcpu_kthreads, 0);	/* kernel threads' waits too */
 SP_CONFIG(__u8, cfg_unwind_fp, 0);
 SP_CONFIG(__u8, cfg_time_unwind, 0);	/* benchmark: time the user-stack walk
 					 * (oncpu.bpf.c, map unwind_timing) */
+/* The per-walk stack copy (unwind.bpf.h, "Stack copy"): bytes per chunk
+ * (a power of two, SP_UCOPY_CHUNK_MIN..SP_UCOPY_CHUNK_MAX; 0 = off: every
+ * word read directly) and chunks kept (1..SP_UCOPY_SLOTS_MAX).  Production
+ * keeps the defaults; SPANPROF_BENCH_UCOPY=BYTES[xSLOTS] sets them for
+ * bench/unwind_cost.py, SPANPROF_BENCH_UCOPY_VERIFY=1 sets cfg_ucopy_verify
+ * (every copied word also read directly and compared: the exactness check
+ * of tests/integration/test_unwind_stack_copy.py). */
+SP_CONFIG(__u32, cfg_ucopy_bytes, 1024);
+SP_CONFIG(__u32, cfg_ucopy_slots, 2);
+SP_CONFIG(__u8, cfg_ucopy_verify, 0);
 
 /* All events: variable-length struct sp_event records.  Size set by the
  * loader (bpf_map__set_max_entries) before load. */
@@ -314,7 +324,32 @@ struct sp_unw_state {
 	__u8 exact;		/* pc is not a return address */
 	__u8 leaf;		/* regs[] describe this frame */
 	__u8 end;		/* enum sp_unw_end, set when the walk stops */
+	/* Stack copy (struct sp_ucopy): chunks filled this walk (slot
+	 * uc_fill % cfg_ucopy_slots is the next to fill), the last hit slot,
+	 * and the per-stack counts (SP_CNT_UNW_COPY_*). */
+	__u8 uc_last;
+	__u16 uc_fill;
+	__u16 uc_words, uc_direct, uc_fail, uc_mismatch;
 };
+
+#define SP_UCOPY_CHUNK_MIN 64
+#define SP_UCOPY_CHUNK_MAX 4096	/* a page: a copy never crosses one */
+#define SP_UCOPY_SLOTS_MAX 4	/* power of two; a per-CPU value is at most 32 KiB */
+
+/* The per-CPU copy of the user stack chunks the current walk touched:
+ * slot i holds cfg_ucopy_bytes bytes from user address addr[i] (aligned to
+ * the chunk size; 0 = empty).  Reset at the start of every walk. */
+struct sp_ucopy {
+	__u64 addr[SP_UCOPY_SLOTS_MAX];
+	__u8 data[SP_UCOPY_SLOTS_MAX][SP_UCOPY_CHUNK_MAX];
+};
+
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_ucopy);
+} unwind_ucopy SEC(".maps");
 
 SP_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

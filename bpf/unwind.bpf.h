@@ -35,8 +35,8 @@
  * paths; inside a step the two binary searches are bounded loops of at
  * most 11 (ranges) and 17 (rows) iterations.  All store reads are inlined
  * array lookups (ARRAY_OF_MAPS -> ARRAY), no helper call; user memory is
- * read with bpf_probe_read_user (1 read per CFI step when rbp is saved next
- * to the return address, 2 otherwise).
+ * read through the per-walk stack copy ("Stack copy" below): one
+ * bpf_probe_read_user per 1 KiB chunk the walk enters, not per word.
  */
 #ifndef SPANPROF_UNWIND_BPF_H
 #define SPANPROF_UNWIND_BPF_H
@@ -59,6 +59,7 @@
 struct sp_unw_loop_ctx {
 	struct sp_unw_state *st;
 	struct sp_scratch *s;
+	struct sp_ucopy *uc;	/* NULL: every word read directly */
 };
 
 static __always_inline bool sp_unw_user_addr(__u64 a)
@@ -270,20 +271,114 @@ found:
 	return 0;
 }
 
-/* Caller of a frame-pointer frame; returns 0 or an enum sp_unw_end. */
-static __always_inline int sp_unw_fp_step(struct sp_unw_state *st)
+/*
+ * STACK COPY.  A user read costs 100-200 ns on the machines measured,
+ * most of it fixed (the helper, access and fault checks), so the walk
+ * reads the stack in chunks: the first word wanted in a chunk of
+ * cfg_ucopy_bytes (aligned to its size, never crossing a page, so it is
+ * readable whenever the word is) copies the whole chunk into a per-CPU
+ * slot with one bpf_probe_read_user; every later word in it is a load from
+ * the slot.  The walk goes up the stack, so cfg_ucopy_slots slots filled
+ * round-robin keep the chunks it is still reading.  The copy is per walk
+ * (reset in sp_unw_user_stack): it is the stack as this sample sees it,
+ * the same bytes the direct reads of the same walk return (the thread is
+ * interrupted, or switching out, while we read).  A word not 8-aligned is
+ * read directly.  A chunk that cannot be copied (SP_CNT_UNW_COPY_FAIL) is
+ * a failed read of the word: the chunk lies in the word's page, and user
+ * reads fail by page (not present, or not mapped), so a direct read of
+ * the word would fail too; it is not tried (a faulting read costs
+ * microseconds).  cfg_ucopy_verify (a test knob) also reads every copied word
+ * directly, counts any difference (SP_CNT_UNW_COPY_MISMATCH) and uses the
+ * direct value.
+ */
+static __always_inline long sp_unw_read8(struct sp_unw_state *st, struct sp_ucopy *uc, __u64 a,
+					 __u64 *out)
 {
-	struct { __u64 bp, ra; } rec;
+	__u32 size = cfg_ucopy_bytes, nslots = cfg_ucopy_slots, slot, off, i;
+	__u64 base, v;
+
+	if (!uc || size < SP_UCOPY_CHUNK_MIN || size > SP_UCOPY_CHUNK_MAX || (size & (size - 1)) ||
+	    !nslots || nslots > SP_UCOPY_SLOTS_MAX || (nslots & (nslots - 1)) || (a & 7))
+		goto direct;
+	base = a & ~(__u64)(size - 1);
+	if (!base)
+		goto direct;	/* page 0: never mapped, and 0 marks a free slot */
+	off = (__u32)(a - base) & (SP_UCOPY_CHUNK_MAX - 8);
+	slot = st->uc_last & (SP_UCOPY_SLOTS_MAX - 1);
+	if (uc->addr[slot] != base) {
+		for (i = 0; i < SP_UCOPY_SLOTS_MAX; i++) {
+			if (i >= nslots || uc->addr[i] == base)
+				break;
+		}
+		if (i < nslots) {
+			slot = i;
+		} else {
+			slot = st->uc_fill & (nslots - 1) & (SP_UCOPY_SLOTS_MAX - 1);
+			uc->addr[slot] = 0;
+			if (bpf_probe_read_user(uc->data[slot], size, (void *)base)) {
+				/* The chunk is within the word's page, so the
+				 * word is unreadable too: no second failing
+				 * read (a fault costs microseconds). */
+				st->uc_fail++;
+				return -1;
+			}
+			uc->addr[slot] = base;
+			st->uc_fill++;
+		}
+		st->uc_last = slot;
+	}
+	*out = *(__u64 *)&uc->data[slot & (SP_UCOPY_SLOTS_MAX - 1)][off];
+	st->uc_words++;
+	if (cfg_ucopy_verify) {
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)a)) {
+			st->uc_mismatch++;
+			return -1;
+		}
+		if (v != *out) {
+			st->uc_mismatch++;
+			*out = v;
+		}
+	}
+	return 0;
+direct:
+	st->uc_direct++;
+	return bpf_probe_read_user(out, sizeof(*out), (void *)a);
+}
+
+/* The two words {*a, *(a + 8)}: a saved rbp and the return address.
+ * Without the copy, one 16-byte read (as before the copy existed). */
+static __always_inline long sp_unw_read16(struct sp_unw_state *st, struct sp_ucopy *uc, __u64 a,
+					  __u64 *lo, __u64 *hi)
+{
+	struct { __u64 lo, hi; } pair;
+
+	if (!uc) {
+		st->uc_direct += 2;
+		if (bpf_probe_read_user(&pair, sizeof(pair), (void *)a))
+			return -1;
+		*lo = pair.lo;
+		*hi = pair.hi;
+		return 0;
+	}
+	if (sp_unw_read8(st, uc, a, lo))
+		return -1;
+	return sp_unw_read8(st, uc, a + 8, hi);
+}
+
+/* Caller of a frame-pointer frame; returns 0 or an enum sp_unw_end. */
+static __always_inline int sp_unw_fp_step(struct sp_unw_state *st, struct sp_ucopy *uc)
+{
+	__u64 bp, ra;
 
 	if (!st->bp)
 		return SP_UNW_END_ZERO;
 	if ((st->bp & 7) || st->bp < st->sp)
 		return SP_UNW_END_BAD_FP;
-	if (bpf_probe_read_user(&rec, sizeof(rec), (void *)st->bp))
+	if (sp_unw_read16(st, uc, st->bp, &bp, &ra))
 		return SP_UNW_END_READ;
 	st->sp = st->bp + 16;
-	st->bp = rec.bp;
-	st->pc = rec.ra;
+	st->bp = bp;
+	st->pc = ra;
 	return 0;
 }
 
@@ -314,11 +409,11 @@ static __always_inline int sp_unw_signal(struct sp_unw_state *st)
 }
 
 /* Caller by a CFI rule; returns 0 or an enum sp_unw_end. */
-static __always_inline int sp_unw_cfi_step(struct sp_unw_state *st, const struct sp_unw_rule *r)
+static __always_inline int sp_unw_cfi_step(struct sp_unw_state *st, struct sp_ucopy *uc,
+					   const struct sp_unw_rule *r)
 {
 	__u64 cfa, base, v, ra, bp = st->bp;
 	__u8 op = r->op & 15, rbp = r->op >> 4, reg = r->reg & 15;
-	struct { __u64 bp, ra; } pair;
 
 	switch (op) {
 	case SP_UNW_OP_RSP:
@@ -341,7 +436,7 @@ static __always_inline int sp_unw_cfi_step(struct sp_unw_state *st, const struct
 			base = st->regs[reg];
 		else
 			return SP_UNW_END_LEAF_ONLY;
-		if (bpf_probe_read_user(&v, sizeof(v), (void *)(base + r->cfa_off)))
+		if (sp_unw_read8(st, uc, base + r->cfa_off, &v))
 			return SP_UNW_END_READ;
 		cfa = v + 8 * (__u64)(r->reg >> 4);
 		break;
@@ -358,17 +453,15 @@ static __always_inline int sp_unw_cfi_step(struct sp_unw_state *st, const struct
 	if (cfa <= st->sp || (cfa & 7))
 		return SP_UNW_END_BAD_FP;
 	if (rbp == SP_UNW_RBP_CFA && r->rbp_off == -16) {
-		/* The common prologue push %rbp: both words in one read. */
-		if (bpf_probe_read_user(&pair, sizeof(pair), (void *)(cfa - 16)))
+		/* The common prologue push %rbp: the two adjacent words. */
+		if (sp_unw_read16(st, uc, cfa - 16, &bp, &ra))
 			return SP_UNW_END_READ;
-		bp = pair.bp;
-		ra = pair.ra;
 	} else {
-		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+		if (sp_unw_read8(st, uc, cfa - 8, &ra))
 			return SP_UNW_END_READ;
 		if (rbp == SP_UNW_RBP_CFA || rbp == SP_UNW_RBP_RBP) {
 			base = rbp == SP_UNW_RBP_CFA ? cfa : st->bp;
-			if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(base + r->rbp_off)))
+			if (sp_unw_read8(st, uc, base + r->rbp_off, &bp))
 				return SP_UNW_END_READ;
 		} else if (rbp == SP_UNW_RBP_UNDEF) {
 			bp = 0;
@@ -409,10 +502,10 @@ static long sp_unw_frame(__u64 i, void *arg)
 		why = sp_unw_rule(st, st->exact ? st->pc : st->pc - 1, &rule);
 	}
 	if (why == 0) {
-		end = sp_unw_cfi_step(st, &rule);
+		end = sp_unw_cfi_step(st, c->uc, &rule);
 		st->n_cfi++;
 	} else {
-		end = sp_unw_fp_step(st);
+		end = sp_unw_fp_step(st, c->uc);
 		st->n_fp++;
 		if (why >= SP_UNW_WHY_MODE && why <= SP_UNW_WHY_UNSUPPORTED)
 			st->fp_why[why - SP_UNW_WHY_MODE]++;
@@ -471,6 +564,7 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 {
 	struct sp_unw_loop_ctx c;
 	struct sp_unw_state *st;
+	struct sp_ucopy *uc;
 	struct sp_unw_proc *p;
 	__u32 zero = 0, seq_slot = tgid & (SP_UNW_SEQ_SLOTS - 1);
 	__u64 *seq;
@@ -515,6 +609,12 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 	st->end = SP_UNW_END_NONE;
 	st->known = 0;
 	st->weak = 0;
+	st->uc_last = 0;
+	st->uc_fill = 0;
+	st->uc_words = st->uc_direct = st->uc_fail = st->uc_mismatch = 0;
+	uc = cfg_ucopy_bytes ? bpf_map_lookup_elem(&unwind_ucopy, &zero) : NULL;
+	if (uc)
+		__builtin_memset(uc->addr, 0, sizeof(uc->addr));
 	p = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (p) {
 		st->known = 1;
@@ -528,6 +628,7 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 	}
 	c.st = st;
 	c.s = s;
+	c.uc = uc;
 	bpf_loop(SP_MAX_FRAMES + 1, sp_unw_frame, &c, 0);
 
 	if (st->end == SP_UNW_END_NONE)
@@ -551,6 +652,11 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 	sp_count_n(SP_CNT_UNW_FP_NO_TABLE, st->fp_why[SP_UNW_WHY_NO_TABLE - SP_UNW_WHY_MODE]);
 	sp_count_n(SP_CNT_UNW_FP_NO_CFI, st->fp_why[SP_UNW_WHY_NO_CFI - SP_UNW_WHY_MODE]);
 	sp_count_n(SP_CNT_UNW_FP_UNSUPPORTED, st->fp_why[SP_UNW_WHY_UNSUPPORTED - SP_UNW_WHY_MODE]);
+	sp_count_n(SP_CNT_UNW_COPY_CHUNKS, st->uc_fill);
+	sp_count_n(SP_CNT_UNW_COPY_WORDS, st->uc_words);
+	sp_count_n(SP_CNT_UNW_COPY_DIRECT, st->uc_direct);
+	sp_count_n(SP_CNT_UNW_COPY_FAIL, st->uc_fail);
+	sp_count_n(SP_CNT_UNW_COPY_MISMATCH, st->uc_mismatch);
 	return st->n > SP_MAX_FRAMES ? SP_MAX_FRAMES : st->n;
 }
 

@@ -271,6 +271,19 @@ enum sp_counter {
 	SP_CNT_RB_DROP_GOPARK,		/* ... lost: ring full */
 	SP_CNT_GO_PARK_UNCLOSED,	/* parked again before its resume was
 					 * seen: the older one replaced */
+	/* The per-walk copy of the user stack (bpf/unwind.bpf.h, "Stack
+	 * copy"), counted once per stack:
+	 *   UNW_COPY_WORDS + UNW_COPY_DIRECT = stack words the walk read
+	 *   (signal frames' register blocks aside) */
+	SP_CNT_UNW_COPY_CHUNKS,		/* stack chunks copied (one read each) */
+	SP_CNT_UNW_COPY_WORDS,		/* words taken from the copy */
+	SP_CNT_UNW_COPY_DIRECT,		/* words read directly: copy off, or a
+					 * word not 8-aligned */
+	SP_CNT_UNW_COPY_FAIL,		/* a chunk copy failed: the word's read
+					 * fails (its page is unreadable) */
+	SP_CNT_UNW_COPY_MISMATCH,	/* benchmark check (SPANPROF_BENCH_UCOPY_VERIFY):
+					 * a copied word differed from a direct
+					 * read of it (the direct value used) */
 	SP_CNT__MAX,
 };
 

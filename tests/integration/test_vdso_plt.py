@@ -59,8 +59,8 @@ TVD = []		# (ok, what): checked after both runs, so one run shows both
 # 2-CPU machine (load average 1.7-4.8 from other sessions' work) spanprof
 # was -0.64, +2.11, +0.66, +0.04, +0.75 and -0.52 points above the
 # measured floor for Python, -0.62, +2.05, -1.64, +0.86, +0.57 and -0.63
-# for sqlite3 (docs/benchmarks.md, "vDSO and PLT against perf").  Any of the three samplers can be the odd
-# one in a run: in the +2 run the two perfs agreed (TVD 2.26 and 1.35) and
+# for sqlite3 (docs/benchmarks.md, "vDSO and PLT against perf").  Any of
+# the three samplers can be the odd one in a run: in the +2 run the two perfs agreed (TVD 2.26 and 1.35) and
 # spanprof differed from both (vDSO 15.9% against 18.4 and 19.2%); in the
 # -1.64 run perf B differed from spanprof and A (TVD 5.65 and 4.02 against
 # their 2.90).  One pair is a noisy measure of the floor.  2.5 passes
@@ -77,16 +77,15 @@ PY_LOOP = ("import time\n"
            "        n += time.clock_gettime_ns(time.CLOCK_REALTIME) & 1\n")
 # A nested-loop join on text keys (no automatic index): memcmp and
 # sqlite's exported helpers are called through libsqlite3's PLT.  One join
-# takes 4.3 s here (Debian's sqlite3 3.40.1): run 12 times (~50 s), so it
-# outlasts a slow BPF load plus the 6 s window (at once it ended inside
-# perf's window, perf rc -15, in CI runs of main); killed after its
-# comparison.
+# takes 8-20 s here (8 on an idle machine, where a clean CI run saw it end
+# inside perf's window: perf rc -15); it runs 6 times, so sqlite3 outlives
+# any window, and compare() kills it.
 SQL = """PRAGMA automatic_index = 0;
 CREATE TABLE a(k TEXT, v INT); CREATE TABLE b(k TEXT, v INT);
 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 12000)
   INSERT INTO a SELECT printf('key-%08d', x % 1000), x FROM c;
 INSERT INTO b SELECT * FROM a;
-""" + "SELECT count(*), sum(a.v + b.v) FROM a JOIN b ON a.k = b.k AND a.v > b.v;\n" * 12
+""" + "SELECT count(*), sum(a.v + b.v) FROM a JOIN b ON a.k = b.k AND a.v > b.v;\n" * 6
 
 
 def compare(name, d, proc):

@@ -103,6 +103,37 @@ static int use_obi_map(struct sp_sampler *s, char *err_msg, size_t err_len)
 	return 0;
 }
 
+/*
+ * Benchmark knobs of the user-stack copy (bpf/unwind.bpf.h, "Stack copy"):
+ * SPANPROF_BENCH_UCOPY=BYTES[xSLOTS] (BYTES 0: off, else a power of two
+ * in 64..4096; SLOTS a power of two in 1..4) and
+ * SPANPROF_BENCH_UCOPY_VERIFY=1.  Unset: the defaults in maps.bpf.h.
+ */
+static int set_ucopy(struct sp_sampler *s, char *err_msg, size_t err_len)
+{
+	const char *v = getenv("SPANPROF_BENCH_UCOPY");
+	unsigned long bytes, slots = s->skel->rodata->cfg_ucopy_slots;
+	char *end;
+
+	s->skel->rodata->cfg_ucopy_verify = getenv("SPANPROF_BENCH_UCOPY_VERIFY") != NULL;
+	if (!v)
+		return 0;
+	errno = 0;
+	bytes = strtoul(v, &end, 10);
+	if (!errno && *end == 'x')
+		slots = strtoul(end + 1, &end, 10);
+	if (errno || *end || end == v ||
+	    (bytes && (bytes < 64 || bytes > 4096 || (bytes & (bytes - 1)))) || !slots ||
+	    slots > 4 || (slots & (slots - 1))) {
+		snprintf(err_msg, err_len, "SPANPROF_BENCH_UCOPY=%s: want BYTES[xSLOTS], BYTES 0 "
+			 "(off) or a power of two in 64..4096, SLOTS a power of two in 1..4", v);
+		return -EINVAL;
+	}
+	s->skel->rodata->cfg_ucopy_bytes = (uint32_t)bytes;
+	s->skel->rodata->cfg_ucopy_slots = (uint32_t)slots;
+	return 0;
+}
+
 bool sp_sampler__uses_obi(const struct sp_sampler *s)
 {
 	return s->obi;
@@ -180,6 +211,9 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	s->skel->rodata->cfg_go_cache = getenv("SPANPROF_BENCH_NO_GO_CACHE") == NULL;
 	/* Likewise bench/unwind_cost.py: the user-stack walk alone. */
 	s->skel->rodata->cfg_time_unwind = getenv("SPANPROF_BENCH_UNWIND_TIMING") != NULL;
+	err = set_ucopy(s, err_msg, err_len);
+	if (err)
+		goto fail;
 	err = use_obi_map(s, err_msg, err_len);
 	if (err)
 		goto fail;

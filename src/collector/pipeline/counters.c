@@ -86,6 +86,11 @@ const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 		"Captured goroutine parks by outcome at resume: shorter than the minimum, "
 		"written to the ring buffer, lost because it was full, or replaced by the "
 		"goroutine's next park (the rest are still parked, or their process exited)" },
+	[SP_CF_UNWIND_COPY] = { "spanprof_bpf_unwind_stack_copy_total", "outcome",
+		"User-stack words and chunks of the per-walk stack copy: chunks copied (one "
+		"read each), words taken from the copy, words read directly (copy off or a "
+		"word not 8-aligned), chunk copies that failed (the word's page unreadable), "
+		"and copied words that differed from a direct read (benchmark check only)" },
 };
 
 const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
@@ -176,11 +181,16 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 				    "ringbuf_dropped" },
 	[SP_CNT_GO_PARK_UNCLOSED] = { "go_park_unclosed", SP_CF_GO_PARK_CAPTURED_OUTCOMES,
 				      "unclosed" },
+	[SP_CNT_UNW_COPY_CHUNKS] = { "unwind_copy_chunks", SP_CF_UNWIND_COPY, "chunk_copied" },
+	[SP_CNT_UNW_COPY_WORDS] = { "unwind_copy_words", SP_CF_UNWIND_COPY, "word_cached" },
+	[SP_CNT_UNW_COPY_DIRECT] = { "unwind_copy_direct", SP_CF_UNWIND_COPY, "word_direct" },
+	[SP_CNT_UNW_COPY_FAIL] = { "unwind_copy_failed", SP_CF_UNWIND_COPY, "copy_failed" },
+	[SP_CNT_UNW_COPY_MISMATCH] = { "unwind_copy_mismatch", SP_CF_UNWIND_COPY, "mismatch" },
 };
 
 /* A counter added to abi.h moves SP_CNT__MAX: give it a row above (and,
  * if it starts a new family, a family), then move this line. */
-_Static_assert(SP_CNT_GO_PARK_UNCLOSED + 1 == SP_CNT__MAX, "a row for every BPF counter");
+_Static_assert(SP_CNT_UNW_COPY_MISMATCH + 1 == SP_CNT__MAX, "a row for every BPF counter");
 
 void sp_counters__write_metrics(struct sp_metrics_buf *b, const uint64_t bpf[SP_CNT__MAX])
 {
