@@ -16,7 +16,7 @@ pkgs=(
   golang-go binutils iproute2 procps util-linux strace python3
   dpkg-dev systemd g++ linux-perf
   chromium
-  nodejs openjdk-17-jdk-headless sqlite3 linux-perf
+  nodejs openjdk-17-jdk-headless sqlite3 linux-perf time
 )
 if [ "${1:-}" = "--with-bench" ]; then
   pkgs+=(bpftrace libbpf-tools valgrind)

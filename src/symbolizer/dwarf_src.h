@@ -49,10 +49,13 @@
 
 #define SP_DWARF_MAX_DEPTH 128
 
-/* Shared by the modules of one resolver; updated with atomics. */
+/* Shared by the modules of one resolver; updated with atomics.  used
+ * also holds what relocated .ko debug sections cost (pinned, never
+ * evicted: resolve.c), so decoded units give way to them. */
 struct sp_unit_budget {
 	size_t limit;			/* bytes of decoded units, all modules */
 	size_t used;
+	size_t pinned;			/* of used: relocated .ko debug info */
 };
 
 /* Counters shared by the modules of one resolver (atomic adds). */

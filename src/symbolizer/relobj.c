@@ -4,6 +4,7 @@
  * relobj.h.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -13,9 +14,10 @@
 #include "relobj.h"
 
 struct sp_relobj {
-	Dwfl *dwfl;
-	Elf *elf;		/* the module's, owned by dwfl */
+	Dwfl *dwfl;		/* NULL: laid out here (sp_relobj__open_symbols) */
+	Elf *elf;		/* the module's, owned by dwfl (or by this) */
 	Dwarf *dw;		/* likewise; NULL without DWARF */
+	int fd;			/* without dwfl: the file's, else -1 */
 };
 
 /* libdwfl asks for a separate debug file (and a dwz alternate file) when
@@ -64,6 +66,7 @@ int sp_relobj__open(int fd, const char *name, struct sp_relobj **out)
 		close(fd);
 		return -ENOMEM;
 	}
+	o->fd = -1;
 	o->dwfl = dwfl_begin(&callbacks);
 	if (!o->dwfl) {
 		close(fd);
@@ -91,11 +94,113 @@ bad:
 	return -ENOEXEC;
 }
 
+/* Bytes of one section as libelf hands it out: a compressed one
+ * (SHF_COMPRESSED) is inflated before it is relocated. */
+static uint64_t section_bytes(Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	GElf_Chdr ch;
+
+	if (sh->sh_type == SHT_NOBITS)
+		return 0;
+	if ((sh->sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch))
+		return ch.ch_size;
+	return sh->sh_size;
+}
+
+int sp_relobj__cost(Elf *elf, uint64_t *bytes)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t sum = 0;
+
+	*bytes = 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh, tsh;
+		Elf_Scn *t;
+
+		if (!gelf_getshdr(scn, &sh))
+			return -ENOEXEC;
+		if (sh.sh_type != SHT_REL && sh.sh_type != SHT_RELA)
+			continue;
+		t = elf_getscn(elf, sh.sh_info);
+		if (!t || !gelf_getshdr(t, &tsh))
+			continue;	/* libdwfl skips it too */
+		sum += section_bytes(scn, &sh) + section_bytes(t, &tsh);
+	}
+	*bytes = sum;
+	return 0;
+}
+
+/* Gives every allocated section with a size an address of its own, one
+ * after another from 64 KiB, each aligned as it asks: the same kind of
+ * layout libdwfl makes (relobj.h), not necessarily the same addresses -
+ * every lookup reads sh_addr back from this file, so only distinctness
+ * matters. */
+static int lay_out(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t at = 0x10000;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		uint64_t al;
+
+		if (!gelf_getshdr(scn, &sh))
+			return -ENOEXEC;
+		if (!(sh.sh_flags & SHF_ALLOC) || !sh.sh_size)
+			continue;
+		al = sh.sh_addralign > 1 ? sh.sh_addralign : 1;
+		if (al & (al - 1) || al > (1ull << 20) || sh.sh_size > (1ull << 40))
+			return -ENOEXEC;	/* not a module's */
+		at = (at + al - 1) & ~(al - 1);
+		if (sh.sh_size > UINT64_MAX - at)
+			return -ENOEXEC;
+		sh.sh_addr = at;
+		at += sh.sh_size;
+		if (!gelf_update_shdr(scn, &sh))
+			return -ENOEXEC;
+	}
+	return 0;
+}
+
+int sp_relobj__open_symbols(int fd, struct sp_relobj **out)
+{
+	struct sp_relobj *o;
+	GElf_Ehdr eh;
+	int err = -ENOEXEC;
+
+	*out = NULL;
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		close(fd);
+		return -ENOMEM;
+	}
+	o->fd = fd;
+	/* private: the section headers are written, the file never is */
+	o->elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
+	if (!o->elf || elf_kind(o->elf) != ELF_K_ELF || !gelf_getehdr(o->elf, &eh) ||
+	    eh.e_type != ET_REL)
+		goto bad;
+	err = lay_out(o->elf);
+	if (err || !laid_out(o->elf))
+		goto bad;
+	*out = o;
+	return 0;
+bad:
+	sp_relobj__free(o);
+	return err ? err : -ENOEXEC;
+}
+
 void sp_relobj__free(struct sp_relobj *o)
 {
 	if (!o)
 		return;
-	dwfl_end(o->dwfl);
+	if (o->dwfl) {
+		dwfl_end(o->dwfl);
+	} else {
+		elf_end(o->elf);
+		if (o->fd >= 0)
+			close(o->fd);
+	}
 	free(o);
 }
 

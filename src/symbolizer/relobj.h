@@ -37,10 +37,22 @@
  *   - Not thread safe: one user at a time (the resolver's module lock).
  *   - Cost: the relocations of every debug section are applied at open
  *     (libdwfl does them together), on copy-on-write pages of the
- *     file's private mapping.
+ *     file's private mapping.  sp_relobj__cost(elf, &bytes) says how
+ *     much before anything is opened: the bytes of every relocation
+ *     section and of the section it applies to (inflated, when
+ *     compressed), what those pages and libdwfl's copies hold at most.
+ *     0 or -ENOEXEC.  The resolver charges it to its decoded-unit budget
+ *     (resolve.h).
+ *   - sp_relobj__open_symbols(fd, &o): the file laid out without libdwfl
+ *     and without any relocation (the same contract otherwise: fd
+ *     consumed, sp_relobj__dwarf() NULL): its symbols, its sections and
+ *     their bytes (unrelocated) are readable at the cost of its section
+ *     headers.  For a file whose debug info the budget refused.
  */
 #ifndef SPANPROF_SYMBOLIZER_RELOBJ_H
 #define SPANPROF_SYMBOLIZER_RELOBJ_H
+
+#include <stdint.h>
 
 #include <elfutils/libdw.h>
 #include <libelf.h>
@@ -48,6 +60,8 @@
 struct sp_relobj;
 
 int sp_relobj__open(int fd, const char *name, struct sp_relobj **out);
+int sp_relobj__open_symbols(int fd, struct sp_relobj **out);
+int sp_relobj__cost(Elf *elf, uint64_t *bytes);
 void sp_relobj__free(struct sp_relobj *o);
 Elf *sp_relobj__elf(const struct sp_relobj *o);
 Dwarf *sp_relobj__dwarf(const struct sp_relobj *o);

@@ -111,6 +111,8 @@ struct module {
 	Elf *elf;
 	Dwarf *dw;
 	struct sp_relobj *rel;	/* ET_REL: owns elf and dw */
+	size_t pinned;		/* rel's relocated bytes, in r->budget */
+	struct sp_unit_budget *budget;	/* where pinned is charged */
 	uint64_t text_lo, text_size;	/* .text as laid out; size 0: none */
 	struct load_seg *loads;
 	uint32_t n_loads;
@@ -367,7 +369,9 @@ static int load_symbols(struct sp_debuginfo *di, struct module *m, const char *h
 			dynsym = scn;
 	}
 	err = load_symbols_from(m, symtab ? symtab : dynsym, &cap);
-	if (!err)
+	/* a relocatable file (a .ko) has no PLT: its relocation sections
+	 * (megabytes of .rela.debug_* in a module) are not read for one */
+	if (!err && !m->rel)
 		err = load_plt(di, m, hint, exec, &cap);
 	if (err || !m->n_syms)
 		return err;
@@ -401,8 +405,19 @@ static const struct sym *find_sym(const struct module *m, uint64_t a)
 
 /* Releases what a load put into m; m keeps its id and lock and can be
  * loaded again. */
+/* Gives back what m's relocated .ko debug info holds of the budget. */
+static void module_unpin(struct module *m)
+{
+	if (!m->pinned)
+		return;
+	__atomic_sub_fetch(&m->budget->pinned, m->pinned, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&m->budget->used, m->pinned, __ATOMIC_RELAXED);
+	m->pinned = 0;
+}
+
 static void module_clear(struct module *m)
 {
+	module_unpin(m);
 	for (uint32_t i = 0; i < m->n_sources; i++)
 		m->sources[i].ops->free(m->sources[i].src);
 	free(m->syms);
@@ -440,6 +455,8 @@ struct load_result {
 	bool no_debuginfo;	/* no file at all */
 	bool dwarf;		/* DWARF units found */
 	bool no_segments;	/* no usable program headers */
+	bool ko_refused;	/* .ko debug info past the budget: symbols only */
+	uint64_t ko_refused_bytes;	/* what it would have cost */
 };
 
 /* Program headers from the executable itself when the debug file's are
@@ -484,23 +501,59 @@ out:
 	return err;
 }
 
+/* Reserves bytes of relocated .ko debug info in the budget: refused
+ * (false) when the pinned bytes of every module would pass its limit.
+ * Decoded units are not counted against it: they are evicted instead
+ * (their modules give back their own units while used is past the limit,
+ * dwarf_src.h), so units and pinned bytes together stay within the limit
+ * plus one unit per module, as units alone did. */
+static bool budget_pin(struct sp_unit_budget *b, size_t bytes)
+{
+	size_t cur = __atomic_load_n(&b->pinned, __ATOMIC_RELAXED);
+
+	do {
+		if (bytes > b->limit || cur > b->limit - bytes)
+			return false;
+	} while (!__atomic_compare_exchange_n(&b->pinned, &cur, cur + bytes, false,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	ADD(b->used, bytes);
+	return true;
+}
+
 /* A relocatable file (a kernel module): m->elf, opened plainly, is
  * replaced by the same file laid out and relocated by libdwfl (relobj.h),
- * which takes m->fd.  Any other file is left as it is.  0, -ENOEXEC (m
- * then has no file), -ENOMEM. */
-static int open_relocatable(struct module *m)
+ * which takes m->fd.  What the relocation costs (sp_relobj__cost) is
+ * pinned in the decoded-unit budget for the module's life; when it does
+ * not fit, the file is laid out without its debug info (symbols only,
+ * lr->ko_refused) and nothing is relocated.  Any other file is left as it
+ * is.  0, -ENOEXEC (m then has no file), -ENOMEM. */
+static int open_relocatable(struct sp_resolver *r, struct module *m, struct load_result *lr)
 {
 	GElf_Ehdr eh;
+	uint64_t cost;
 	int fd = m->fd, err;
 
 	if (!gelf_getehdr(m->elf, &eh) || eh.e_type != ET_REL)
 		return 0;
+	err = sp_relobj__cost(m->elf, &cost);
 	elf_end(m->elf);
 	m->elf = NULL;
 	m->fd = -1;
-	err = sp_relobj__open(fd, m->path, &m->rel);
-	if (err)
+	if (err) {
+		close(fd);
 		return err;
+	}
+	if (cost > SIZE_MAX || !budget_pin(&r->budget, (size_t)cost)) {
+		lr->ko_refused = true;
+		lr->ko_refused_bytes = cost;
+		err = sp_relobj__open_symbols(fd, &m->rel);
+	} else {
+		m->pinned = (size_t)cost;
+		m->budget = &r->budget;
+		err = sp_relobj__open(fd, m->path, &m->rel);
+	}
+	if (err)
+		return err;	/* the caller gives the pin back */
 	m->elf = sp_relobj__elf(m->rel);
 	m->dw = sp_relobj__dwarf(m->rel);
 	return 0;
@@ -565,11 +618,13 @@ static int module_load(struct sp_resolver *r, struct module *m, const char *hint
 	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
 	if (!m->elf || elf_kind(m->elf) != ELF_K_ELF)
 		return 0;
-	err = open_relocatable(m);
+	err = open_relocatable(r, m, lr);
 	if (err == -ENOMEM)
 		goto fail;
-	if (err)
+	if (err) {
+		module_unpin(m);
 		return 0;	/* an ET_REL file libdwfl refused: as no file */
+	}
 	text_range(m);
 	err = load_segments(m, m->elf, &usable);
 	if (err == -ENOMEM)
@@ -695,6 +750,8 @@ static int get_module(struct sp_resolver *r, const char *id, const char *hint,
 		ADD(r->st.modules_no_debuginfo, lr.no_debuginfo);
 		ADD(r->st.modules_dwarf, lr.dwarf);
 		ADD(r->st.modules_no_segments, lr.no_segments);
+		ADD(r->st.ko_debug_refused, lr.ko_refused);
+		ADD(r->st.ko_debug_refused_bytes, lr.ko_refused_bytes);
 	}
 	*out = m;
 	*index = mi;
@@ -1027,6 +1084,9 @@ void sp_resolver__stats(struct sp_resolver *r, struct sp_resolver_stats *st)
 		.units_evicted = LOAD(d->units_evicted),
 		.unit_bytes = LOAD(r->budget.used),
 		.unit_budget = r->budget.limit,
+		.ko_debug_bytes = LOAD(r->budget.pinned),
+		.ko_debug_refused = LOAD(r->st.ko_debug_refused),
+		.ko_debug_refused_bytes = LOAD(r->st.ko_debug_refused_bytes),
 		.lines_libdw = LOAD(d->lines_libdw),
 		.lines_clamped = LOAD(d->lines_clamped),
 		.functions_indexed = LOAD(d->functions_indexed),

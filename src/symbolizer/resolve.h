@@ -125,6 +125,11 @@ struct sp_resolver_stats {
 	uint64_t units_evicted;		/* given back under the unit budget */
 	uint64_t unit_bytes;		/* held by decoded units now */
 	uint64_t unit_budget;
+	uint64_t ko_debug_bytes;	/* of unit_bytes: relocated .ko debug
+					 * info held now (never evicted) */
+	uint64_t ko_debug_refused;	/* .ko files opened for symbols only:
+					 * their debug info passed the budget */
+	uint64_t ko_debug_refused_bytes;	/* what those would have cost */
 	uint64_t lines_libdw;		/* line tables read through libdw */
 	uint64_t lines_clamped;		/* line rows with a clamped column */
 	uint64_t functions_indexed;	/* inline trees built */

@@ -429,6 +429,18 @@ static enum MHD_Result reply_metrics(struct server *s,
 	       "Address lookups the resolver cache did not hold", rs.cache_misses);
 	metric(&b, "cache_evictions_total", SP_METRIC_COUNTER,
 	       "Resolver cache entries evicted to make room", rs.cache_evictions);
+	metric(&b, "unit_budget_bytes", SP_METRIC_GAUGE,
+	       "Decoded debug info allowed, .ko debug info included (--unit-budget)",
+	       rs.unit_budget);
+	metric(&b, "unit_bytes", SP_METRIC_GAUGE,
+	       "Decoded debug info held now, .ko debug info included", rs.unit_bytes);
+	metric(&b, "units_evicted_total", SP_METRIC_COUNTER,
+	       "Decoded units given back under the unit budget", rs.units_evicted);
+	metric(&b, "module_debuginfo_bytes", SP_METRIC_GAUGE,
+	       "Relocated .ko debug info held now (part of unit_bytes)", rs.ko_debug_bytes);
+	metric(&b, "module_debuginfo_refused_total", SP_METRIC_COUNTER,
+	       ".ko files whose debug info did not fit the unit budget (named from symbols)",
+	       rs.ko_debug_refused);
 	metrics_store(s, &b);
 	ret = reply(c, MHD_HTTP_OK, b.p, b.len, "text/plain; version=0.0.4",
 		    false);

@@ -34,6 +34,8 @@ static const struct sp_cli_opt opts_debuginfo[] = {
 static const struct sp_cli_opt opts_cache[] = {
 	SP_CLI_OPT("cache-entries", required_argument, SP_OPT_CACHE, "N",
 	  "address cache size (default 65536)"),
+	SP_CLI_OPT("unit-budget", required_argument, SP_OPT_UNIT_BUDGET, "MIB",
+	  "decoded debug info and relocated .ko debug info (default 64)"),
 	SP_CLI_OPT_END,
 };
 
@@ -296,6 +298,8 @@ static int group_opt(const struct sp_cli *p, struct sp_common_opts *c, int val,
 		return 0;
 	case SP_OPT_CACHE:
 		return sp_cli__u32(p, "--cache-entries", arg, 0, UINT32_MAX, &c->cache_entries);
+	case SP_OPT_UNIT_BUDGET:
+		return sp_cli__u32(p, "--unit-budget", arg, 1, 1u << 20, &c->unit_budget_mib);
 	case SP_OPT_KALLSYMS:
 		return add_path(p, "--kallsyms", c->ks_files, &c->n_ks_files, arg);
 	case SP_OPT_KALLSYMS_DIR:

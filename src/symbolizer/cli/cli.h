@@ -62,7 +62,7 @@ enum {
 /* Option groups */
 enum {
 	SP_OPTG_DEBUGINFO = 1u << 0,	/* --debug-dir, --no-debuginfod */
-	SP_OPTG_CACHE = 1u << 1,	/* --cache-entries */
+	SP_OPTG_CACHE = 1u << 1,	/* --cache-entries, --unit-budget */
 	SP_OPTG_KALLSYMS = 1u << 2,	/* --kallsyms, --kallsyms-dir, --store */
 	SP_OPTG_KALLSYMS_IN = 1u << 3,	/* --no-kallsyms (IN.kallsyms.gz),
 					 * --no-syms-dir (IN.syms/) */
@@ -78,6 +78,7 @@ enum {
 	SP_OPT_DEBUG_DIR = 256, SP_OPT_NO_DEBUGINFOD, SP_OPT_CACHE,
 	SP_OPT_KALLSYMS, SP_OPT_KALLSYMS_DIR, SP_OPT_NO_KALLSYMS,
 	SP_OPT_ALLOW_ROOT, SP_OPT_USER, SP_OPT_STORE, SP_OPT_NO_SYMS_DIR,
+	SP_OPT_UNIT_BUDGET,
 	SP_OPT_CMD = 512,
 };
 
@@ -123,6 +124,7 @@ struct sp_common_opts {
 	size_t n_dirs;
 	bool no_debuginfod;
 	uint32_t cache_entries;			/* 0: the resolver's default */
+	uint32_t unit_budget_mib;		/* 0: the resolver's default */
 	const char *ks_files[SP_CLI_MAX_DIRS];	/* --kallsyms */
 	size_t n_ks_files;
 	const char *ks_dirs[SP_CLI_MAX_DIRS];	/* --kallsyms-dir */

@@ -83,7 +83,10 @@ int sp_sym_ctx__open(struct sp_sym_ctx *x, const struct sp_common_opts *c)
 	struct sp_debuginfo_opts dopts = {
 		.dirs = dirs, .no_debuginfod = c->no_debuginfod,
 	};
-	struct sp_resolver_opts ropts = { .cache_entries = c->cache_entries };
+	struct sp_resolver_opts ropts = {
+		.cache_entries = c->cache_entries,
+		.unit_budget = (size_t)c->unit_budget_mib << 20,
+	};
 	int err;
 
 	/* the stores hold ELF images (the vDSO) under .build-id/ too */
@@ -242,6 +245,11 @@ void sp_sym_ctx__print_stats(struct sp_sym_ctx *x, const struct sp_symbolize_sta
 		", line tables through libdw %" PRIu64 ", bad units %" PRIu64 "\n",
 		rs.units_decoded, rs.units_evicted, rs.unit_bytes, rs.unit_budget,
 		rs.functions_indexed, rs.inline_walks_libdw, rs.nested_scans, rs.lines_libdw, rs.bad_dwarf_units);
+	fprintf(stderr,
+		SP_CLI_PROG ": module debug info (.ko) holding %" PRIu64 " bytes of the unit "
+		"budget; refused %" PRIu64 " (%" PRIu64 " bytes: named from symbols; raise "
+		"--unit-budget)\n",
+		rs.ko_debug_bytes, rs.ko_debug_refused, rs.ko_debug_refused_bytes);
 	fprintf(stderr,
 		SP_CLI_PROG ": debuginfo lookups %" PRIu64
 		" found_dir %" PRIu64 " found_path %" PRIu64

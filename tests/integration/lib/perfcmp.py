@@ -3,8 +3,14 @@
 sample_both(pid, seconds, d, record_cmd): `spanprof record -p PID`
     (record_cmd: the command up to its sampling options, spt.RECORD) and,
     once it samples, `perf record -p PID` over the same seconds; returns
-    (spanprof's profile, perf.data, spanprof's stderr).
-perf_flat(data): {symbol: samples} of the leaves from `perf report`
+    (spanprof's profile, perf.data, spanprof's stderr).  perf_freq a tuple:
+    one `perf record` per element, all started at the same moment, and
+    perf.data is then a list of their files in that order; an element is a
+    frequency (`perf record -p PID`: per-task cpu-clock events) or (freq,
+    "-a") (`perf record -a`: one cpu-clock event per CPU, as spanprof
+    samples; read it with perf_flat(data, pid)).
+perf_flat(data, pid=None): {symbol: samples} of the leaves from `perf report`
+    (of process pid only, when given)
     ("[.] " / "[k] " prefixes dropped; an address perf could not name,
     "0x...", counts as "[unknown]", as spanprof's unnamed leaves do).
 pprof_leaves(path): [(mapping file, address, leaf name, count)] per sample.
@@ -13,6 +19,7 @@ pprof_flat(path): {function: samples} of the leaves of a symbolized pprof
     line: perf names symbols, not inlined frames); unnamed leaves are
     "[unknown]".
 tvd(a, b): total variation distance of two count dicts, in points (0..100).
+tvd_top(a, b): the keys adding most to tvd(a, b).
 sampling_floor(a, b): the TVD two independent samplings of the same
     distribution (the pooled one) with these totals show, mean of 200
     multinomial draws: what sampling noise alone gives.
@@ -47,13 +54,14 @@ def sample_both(pid, seconds, d, record_cmd, freq=97, perf_freq=199, attach_time
     what a memory-bound target spends its time on, and the two flat
     profiles would be of different seconds."""
     out = d + "/spanprof.pb.gz"
-    data = d + "/perf.data"
+    freqs = tuple(perf_freq) if isinstance(perf_freq, (tuple, list)) else (perf_freq,)
+    datas = [d + "/perf.data"] + [d + "/perf-%d.data" % i for i in range(1, len(freqs))]
     err_path = d + "/spanprof-record.err"
     with open(err_path, "w") as err_f:
         rec = subprocess.Popen(record_cmd + ["-F", str(freq), "-p", str(pid), "-d",
                                              str(seconds), "-o", out],
                                stdout=subprocess.DEVNULL, stderr=err_f)
-    perf = None
+    perfs = []
     try:
         ncpu = os.cpu_count() or 1
         end = time.monotonic() + attach_timeout
@@ -62,29 +70,35 @@ def sample_both(pid, seconds, d, record_cmd, freq=97, perf_freq=199, attach_time
                 raise RuntimeError("spanprof record did not start sampling (rc %s, %d s): %s" %
                                    (rec.poll(), attach_timeout, open(err_path).read()[-500:]))
             time.sleep(0.02)
-        perf = subprocess.Popen(["perf", "record", "-F", str(perf_freq), "-p", str(pid),
-                                 "-o", data, "--", "sleep", str(seconds)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for f, data in zip(freqs, datas):
+            who = ["-a", "-e", "cpu-clock"] if isinstance(f, tuple) else ["-p", str(pid)]
+            f = f[0] if isinstance(f, tuple) else f
+            perfs.append(subprocess.Popen(["perf", "record", "-F", str(f)] + who +
+                                          ["-o", data, "--", "sleep", str(seconds)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         rc = rec.wait(timeout=120)
-        perf.wait(timeout=120)
+        for perf in perfs:
+            perf.wait(timeout=120)
     finally:
-        for p in (rec, perf):
+        for p in [rec] + perfs:
             if p and p.poll() is None:
                 p.kill()
                 p.wait()
     err = open(err_path).read()
     if rc:
         raise RuntimeError("spanprof record failed (rc %d): %s" % (rc, err[-500:]))
-    if perf.returncode:
-        raise RuntimeError("perf record -p %d failed (rc %d; did the process end before %d "
-                           "s?): %s" % (pid, perf.returncode, seconds,
-                                        perf.stderr.read().decode()[-500:]))
-    return out, data, err
+    for perf in perfs:
+        if perf.returncode:
+            raise RuntimeError("perf record -p %d failed (rc %d; did the process end before "
+                               "%d s?): %s" % (pid, perf.returncode, seconds,
+                                               perf.stderr.read().decode()[-500:]))
+    return out, (datas if isinstance(perf_freq, (tuple, list)) else datas[0]), err
 
 
-def perf_flat(data):
+def perf_flat(data, pid=None):
     p = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
-                        "--sort", "sym", "-F", "sample,sym"],
+                        "--sort", "sym", "-F", "sample,sym"] +
+                       (["--pid", str(pid)] if pid else []),
                        capture_output=True, text=True, timeout=300)
     if p.returncode:
         raise RuntimeError("perf report failed: %s" % p.stderr[-500:])
