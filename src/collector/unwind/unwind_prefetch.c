@@ -352,7 +352,7 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 	uint8_t *eh = NULL, *ph = NULL, *sh = NULL, *names = NULL;
 	uint64_t size, phoff, shoff, phlen, shlen, debug = 0, names_len = 0;
 	uint64_t debug_all = 0;
-	bool want_debug = false;
+	bool want_debug = false, have_debug_frame = false;
 	uint32_t phnum = 0, phent = 0, shnum, shent, shstrndx;
 	struct fill f = { .img = img, .budget = SP_UNW_IMAGE_MAX };
 	bool have_eh = false;
@@ -436,13 +436,17 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 		if (rc)
 			goto out;
 	}
-	/* Two passes: .debug_* only when those cfi_extract.c counts (not
-	 * compressed) are at most 64 MiB, its rule, and all of them (libdw
-	 * reads every one) fit what is left of the image: else none is read
-	 * (cfi_extract.c then finds no .debug_frame rows, the .eh_frame ones
-	 * stay). */
+	/* Two passes: .debug_* only when the file has a .debug_frame (the
+	 * only reason cfi_extract.c opens them: a -g binary's debug info is
+	 * never read for .eh_frame alone; reading it anyway once got the agent
+	 * OOM-killed in test_agent_memguard's 48 MiB cgroup), those it counts
+	 * (not compressed) are at most 64 MiB, its rule, and all of them
+	 * (libdw reads every one) fit what is left of the image: else none is
+	 * read (cfi_extract.c then finds no .debug_frame rows, the .eh_frame
+	 * ones stay). */
 	for (int pass = 0; pass < 2 && !rc; pass++) {
-		want_debug = pass == 1 && debug <= DEBUG_MAX && debug_all <= f.budget;
+		want_debug = pass == 1 && have_debug_frame && debug <= DEBUG_MAX &&
+			     debug_all <= f.budget;
 		for (uint32_t i = 0; i < shnum && !rc; i++) {
 			const uint8_t *s = sh + (uint64_t)i * shent;
 			uint32_t name = u32(s);
@@ -459,6 +463,7 @@ int sp_unw_prefetch__file(struct sp_unw_prefetch *p, int fd, const struct stat *
 			if (!fits(off, len, size, UINT64_MAX))
 				continue;
 			if (pass == 0 && is_debug) {
+				have_debug_frame |= !strcmp(n, ".debug_frame");
 				debug += u64(s + 8) & SHF_COMPRESSED_ ? 0 : len;
 				debug_all += len;
 			} else if (pass == 0 && is_eh) {
