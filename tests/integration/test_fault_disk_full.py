@@ -49,7 +49,7 @@ dd if=/dev/zero of={full}/fill bs=4k 2>/dev/null
 {rec} --no-kernel -o {full}/old.pb.gz -- {spin} 500 2>{keep}/b.err; echo $? > {keep}/b.rc
 ls -1 {full} > {keep}/b.ls
 cp {full}/old.pb.gz {keep}/b.old
-{rec} -o {half}/p.pb.gz -- sh -c '{spin} 500; dd if=/dev/zero of=/dev/null bs=1M count=400 2>/dev/null' 2>{keep}/c.err; echo $? > {keep}/c.rc
+{rec} -o {half}/p.pb.gz -- sh -c '{spin} 500; dd if=/dev/zero of=/dev/null bs=1M count=2000 2>/dev/null' 2>{keep}/c.err; echo $? > {keep}/c.rc
 ls -1 {half} > {keep}/c.ls
 cp {half}/p.pb.gz {keep}/c.pb.gz
 """.format(full=full, half=half, keep=keep, rec=rec, spin=spin)
