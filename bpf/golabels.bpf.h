@@ -503,13 +503,22 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 			 * of the goroutine that left, so the walk from g0 ends in
 			 * that goroutine's frames: its stack with the next one's
 			 * ids (seen in test_go_labels_attribution, one sample in
-			 * ~3000).  The cost: no ids on g0 for a labelled
-			 * goroutine's systemstack and cgo calls either. */
+			 * ~3000).  But for a goroutine in a syscall
+			 * (_Gsyscall, 3, also with _Gscan 0x1000): a cgo call
+			 * (cgocall's entersyscall, then asmcgocall to g0), or
+			 * exitsyscall0 before dropg: the walk from g0 ends in
+			 * curg's own frames then.  Status offset from DWARF only
+			 * (0: cgo calls carry no ids); a labelled goroutine's
+			 * other systemstack calls carry none either. */
 			__u64 cm, csp;
+			__u32 st = 0;
 
 			if (sp_go_g_fields(gs, d, curg, &cm, &lp, &csp))
 				goto read_err;
-			if (csp) {
+			if (csp && d->g_status &&
+			    bpf_probe_read_user(&st, sizeof(st), (void *)(curg + d->g_status)))
+				goto read_err;
+			if (csp && (st & ~0x1000u) != 3) {
 				outcome = SP_CNT_GO_SWITCHING;
 				s->hdr.ctx_status = SP_CTX_NULL;
 				goto count;

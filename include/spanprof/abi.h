@@ -590,7 +590,8 @@ struct sp_go_desc {
 	__u8 layout;
 	__u8 gc_epoch;
 	__u16 go_minor;
-	__u16 _pad1;
+	__u16 g_status;		/* offsetof(runtime.g, atomicstatus) from the
+				 * binary's DWARF; 0 unknown (golabels.bpf.h) */
 	__u64 sweepgen;
 	__u32 seq;
 	__u32 _pad2;

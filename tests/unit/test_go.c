@@ -258,6 +258,7 @@ static void test_binaries(void **state)
 	assert_int_equal(b.desc.g_labels, 360);
 	assert_int_equal(b.desc.layout, SP_GO_LABELS_MAP);
 	assert_int_equal(b.desc.go_minor, 19);
+	assert_int_equal(b.desc.g_status, 144);	/* Go 1.19's DWARF, readelf */
 	/* the label cache's GC cycle: .symtab's runtime.mheap_ + DWARF's
 	 * offset of sweepgen, inside the symbol (readelf -s / -wi agree) */
 	assert_true(b.desc.sweepgen != 0);
@@ -278,9 +279,12 @@ static void test_binaries(void **state)
 	/* stripped: the table, and the same points through .gopclntab */
 	assert_int_equal(read_file_go(fixture(q, sizeof(q), "go/golabels.stripped"), &s, &why), 0);
 	assert_int_equal(s.offsets_from, SP_GO_FROM_TABLE);
-	/* no .symtab, no DWARF: no GC cycle address, labels read uncached */
+	/* no .symtab, no DWARF: no GC cycle address, labels read uncached;
+	 * no g.atomicstatus offset (DWARF only: cgo calls carry no ids) */
 	assert_int_equal(s.desc.sweepgen, 0);
+	assert_int_equal(s.desc.g_status, 0);
 	s.desc.sweepgen = b.desc.sweepgen;
+	s.desc.g_status = b.desc.g_status;
 	assert_memory_equal(&s.desc, &b.desc, sizeof(b.desc));
 	assert_true(s.park_off && s.resume_off);
 	/* ... and gcSweep through .gopclntab, at the same place */

@@ -405,6 +405,7 @@ static int find_tls(struct elf_view *v, int32_t *off)
 
 struct dw_want {
 	int g_m, g_labels, m_curg;		/* -1 until found */
+	int g_status;				/* g.atomicstatus, -1 until found */
 	int hmap[5];				/* count, flags, B, buckets, oldbuckets */
 	int bucket_keys, bucket_values, bucket_overflow;
 	int label_layout;			/* 0 unknown, SP_GO_LABELS_* */
@@ -448,6 +449,7 @@ static void dw_struct(struct dw_want *w, Dwarf_Die *d, const char *name)
 		w->have_g = true;
 		w->g_m = member_offset(d, "m");
 		w->g_labels = member_offset(d, "labels");
+		w->g_status = member_offset(d, "atomicstatus");
 	} else if (!strcmp(name, "runtime.m") && !w->have_m) {
 		w->have_m = true;
 		w->m_curg = member_offset(d, "curg");
@@ -548,7 +550,8 @@ static uint64_t sweepgen_addr(struct elf_view *v, const GElf_Ehdr *eh, int off)
 
 static int read_elf(int fd, Elf *elf, struct sp_go_binary *out, enum sp_go_fail *why)
 {
-	struct dw_want w = { .g_m = -1, .g_labels = -1, .m_curg = -1, .mheap_sweepgen = -1 };
+	struct dw_want w = { .g_m = -1, .g_labels = -1, .m_curg = -1, .g_status = -1,
+			     .mheap_sweepgen = -1 };
 	struct elf_view v = { .elf = elf, .fd = fd };
 	struct sp_go_desc table = { 0 };
 	GElf_Ehdr eh;
@@ -583,6 +586,9 @@ static int read_elf(int fd, Elf *elf, struct sp_go_binary *out, enum sp_go_fail 
 		out->desc.g_m = w.g_m;
 		out->desc.m_curg = w.m_curg;
 		out->desc.g_labels = w.g_labels;
+		/* DWARF only: the version table has no verified row for it
+		 * (then a labelled goroutine's cgo calls carry no ids) */
+		out->desc.g_status = w.g_status > 0 ? (uint16_t)w.g_status : 0;
 		out->desc.layout = w.label_layout ? w.label_layout
 				   : in_table	   ? table.layout
 				   : out->minor >= 24 ? SP_GO_LABELS_SLICE : SP_GO_LABELS_MAP;
