@@ -29,6 +29,7 @@ import collections
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -72,8 +73,8 @@ if (t < 0) console.log(t);
 
 
 def perf_map_lookup(path):
-    """addr -> name from a perf map, the later line winning (as the
-    symbolizer and Parca decide)."""
+    """addr -> (start, name) of its perf map entry, the later line winning
+    (as the symbolizer and Parca decide), or None."""
     entries = []
     with open(path, "rb") as f:
         for line in f.read().decode("utf-8", "replace").splitlines():
@@ -84,9 +85,30 @@ def perf_map_lookup(path):
     def look(a):
         for s, n, name in reversed(entries):
             if s <= a < s + n:
-                return name
+                return s, name
         return None
     return look
+
+
+def jitdump_loads(path):
+    """{(code_addr, name)} of the JIT_CODE_LOAD records (id 0) the file
+    holds now: the 40-byte header, then records of {u32 id, u32
+    total_size, u64 timestamp} and, for a load, {u32 pid, u32 tid, u64 vma,
+    u64 code_addr, u64 code_size, u64 code_index, name NUL, code}.  A record
+    cut by the end of the file is not counted."""
+    with open(path, "rb") as f:
+        b = f.read()
+    off, loads = 40, set()
+    while off + 16 <= len(b):
+        rid, size = struct.unpack_from("<II", b, off)
+        if size < 16 or off + size > len(b):
+            break
+        if rid == 0 and size >= 56:
+            addr = struct.unpack_from("<Q", b, off + 32)[0]
+            name = b[off + 56:off + size].split(b"\0")[0].decode("utf-8", "replace")
+            loads.add((addr, name))
+        off += size
+    return loads
 
 
 def maps_have_dump(pid):
@@ -120,17 +142,18 @@ def part_record(d):
         out, perf_data, err = perfcmp.sample_both(node.pid, 5, d,
                                                   spt.RECORD + ["--summary-json", summary])
         look = perf_map_lookup("/tmp/perf-%d.map" % node.pid)
+        in_dump = jitdump_loads(os.path.join(d, "jit-%d.dump" % node.pid))
     finally:
         node.kill()
         node.wait()
     try:
-        check_record(d, out, perf_data, err, summary, look)
+        check_record(d, out, perf_data, err, summary, look, in_dump)
     finally:
         if os.path.exists("/tmp/perf-%d.map" % node.pid):	# perf report read it
             os.unlink("/tmp/perf-%d.map" % node.pid)
 
 
-def check_record(d, out, perf_data, err, summary, look):
+def check_record(d, out, perf_data, err, summary, look, in_dump):
     j = spt.load_json(summary)["jit"]
     print("summary jit: %s" % j)
     check(j["jitdump_checks"] > 0 and j["jitdump_loads"] > 100 and j["jitdump_refused"] == 0,
@@ -143,22 +166,33 @@ def check_record(d, out, perf_data, err, summary, look):
     check("[jitdump]" in mapped and "[perf-map]" not in mapped,
           "the JIT mapping names the jitdump chain (mappings: %s)" % sorted(mapped)[:12])
     sym = test_jit_node.symbolize_shows_both(d, out)
-    # the same names as the perf map gives the same addresses
-    agree = disagree = unnamed = 0
+    # The same names as the perf map gives the same addresses, where the
+    # jitdump holds the perf map's newest code there.  V8 writes both maps
+    # from the same code events, but the jitdump through a 2 MiB stdio
+    # buffer: the code compiled since its last flush (seen in one run: the
+    # top-level loop's OSR code, compiled again after the churn's deopt, at
+    # an address the churn's code had held) is not in the file yet, and a
+    # live reader can only give such an address the older record's name.
+    # Those samples are counted apart, not as agreement or a wrong name.
+    agree = disagree = unnamed = unflushed = 0
     bad = []
     for mfile, addr, name, n in perfcmp.pprof_leaves(sym):
         if mfile != "[jitdump]":
             continue
-        ref = look(addr)
+        entry = look(addr)
+        ref = entry[1] if entry else None
         if not name or name.startswith("0x") or name.startswith("["):
             unnamed += n
+        elif ref != name and entry and entry not in in_dump:
+            unflushed += n
         elif ref == name:
             agree += n
         else:
             disagree += n
             bad.append((hex(addr), name, ref))
-    print("jitdump-named JIT leaves: %d agree with the perf map, %d differ, %d unnamed; "
-          "differing: %s" % (agree, disagree, unnamed, bad[:5]))
+    print("jitdump-named JIT leaves: %d agree with the perf map, %d differ, %d unnamed, "
+          "%d in code V8 had not flushed to the jitdump yet; differing: %s"
+          % (agree, disagree, unnamed, unflushed, bad[:5]))
     check(agree > 50 and disagree <= 0.02 * (agree + disagree),
           "the jitdump names JIT leaves as the perf map does (%d agree, %d differ: %s)"
           % (agree, disagree, bad[:3]))
