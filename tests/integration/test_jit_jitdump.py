@@ -39,7 +39,7 @@ from spt import check, fail  # noqa: E402
 from agent_util import wait_for  # noqa: E402
 from lib import perfcmp  # noqa: E402
 import test_jit_node  # noqa: E402
-from test_jit_node import HEAVY, LIGHT  # noqa: E402
+from test_jit_node import HEAVY, LIGHT, NODE  # noqa: E402
 
 # The functions and split of test_jit_node.py.  V8 block-buffers its
 # jitdump (2 MiB, perf-jit.cc: setvbuf _IOFBF) and perf reads it after the
@@ -132,7 +132,7 @@ def part_record(d):
     js = os.path.join(d, "hot.js")
     with open(js, "w") as f:
         f.write(JS_DUMP)
-    node = subprocess.Popen(["node", "--perf-prof", "--perf-basic-prof", js, "30"], cwd=d)
+    node = subprocess.Popen(NODE + ["--perf-prof", "--perf-basic-prof", js, "30"], cwd=d)
     try:
         wait_for(lambda: maps_have_dump(node.pid) and perf_map_has_hot(node.pid) and
                  os.path.exists(os.path.join(d, "steady")), 30,

@@ -9,18 +9,20 @@ libclang-cpp, node, python3.11, libstdc++, ...), mapped executable by 8
 Python processes (each maps its share whole, PROT_EXEC, without touching
 it, then spins 2 s so that the agent samples it and reads its maps), so
 the builds are all queued within the first seconds.  Built at full
-speed that is several seconds of CPU; the agent runs with --unwind-cpu 40
-(40% of one CPU, a 1 s burst allowed: well under the whole CPU the
-builder takes unthrottled, and half the wall time of 20%).  Polling every
+speed that is about 2 s of CPU here (the in-memory ELF image made it
+cheaper: one CI run needed 1.94 s); the agent runs with --unwind-cpu 25
+(25% of one CPU, a 1 s burst allowed: well under the whole CPU the
+builder takes unthrottled).  Polling every
 0.5 s the builder thread's own CPU time from /proc/AGENT/task/TID/stat
 (the thread named sp-unwind; an independent reader of what the builder's token bucket
 counts with CLOCK_THREAD_CPUTIME_ID), checks:
   - at every poll, and between every two polls, its CPU time is within
-    40% of the wall time elapsed plus 2.1 s (the 1 s burst, one job's
+    25% of the wall time elapsed plus 2.1 s (the 1 s burst, one job's
     overrun - a single table is paid for after it is built: libLLVM's
     takes ~0.6 s - and the ticks);
-  - the bound was binding: the builder needed >= 2 s of CPU (twice the
-    burst), so the wall time it took is >= 2.5x that, minus the burst;
+  - the bound was binding: the builder needed >= 1.5 s of CPU (half a
+    burst more than the burst), so the wall time it took is >= 4x the CPU
+    past the burst;
   - the tables still get built: the queue empties, and at least 90% of
     the files mapped have a table (built), the rest are counted outcomes;
   - /metrics' builder CPU agrees with /proc (within 10% + 50 ms).
@@ -38,7 +40,7 @@ from spt import check, fail, require_root, tmpdir  # noqa: E402
 import agent_util as au  # noqa: E402
 
 require_root()
-SHARE = 0.40
+SHARE = 0.25
 SLACK = 2.1
 PROCS = 8
 TICK = os.sysconf("SC_CLK_TCK")
@@ -178,7 +180,8 @@ try:
     check(all(c <= SHARE * t + SLACK for t, c in polls),
           "from the start, the builder's CPU stayed within %d%% of the wall time + %.1f s"
           % (SHARE * 100, SLACK))
-    check(cpu >= 2.0, "the load needed %.2f s of builder CPU (>= 2 s: the budget binds)" % cpu)
+    check(cpu >= 1.5, "the load needed %.2f s of builder CPU (>= 1.5 s: the budget binds)"
+          % cpu)
     check(done_at >= (cpu - 1.0) / SHARE * 0.9,
           "building took %.1f s of wall time for %.2f s of CPU (throttled)" % (done_at, cpu))
     m = a.metrics()
