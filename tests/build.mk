@@ -94,11 +94,14 @@ TEST_TARGETS += $(O)/fixtures/go_fake_slice
 GO_FIXTURES := $(patsubst tests/fixtures/go/%/main.go,%,$(wildcard tests/fixtures/go/*/main.go))
 GO_FIXTURE_BINS := $(foreach f,$(GO_FIXTURES),$(O)/fixtures/go/$(f) $(O)/fixtures/go/$(f).stripped)
 
-$(O)/fixtures/go/%.stripped: tests/fixtures/go/%/main.go
+# every fixture imports the module's shared packages (truth/: the span log)
+GO_FIXTURE_SHARED := tests/fixtures/go/go.mod $(wildcard tests/fixtures/go/truth/*.go)
+
+$(O)/fixtures/go/%.stripped: tests/fixtures/go/%/main.go $(GO_FIXTURE_SHARED)
 	@mkdir -p $(@D)
 	cd tests/fixtures/go/$* && $(GO_ENV) $(GO) build -ldflags='-s -w' -o $(abspath $@) main.go
 
-$(O)/fixtures/go/%: tests/fixtures/go/%/main.go
+$(O)/fixtures/go/%: tests/fixtures/go/%/main.go $(GO_FIXTURE_SHARED)
 	@mkdir -p $(@D)
 	cd tests/fixtures/go/$* && $(GO_ENV) $(GO) build -o $(abspath $@) main.go
 

@@ -303,3 +303,32 @@ def go_env(**kw):
     env = dict(os.environ)
     env.update({k: str(v) for k, v in kw.items()})
     return env
+
+
+class GoRun:
+    """One `spanprof record` of a Go fixture writing OTLP: out (the
+    profile), summary (its --summary-json), truth (the fixture's -truth
+    JSON lines), stderr (record's and the fixture's)."""
+
+    def __init__(self, out, summary, truth, stderr):
+        self.out, self.summary, self.truth, self.stderr = out, summary, truth, stderr
+
+
+def record_go(d, what, exe, fixture_args, record_args=("-F", "499"), timestamps=True,
+              before_check=None):
+    """Record exe with fixture_args (-truth FILE is added) under GOMAXPROCS=2,
+    as OTLP (--timestamps unless told not), into d; fails the test, naming
+    what, if record exits non-zero.  before_check runs after record exits,
+    before any check (to remove a scratch file)."""
+    out, js, truth = (os.path.join(d, n) for n in ("go.otlp.pb", "go.json", "truth.jsonl"))
+    cmd = [SPANPROF, "record", "--no-report", "-q"] + list(record_args) + ["--format", "otlp"] \
+        + (["--timestamps"] if timestamps else []) \
+        + ["-o", out, "--summary-json", js, "--", exe] + list(fixture_args) + ["-truth", truth]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=go_env(GOMAXPROCS=2))
+    if before_check:
+        before_check()
+    check(p.returncode == 0, "spanprof record %s (rc=%d %s)" % (what, p.returncode,
+                                                                p.stderr[-300:]))
+    with open(truth) as f:
+        lines = [json.loads(l) for l in f]
+    return GoRun(out, load_json(js), lines, p.stderr)

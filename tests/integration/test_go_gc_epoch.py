@@ -26,10 +26,8 @@ address).  Checks, each run:
     its time inside that span, its worker label; for the unstripped
     build also its stack in that worker's spanWork (nm ranges).
 """
-import json
 import os
 import re
-import subprocess
 
 from spt import *
 
@@ -39,20 +37,12 @@ require_root()
 def run(name):
     d = tmpdir()
     exe = os.path.join(BUILD, "fixtures", "go", name)
-    truth_path = os.path.join(d, "truth.jsonl")
-    out = os.path.join(d, "go.otlp.pb")
-    js = os.path.join(d, "go.json")
-    cmd = [SPANPROF, "record", "--no-report", "-q", "-F", "499", "--format", "otlp",
-           "--timestamps", "-o", out, "--summary-json", js, "--", exe, "-mode", "spans",
-           "-workers", "8", "-duration", "4", "-truth", truth_path, "-gc", "5ms"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                       env=go_env(GOMAXPROCS=2))
-    check(p.returncode == 0, "%s: spanprof record (rc=%d %s)" % (name, p.returncode,
-                                                                 p.stderr[-300:]))
-    m = re.search(r"golabels: gc cycles (\d+) after settle, (\d+) at end", p.stderr)
-    check(m is not None, "%s: the fixture printed its GC count (%s)" % (name, p.stderr[-300:]))
+    run = record_go(d, "of " + name, exe,
+                    ["-mode", "spans", "-workers", "8", "-duration", "4", "-gc", "5ms"])
+    out, summ = run.out, run.summary
+    m = re.search(r"golabels: gc cycles (\d+) after settle, (\d+) at end", run.stderr)
+    check(m is not None, "%s: the fixture printed its GC count (%s)" % (name, run.stderr[-300:]))
     gc_settle, gc_end = int(m.group(1)), int(m.group(2))
-    summ = load_json(js)
     g, b = summ["go"], summ["bpf"]
     check(g["procs"] == 1 and g["label_cache_epoch"] == 1 and g["label_cache_sweepgen"] == 0
           and g["label_cache_off"] == 0 and g["gc_files"] == 1 and g["gc_failed"] == 0,
@@ -66,7 +56,7 @@ def run(name):
     check(gc_end - gc_settle <= bumps <= gc_end + 1,
           "%s: the epoch counted every GC cycle after the settle: %d <= %d <= %d" %
           (name, gc_end - gc_settle, bumps, gc_end + 1))
-    spans = [json.loads(l) for l in open(truth_path)]
+    spans = run.truth
     classify = None
     if name == "golabels":
         classify, n_work = go_work_classifier(exe)

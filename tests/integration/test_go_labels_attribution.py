@@ -28,7 +28,6 @@ and misses counted, none uncached, by the epoch).  test_go_gc_epoch
 checks the epoch against the fixture's own GC count, and the stripped
 build.
 """
-import json
 import os
 import subprocess
 
@@ -39,20 +38,12 @@ d = tmpdir()
 exe = os.path.join(BUILD, "fixtures", "go", "golabels")
 # 499 Hz: enough samples in 6 s even when a busy machine gives the fixture
 # a fraction of its 2 CPUs
-truth_path = os.path.join(d, "truth.jsonl")
-out = os.path.join(d, "go.otlp.pb")
-js = os.path.join(d, "go.json")
 # --timestamps: each sample's time is checked against its span's interval
-cmd = [SPANPROF, "record", "--no-report", "-q", "-F", "499", "--format", "otlp", "--timestamps",
-       "-o", out, "--summary-json", js, "--", exe, "-mode", "spans", "-workers", "8", "-duration", "6",
-       "-truth", truth_path, "-gc", "20ms"]
-p = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                   env=go_env(GOMAXPROCS=2))
-check(p.returncode == 0, "spanprof record of the Go fixture (rc=%d %s)" % (p.returncode, p.stderr[-300:]))
-summ = load_json(js)
+run = record_go(d, "of the Go fixture", exe,
+                ["-mode", "spans", "-workers", "8", "-duration", "6", "-gc", "20ms"])
+out, summ, spans = run.out, run.summary, run.truth
 check(summ["go"]["procs"] >= 1 and summ["go"]["procs_dwarf"] >= 1,
       "the Go process got a descriptor, offsets from its DWARF (%s)" % summ["go"])
-spans = [json.loads(l) for l in open(truth_path)]
 per_worker = [sum(1 for s in spans if s["w"] == w) for w in range(8)]
 check(min(per_worker) >= 5, "%d spans of ground truth, each worker's back to back (%s)" %
       (len(spans), per_worker))

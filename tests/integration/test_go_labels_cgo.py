@@ -15,28 +15,18 @@ ranges, not spanprof's symbolizer) carry ids; every one that does carries
 a span of worker w whose interval holds its time (precision 100%).
 Bounded: about 10 s.
 """
-import json
 import os
-import subprocess
 
 from spt import *
 
 require_root()
 d = tmpdir()
 exe = os.path.join(BUILD, "fixtures", "go", "gocgo")
-truth_path = os.path.join(d, "truth.jsonl")
-out = os.path.join(d, "cgo.otlp.pb")
-js = os.path.join(d, "cgo.json")
 # 4 s at 499 Hz on 2 CPUs: ~4000 samples, nearly all in C
-cmd = [SPANPROF, "record", "--no-report", "-q", "-F", "499", "--format", "otlp", "--timestamps",
-       "-o", out, "--summary-json", js, "--", exe, "-workers", "4", "-duration", "4",
-       "-truth", truth_path]
-p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=go_env(GOMAXPROCS=2))
-check(p.returncode == 0, "spanprof record of the cgo fixture (rc=%d %s)" % (p.returncode, p.stderr[-300:]))
-summ = load_json(js)
+run = record_go(d, "of the cgo fixture", exe, ["-workers", "4", "-duration", "4"])
+out, summ, spans = run.out, run.summary, run.truth
 check(summ["go"]["procs"] >= 1 and summ["go"]["procs_dwarf"] >= 1,
       "the Go process got a descriptor, offsets from its DWARF (%s)" % summ["go"])
-spans = [json.loads(l) for l in open(truth_path)]
 by_ids = {(s["trace_id"], s["span_id"]): s for s in spans}
 ranges = {r: int(n[len("cburn"):]) for n, r in nm_ranges(exe, "cburn").items()
           if n[len("cburn"):].isdigit()}

@@ -15,23 +15,17 @@ bytes of whole characters and the long key dropped, both counted; bad ids
 and invalid UTF-8 are counted.
 """
 import bisect
-import json
 import re
 import os
-import subprocess
 
 from spt import *
 
 require_root()
 d = tmpdir()
 exe = os.path.join(BUILD, "fixtures", "go", "golabels")
-out, js, truth_path = (os.path.join(d, n) for n in ("h.otlp.pb", "h.json", "h.jsonl"))
-p = subprocess.run([SPANPROF, "record", "--no-report", "-q", "-F", "499", "--format", "otlp",
-                    "-o", out, "--summary-json", js, "--", exe, "-mode", "hostile",
-                    "-duration", "3", "-truth", truth_path],
-                   capture_output=True, text=True, timeout=120, env=go_env(GOMAXPROCS=2))
-check(p.returncode == 0, "record the hostile Go labels (rc=%d %s)" % (p.returncode, p.stderr[-300:]))
-cases = [json.loads(l) for l in open(truth_path)]
+run = record_go(d, "of the hostile Go labels", exe, ["-mode", "hostile", "-duration", "3"],
+                timestamps=False)
+out, cases = run.out, run.truth
 ids = (cases[0]["trace_id"], cases[0]["span_id"])
 # hostile<Case> only: not hostile itself nor its closures (main.hostile.func1,
 # the pprof.Do callback, had a sample in one CI run)
@@ -73,7 +67,7 @@ check(seen["valid"][1] >= 0.95 * seen["valid"][0], "the valid set's samples carr
       seen["valid"])
 check(long_vals == {"é" * 32}, "a 120-byte value is cut to 64 bytes of whole characters (%s)" %
       [v[:8] + "..." if v else v for v in long_vals])
-summ = load_json(js)
+summ = run.summary
 b = summ["bpf"]
 check(b["go_bad_ids"] > 0 and b["go_labels_cut"] > 0 and summ["consumer"]["go_labels_bad_utf8"] > 0,
       "counted: bad ids %d, labels cut %d, invalid UTF-8 %d" %

@@ -25,39 +25,29 @@ goroutine that left and its ids are checked as any record's;
 a parked sleep's weight is about its 20 ms.
 """
 import bisect
-import json
 import os
-import subprocess
 
 from spt import *
 
 require_root()
 d = tmpdir()
 exe = os.path.join(BUILD, "fixtures", "go", "golabels")
-truth_path = os.path.join(d, "truth.jsonl")
-out = os.path.join(d, "waits.otlp.pb")
-js = os.path.join(d, "waits.json")
 # on the build's file system, not a tmpfs: O_DIRECT needs a block device
 blob = os.path.join(BUILD, "go-waits.blob")
 with open(blob, "wb") as f:
     f.write(os.urandom(4 << 20))
 # --timestamps: each wait's time is checked against its span's interval
 # and each wait weighs its own ns (compact OTLP would merge them)
-cmd = [SPANPROF, "record", "--no-report", "-q", "-F", "97", "--off-cpu", "--off-cpu-goroutines",
-       "--off-cpu-sample", "1", "--off-cpu-min-us", "100", "--format", "otlp", "--timestamps",
-       "-o", out,
-       "--summary-json", js, "--", exe, "-mode", "waits", "-duration", "4", "-file", blob,
-       "-truth", truth_path]
-p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=go_env(GOMAXPROCS=2))
-os.unlink(blob)
-check(p.returncode == 0, "spanprof record --off-cpu --off-cpu-goroutines (rc=%d %s)" %
-      (p.returncode, p.stderr[-300:]))
-summ = load_json(js)
+run = record_go(d, "--off-cpu --off-cpu-goroutines", exe,
+                ["-mode", "waits", "-duration", "4", "-file", blob],
+                record_args=["-F", "97", "--off-cpu", "--off-cpu-goroutines", "--off-cpu-sample",
+                             "1", "--off-cpu-min-us", "100"],
+                before_check=lambda: os.unlink(blob))
+out, summ, truth = run.out, run.summary, run.truth
 b = summ["bpf"]
 check(summ["go"]["parks_files"] == 1 and b["go_park_captured"] > 50,
       "park probes on the Go binary, parks captured %d of %d" %
       (b["go_park_captured"], b["go_parks"]))
-truth = [json.loads(l) for l in open(truth_path)]
 by_ids = {(t["trace_id"], t["span_id"]): t for t in truth}
 kinds = ("mutex", "sleep", "pipe", "file")
 check(all(any(t["kind"] == k for t in truth) for k in kinds), "spans of every wait kind logged")
