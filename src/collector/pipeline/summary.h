@@ -59,7 +59,7 @@ struct sp_summary {
 	uint64_t ctx_publish_coalesced;	/* ... or folded into a later re-read */
 	uint64_t ctx_publish_deferred;	/* re-reads at the end of a coalesced burst */
 	uint64_t ctx_examined;		/* process contexts read (a maps read each) */
-	uint64_t ctx_skipped;		/* not read: the table's maps show no OTEL_CTX */
+	uint64_t ctx_skipped;		/* not read: the table's maps show no OTEL_CTX, or it is gone */
 	bool obi_map;			/* OBI's pinned map read as a fallback */
 	/* resource identity from the processes' environments (proc_env.h) */
 	bool process_env;		/* false: --no-process-env */

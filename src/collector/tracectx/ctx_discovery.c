@@ -57,7 +57,7 @@ struct sp_ctx_discovery {
 	uint64_t resolved;
 	uint64_t failed;
 	uint64_t examined;	/* process contexts read: one maps read each */
-	uint64_t skipped;	/* no OTEL_CTX in maps the table just read */
+	uint64_t skipped;	/* no OTEL_CTX in maps the table just read, or gone */
 	uint64_t table_full;
 	uint64_t tls_fail[SP_TLS_FAIL__MAX];
 	uint64_t pctx_fail[SP_PCTX__MAX];
@@ -445,12 +445,16 @@ void sp_ctx_discovery__on_proc(uint32_t pid, enum sp_proc_why why, void *ctx)
 		/* The process table has just read this process's maps: no
 		 * OTEL_CTX there means nothing published yet (a later publish
 		 * comes as SP_PROC_PUBLISH).  Saves a second maps read per
-		 * new process. */
+		 * new process.  Nor is there anything to read of one the
+		 * table found gone (a short-lived process that exited before
+		 * its exec read, common on a loaded machine): its maps are
+		 * empty or vanished. */
 		const struct sp_proc_info *pi = sp_proc_table__proc(d->procs, pid);
 
-		if (pi && !pi->gone && !pi->has_otel_ctx) {
+		if (pi && (pi->gone || !pi->has_otel_ctx)) {
 			d->skipped++;
-			go_examine(d, pid);
+			if (!pi->gone)
+				go_examine(d, pid);
 			return;
 		}
 	}
