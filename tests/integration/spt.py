@@ -314,19 +314,15 @@ class GoRun:
         self.out, self.summary, self.truth, self.stderr = out, summary, truth, stderr
 
 
-def record_go(d, what, exe, fixture_args, record_args=("-F", "499"), timestamps=True,
-              before_check=None):
+def record_go(d, what, exe, fixture_args, record_args=("-F", "499"), timestamps=True):
     """Record exe with fixture_args (-truth FILE is added) under GOMAXPROCS=2,
     as OTLP (--timestamps unless told not), into d; fails the test, naming
-    what, if record exits non-zero.  before_check runs after record exits,
-    before any check (to remove a scratch file)."""
+    what, if record exits non-zero."""
     out, js, truth = (os.path.join(d, n) for n in ("go.otlp.pb", "go.json", "truth.jsonl"))
     cmd = [SPANPROF, "record", "--no-report", "-q"] + list(record_args) + ["--format", "otlp"] \
         + (["--timestamps"] if timestamps else []) \
         + ["-o", out, "--summary-json", js, "--", exe] + list(fixture_args) + ["-truth", truth]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=go_env(GOMAXPROCS=2))
-    if before_check:
-        before_check()
     check(p.returncode == 0, "spanprof record %s (rc=%d %s)" % (what, p.returncode,
                                                                 p.stderr[-300:]))
     with open(truth) as f:

@@ -15,8 +15,8 @@ bytes of whole characters and the long key dropped, both counted; bad ids
 and invalid UTF-8 are counted.
 """
 import bisect
-import re
 import os
+import re
 
 from spt import *
 

@@ -38,11 +38,13 @@ with open(blob, "wb") as f:
     f.write(os.urandom(4 << 20))
 # --timestamps: each wait's time is checked against its span's interval
 # and each wait weighs its own ns (compact OTLP would merge them)
-run = record_go(d, "--off-cpu --off-cpu-goroutines", exe,
-                ["-mode", "waits", "-duration", "4", "-file", blob],
-                record_args=["-F", "97", "--off-cpu", "--off-cpu-goroutines", "--off-cpu-sample",
-                             "1", "--off-cpu-min-us", "100"],
-                before_check=lambda: os.unlink(blob))
+try:
+    run = record_go(d, "--off-cpu --off-cpu-goroutines", exe,
+                    ["-mode", "waits", "-duration", "4", "-file", blob],
+                    record_args=["-F", "97", "--off-cpu", "--off-cpu-goroutines",
+                                 "--off-cpu-sample", "1", "--off-cpu-min-us", "100"])
+finally:
+    os.unlink(blob)
 out, summ, truth = run.out, run.summary, run.truth
 b = summ["bpf"]
 check(summ["go"]["parks_files"] == 1 and b["go_park_captured"] > 50,
