@@ -88,8 +88,8 @@ def instances(args):
     return out
 
 
-def one_run(load_bin, dur, plain, insts, bpftrace):
-    load = B.spawn([load_bin, str(dur + 4), "2", "40"] + (["plain"] if plain else []))
+def one_run(load_bin, dur, plain, insts, bpftrace, depth=40):
+    load = B.spawn([load_bin, str(dur + 4), "2", str(depth)] + (["plain"] if plain else []))
     time.sleep(0.5)
     t0 = time.monotonic()
     js, sp = {}, {}
@@ -148,6 +148,8 @@ def main():
                     help="SPANPROF_BENCH_UCOPY values, one more dwarf instance each")
     ap.add_argument("--ucopy-fp", action="store_true", help="and one --unwind fp instance each")
     ap.add_argument("--no-bpftrace", action="store_true")
+    ap.add_argument("--depth", type=int, default=40, help="recursion levels of the load (default 40)")
+    ap.add_argument("--plain", action="store_true", help="the bottom of the recursion spins (no libc qsort) also without frame pointers")
     args = ap.parse_args()
     B.require(["bpftool", "gcc"] + ([] if args.no_bpftrace else ["bpftrace"]))
     if args.build_b and not os.access(os.path.join(args.build_b, "spanprof"), os.X_OK):
@@ -162,7 +164,7 @@ def main():
     rows = []
     with B.BpfStats():
         for rep in range(args.reps):
-            r = one_run(load_bin, args.duration, args.load == "fp", insts, not args.no_bpftrace)
+            r = one_run(load_bin, args.duration, args.load == "fp" or args.plain, insts, not args.no_bpftrace, args.depth)
             rows.append(r)
             print(f"  rep {rep + 1}:", flush=True)
             for k in names:

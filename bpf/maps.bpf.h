@@ -314,7 +314,11 @@ SP_SHARED struct {
 	__type(value, __u64);	/* array elements are 8 bytes anyway */
 } unwind_seq SEC(".maps");
 
-#define SP_UNW_CACHE 64		/* rows cached per CPU (power of two) */
+/* Rows cached per CPU (power of two), direct-mapped: 8 KiB per CPU.  At 64
+ * a walk's return addresses collided often enough that a deep no-frame-
+ * pointer stack searched 4.3 rows per walk and a Python loop 3.3; at 256,
+ * 0.11 and 0.58 (docs/benchmarks.md, "The per-CPU row cache"). */
+#define SP_UNW_CACHE 256
 
 /* Per-CPU walk state of bpf/unwind.bpf.h (the bpf_loop callback's context points here, so the
  * 512-byte stack stays free for the programs).  Off-CPU uses it too: the
@@ -346,6 +350,7 @@ struct sp_unw_state {
 	__u8 uc_last;
 	__u16 uc_fill;
 	__u16 uc_words, uc_direct, uc_fail, uc_mismatch;
+	__u16 row_cached, row_searched;	/* SP_CNT_UNW_ROW_* of this walk */
 };
 
 #define SP_UCOPY_CHUNK_MIN 64

@@ -205,8 +205,10 @@ static __always_inline int sp_unw_rule(struct sp_unw_state *st, __u64 a, struct 
 	ci = (__u32)(fo >> 2) & (SP_UNW_CACHE - 1);
 	if (st->cache[ci].file == file && fo >= st->cache[ci].lo && fo < st->cache[ci].hi) {
 		w = st->cache[ci].rule;
+		st->row_cached++;
 		goto found;
 	}
+	st->row_searched++;
 	d = bpf_map_lookup_elem(&unwind_files, &slot);
 	if (!d || (d->gen & ((1u << SP_UNW_FILE_GEN_BITS) - 1)) !=
 		  (file & ((1u << SP_UNW_FILE_GEN_BITS) - 1)))
@@ -612,6 +614,7 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 	st->uc_last = 0;
 	st->uc_fill = 0;
 	st->uc_words = st->uc_direct = st->uc_fail = st->uc_mismatch = 0;
+	st->row_cached = st->row_searched = 0;
 	uc = cfg_ucopy_bytes ? bpf_map_lookup_elem(&unwind_ucopy, &zero) : NULL;
 	if (uc)
 		__builtin_memset(uc->addr, 0, sizeof(uc->addr));
@@ -657,6 +660,8 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 	sp_count_n(SP_CNT_UNW_COPY_DIRECT, st->uc_direct);
 	sp_count_n(SP_CNT_UNW_COPY_FAIL, st->uc_fail);
 	sp_count_n(SP_CNT_UNW_COPY_MISMATCH, st->uc_mismatch);
+	sp_count_n(SP_CNT_UNW_ROW_CACHED, st->row_cached);
+	sp_count_n(SP_CNT_UNW_ROW_SEARCHED, st->row_searched);
 	return st->n > SP_MAX_FRAMES ? SP_MAX_FRAMES : st->n;
 }
 

@@ -293,6 +293,10 @@ enum sp_counter {
 	SP_CNT_UNW_COPY_MISMATCH,	/* benchmark check (SPANPROF_BENCH_UCOPY_VERIFY):
 					 * a copied word differed from a direct
 					 * read of it (the direct value used) */
+	/* The rows the walk's CFI lookups took (bpf/unwind.bpf.h, the per-CPU
+	 * row cache), once per stack: */
+	SP_CNT_UNW_ROW_CACHED,		/* ... from the per-CPU row cache */
+	SP_CNT_UNW_ROW_SEARCHED,	/* ... searched for in the file's table */
 	SP_CNT__MAX,
 };
 

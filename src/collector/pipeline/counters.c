@@ -96,6 +96,9 @@ const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 		"read each), words taken from the copy, words read directly (copy off or a "
 		"word not 8-aligned), chunk copies that failed (the word's page unreadable), "
 		"and copied words that differed from a direct read (benchmark check only)" },
+	[SP_CF_UNWIND_ROWS] = { "spanprof_bpf_unwind_row_lookups_total", "source",
+		"CFI rows the user-stack walk looked up, by where it found them: the per-CPU "
+		"row cache, or a search of the file's table (a cache miss)" },
 };
 
 const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
@@ -194,11 +197,13 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 	[SP_CNT_UNW_COPY_DIRECT] = { "unwind_copy_direct", SP_CF_UNWIND_COPY, "word_direct" },
 	[SP_CNT_UNW_COPY_FAIL] = { "unwind_copy_failed", SP_CF_UNWIND_COPY, "copy_failed" },
 	[SP_CNT_UNW_COPY_MISMATCH] = { "unwind_copy_mismatch", SP_CF_UNWIND_COPY, "mismatch" },
+	[SP_CNT_UNW_ROW_CACHED] = { "unwind_rows_cached", SP_CF_UNWIND_ROWS, "cache" },
+	[SP_CNT_UNW_ROW_SEARCHED] = { "unwind_rows_searched", SP_CF_UNWIND_ROWS, "table" },
 };
 
 /* A counter added to abi.h moves SP_CNT__MAX: give it a row above (and,
  * if it starts a new family, a family), then move this line. */
-_Static_assert(SP_CNT_UNW_COPY_MISMATCH + 1 == SP_CNT__MAX, "a row for every BPF counter");
+_Static_assert(SP_CNT_UNW_ROW_SEARCHED + 1 == SP_CNT__MAX, "a row for every BPF counter");
 
 void sp_counters__write_metrics(struct sp_metrics_buf *b, const uint64_t bpf[SP_CNT__MAX])
 {
