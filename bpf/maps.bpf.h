@@ -52,6 +52,11 @@ SP_CONFIG(__u8, cfg_offcpu_kthreads, 0);	/* kernel threads' waits too */
 /* User stacks (bpf/unwind.bpf.h): 1 = every frame by frame pointer
  * (--unwind fp); 0 = CFI tables first, frame pointer where there is none. */
 SP_CONFIG(__u8, cfg_unwind_fp, 0);
+/* Wake the collector for a sample of a process without ranges (its maps
+ * not read yet: lazy exec reads), at most once a second per process
+ * (unread_woken): the collector then reads the maps while it lives,
+ * instead of polling every 10 ms after every exec. */
+SP_CONFIG(__u8, cfg_wake_unread, 0);
 SP_CONFIG(__u8, cfg_time_unwind, 0);	/* benchmark: time the user-stack walk
 					 * (oncpu.bpf.c, map unwind_timing) */
 /* The per-walk stack copy (unwind.bpf.h, "Stack copy"): bytes per chunk
@@ -351,7 +356,19 @@ struct sp_unw_state {
 	__u16 uc_fill;
 	__u16 uc_words, uc_direct, uc_fail, uc_mismatch;
 	__u16 row_cached, row_searched;	/* SP_CNT_UNW_ROW_* of this walk */
+	__u8 wake;		/* cfg_wake_unread: this record wakes the collector */
 };
+
+#define SP_WAKE_UNREAD_NS 1000000000ull	/* per process, at most one a second */
+#define SP_WAKE_UNREAD_MAX 1024		/* processes remembered (LRU) */
+
+/* cfg_wake_unread: when each process's sample last woke the collector. */
+SP_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SP_WAKE_UNREAD_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} unread_woken SEC(".maps");
 
 #define SP_UCOPY_CHUNK_MIN 64
 #define SP_UCOPY_CHUNK_MAX 4096	/* a page: a copy never crosses one */

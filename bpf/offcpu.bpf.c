@@ -290,7 +290,7 @@ static __always_inline void sp_offcpu__close(struct sp_scratch *s, __u32 below_m
 	 * twice, since a wakeup preempts the profiled thread, which is a
 	 * context switch, which is another off-CPU record (measured: an extra
 	 * 30 us run-queue wait per record). */
-	sp_emit(s, sent, dropped);
+	sp_emit(s, sent, dropped, false);
 }
 
 /* next gets the CPU back: close its captured wait, if any. */

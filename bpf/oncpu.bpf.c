@@ -165,6 +165,6 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 		}
 		sp_read_trace_ctx_timed(s, tgid);
 	}
-	sp_emit(s, SP_CNT_RB_SENT_ONCPU, SP_CNT_RB_DROP_ONCPU);
+	sp_emit(s, SP_CNT_RB_SENT_ONCPU, SP_CNT_RB_DROP_ONCPU, sp_unw_take_wake());
 	return 0;
 }

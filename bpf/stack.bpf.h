@@ -44,15 +44,16 @@ static __always_inline __u16 sp_kernel_stack(void *ctx, struct sp_scratch *s)
  * ring every --poll-ms instead, and a wakeup is forced once an eighth of the
  * ring is filled, so bursts cannot overflow it between polls.
  */
-static __always_inline __u64 sp_wakeup_flags(void)
+static __always_inline __u64 sp_wakeup_flags(bool wake)
 {
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >=
+	if (wake || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >=
 	    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 8)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void sp_emit(struct sp_scratch *s, __u32 sent_idx, __u32 drop_idx)
+static __always_inline void sp_emit(struct sp_scratch *s, __u32 sent_idx, __u32 drop_idx,
+				    bool wake)
 {
 	__u64 nframes = (s->hdr.kstack_n + s->hdr.ustack_n) & 255;
 	__u64 attrs = s->hdr.ctx.attrs_len;
@@ -66,7 +67,7 @@ static __always_inline void sp_emit(struct sp_scratch *s, __u32 sent_idx, __u32 
 	barrier_var(attrs);
 	size = SP_EVENT_HDR_SIZE + nframes * sizeof(__u64) + attrs;
 
-	if (bpf_ringbuf_output(&events, s, size, sp_wakeup_flags()))
+	if (bpf_ringbuf_output(&events, s, size, sp_wakeup_flags(wake)))
 		sp_count(drop_idx);
 	else
 		sp_count(sent_idx);

@@ -297,6 +297,9 @@ enum sp_counter {
 	 * row cache), once per stack: */
 	SP_CNT_UNW_ROW_CACHED,		/* ... from the per-CPU row cache */
 	SP_CNT_UNW_ROW_SEARCHED,	/* ... searched for in the file's table */
+	SP_CNT_WAKE_UNREAD,		/* records that woke the collector: a
+					 * sample of a process without ranges
+					 * (cfg_wake_unread, once a second each) */
 	SP_CNT__MAX,
 };
 

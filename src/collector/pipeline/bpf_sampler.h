@@ -55,6 +55,9 @@ struct sp_sampler_config {
 	 * .eh_frame tables of src/collector/unwind, frame pointers where a
 	 * frame has none. */
 	bool unwind_fp;
+	/* With the unwinder: a sample of a process without ranges wakes the
+	 * consumer (once a second per process; lazy exec maps reads). */
+	bool wake_unread;
 };
 
 /* File descriptors of the unwinder's maps (abi.h, "User-stack

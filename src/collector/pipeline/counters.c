@@ -96,6 +96,10 @@ const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 		"read each), words taken from the copy, words read directly (copy off or a "
 		"word not 8-aligned), chunk copies that failed (the word's page unreadable), "
 		"and copied words that differed from a direct read (benchmark check only)" },
+	[SP_CF_WAKE_UNREAD] = { "spanprof_bpf_wakeups_unread_total", NULL,
+		"Samples that woke the collector because their process had no unwind ranges "
+		"yet (its maps not read: a new image under lazy exec reads), at most one a "
+		"second per process" },
 	[SP_CF_UNWIND_ROWS] = { "spanprof_bpf_unwind_row_lookups_total", "source",
 		"CFI rows the user-stack walk looked up, by where it found them: the per-CPU "
 		"row cache, or a search of the file's table (a cache miss)" },
@@ -199,11 +203,12 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 	[SP_CNT_UNW_COPY_MISMATCH] = { "unwind_copy_mismatch", SP_CF_UNWIND_COPY, "mismatch" },
 	[SP_CNT_UNW_ROW_CACHED] = { "unwind_rows_cached", SP_CF_UNWIND_ROWS, "cache" },
 	[SP_CNT_UNW_ROW_SEARCHED] = { "unwind_rows_searched", SP_CF_UNWIND_ROWS, "table" },
+	[SP_CNT_WAKE_UNREAD] = { "wakeups_unread", SP_CF_WAKE_UNREAD, NULL },
 };
 
 /* A counter added to abi.h moves SP_CNT__MAX: give it a row above (and,
  * if it starts a new family, a family), then move this line. */
-_Static_assert(SP_CNT_UNW_ROW_SEARCHED + 1 == SP_CNT__MAX, "a row for every BPF counter");
+_Static_assert(SP_CNT_WAKE_UNREAD + 1 == SP_CNT__MAX, "a row for every BPF counter");
 
 void sp_counters__write_metrics(struct sp_metrics_buf *b, const uint64_t bpf[SP_CNT__MAX])
 {

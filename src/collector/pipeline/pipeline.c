@@ -45,6 +45,8 @@ struct sp_pipeline {
 	char host_name[256];		/* "" = gethostname() at each snapshot */
 	uint64_t attrs_dropped;		/* resources full (snapshot.h), lock held */
 	uint64_t execs_seen;		/* consumer's thread */
+	uint64_t reads_seen;		/* maps reads, consumer's thread */
+	bool wake_unread;		/* BPF wakes us for unread processes */
 	bool took_env, took_exe;	/* companions of the maps read under way */
 	uint64_t fast_until_ns;
 };
@@ -165,6 +167,17 @@ static const struct sp_proc_env_ident *env_ident(uint32_t pid, void *ctx)
 	return sp_proc_env__get(ctx, pid);
 }
 
+/* The whole host execs many images that are never sampled: their maps
+ * wait for a first sample; a targeted recording wants every image of its
+ * processes at once. */
+static bool lazy_exec(const struct sp_pipeline *p)
+{
+	bool targeted = p->cfg.filter_pids || p->cfg.filter_tids;
+
+	return p->opts.exec_maps == SP_UNWIND_BUILD_DEFAULT ? !targeted
+							    : p->opts.exec_maps == SP_UNWIND_BUILD_LAZY;
+}
+
 static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config *c)
 {
 	const struct sp_sampling_opts *o = &p->opts;
@@ -179,7 +192,7 @@ static void sampler_config(const struct sp_pipeline *p, struct sp_sampler_config
 		.off_cpu_sample_n = o->off_cpu_sample_n, .off_cpu_rate = o->off_cpu_rate,
 		.off_cpu_max_pending = o->off_cpu_max_pending,
 		.off_cpu_kthreads = o->off_cpu_kthreads, .tls_descs_max = o->ctx_max_procs,
-		.unwind_fp = o->unwind_fp,
+		.unwind_fp = o->unwind_fp, .wake_unread = p->wake_unread,
 		.no_go_labels = o->no_go_labels, .go_parks = o->off_cpu_goroutines,
 	};
 }
@@ -249,7 +262,6 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 {
 	struct sampler_load load = { .rc = -EINVAL };
 	struct sp_proc_table_config pc = { 0 };
-	bool targeted = cfg->filter_pids || cfg->filter_tids;
 	struct sp_pipeline *p;
 	struct sp_agg *agg = NULL;
 	pthread_t load_th;
@@ -272,6 +284,8 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	rc = identity_from_env(p, err, err_len);
 	if (rc)
 		goto fail;
+	/* Only the unwinder's ranges tell BPF which processes are unread. */
+	p->wake_unread = lazy_exec(p) && !p->opts.unwind_fp;
 	sampler_config(p, &load.cfg);
 	loading = cfg->overlap_load && !pthread_create(&load_th, NULL, sampler_load_run, &load);
 	if (cfg->hostsyms) {
@@ -288,11 +302,7 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	}
 	p->cfg.hostsyms = NULL;		/* not ours to keep */
 	rc = -ENOMEM;
-	/* The whole host execs many images that are never sampled; a
-	 * targeted recording wants every image of its processes at once. */
-	pc.lazy_exec = p->opts.exec_maps == SP_UNWIND_BUILD_DEFAULT
-			       ? !targeted
-			       : p->opts.exec_maps == SP_UNWIND_BUILD_LAZY;
+	pc.lazy_exec = lazy_exec(p);
 	p->procs = sp_proc_table__new(&pc);
 	if (!p->opts.no_process_env)
 		p->env = sp_proc_env__new(0, 0, NULL);
@@ -446,12 +456,26 @@ int sp_pipeline__pump(struct sp_pipeline *p, char *err, size_t err_len)
 	}
 
 	/* Samples do not wake us (see bpf/stack.bpf.h): poll returns on
-	 * process events, a filling ring, or the timeout.  Right after an
-	 * exec the timeout is short, so a process that lives tens of
-	 * milliseconds has its samples (and the maps re-reads they trigger)
-	 * handled while it is alive; otherwise every wakeup would cost more
-	 * than the samples it drains. */
-	if (p->cons.stats.received_exec != p->execs_seen) {
+	 * process events, a filling ring, or the timeout.  Right after a
+	 * maps read the timeout is short, so a process that lives tens of
+	 * milliseconds has the re-reads its loader's mappings ask for done
+	 * while it is alive; otherwise every wakeup (~70 us here,
+	 * docs/benchmarks.md) would cost more than the samples it drains.
+	 * With eager exec reads, an exec is such a read.  With wake_unread,
+	 * an exec read waits for the image's first sample, and that sample
+	 * wakes us itself (bpf/unwind.bpf.h): the execs of images never
+	 * sampled cost no drains. */
+	if (p->wake_unread) {
+		uint64_t reads;
+
+		pthread_mutex_lock(&p->lock);
+		reads = sp_proc_table__stats(p->procs)->maps_reads;
+		pthread_mutex_unlock(&p->lock);
+		if (reads != p->reads_seen) {
+			p->reads_seen = reads;
+			p->fast_until_ns = sp_clock__mono_ns() + SP_PIPELINE_FAST_DRAIN_NS;
+		}
+	} else if (p->cons.stats.received_exec != p->execs_seen) {
 		p->execs_seen = p->cons.stats.received_exec;
 		p->fast_until_ns = sp_clock__mono_ns() + SP_PIPELINE_FAST_DRAIN_NS;
 	}

@@ -55,7 +55,7 @@ struct sp_pipeline;
  * resource (pipeline.c, identity_from_env). */
 #define SP_NODE_NAME_ENV "K8S_NODE_NAME"
 
-#define SP_PIPELINE_FAST_DRAIN_MS 10			/* drain period after an exec */
+#define SP_PIPELINE_FAST_DRAIN_MS 10			/* drain period after a maps read */
 #define SP_PIPELINE_FAST_DRAIN_NS (250ull * 1000 * 1000)	/* ... for this long */
 #define SP_PIPELINE_JIT_DRAIN_MS 2000			/* __stop's wait for perf maps */
 
@@ -122,7 +122,8 @@ int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, 
 int sp_pipeline__attach(struct sp_pipeline *p, char *err, size_t err_len);
 void sp_pipeline__scan(struct sp_pipeline *p, const uint32_t *pids, uint32_t n);
 /* Waits for the ring (at most poll_ms, SP_PIPELINE_FAST_DRAIN_MS for
- * SP_PIPELINE_FAST_DRAIN_NS after an exec record) and drains it into the
+ * SP_PIPELINE_FAST_DRAIN_NS after a maps read; after an exec record with
+ * eager exec reads or --unwind fp) and drains it into the
  * current aggregator, then runs discovery's deferred re-reads.  0, or a
  * negative errno with err when waiting failed (EINTR is not a failure). */
 int sp_pipeline__pump(struct sp_pipeline *p, char *err, size_t err_len);

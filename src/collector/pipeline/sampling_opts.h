@@ -38,7 +38,7 @@ struct sp_sampling_opts {
 	bool no_go_labels;		/* do not read Go goroutines' pprof labels */
 	bool no_process_env;		/* --no-process-env: no /proc/PID/environ reads */
 	uint32_t ringbuf_bytes;		/* power of two */
-	uint32_t poll_ms;		/* drain period; 10 ms for 250 ms after an exec */
+	uint32_t poll_ms;		/* drain period; 10 ms for 250 ms after a maps read */
 	size_t agg_budget;		/* bytes per aggregator */
 	uint32_t agg_entries;		/* 0: derived from agg_budget */
 	bool timestamps;		/* per-event timestamps in the samples (the
