@@ -356,7 +356,6 @@ struct sp_unw_state {
 	__u16 uc_fill;
 	__u16 uc_words, uc_direct, uc_fail, uc_mismatch;
 	__u16 row_cached, row_searched;	/* SP_CNT_UNW_ROW_* of this walk */
-	__u8 wake;		/* cfg_wake_unread: this record wakes the collector */
 };
 
 #define SP_WAKE_UNREAD_NS 1000000000ull	/* per process, at most one a second */

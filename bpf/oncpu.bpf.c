@@ -112,6 +112,7 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 	__u32 zero = 0;
 	__u64 ip, kernel_mode;
 	__u16 kn = 0;
+	bool wake = false;
 
 	sp_count(SP_CNT_ONCPU_EVENTS);
 	if (tid == 0 && !cfg_stream_idle) {
@@ -163,8 +164,9 @@ int sp_oncpu(struct bpf_perf_event_data *ctx)
 			s->hdr.ustack_n = sp_user_stack_timed(s, kn, (struct pt_regs *)&ctx->regs,
 							      false, tgid);
 		}
+		wake = sp_unw_wake_unread(tgid, s->hdr.ustack_n, s->hdr.ts_ns);
 		sp_read_trace_ctx_timed(s, tgid);
 	}
-	sp_emit(s, SP_CNT_RB_SENT_ONCPU, SP_CNT_RB_DROP_ONCPU, sp_unw_take_wake());
+	sp_emit(s, SP_CNT_RB_SENT_ONCPU, SP_CNT_RB_DROP_ONCPU, wake);
 	return 0;
 }

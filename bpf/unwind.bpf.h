@@ -615,7 +615,6 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 	st->uc_fill = 0;
 	st->uc_words = st->uc_direct = st->uc_fail = st->uc_mismatch = 0;
 	st->row_cached = st->row_searched = 0;
-	st->wake = 0;
 	uc = cfg_ucopy_bytes ? bpf_map_lookup_elem(&unwind_ucopy, &zero) : NULL;
 	if (uc)
 		__builtin_memset(uc->addr, 0, sizeof(uc->addr));
@@ -628,14 +627,6 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 		if ((seq && (__u32)*seq != p->seq) || (p->flags & SP_UNW_PROC_TRUNC)) {
 			st->weak = 1;
 			sp_count(SP_CNT_UNW_STALE);
-		}
-	} else if (cfg_wake_unread) {
-		__u64 *w = bpf_map_lookup_elem(&unread_woken, &tgid);
-
-		if (!w || now_ns - *w > SP_WAKE_UNREAD_NS) {
-			bpf_map_update_elem(&unread_woken, &tgid, &now_ns, BPF_ANY);
-			st->wake = 1;
-			sp_count(SP_CNT_WAKE_UNREAD);
 		}
 	}
 	c.st = st;
@@ -674,22 +665,28 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 	return st->n > SP_MAX_FRAMES ? SP_MAX_FRAMES : st->n;
 }
 
-/* The last walk asked to wake the collector (cfg_wake_unread); clears it,
- * so a record without a walk never inherits it. */
-static __always_inline bool sp_unw_take_wake(void)
+/* cfg_wake_unread: should the on-CPU record of tgid, whose user stack of
+ * n frames was just walked (so the walk state is this sample's), wake the
+ * collector?  Yes when the process had no ranges (its maps not read yet),
+ * at most once a second per process.  On-CPU only: an off-CPU record must
+ * not wake (offcpu.bpf.c) nor use up the process's wakeup. */
+static __always_inline bool sp_unw_wake_unread(__u32 tgid, __u16 n, __u64 now_ns)
 {
 	struct sp_unw_state *st;
 	__u32 zero = 0;
-	bool w;
+	__u64 *w;
 
-	if (!cfg_wake_unread)
+	if (!cfg_wake_unread || !n)
 		return false;
 	st = bpf_map_lookup_elem(&unwind_state, &zero);
-	if (!st)
+	if (!st || st->known)
 		return false;
-	w = st->wake;
-	st->wake = 0;
-	return w;
+	w = bpf_map_lookup_elem(&unread_woken, &tgid);
+	if (w && now_ns - *w <= SP_WAKE_UNREAD_NS)
+		return false;
+	bpf_map_update_elem(&unread_woken, &tgid, &now_ns, BPF_ANY);
+	sp_count(SP_CNT_WAKE_UNREAD);
+	return true;
 }
 
 #endif /* SPANPROF_UNWIND_BPF_H */
