@@ -359,14 +359,22 @@ struct sp_unw_state {
 };
 
 #define SP_WAKE_UNREAD_NS 1000000000ull	/* per process, at most one a second */
-#define SP_WAKE_UNREAD_MAX 1024		/* processes remembered (LRU) */
+#define SP_WAKE_UNREAD_SLOTS 1024	/* power of two */
 
-/* cfg_wake_unread: when each process's sample last woke the collector. */
+/* cfg_wake_unread: when a process's sample last woke the collector, in
+ * slot tgid % SP_WAKE_UNREAD_SLOTS.  Two unread processes in one slot
+ * take it from each other (each may then wake more often than once a
+ * second).  An array, not an LRU hash: 16 KiB, one lookup, no lock. */
+struct sp_wake_slot {
+	__u32 tgid, _pad;
+	__u64 ns;
+};
+
 SP_SHARED struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, SP_WAKE_UNREAD_MAX);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_WAKE_UNREAD_SLOTS);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct sp_wake_slot);
 } unread_woken SEC(".maps");
 
 #define SP_UCOPY_CHUNK_MIN 64

@@ -673,18 +673,19 @@ static __always_inline __u16 sp_unw_user_stack(struct sp_scratch *s, __u16 kn, s
 static __always_inline bool sp_unw_wake_unread(__u32 tgid, __u16 n, __u64 now_ns)
 {
 	struct sp_unw_state *st;
-	__u32 zero = 0;
-	__u64 *w;
+	__u32 zero = 0, slot = tgid & (SP_WAKE_UNREAD_SLOTS - 1);
+	struct sp_wake_slot *w;
 
 	if (!cfg_wake_unread || !n)
 		return false;
 	st = bpf_map_lookup_elem(&unwind_state, &zero);
 	if (!st || st->known)
 		return false;
-	w = bpf_map_lookup_elem(&unread_woken, &tgid);
-	if (w && now_ns - *w <= SP_WAKE_UNREAD_NS)
+	w = bpf_map_lookup_elem(&unread_woken, &slot);
+	if (!w || (w->tgid == tgid && now_ns - w->ns <= SP_WAKE_UNREAD_NS))
 		return false;
-	bpf_map_update_elem(&unread_woken, &tgid, &now_ns, BPF_ANY);
+	w->tgid = tgid;		/* racing CPUs: at worst one more wakeup */
+	w->ns = now_ns;
 	sp_count(SP_CNT_WAKE_UNREAD);
 	return true;
 }
