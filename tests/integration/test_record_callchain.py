@@ -2,7 +2,8 @@
 """spanprof record of a fixture with a known call chain and a 3:1 CPU split.
 
 Read back by go tool pprof (an independent reader that symbolizes from the
-local binary by build id): the split is within +-5 points, the full chain
+local binary by build id): the split is within +-5 points of the one the
+fixture measured with its thread CPU clock (about 75:25), the full chain
 main -> chain_a -> chain_b -> spin_* is in >= 95% of the fixture's samples,
 and the sample count is within +-10% of Hz x CPU-seconds the fixture used.
 Also checks the mapping's build id against readelf's.
@@ -22,9 +23,12 @@ js = os.path.join(d, "cc.json")
 # it was 2 standard deviations: a 5% false-failure rate).
 HZ = 197
 rc, stdout, stderr = record(["-F", str(HZ), "-o", out, "--summary-json", js, "--", fixture, "5"])
-m = re.search(r"cpu_ns=(\d+)", stdout)
-check(m is not None, "fixture reported its CPU time")
+m = re.search(r"cpu_ns=(\d+) hot_ns=(\d+) cold_ns=(\d+)", stdout)
+check(m is not None, "fixture reported its CPU time and its split")
 cpu_s = int(m.group(1)) / 1e9
+hot_ns, cold_ns = int(m.group(2)), int(m.group(3))
+true_share = 100 * hot_ns / (hot_ns + cold_ns)
+check(60 <= true_share <= 90, "the fixture's own split is near 3:1: spin_hot %.1f%%" % true_share)
 
 # 1. split, by go tool pprof -top
 top = go_pprof(["-top", out])
@@ -35,7 +39,8 @@ for line in top.splitlines():
         flat[f[-1]] = float(f[1].rstrip("%"))
 check("spin_hot" in flat and "spin_cold" in flat, "go tool pprof names spin_hot and spin_cold: %s" % flat)
 hot_share = 100 * flat["spin_hot"] / (flat["spin_hot"] + flat["spin_cold"])
-check(abs(hot_share - 75) <= 5, "spin_hot share %.1f%% is 75 +- 5" % hot_share)
+check(abs(hot_share - true_share) <= 5,
+      "spin_hot share %.1f%% is the fixture's measured %.1f%% +- 5" % (hot_share, true_share))
 
 # 2. full chain, by go tool pprof -traces (one block per sample stack)
 traces = go_pprof(["-traces", out])
