@@ -351,38 +351,67 @@ static __always_inline void sp_go_apply(struct sp_scratch *s, const struct sp_go
  * stackguard0/1, _panic, _defer, m: 56 bytes), and sp its first word. */
 #define SP_GO_G_SCHED_SP 56
 
-/* g.m, g.labels and, when sched_sp is not NULL, g.sched.sp of g: one read
- * of the SP_GO_G_SPAN bytes ending at g.labels when g.m lies inside
- * (every release in the table), else one read per field. */
+/* g.m, g.labels and, when sched_sp is not NULL, g.sched.sp of g; g.stack
+ * {lo, hi} is left in gs->gspan[0..16).  One read of g's first
+ * SP_GO_G_SPAN bytes when the fields lie inside (every release in the
+ * table), else one read per field. */
 static __always_inline int sp_go_g_fields(struct sp_go_scratch *gs, const struct sp_go_desc *d,
 					  __u64 g, __u64 *m, __u64 *lp, __u64 *sched_sp)
 {
-	__u32 end = d->g_labels + 8, off, start;
+	__u32 om = d->g_m, ol = d->g_labels;
 
-	if (end >= SP_GO_G_SPAN && d->g_m >= end - SP_GO_G_SPAN && d->g_m + 8 <= d->g_labels) {
-		start = end - SP_GO_G_SPAN;
-		if (bpf_probe_read_user(gs->gspan, SP_GO_G_SPAN, (void *)(g + start)))
+	if (om <= SP_GO_G_SPAN - 8 && ol <= SP_GO_G_SPAN - 8) {
+		if (bpf_probe_read_user(gs->gspan, SP_GO_G_SPAN, (void *)g))
 			return -1;
-		off = d->g_m - start;
-		if (off > SP_GO_G_SPAN - 16)
-			return -1;	/* cannot be (checked above); for the verifier */
-		__builtin_memcpy(m, &gs->gspan[off], 8);
-		__builtin_memcpy(lp, &gs->gspan[SP_GO_G_SPAN - 8], 8);
-		if (!sched_sp)
-			return 0;
-		/* inside the span when it starts at or below g.m (48 < 56) */
-		off = SP_GO_G_SCHED_SP - start;
-		if (start > SP_GO_G_SCHED_SP || off > SP_GO_G_SPAN - 16)
-			return bpf_probe_read_user(sched_sp, 8, (void *)(g + SP_GO_G_SCHED_SP)) ? -1 : 0;
-		__builtin_memcpy(sched_sp, &gs->gspan[off], 8);
+		__builtin_memcpy(m, &gs->gspan[om], 8);
+		__builtin_memcpy(lp, &gs->gspan[ol], 8);
+		if (sched_sp)
+			__builtin_memcpy(sched_sp, &gs->gspan[SP_GO_G_SCHED_SP], 8);
 		return 0;
 	}
-	if (bpf_probe_read_user(m, sizeof(*m), (void *)(g + d->g_m)) ||
+	if (bpf_probe_read_user(gs->gspan, 16, (void *)g) ||
+	    bpf_probe_read_user(m, sizeof(*m), (void *)(g + d->g_m)) ||
 	    bpf_probe_read_user(lp, sizeof(*lp), (void *)(g + d->g_labels)))
 		return -1;
 	if (sched_sp && bpf_probe_read_user(sched_sp, 8, (void *)(g + SP_GO_G_SCHED_SP)))
 		return -1;
 	return 0;
+}
+
+/*
+ * Whether the stack a walk from the user frame pointer bp reads is not
+ * g's but its M's system stack (g0), for a labelled g in the TLS slot;
+ * also true when m.g0 cannot be read (no ids rather than maybe wrong
+ * ones; counted as a switch).  The window: runtime.gogo stores the next
+ * goroutine in the TLS slot before it loads that goroutine's SP and BP
+ * (golang/go src/runtime/asm_amd64.s, gogo<>), so for a few
+ * instructions the registers are g0's, whose frames (execute <- schedule
+ * <- park_m) lead, through the frame pointer mcall kept, into the frames
+ * of the goroutine that left: its stack with the next one's ids
+ * (before this check: test_go_labels_attribution, one sample in ~5000
+ * now and then; test_go_labels_switching, where goroutines yield all the
+ * time, one wrong sample in 1 run of 2; with it the check fired 1-3 times
+ * a run, and no sample was wrong in 5 runs).
+ * The test is BP, not SP: a vDSO call (runtime.nanotime1, time.Now)
+ * runs on g0's stack with g unchanged and BP still in the goroutine's
+ * frames, and its walk is the goroutine's.  And BP outside g.stack is
+ * not enough: assembly may use BP as a register (crypto), with g's own
+ * stack under the walk; so only a BP inside g0's stack counts.  g.stack
+ * is in gs->gspan[0..16) (sp_go_g_fields); m.g0 is m's first field in
+ * every release.
+ */
+static __always_inline bool sp_go_on_g0_stack(struct sp_go_scratch *gs, __u64 m, __u64 bp)
+{
+	__u64 lo, hi, g0;
+
+	__builtin_memcpy(&lo, &gs->gspan[0], 8);
+	__builtin_memcpy(&hi, &gs->gspan[8], 8);
+	if (bp - lo < hi - lo)
+		return false;	/* lo <= bp < hi, the common case: no read */
+	if (!m || bpf_probe_read_user(&g0, sizeof(g0), (void *)m) || !g0 ||
+	    bpf_probe_read_user(gs->g0_stack, sizeof(gs->g0_stack), (void *)g0))
+		return true;
+	return bp >= gs->g0_stack[0] && bp < gs->g0_stack[1];
 }
 
 /*
@@ -398,6 +427,10 @@ static __always_inline int sp_go_g_fields(struct sp_go_scratch *gs, const struct
  * goroutine in a thread's TLS slot is that M's m.curg (execute sets curg
  * before gogo switches g; mcall/systemstack switch g to g0 first).  So a
  * labelled TLS g is m.curg and m.curg is read only when g has none.
+ * Except while gogo switches to it: then the registers, and the stack
+ * walked, are still the system stack's (sp_go_on_g0_stack): no ids.
+ * (bpf_task_pt_regs is the user frame of an interrupt from user mode
+ * too, on x86-64: the entry saves it at the top of the task's stack.)
  *
  * Cache (go_label_cache, key {tgid, descriptor seq, labels pointer}):
  * a label set is immutable once a goroutine has it: pprof.WithLabels
@@ -484,6 +517,9 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 		goto no_goroutine;
 	if (sp_go_g_fields(gs, d, g, &m, &lp, NULL))
 		goto read_err;
+	/* the shortcut's exception: gogo under way (sp_go_on_g0_stack) */
+	if (lp && sp_go_on_g0_stack(gs, m, ((struct pt_regs *)bpf_task_pt_regs(task))->bp))
+		goto switching;
 	if (!lp) {
 		/* g0 or gsignal (then m.curg is the user goroutine), or a user
 		 * goroutine without labels (then m.curg is g itself) */
@@ -518,11 +554,8 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 			if (csp && d->g_status &&
 			    bpf_probe_read_user(&st, sizeof(st), (void *)(curg + d->g_status)))
 				goto read_err;
-			if (csp && (st & ~0x1000u) != 3) {
-				outcome = SP_CNT_GO_SWITCHING;
-				s->hdr.ctx_status = SP_CTX_NULL;
-				goto count;
-			}
+			if (csp && (st & ~0x1000u) != 3)
+				goto switching;
 		}
 	}
 	if (!lp) {
@@ -580,6 +613,10 @@ static __always_inline bool sp_read_go_ctx(struct sp_scratch *s, __u32 tgid)
 	return true;
 no_goroutine:
 	outcome = SP_CNT_GO_NO_GOROUTINE;
+	s->hdr.ctx_status = SP_CTX_NULL;
+	goto count;
+switching:
+	outcome = SP_CNT_GO_SWITCHING;
 	s->hdr.ctx_status = SP_CTX_NULL;
 	goto count;
 read_err:

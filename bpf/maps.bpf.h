@@ -231,9 +231,10 @@ struct sp_go_cache_key {
 	__u64 lp;
 };
 
-/* The bytes of runtime.g read at once, ending at g.labels: g.m lies inside
- * for every release of the version table (g.labels + 8 - g.m <= 320). */
-#define SP_GO_G_SPAN 320
+/* The first bytes of runtime.g, read at once: g.stack {lo, hi} (offset 0),
+ * g.m, g.sched.sp and g.labels lie inside for every release of the
+ * version table (g.labels <= 360). */
+#define SP_GO_G_SPAN 368
 
 struct sp_go_scratch {
 	struct sp_go_walk walk;
@@ -244,6 +245,7 @@ struct sp_go_scratch {
 	__u8 hex[32];
 	__u8 attrs[256];
 	__u8 gspan[SP_GO_G_SPAN];
+	__u64 g0_stack[2];	/* m.g0's g.stack {lo, hi} */
 };
 
 _Static_assert(SP_GO_ATTRS_ROOM <= 256, "attrs room");

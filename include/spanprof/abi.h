@@ -247,9 +247,11 @@ enum sp_counter {
 					 * without the other): both dropped */
 	SP_CNT_GO_READ_ERR,		/* g -> m -> curg -> labels chain or the
 					 * label container unreadable */
-	SP_CNT_GO_SWITCHING,		/* on the system stack while m.curg is
-					 * not running (a switch in progress):
-					 * no ids (golabels.bpf.h says why) */
+	SP_CNT_GO_SWITCHING,		/* a switch in progress: on the system
+					 * stack while m.curg is not running,
+					 * or a labelled g in TLS while BP is
+					 * still in g0's stack (gogo): no ids
+					 * (golabels.bpf.h says why) */
 	/* Per read, on top of its outcome: */
 	SP_CNT_GO_LABELS_CUT,		/* labels not all kept: more than the
 					 * limits (SP_GO_*), key or value too

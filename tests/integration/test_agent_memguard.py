@@ -3,7 +3,7 @@
 """The memory guard in a real memory cgroup (v1 here; v2 is unit-tested).
 
 The agent starts inside /sys/fs/cgroup/memory/spanprof-test-PID with a
-48 MiB limit, sampling at 997 Hz a flood of unique deep stacks
+52 MiB limit, sampling at 997 Hz a flood of unique deep stacks
 (fixtures/deepstack, 2 threads) with aggregators far larger than the limit
 (--agg-budget 256 MiB each, preallocated lazily), so only the guard stands
 between the flood and the OOM killer.  Checks:
@@ -39,14 +39,19 @@ if asan_build():
 # The limit leaves the agent's fixed memory below the 60% release line, as
 # a real deployment must (the shipped DaemonSet and unit allow 256 MiB):
 # what is measured is that the guard stops the aggregators' growth and
-# lets go once it is exported.  48 MiB, the smallest limit that holds:
+# lets go once it is exported.  48 MiB was the smallest limit that held:
 # before the unused filter hashes were sized by use (bpf_sampler.c
 # size_filter_maps, 12.6 MiB less BPF memory) the guard's usage stayed at
 # 33.4 MiB after the flood (release line 28.8), so it could not release
 # here, and at the 80 MiB used then the flood no longer reaches the 75%
-# mark within the wait (33.7 MiB after 25 s).  The tables' part, which the
+# mark within the wait (33.7 MiB after 25 s).  52 MiB since the Go label
+# read's gogo check (bpf/golabels.bpf.h, sp_go_on_g0_stack): its 141 more
+# peak verifier states of sp_oncpu (2145 -> 2286) cost about 1 MiB of
+# kernel memory while the programs load, and at 48 MiB the agent was
+# OOM-killed then, 3 runs of 3, before the guard could act; peak usage
+# at 52 MiB: 48.9-49.2 MiB, that load.  The tables' part, which the
 # guard can take back, is tested by test_agent_memguard_tables.py.
-LIMIT = 48 << 20
+LIMIT = 52 << 20
 SLOW = 1
 AGENT_ENV = {}
 

@@ -197,7 +197,7 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 						   cfg->off_cpu_max_pending : 8192;
 	s->skel->rodata->cfg_offcpu_kthreads = cfg->off_cpu_kthreads;
 	s->skel->rodata->cfg_unwind_fp = cfg->unwind_fp;
-	s->skel->rodata->cfg_wake_unread = cfg->wake_unread && !cfg->unwind_fp;
+	s->skel->rodata->cfg_wake_unread = cfg->wake_unread;
 	s->go_parks = cfg->off_cpu && cfg->go_parks;
 	err = bpf_map__set_max_entries(s->skel->maps.go_park_pending,
 				       s->skel->rodata->cfg_offcpu_max_pending);

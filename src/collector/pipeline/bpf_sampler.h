@@ -55,8 +55,10 @@ struct sp_sampler_config {
 	 * .eh_frame tables of src/collector/unwind, frame pointers where a
 	 * frame has none. */
 	bool unwind_fp;
-	/* With the unwinder: a sample of a process without ranges wakes the
-	 * consumer (once a second per process; lazy exec maps reads). */
+	/* A sample of a process without unwind ranges wakes the consumer
+	 * (once a second per process; lazy exec maps reads).  Only with
+	 * unwind_fp false, which the caller ensures: under --unwind fp no
+	 * process has ranges, and every sample would look unread. */
 	bool wake_unread;
 };
 
