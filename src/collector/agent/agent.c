@@ -113,7 +113,7 @@
  * off-CPU waits from 1 ms at about 200 captures per second per CPU. */
 static const struct sp_sampling_opts agent_defaults = {
 	.hz = 19, .kernel = true, .trace_ctx = true, .jit = true, .ringbuf_bytes = 4u << 20,
-	.poll_ms = 100, .agg_budget = 16u << 20, .agg_entries = 16384, .off_cpu_min_us = 1000,
+	.poll_ms = 0, .agg_budget = 16u << 20, .agg_entries = 16384, .off_cpu_min_us = 1000,
 	.off_cpu_rate = 200,
 };
 
@@ -595,8 +595,14 @@ static void *consumer_main(void *arg)
 
 	a->interval_start = now;
 	while (!atomic_load(&a->stopping)) {
+		uint64_t wake_by;
+
 		atomic_store(&a->consumer_advanced_ns, sp_clock__mono_ns());
-		if (sp_pipeline__pump(a->pipe, err, sizeof(err))) {
+		/* awake for the interval's end; while it is stretched (the
+		 * worker busy), for a retry at the default period */
+		wake_by = stretched ? sp_clock__mono_ns() + SP_PIPELINE_POLL_MS * 1000000ull
+				    : next_swap;
+		if (sp_pipeline__pump(a->pipe, wake_by, err, sizeof(err))) {
 			fprintf(stderr, "spanprof agent: %s\n", err);
 			break;
 		}
@@ -1389,6 +1395,7 @@ int sp_agent__main(int argc, char **argv)
 	fprintf(stderr, "spanprof agent: %s: flushing the last interval (up to %.1f s)\n",
 		strsignal(sig), a->o.shutdown_timeout_s);
 	atomic_store(&a->stopping, true);
+	sp_pipeline__wake(a->pipe);
 	pthread_join(consumer_th, NULL);
 	consumer_started = false;
 	{
@@ -1415,6 +1422,7 @@ out:
 	if (a->deadline_ns == 0)
 		a->deadline_ns = sp_clock__mono_ns();	/* an error: no final flush wait */
 	atomic_store(&a->stopping, true);
+	sp_pipeline__wake(a->pipe);
 	if (consumer_started)
 		pthread_join(consumer_th, NULL);
 	sp_metrics_server__stop(a->metrics);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
@@ -47,6 +49,7 @@ struct sp_pipeline {
 	uint64_t execs_seen;		/* consumer's thread */
 	uint64_t reads_seen;		/* maps reads, consumer's thread */
 	bool wake_unread;		/* BPF wakes us for unread processes */
+	int wake_fd;			/* eventfd of sp_pipeline__wake; -1 none */
 	bool took_env, took_exe;	/* companions of the maps read under way */
 	uint64_t fast_until_ns;
 };
@@ -278,6 +281,12 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	p->opts = *cfg->opts;
 	p->cfg.opts = &p->opts;
 	pthread_mutex_init(&p->lock, NULL);
+	p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->wake_fd < 0) {
+		rc = -errno;
+		snprintf(err, err_len, "cannot create an eventfd: %s", strerror(errno));
+		goto fail;
+	}
 	p->acfg = (struct sp_agg_config){ .byte_budget = p->opts.agg_budget,
 					  .max_entries = p->opts.agg_entries,
 					  .keep_timestamps = p->opts.timestamps };
@@ -375,6 +384,8 @@ void sp_pipeline__free(struct sp_pipeline *p)
 	sp_proc_table__free(p->procs);
 	sp_hostsyms__free(p->hs);
 	sp_proc_env__free(p->env);
+	if (p->wake_fd >= 0)
+		close(p->wake_fd);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -439,10 +450,34 @@ static void drain(struct sp_pipeline *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
-int sp_pipeline__pump(struct sp_pipeline *p, char *err, size_t err_len)
+/* --poll-ms, or its default: long when nothing needs the timer soon.  A
+ * whole-host profile with wake_unread is woken by BPF for what needs low
+ * latency (an unread process's first sample), and each timer wakeup
+ * costs ~70 us (docs/benchmarks.md), so 500 ms; otherwise 100. */
+static int poll_period_ms(const struct sp_pipeline *p)
 {
-	struct pollfd pfd = { .fd = ring_buffer__epoll_fd(p->rb), .events = POLLIN };
-	int timeout = (int)p->opts.poll_ms;
+	if (p->opts.poll_ms)
+		return (int)p->opts.poll_ms;
+	if (p->wake_unread && !p->cfg.filter_pids && !p->cfg.filter_tids)
+		return SP_PIPELINE_POLL_LAZY_MS;
+	return SP_PIPELINE_POLL_MS;
+}
+
+void sp_pipeline__wake(struct sp_pipeline *p)
+{
+	uint64_t one = 1;
+
+	if (p && write(p->wake_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is full, a wakeup is pending anyway */
+	}
+}
+
+int sp_pipeline__pump(struct sp_pipeline *p, uint64_t wake_by_ns, char *err, size_t err_len)
+{
+	struct pollfd pfd[2] = { { .fd = ring_buffer__epoll_fd(p->rb), .events = POLLIN },
+				 { .fd = p->wake_fd, .events = POLLIN } };
+	int timeout = poll_period_ms(p);
+	uint64_t now, woken;
 
 	if (!p->hs_started) {
 		int rc = sp_hostsyms__start(p->hs);
@@ -479,15 +514,25 @@ int sp_pipeline__pump(struct sp_pipeline *p, char *err, size_t err_len)
 		p->execs_seen = p->cons.stats.received_exec;
 		p->fast_until_ns = sp_clock__mono_ns() + SP_PIPELINE_FAST_DRAIN_NS;
 	}
-	if (p->fast_until_ns && sp_clock__mono_ns() < p->fast_until_ns)
+	now = sp_clock__mono_ns();
+	if (p->fast_until_ns && now < p->fast_until_ns)
 		timeout = SP_PIPELINE_FAST_DRAIN_MS;
 	else
 		p->fast_until_ns = 0;
-	if (poll(&pfd, 1, timeout) < 0 && errno != EINTR) {
+	if (wake_by_ns) {
+		uint64_t left_ms = wake_by_ns > now ? (wake_by_ns - now + 999999) / 1000000 : 0;
+
+		if (left_ms < (uint64_t)timeout)
+			timeout = (int)left_ms;
+	}
+	if (poll(pfd, 2, timeout) < 0 && errno != EINTR) {
 		int e = errno;
 
 		snprintf(err, err_len, "polling the BPF ring buffer failed: %s", strerror(e));
 		return -e;
+	}
+	if ((pfd[1].revents & POLLIN) && read(p->wake_fd, &woken, sizeof(woken)) < 0) {
+		/* EAGAIN: another pump took it */
 	}
 	drain(p);
 	return 0;

@@ -55,6 +55,9 @@ struct sp_pipeline;
  * resource (pipeline.c, identity_from_env). */
 #define SP_NODE_NAME_ENV "K8S_NODE_NAME"
 
+#define SP_PIPELINE_POLL_MS 100			/* default drain period */
+#define SP_PIPELINE_POLL_LAZY_MS 500			/* ... of a whole-host profile whose
+							 * unread processes wake us */
 #define SP_PIPELINE_FAST_DRAIN_MS 10			/* drain period after a maps read */
 #define SP_PIPELINE_FAST_DRAIN_NS (250ull * 1000 * 1000)	/* ... for this long */
 #define SP_PIPELINE_JIT_DRAIN_MS 2000			/* __stop's wait for perf maps */
@@ -121,12 +124,19 @@ int sp_pipeline__start(struct sp_pipeline *p, const uint32_t *pids, uint32_t n, 
  * may leave blocked, so they must start with the dropped set). */
 int sp_pipeline__attach(struct sp_pipeline *p, char *err, size_t err_len);
 void sp_pipeline__scan(struct sp_pipeline *p, const uint32_t *pids, uint32_t n);
-/* Waits for the ring (at most poll_ms, SP_PIPELINE_FAST_DRAIN_MS for
- * SP_PIPELINE_FAST_DRAIN_NS after a maps read; after an exec record with
- * eager exec reads or --unwind fp) and drains it into the
- * current aggregator, then runs discovery's deferred re-reads.  0, or a
- * negative errno with err when waiting failed (EINTR is not a failure). */
-int sp_pipeline__pump(struct sp_pipeline *p, char *err, size_t err_len);
+/* Waits for the ring (at most poll_ms, or when it is 0 SP_PIPELINE_POLL_MS,
+ * SP_PIPELINE_POLL_LAZY_MS for -a and the agent with lazy exec reads and
+ * the unwinder; SP_PIPELINE_FAST_DRAIN_MS for SP_PIPELINE_FAST_DRAIN_NS
+ * after a maps read, or after an exec record with eager exec reads or
+ * --unwind fp), never past wake_by_ns (CLOCK_MONOTONIC; 0: no bound),
+ * nor past a sp_pipeline__wake, and drains it into the current
+ * aggregator, then runs discovery's deferred re-reads.  0, or a negative
+ * errno with err when waiting failed (EINTR is not a failure). */
+int sp_pipeline__pump(struct sp_pipeline *p, uint64_t wake_by_ns, char *err, size_t err_len);
+/* Ends the wait of a pump under way, or makes the next one return at
+ * once: for a thread that asks the consumer to stop.  NULL-safe; safe in
+ * a signal handler (one write to an eventfd). */
+void sp_pipeline__wake(struct sp_pipeline *p);
 /* Stops sampling and drains the ring to its last record; bpf (may be NULL)
  * gets the counters read between two drains, so every record they count as
  * sent has been consumed or is counted as lost in transit.  Then waits (at

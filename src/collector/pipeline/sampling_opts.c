@@ -112,7 +112,8 @@ static const struct opt_def defs[] = {
 	{ "poll-ms", 0, "MS", K_U32, F(poll_ms), 1, 10000, "%llu..%llu",
 	  "drain the ring buffer at least every MS ms (every\n"
 	  "10 ms for 250 ms after a maps read: an exec, or\n"
-	  "with -a an image's first sample, which wakes us)", NULL, 0 },
+	  "with -a an image's first sample, which wakes us)",
+	  "default 100; -a and the agent: 500", 0 },
 	{ "agg-budget", 0, "B", K_SIZE, F(agg_budget), 64u << 10, 1ull << 40,
 	  "bytes, at least %llu", "aggregator memory budget in bytes", NULL, 0 },
 	{ "agg-entries", 0, "N", K_U32, F(agg_entries), 1, 1u << 26, "%llu..%llu",

@@ -66,7 +66,7 @@
  * 10 us. */
 static const struct sp_sampling_opts record_defaults = {
 	.hz = 97, .kernel = true, .trace_ctx = true, .jit = true, .ringbuf_bytes = 4u << 20,
-	.poll_ms = 100, .agg_budget = 64u << 20, .agg_entries = 0, .off_cpu_min_us = 10,
+	.poll_ms = 0, .agg_budget = 64u << 20, .agg_entries = 0, .off_cpu_min_us = 10,
 	.off_cpu_rate = 1000,
 };
 
@@ -90,6 +90,10 @@ struct record_opts {
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t started;	/* the pipeline runs: stop by draining */
+/* The running pipeline, for the handler to end its wait (a SIGINT may
+ * land on another thread; -a polls for 500 ms); NULL once the loop ended,
+ * long before the pipeline is freed. */
+static struct sp_pipeline *volatile signal_pipe;
 
 /* A stop asked for while BPF still loads is kept and honoured once the
  * pipeline runs (the recording is written, empty or not); a second
@@ -102,6 +106,7 @@ static void on_signal(int sig)
 		raise(sig);
 	}
 	stop_signal = sig;
+	sp_pipeline__wake(signal_pipe);
 }
 
 static void usage(FILE *f)
@@ -692,6 +697,7 @@ int sp_record__main(int argc, char **argv)
 		goto out;
 	}
 	started = 1;
+	signal_pipe = pipe;
 	if (go_fd >= 0) {
 		if (write(go_fd, "g", 1) != 1)
 			fprintf(stderr, "spanprof record: cannot release the command: %s\n",
@@ -705,9 +711,11 @@ int sp_record__main(int argc, char **argv)
 	next_status = t_start + 1000000000ull;
 	sum.mono_to_unix_ns = sp_clock__mono_to_unix_ns();
 	while (!stop_signal) {
-		uint64_t now;
+		uint64_t now, wake_by = next_status;
 
-		if (sp_pipeline__pump(pipe, err_msg, sizeof(err_msg))) {
+		if (o.duration_s > 0 && t_start + (uint64_t)(o.duration_s * 1e9) < wake_by)
+			wake_by = t_start + (uint64_t)(o.duration_s * 1e9);
+		if (sp_pipeline__pump(pipe, wake_by, err_msg, sizeof(err_msg))) {
 			fprintf(stderr, "spanprof record: %s\n", err_msg);
 			break;
 		}
@@ -740,6 +748,7 @@ int sp_record__main(int argc, char **argv)
 			next_status += 1000000000ull;
 		}
 	}
+	signal_pipe = NULL;
 	if (targets_gone)
 		fprintf(stderr, "%sspanprof record: %s exited; stopping\n", tty ? "\r\033[K" : "",
 			o.n_pids > 1 ? "every -p target has" : "the -p target has");
