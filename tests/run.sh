@@ -154,6 +154,13 @@ for t in "${serial[@]}"; do
 done
 
 if [ "${#failed_names[@]}" -gt 0 ]; then
+	# Each failure's reason again, next to the totals: a CI page that
+	# shows only the tail of a long run still says why.
+	for n in "${failed_names[@]}"; do
+		why=$(grep -E -m4 'FAIL:|Error|Traceback|\[  FAILED  \]|[Aa]ssert' "$(log_of "$n")" |
+		      tail -n 2 | tr '\n' ' ' | cut -c1-300)
+		echo "why $n: ${why:-$(tail -n 1 "$(log_of "$n")")}"
+	done
 	echo "failed: ${failed_names[*]} (logs in $logdir/)"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
