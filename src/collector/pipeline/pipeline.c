@@ -170,14 +170,18 @@ static const struct sp_proc_env_ident *env_ident(uint32_t pid, void *ctx)
 	return sp_proc_env__get(ctx, pid);
 }
 
+/* A recording of named processes or threads, not the whole host. */
+static bool targeted(const struct sp_pipeline *p)
+{
+	return p->cfg.filter_pids || p->cfg.filter_tids;
+}
+
 /* The whole host execs many images that are never sampled: their maps
  * wait for a first sample; a targeted recording wants every image of its
  * processes at once. */
 static bool lazy_exec(const struct sp_pipeline *p)
 {
-	bool targeted = p->cfg.filter_pids || p->cfg.filter_tids;
-
-	return p->opts.exec_maps == SP_UNWIND_BUILD_DEFAULT ? !targeted
+	return p->opts.exec_maps == SP_UNWIND_BUILD_DEFAULT ? !targeted(p)
 							    : p->opts.exec_maps == SP_UNWIND_BUILD_LAZY;
 }
 
@@ -207,12 +211,11 @@ static int start_unwinder(struct sp_pipeline *p, char *err, size_t err_len)
 	/* The whole host: most processes, and most files of the others, are
 	 * never sampled, so tables wait for a sample that needs them; a
 	 * targeted recording wants every process it names. */
-	bool targeted = p->cfg.filter_pids || p->cfg.filter_tids;
 	struct sp_unwinder_config ucfg = {
 		.budget_bytes = p->opts.unwind_budget,
 		.cpu_share = p->opts.unwind_cpu_pct / 100.0,
 		.lazy = p->opts.unwind_build == SP_UNWIND_BUILD_DEFAULT
-				? !targeted
+				? !targeted(p)
 				: p->opts.unwind_build == SP_UNWIND_BUILD_LAZY,
 	};
 	struct sp_sampler_unwind_maps um;
@@ -458,7 +461,7 @@ static int poll_period_ms(const struct sp_pipeline *p)
 {
 	if (p->opts.poll_ms)
 		return (int)p->opts.poll_ms;
-	if (p->wake_unread && !p->cfg.filter_pids && !p->cfg.filter_tids)
+	if (p->wake_unread && !targeted(p))
 		return SP_PIPELINE_POLL_LAZY_MS;
 	return SP_PIPELINE_POLL_MS;
 }
@@ -500,6 +503,7 @@ int sp_pipeline__pump(struct sp_pipeline *p, uint64_t wake_by_ns, char *err, siz
 	 * an exec read waits for the image's first sample, and that sample
 	 * wakes us itself (bpf/unwind.bpf.h): the execs of images never
 	 * sampled cost no drains. */
+	now = sp_clock__mono_ns();
 	if (p->wake_unread) {
 		uint64_t reads;
 
@@ -508,13 +512,12 @@ int sp_pipeline__pump(struct sp_pipeline *p, uint64_t wake_by_ns, char *err, siz
 		pthread_mutex_unlock(&p->lock);
 		if (reads != p->reads_seen) {
 			p->reads_seen = reads;
-			p->fast_until_ns = sp_clock__mono_ns() + SP_PIPELINE_FAST_DRAIN_NS;
+			p->fast_until_ns = now + SP_PIPELINE_FAST_DRAIN_NS;
 		}
 	} else if (p->cons.stats.received_exec != p->execs_seen) {
 		p->execs_seen = p->cons.stats.received_exec;
-		p->fast_until_ns = sp_clock__mono_ns() + SP_PIPELINE_FAST_DRAIN_NS;
+		p->fast_until_ns = now + SP_PIPELINE_FAST_DRAIN_NS;
 	}
-	now = sp_clock__mono_ns();
 	if (p->fast_until_ns && now < p->fast_until_ns)
 		timeout = SP_PIPELINE_FAST_DRAIN_MS;
 	else
@@ -532,7 +535,8 @@ int sp_pipeline__pump(struct sp_pipeline *p, uint64_t wake_by_ns, char *err, siz
 		return -e;
 	}
 	if ((pfd[1].revents & POLLIN) && read(p->wake_fd, &woken, sizeof(woken)) < 0) {
-		/* EAGAIN: another pump took it */
+		/* EAGAIN: another pump took it; nothing to undo: the wakeup
+		 * it would clear has done its work */
 	}
 	drain(p);
 	return 0;

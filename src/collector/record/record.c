@@ -600,7 +600,7 @@ int sp_record__main(int argc, char **argv)
 	struct sp_profile *prof = NULL;
 	struct sp_summary sum = { 0 };
 	char err_msg[512] = "";
-	uint64_t t_start, t_end, next_status;
+	uint64_t t_start, t_stop, t_end, next_status;	/* t_stop: -d's end, 0 none */
 	struct out_file out = { .fd = -1 };
 	int go_fd = -1, rc = 1, err, child_status = 0, pidfds[MAX_PIDS];
 	pid_t child = 0;
@@ -708,19 +708,18 @@ int sp_record__main(int argc, char **argv)
 
 	tty = !o.quiet && isatty(STDERR_FILENO);
 	t_start = sp_clock__mono_ns();
+	t_stop = o.duration_s > 0 ? t_start + (uint64_t)(o.duration_s * 1e9) : 0;
 	next_status = t_start + 1000000000ull;
 	sum.mono_to_unix_ns = sp_clock__mono_to_unix_ns();
 	while (!stop_signal) {
-		uint64_t now, wake_by = next_status;
+		uint64_t now, wake_by = t_stop && t_stop < next_status ? t_stop : next_status;
 
-		if (o.duration_s > 0 && t_start + (uint64_t)(o.duration_s * 1e9) < wake_by)
-			wake_by = t_start + (uint64_t)(o.duration_s * 1e9);
 		if (sp_pipeline__pump(pipe, wake_by, err_msg, sizeof(err_msg))) {
 			fprintf(stderr, "spanprof record: %s\n", err_msg);
 			break;
 		}
 		now = sp_clock__mono_ns();
-		if (o.duration_s > 0 && now - t_start >= (uint64_t)(o.duration_s * 1e9))
+		if (t_stop && now >= t_stop)
 			break;
 		if (child && waitpid(child, &child_status, WNOHANG) == child) {
 			child = 0;
