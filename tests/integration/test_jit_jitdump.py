@@ -111,6 +111,39 @@ def jitdump_loads(path):
     return loads
 
 
+def jitdump_debug_files(path):
+    """(valid, garbled): the file names of the JIT_CODE_DEBUG_INFO records
+    (id 2) the file holds now, those that are text (UTF-8, no control
+    character) and the count of entries that are not.  After the 16-byte record header: u64 code_addr,
+    u64 nr_entry, then per entry u64 addr, u32 line, u32 discrim, name
+    NUL."""
+    with open(path, "rb") as f:
+        b = f.read()
+    off, valid, garbled = 40, set(), 0
+    while off + 16 <= len(b):
+        rid, size = struct.unpack_from("<II", b, off)
+        if size < 16 or off + size > len(b):
+            break
+        if rid == 2 and size >= 32:
+            nr = struct.unpack_from("<Q", b, off + 24)[0]
+            p, end = off + 32, off + size
+            for _ in range(nr):
+                nul = b.find(b"\0", p + 16, end)
+                if nul < 0:
+                    break
+                try:
+                    name = b[p + 16:nul].decode("utf-8")
+                except UnicodeDecodeError:
+                    name = "\0"
+                if any(ord(c) < 0x20 or c == "\x7f" for c in name):
+                    garbled += 1
+                else:
+                    valid.add(name)
+                p = nul + 1
+        off += size
+    return valid, garbled
+
+
 def maps_have_dump(pid):
     try:
         with open("/proc/%d/maps" % pid) as f:
@@ -143,17 +176,18 @@ def part_record(d):
                                                   spt.RECORD + ["--summary-json", summary])
         look = perf_map_lookup("/tmp/perf-%d.map" % node.pid)
         in_dump = jitdump_loads(os.path.join(d, "jit-%d.dump" % node.pid))
+        v8_files = jitdump_debug_files(os.path.join(d, "jit-%d.dump" % node.pid))
     finally:
         node.kill()
         node.wait()
     try:
-        check_record(d, out, perf_data, err, summary, look, in_dump)
+        check_record(d, out, perf_data, err, summary, look, in_dump, v8_files)
     finally:
         if os.path.exists("/tmp/perf-%d.map" % node.pid):	# perf report read it
             os.unlink("/tmp/perf-%d.map" % node.pid)
 
 
-def check_record(d, out, perf_data, err, summary, look, in_dump):
+def check_record(d, out, perf_data, err, summary, look, in_dump, v8_files):
     j = spt.load_json(summary)["jit"]
     print("summary jit: %s" % j)
     check(j["jitdump_checks"] > 0 and j["jitdump_loads"] > 100 and j["jitdump_refused"] == 0,
@@ -196,15 +230,21 @@ def check_record(d, out, perf_data, err, summary, look, in_dump):
     check(agree > 50 and disagree <= 0.02 * (agree + disagree),
           "the jitdump names JIT leaves as the perf map does (%d agree, %d differ: %s)"
           % (agree, disagree, bad[:3]))
-    check_lines(sym, j)
+    check_lines(sym, j, v8_files)
     test_jit_node.split_like_perf(sym, perf_data)
 
 
-def check_lines(sym, j):
+def check_lines(sym, j, v8_files):
     """V8's DEBUG_INFO line tables (--perf-prof writes one per JS function,
     its rows 0x40 late: collector/procs/jitdump.h): the two hot functions'
-    leaves carry hot.js and their own line (2 and 3 of JS_DUMP), never
-    another; rows refused are counted, not fatal."""
+    leaves carry their own line (2 and 3 of JS_DUMP), never another, and
+    hot.js, no file, or another name V8 itself wrote in the dump; rows
+    refused are counted, not fatal.  node 20 at times writes freed bytes
+    as a table's file name: not text (">-\\xf6>", "\\x01WK+"), which
+    spanprof ships as no file (counted), or a valid tail of the path
+    ("n2n6x8/hot.js"), which nothing can tell from a name; with a busy
+    loop beside it, every hot table of a run was so in 4 runs of 4."""
+    v8_valid, v8_garbled = v8_files
     check(j["jitdump_line_tables"] > 0 and j["jitdump_line_rows"] > 0,
           "record shipped V8's line tables (%d tables, %d rows)"
           % (j["jitdump_line_tables"], j["jitdump_line_rows"]))
@@ -213,6 +253,7 @@ def check_lines(sym, j):
     # came back for all of evalHotHeavy's leaves in one clean CI run, its
     # line still 2): a file not named is not a wrong line, counted apart
     right, wrong, unnamed = collections.Counter(), [], collections.Counter()
+    as_v8 = collections.Counter()
     for mfile, addr, lines, n in perfcmp.pprof_leaf_lines(sym):
         if mfile != "[jitdump]" or not lines:
             continue
@@ -224,13 +265,22 @@ def check_lines(sym, j):
             right[fn[0]] += n
         elif fname in ("", "??") and line == want[fn[0]]:
             unnamed[fn[0]] += n
+        elif fname in v8_valid and line == want[fn[0]]:
+            as_v8[fn[0]] += n
         else:
             wrong.append((hex(addr), name, fname, line))
     print("V8 JIT leaves with their own hot.js line: %s; their own line, no file named: %s; "
-          "other lines: %s" % (dict(right), dict(unnamed), wrong[:5]))
-    check(right[HEAVY] + right[LIGHT] > 0 and not wrong,
-          "V8's line tables give the hot functions' leaves hot.js:2 and :3 (%s right, %d "
-          "wrong: %s)" % (dict(right), len(wrong), wrong[:3]))
+          "their own line, a file name V8 wrote other than hot.js: %s; other lines: %s; "
+          "the dump's table entries with a file name that is not text: %d, rows "
+          "shipped with no file for that: %d" % (dict(right), dict(unnamed), dict(as_v8), wrong[:5],
+                                   v8_garbled, j["jitdump_debug_bad_names"]))
+    check(sum(right.values()) + sum(unnamed.values()) + sum(as_v8.values()) > 0 and not wrong,
+          "V8's line tables give the hot functions' leaves their own lines 2 and 3 and "
+          "hot.js, no file or a name V8 wrote (%s right, %s no file, %s as V8 wrote; %d "
+          "wrong: %s)" % (dict(right), dict(unnamed), dict(as_v8), len(wrong), wrong[:3]))
+    check(j["jitdump_debug_bad_names"] == 0 or v8_garbled > 0,
+          "rows shipped with no file for a name that is not text (%d) only where the "
+          "dump has such names (%d)" % (j["jitdump_debug_bad_names"], v8_garbled))
 
 
 def main():

@@ -365,6 +365,13 @@ static void test_debug_info(void **state)
 		{ 0x7f0000001040, 99, "/srv/gen/hot.c" },	/* == end: outside */
 		{ 0x7f0000000ff0, 98, "/srv/gen/hot.c" },	/* below the start */
 	};
+	/* V8's freed bytes where the file name goes (seen on node 20): not
+	 * text, so no file; the line stays.  A valid multibyte name is kept. */
+	static const struct jd_row garbled[] = {
+		{ 0x7f0000003000, 2, ">-\xf6>" },
+		{ 0x7f0000003008, 3, "\xc3\xa9t\xe9.js" },
+		{ 0x7f0000003010, 4, "/srv/\xc3\xa9t\xc3\xa9.js" },
+	};
 	struct jd_buf j = { 0 };
 	struct sp_jitdump d = { 0 };
 	struct sp_jitdump_stats st = { 0 };
@@ -380,12 +387,25 @@ static void test_debug_info(void **state)
 	jd_load(&j, 0x7f0000002000, 0x10, 2, "no_table");
 	assert_int_equal(conv_all(&j, &st), 0);
 	assert_string_equal(out, "@F /srv/gen/hot.c\n@L 10 c\n@L 0 b\n"
-				 "@F /srv/gen/inl?.h\n@L 20 28\n@F /srv/gen/hot.c\n@L 30 d\n"
+				 "@F\n@L 20 28\n@F /srv/gen/hot.c\n@L 30 d\n"
 				 "7f0000001000 40 jit_hot\n7f0000002000 10 no_table\n");
 	assert_int_equal(st.debug_info, 1);
 	assert_int_equal(st.debug_rows, 4);
 	assert_int_equal(st.debug_rows_out, 2);
 	assert_int_equal(st.loads, 2);
+	assert_int_equal(st.debug_bad_names, 1);	/* inl\x01.h: not text */
+	free(j.b);
+	memset(&j, 0, sizeof(j));
+	memset(&st, 0, sizeof(st));
+	jd_header(&j);
+	jd_debug(&j, 0x7f0000003000, garbled, 3);
+	jd_load(&j, 0x7f0000003000, 0x40, 3, "v8_code");
+	assert_int_equal(conv_all(&j, &st), 0);
+	assert_string_equal(out, "@F\n@L 0 2\n@L 8 3\n@F /srv/\xc3\xa9t\xc3\xa9.js\n@L 10 4\n"
+				 "7f0000003000 40 v8_code\n");
+	assert_int_equal(st.debug_info, 1);
+	assert_int_equal(st.debug_rows, 3);
+	assert_int_equal(st.debug_bad_names, 2);
 
 	/* pending across calls: the load arrives after the table was taken */
 	load_at = j.len;

@@ -81,6 +81,7 @@ static const struct sp_stat_row rows[] = {
 	MORE(JD, "reason", "line_table_bad", j.jitdump_debug_bad),
 	MORE(JD, "reason", "line_table_too_big", j.jitdump_debug_too_big),
 	MORE(JD, "reason", "line_row_outside_code", j.jitdump_debug_rows_out),
+	MORE(JD, "reason", "line_file_not_text", j.jitdump_debug_bad_names),
 	ONE("spanprof_jitdump_line_tables_total", COUNTER,
 	    "Jitdump DEBUG_INFO line tables shipped with their code load",
 	    j.jitdump_line_tables),

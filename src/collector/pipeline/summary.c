@@ -166,11 +166,12 @@ static void print_jit(FILE *f, const struct sp_summary *s)
 			PRIu64 "; names cut %" PRIu64 ", records skipped (unwind info) %" PRIu64
 			"; line tables %" PRIu64 " (%" PRIu64 " rows), refused: unused %" PRIu64
 			", bad %" PRIu64 ", too big %" PRIu64 ", rows outside the code %" PRIu64
+			"; rows whose file name is not text (written with none) %" PRIu64
 			"\n", j->jitdump_checks, j->jitdump_loads, j->jitdump_refused,
 			j->jitdump_bad_records, j->jitdump_moves_unknown, j->jitdump_names_cut,
 			j->jitdump_skipped, j->jitdump_line_tables, j->jitdump_line_rows,
 			j->jitdump_debug_unused, j->jitdump_debug_bad, j->jitdump_debug_too_big,
-			j->jitdump_debug_rows_out);
+			j->jitdump_debug_rows_out, j->jitdump_debug_bad_names);
 }
 
 /* Go processes: descriptors, and what the label reads found (one outcome
@@ -367,6 +368,7 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		", \"jitdump_line_tables\": %" PRIu64 ", \"jitdump_line_rows\": %" PRIu64
 		", \"jitdump_debug_unused\": %" PRIu64 ", \"jitdump_debug_bad\": %" PRIu64
 		", \"jitdump_debug_too_big\": %" PRIu64 ", \"jitdump_debug_rows_out\": %" PRIu64
+		", \"jitdump_debug_bad_names\": %" PRIu64
 		", \"timed_out\": %" PRIu64 ", \"skipped_stuck\": %" PRIu64
 		", \"io_stuck\": %" PRIu64 ", \"store_writes\": %" PRIu64
 		", \"store_errors\": %" PRIu64 "},\n",
@@ -379,7 +381,8 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 		s->jit.jitdump_refused, s->jit.jitdump_bad_records, s->jit.jitdump_skipped,
 		s->jit.jitdump_moves_unknown, s->jit.jitdump_names_cut, s->jit.jitdump_line_tables,
 		s->jit.jitdump_line_rows, s->jit.jitdump_debug_unused, s->jit.jitdump_debug_bad,
-		s->jit.jitdump_debug_too_big, s->jit.jitdump_debug_rows_out, s->jit.timed_out,
+		s->jit.jitdump_debug_too_big, s->jit.jitdump_debug_rows_out,
+		s->jit.jitdump_debug_bad_names, s->jit.timed_out,
 		s->jit.skipped_stuck, s->jit.io_stuck, s->hostsyms.store_writes,
 		s->hostsyms.store_errors);
 	fprintf(f, "  \"kernel_layout\": {\"modules\": %" PRIu64 ", \"module_sections\": %" PRIu64

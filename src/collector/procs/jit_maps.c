@@ -490,6 +490,7 @@ static int ship_jitdump(struct sp_jit_maps *j, struct work *w, struct jfile *fl,
 	j->st.jitdump_debug_bad += js.debug_bad;
 	j->st.jitdump_debug_too_big += js.debug_too_big;
 	j->st.jitdump_debug_rows_out += js.debug_rows_out;
+	j->st.jitdump_debug_bad_names += js.debug_bad_names;
 	j->st.jitdump_names_cut += js.names_cut;
 	pthread_mutex_unlock(&j->lock);
 	return err;

@@ -151,6 +151,7 @@ struct sp_jit_maps_stats {
 	uint64_t jitdump_debug_bad;	/* DEBUG_INFO refused: sizes, NULs, no entry */
 	uint64_t jitdump_debug_too_big;	/* ... refused: entries, file name, text */
 	uint64_t jitdump_debug_rows_out;	/* rows outside their load's code */
+	uint64_t jitdump_debug_bad_names;	/* rows whose file is not text: none */
 	uint64_t jitdump_moves_unknown;	/* MOVE of a load no longer remembered */
 	uint64_t jitdump_names_cut;	/* names over SP_JITDUMP_NAME_MAX */
 	uint64_t timed_out;		/* checks whose open or read did not come back

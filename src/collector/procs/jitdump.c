@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "collector/procs/jitdump.h"
+#include "base/utf8.h"
 
 #if defined(__x86_64__)
 #define HOST_MACH EM_X86_64
@@ -109,6 +110,15 @@ static void put_line(char *out, size_t *out_len, uint64_t addr, uint64_t len, co
 /* a few entries of the largest size */
 #define DBG_WIN (4 * (SP_JITDUMP_DEBUG_ENTRY_FIXED + SP_JITDUMP_FILE_MAX + 1))
 
+/* True when [s, s+n) is text: valid UTF-8 without control characters. */
+static bool is_text(const uint8_t *s, size_t n)
+{
+	for (size_t i = 0, k; i < n; i += k)
+		if (s[i] < 0x20 || s[i] == 0x7f || !(k = sp_utf8__seq(s + i, n - i)))
+			return false;
+	return true;
+}
+
 /* Writes the rows of the DEBUG_INFO at off for the load [addr, addr +
  * size) (jitdump.h), each row's address less bias; the load's line comes
  * after.  On a refused table nothing is written (*out_len as it was) and
@@ -119,7 +129,7 @@ static int put_debug(sp_jitdump_read_fn rd, void *ctx, uint64_t off, uint64_t ad
 {
 	uint8_t w[DBG_WIN], prev[SP_JITDUMP_FILE_MAX];
 	size_t start = *out_len, len = *out_len, prev_n = 0, wlen = 0;
-	uint64_t nr, end, pos, wpos = 0, rows = 0, out_rows = 0;
+	uint64_t nr, end, pos, wpos = 0, rows = 0, out_rows = 0, bad_names = 0;
 	uint64_t *bad = NULL;
 	bool have_prev = false;
 	int err;
@@ -138,7 +148,7 @@ static int put_debug(sp_jitdump_read_fn rd, void *ctx, uint64_t off, uint64_t ad
 	pos = off + SP_JITDUMP_DEBUG_FIXED;
 	for (uint64_t i = 0; i < nr && !bad; i++) {
 		uint64_t want = end - pos, ea;
-		const uint8_t *e, *nul;
+		const uint8_t *e, *nul, *name;
 		size_t fn;
 		char *p;
 
@@ -176,12 +186,15 @@ static int put_debug(sp_jitdump_read_fn rd, void *ctx, uint64_t off, uint64_t ad
 			break;
 		}
 		p = out + len;
-		if (!have_prev || fn != prev_n ||
-		    memcmp(prev, e + SP_JITDUMP_DEBUG_ENTRY_FIXED, fn)) {
-			p = put_name(stpcpy(p, fn ? "@F " : "@F"),
-				     e + SP_JITDUMP_DEBUG_ENTRY_FIXED, fn);
+		name = e + SP_JITDUMP_DEBUG_ENTRY_FIXED;
+		if (!is_text(name, fn)) {
+			fn = 0;		/* not a file name (jitdump.h) */
+			bad_names++;
+		}
+		if (!have_prev || fn != prev_n || memcmp(prev, name, fn)) {
+			p = put_name(stpcpy(p, fn ? "@F " : "@F"), name, fn);
 			*p++ = '\n';
-			memcpy(prev, e + SP_JITDUMP_DEBUG_ENTRY_FIXED, fn);
+			memcpy(prev, name, fn);
 			prev_n = fn;
 			have_prev = true;
 		}
@@ -198,6 +211,7 @@ static int put_debug(sp_jitdump_read_fn rd, void *ctx, uint64_t off, uint64_t ad
 	st->debug_info++;
 	st->debug_rows += rows;
 	st->debug_rows_out += out_rows;
+	st->debug_bad_names += bad_names;
 	return 0;
 }
 

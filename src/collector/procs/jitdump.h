@@ -93,6 +93,11 @@
  *     SP_JITDUMP_DEBUG_MAX_ENTRIES entries, a file name longer than
  *     SP_JITDUMP_FILE_MAX, or more than SP_JITDUMP_DEBUG_TEXT_MAX bytes of
  *     text (debug_too_big).  A MOVE does not carry the table along.
+ *     A file name that is not text (invalid UTF-8, a control character)
+ *     names no file: node 20 writes freed bytes there at times (">-\xf6>"
+ *     and "\x01WK+" for hot.js; 22 and 37 table entries of ~160,000 in two
+ *     runs); such a row is written with no file ("@F"), its line kept, and
+ *     counted (debug_bad_names).
  *     discrim is not carried.
  *   - A record that does not end inside the file's current size waits (a
  *     runtime is writing it): conversion stops before it, nothing counted.
@@ -153,6 +158,7 @@ struct sp_jitdump_stats {
 	uint64_t debug_bad;		/* DEBUG_INFO refused: sizes, NULs, no entry */
 	uint64_t debug_too_big;		/* ... refused: entries, file name, text */
 	uint64_t debug_rows_out;	/* rows outside their load's code, dropped */
+	uint64_t debug_bad_names;	/* rows whose file name is not text: no file */
 	uint64_t skipped;		/* UNWINDING_INFO and unknown ids */
 	uint64_t bad_record;		/* sizes that do not add up */
 	uint64_t bad_range;
