@@ -90,57 +90,57 @@ def perf_map_lookup(path):
     return look
 
 
-def jitdump_loads(path):
-    """{(code_addr, name)} of the JIT_CODE_LOAD records (id 0) the file
-    holds now: the 40-byte header, then records of {u32 id, u32
-    total_size, u64 timestamp} and, for a load, {u32 pid, u32 tid, u64 vma,
-    u64 code_addr, u64 code_size, u64 code_index, name NUL, code}.  A record
-    cut by the end of the file is not counted."""
+def jitdump_records(path):
+    """(id, bytes, offset, size) of each whole record the file holds now:
+    the 40-byte header, then records of {u32 id, u32 total_size, u64
+    timestamp, body}.  A record cut by the end of the file is not given."""
     with open(path, "rb") as f:
         b = f.read()
-    off, loads = 40, set()
+    off = 40
     while off + 16 <= len(b):
         rid, size = struct.unpack_from("<II", b, off)
         if size < 16 or off + size > len(b):
-            break
+            return
+        yield rid, b, off, size
+        off += size
+
+
+def jitdump_loads(path):
+    """{(code_addr, name)} of the JIT_CODE_LOAD records (id 0): {u32 pid,
+    u32 tid, u64 vma, u64 code_addr, u64 code_size, u64 code_index, name
+    NUL, code} after the record header."""
+    loads = set()
+    for rid, b, off, size in jitdump_records(path):
         if rid == 0 and size >= 56:
             addr = struct.unpack_from("<Q", b, off + 32)[0]
             name = b[off + 56:off + size].split(b"\0")[0].decode("utf-8", "replace")
             loads.add((addr, name))
-        off += size
     return loads
 
 
 def jitdump_debug_files(path):
     """(valid, garbled): the file names of the JIT_CODE_DEBUG_INFO records
-    (id 2) the file holds now, those that are text (UTF-8, no control
-    character) and the count of entries that are not.  After the 16-byte record header: u64 code_addr,
-    u64 nr_entry, then per entry u64 addr, u32 line, u32 discrim, name
-    NUL."""
-    with open(path, "rb") as f:
-        b = f.read()
-    off, valid, garbled = 40, set(), 0
-    while off + 16 <= len(b):
-        rid, size = struct.unpack_from("<II", b, off)
-        if size < 16 or off + size > len(b):
-            break
-        if rid == 2 and size >= 32:
-            nr = struct.unpack_from("<Q", b, off + 24)[0]
-            p, end = off + 32, off + size
-            for _ in range(nr):
-                nul = b.find(b"\0", p + 16, end)
-                if nul < 0:
-                    break
-                try:
-                    name = b[p + 16:nul].decode("utf-8")
-                except UnicodeDecodeError:
-                    name = "\0"
-                if any(ord(c) < 0x20 or c == "\x7f" for c in name):
-                    garbled += 1
-                else:
-                    valid.add(name)
-                p = nul + 1
-        off += size
+    (id 2), those that are text (UTF-8, no control character) and the count
+    of entries that are not.  After the record header: u64 code_addr, u64
+    nr_entry, then per entry u64 addr, u32 line, u32 discrim, name NUL."""
+    valid, garbled = set(), 0
+    for rid, b, off, size in jitdump_records(path):
+        if rid != 2 or size < 32:
+            continue
+        p, end = off + 32, off + size
+        for _ in range(struct.unpack_from("<Q", b, off + 24)[0]):
+            nul = b.find(b"\0", p + 16, end)
+            if nul < 0:
+                break
+            try:
+                name = b[p + 16:nul].decode("utf-8")
+            except UnicodeDecodeError:
+                name = "\0"
+            if any(ord(c) < 0x20 or c == "\x7f" for c in name):
+                garbled += 1
+            else:
+                valid.add(name)
+            p = nul + 1
     return valid, garbled
 
 
