@@ -5,10 +5,16 @@
  * while a short-lived process is still alive), exit of a group leader
  * (process gone), and fork (a profiled command's children become targets).
  *
- * Also: prctl(PR_SET_VMA, ...), the last step of publishing an OTEP 4719
- * process context, so a process that publishes after exec is examined
- * again without rescanning /proc.  (A classic tracepoint: it fires for
- * prctl only, unlike raw_tp/sys_enter, which would cost every syscall.)
+ * Also: prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, ..., "OTEL_CTX"), the last
+ * step of publishing an OTEP 4719 process context, so a process that
+ * publishes after exec is examined again without rescanning /proc.  (A
+ * classic tracepoint: it fires for prctl only, unlike raw_tp/sys_enter,
+ * which would cost every syscall.)  Other names are not publications: Go
+ * 1.25 and later name their heap mappings this way (" Go: heap"), at every
+ * heap growth.  A publication wakes the collector at most once per
+ * SP_PUBLISH_WAKE_NS; those in between wait in the ring for that drain or
+ * the collector's fast drain after it (pipeline.c), so a process calling
+ * prctl in a loop cannot make it wake for every call.
  *
  * And, for the unwinder (unwind.bpf.h): exec and every mmap/mprotect with
  * PROT_EXEC make the process's executable ranges in BPF stale (unwind_seq
@@ -28,7 +34,10 @@ struct sp_proc_event {
 	struct sp_event hdr;	/* no frames follow */
 };
 
-static __always_inline void emit_proc_event(struct task_struct *task, __u8 type)
+/* wake: BPF_RB_FORCE_WAKEUP (exec, exit, mapping changes: rare, and a
+ * short-lived process's maps must be read while it lives) or
+ * BPF_RB_NO_WAKEUP. */
+static __always_inline void emit_proc_event(struct task_struct *task, __u8 type, __u64 wake)
 {
 	struct sp_event *e;
 
@@ -44,9 +53,7 @@ static __always_inline void emit_proc_event(struct task_struct *task, __u8 type)
 	e->cpu = bpf_get_smp_processor_id();
 	e->type = type;
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-	/* Rare and urgent (a short-lived process's maps must be read while it
-	 * lives): wake the collector now. */
-	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	bpf_ringbuf_submit(e, wake);
 	sp_count(SP_CNT_RB_SENT_PROC);
 }
 
@@ -91,7 +98,7 @@ int BPF_PROG(sp_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	bpf_map_delete_elem(&go_descs, &tgid);
 	if (!sp_is_target(tgid))
 		return 0;
-	emit_proc_event(task, SP_EV_EXEC);
+	emit_proc_event(task, SP_EV_EXEC, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -105,12 +112,12 @@ int BPF_PROG(sp_exit, struct task_struct *task)
 	/* An excluded process's exit is told too: user space forgets its
 	 * verdict, so a reused pid is decided afresh. */
 	if (cfg_exclude && !bpf_map_delete_elem(&excluded, &tgid)) {
-		emit_proc_event(task, SP_EV_EXIT);
+		emit_proc_event(task, SP_EV_EXIT, BPF_RB_FORCE_WAKEUP);
 		return 0;
 	}
 	if (!sp_is_target(tgid))
 		return 0;
-	emit_proc_event(task, SP_EV_EXIT);
+	emit_proc_event(task, SP_EV_EXIT, BPF_RB_FORCE_WAKEUP);
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	if (cfg_filter_pids)
 		bpf_map_delete_elem(&targets, &tgid);
@@ -136,18 +143,51 @@ int BPF_PROG(sp_fork, struct task_struct *parent, struct task_struct *child)
 }
 
 #define SP_PR_SET_VMA 0x53564d41
+#define SP_PR_SET_VMA_ANON_NAME 0
+#define SP_OTEL_CTX_WORD 0x5854435f4c45544full	/* "OTEL_CTX", little-endian */
+#define SP_PUBLISH_WAKE_NS 10000000ull		/* 10 ms */
+
+__u64 publish_woke_ns;	/* the last publication that woke the collector */
+
+/* The name argument of PR_SET_VMA_ANON_NAME: true unless it is readable
+ * and not "OTEL_CTX" (a name that cannot be read is taken for one: the
+ * collector's re-read decides). */
+static __always_inline bool sp_names_otel_ctx(__u64 uname)
+{
+	char name[9];
+	__u64 word;
+
+	if (!uname)
+		return false;	/* clears the name */
+	if (bpf_probe_read_user_str(name, sizeof(name), (const void *)uname) < 0)
+		return true;
+	__builtin_memcpy(&word, name, sizeof(word));
+	return word == SP_OTEL_CTX_WORD && !name[8];
+}
 
 SEC("tracepoint/syscalls/sys_enter_prctl")
 int sp_prctl(struct trace_event_raw_sys_enter *ctx)
 {
 	struct task_struct *task;
+	bool quiet;
+	__u64 now;
 
-	if (ctx->args[0] != SP_PR_SET_VMA)
+	if (ctx->args[0] != SP_PR_SET_VMA || ctx->args[1] != SP_PR_SET_VMA_ANON_NAME)
 		return 0;
 	task = bpf_get_current_task_btf();
 	if (!sp_is_target(BPF_CORE_READ(task, tgid)))
 		return 0;
-	emit_proc_event(task, SP_EV_CTX_PUBLISH);
+	if (!sp_names_otel_ctx(ctx->args[4])) {
+		sp_count(SP_CNT_VMA_NAME_OTHER);
+		return 0;
+	}
+	/* Racy across CPUs: at worst a few more wakeups in a storm. */
+	now = bpf_ktime_get_ns();
+	quiet = now - publish_woke_ns < SP_PUBLISH_WAKE_NS;
+	if (!quiet)
+		publish_woke_ns = now;
+	sp_count(quiet ? SP_CNT_PUBLISH_QUIET : SP_CNT_PUBLISH_WOKE);
+	emit_proc_event(task, SP_EV_CTX_PUBLISH, quiet ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -167,7 +207,7 @@ static __always_inline void sp_unw_exec_mapping(unsigned long prot)
 	tgid = task->tgid;
 	if (!sp_unw_mark_stale(tgid) || !sp_is_target(tgid))
 		return;
-	emit_proc_event(task, SP_EV_MMAP_EXEC);
+	emit_proc_event(task, SP_EV_MMAP_EXEC, BPF_RB_FORCE_WAKEUP);
 	sp_count(SP_CNT_UNW_MMAP_EVENTS);
 }
 

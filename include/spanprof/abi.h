@@ -302,6 +302,11 @@ enum sp_counter {
 	SP_CNT_WAKE_UNREAD,		/* records that woke the collector: a
 					 * sample of a process without ranges
 					 * (cfg_wake_unread, once a second each) */
+	/* prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME) of a target (bpf/proc.bpf.c): */
+	SP_CNT_VMA_NAME_OTHER,		/* ... another name than OTEL_CTX: no record */
+	SP_CNT_PUBLISH_WOKE,		/* ... OTEL_CTX, its record woke the collector */
+	SP_CNT_PUBLISH_QUIET,		/* ... OTEL_CTX, within SP_PUBLISH_WAKE_NS of
+					 * the last that woke it: no wakeup */
 	SP_CNT__MAX,
 };
 

@@ -100,6 +100,11 @@ const struct sp_counter_family_info sp_counter_families[SP_CF__MAX] = {
 		"Samples that woke the collector because their process had no unwind ranges "
 		"yet (its maps not read: a new image under lazy exec reads), at most one a "
 		"second per process" },
+	[SP_CF_VMA_NAMES] = { "spanprof_bpf_vma_names_total", "outcome",
+		"prctl(PR_SET_VMA_ANON_NAME) calls of profiled processes: another name than "
+		"OTEL_CTX (no record: Go names its heap mappings so), or an OTEP 4719 "
+		"publication whose record woke the collector or, within 10 ms of the last "
+		"that did, waited in the ring" },
 	[SP_CF_UNWIND_ROWS] = { "spanprof_bpf_unwind_row_lookups_total", "source",
 		"CFI rows the user-stack walk looked up, by where it found them: the per-CPU "
 		"row cache, or a search of the file's table (a cache miss)" },
@@ -204,11 +209,14 @@ const struct sp_counter_info sp_counters[SP_CNT__MAX] = {
 	[SP_CNT_UNW_ROW_CACHED] = { "unwind_rows_cached", SP_CF_UNWIND_ROWS, "cache" },
 	[SP_CNT_UNW_ROW_SEARCHED] = { "unwind_rows_searched", SP_CF_UNWIND_ROWS, "table" },
 	[SP_CNT_WAKE_UNREAD] = { "wakeups_unread", SP_CF_WAKE_UNREAD, NULL },
+	[SP_CNT_VMA_NAME_OTHER] = { "vma_name_other", SP_CF_VMA_NAMES, "other_name" },
+	[SP_CNT_PUBLISH_WOKE] = { "publish_woke", SP_CF_VMA_NAMES, "publication_woke" },
+	[SP_CNT_PUBLISH_QUIET] = { "publish_quiet", SP_CF_VMA_NAMES, "publication_quiet" },
 };
 
 /* A counter added to abi.h moves SP_CNT__MAX: give it a row above (and,
  * if it starts a new family, a family), then move this line. */
-_Static_assert(SP_CNT_WAKE_UNREAD + 1 == SP_CNT__MAX, "a row for every BPF counter");
+_Static_assert(SP_CNT_PUBLISH_QUIET + 1 == SP_CNT__MAX, "a row for every BPF counter");
 
 void sp_counters__write_metrics(struct sp_metrics_buf *b, const uint64_t bpf[SP_CNT__MAX])
 {

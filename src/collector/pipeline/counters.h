@@ -61,6 +61,7 @@ enum sp_counter_family {
 	SP_CF_UNWIND_COPY,
 	SP_CF_UNWIND_ROWS,
 	SP_CF_WAKE_UNREAD,
+	SP_CF_VMA_NAMES,
 	SP_CF__MAX,
 };
 

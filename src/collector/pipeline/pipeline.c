@@ -48,6 +48,7 @@ struct sp_pipeline {
 	uint64_t attrs_dropped;		/* resources full (snapshot.h), lock held */
 	uint64_t execs_seen;		/* consumer's thread */
 	uint64_t reads_seen;		/* maps reads, consumer's thread */
+	uint64_t publish_seen;		/* publications, consumer's thread */
 	bool wake_unread;		/* BPF wakes us for unread processes */
 	int wake_fd;			/* eventfd of sp_pipeline__wake; -1 none */
 	bool took_env, took_exe;	/* companions of the maps read under way */
@@ -502,7 +503,9 @@ int sp_pipeline__pump(struct sp_pipeline *p, uint64_t wake_by_ns, char *err, siz
 	 * With eager exec reads, an exec is such a read.  With wake_unread,
 	 * an exec read waits for the image's first sample, and that sample
 	 * wakes us itself (bpf/unwind.bpf.h): the execs of images never
-	 * sampled cost no drains. */
+	 * sampled cost no drains.  After a context publication too: BPF
+	 * wakes us for one per 10 ms, the others wait in the ring
+	 * (bpf/proc.bpf.c), and the fast drain takes them soon. */
 	now = sp_clock__mono_ns();
 	if (p->wake_unread) {
 		uint64_t reads;
@@ -516,6 +519,10 @@ int sp_pipeline__pump(struct sp_pipeline *p, uint64_t wake_by_ns, char *err, siz
 		}
 	} else if (p->cons.stats.received_exec != p->execs_seen) {
 		p->execs_seen = p->cons.stats.received_exec;
+		p->fast_until_ns = now + SP_PIPELINE_FAST_DRAIN_NS;
+	}
+	if (p->cons.stats.received_publish != p->publish_seen) {
+		p->publish_seen = p->cons.stats.received_publish;
 		p->fast_until_ns = now + SP_PIPELINE_FAST_DRAIN_NS;
 	}
 	if (p->fast_until_ns && now < p->fast_until_ns)
