@@ -34,9 +34,9 @@ struct sp_proc_event {
 	struct sp_event hdr;	/* no frames follow */
 };
 
-/* wake: BPF_RB_FORCE_WAKEUP (exec, exit, mapping changes: rare, and a
- * short-lived process's maps must be read while it lives) or
- * BPF_RB_NO_WAKEUP. */
+/* wake: BPF_RB_FORCE_WAKEUP (a short-lived process's maps must be read
+ * while it lives) or BPF_RB_NO_WAKEUP (the record waits for the next
+ * drain). */
 static __always_inline void emit_proc_event(struct task_struct *task, __u8 type, __u64 wake)
 {
 	struct sp_event *e;
@@ -55,6 +55,17 @@ static __always_inline void emit_proc_event(struct task_struct *task, __u8 type,
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	bpf_ringbuf_submit(e, wake);
 	sp_count(SP_CNT_RB_SENT_PROC);
+}
+
+/* Exec and exit: with cfg_wake_unread the maps of a new image are read at
+ * its first sample, and that sample wakes the collector (unwind.bpf.h), so
+ * these records wait for the next drain: on a host that execs 100
+ * processes a second, two forced wakeups each cost the collector more
+ * than all else it does for them (docs/benchmarks.md).  Without it, an
+ * exec is read at once: wake. */
+static __always_inline __u64 sp_lifecycle_wake(void)
+{
+	return cfg_wake_unread ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP;
 }
 
 /* The process's ranges changed: bump its staleness sequence; returns true
@@ -98,7 +109,7 @@ int BPF_PROG(sp_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	bpf_map_delete_elem(&go_descs, &tgid);
 	if (!sp_is_target(tgid))
 		return 0;
-	emit_proc_event(task, SP_EV_EXEC, BPF_RB_FORCE_WAKEUP);
+	emit_proc_event(task, SP_EV_EXEC, sp_lifecycle_wake());
 	return 0;
 }
 
@@ -112,12 +123,12 @@ int BPF_PROG(sp_exit, struct task_struct *task)
 	/* An excluded process's exit is told too: user space forgets its
 	 * verdict, so a reused pid is decided afresh. */
 	if (cfg_exclude && !bpf_map_delete_elem(&excluded, &tgid)) {
-		emit_proc_event(task, SP_EV_EXIT, BPF_RB_FORCE_WAKEUP);
+		emit_proc_event(task, SP_EV_EXIT, sp_lifecycle_wake());
 		return 0;
 	}
 	if (!sp_is_target(tgid))
 		return 0;
-	emit_proc_event(task, SP_EV_EXIT, BPF_RB_FORCE_WAKEUP);
+	emit_proc_event(task, SP_EV_EXIT, sp_lifecycle_wake());
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	if (cfg_filter_pids)
 		bpf_map_delete_elem(&targets, &tgid);
