@@ -8,15 +8,20 @@ collector itself (bpf/unwind.bpf.h), so exec and exit records wait in the
 ring for the next drain (bpf/proc.bpf.c).  Before, each forced a wakeup:
 two per process, ~70 us of the main thread each (docs/benchmarks.md).
 
-`record -a -F 11` runs while a spawner execs /bin/true about 50 times a
-second (at 11 Hz few of them are ever sampled, so few maps reads and fast
-drains); the collector's main thread is counted over 3 s (schedstat
-timeslices, one per wakeup).  Checks: fewer wakeups than half the execs
-in the window (each exec was at least two before); every exec and exit
-record was received (consumer counts >= the spawner's processes); record
-exits 0.  And `--unwind fp` (no wakeup at the first sample, so the exec
-read's fast drain needs the exec record at once) still wakes for execs:
-at least as many wakeups as execs.
+`record -a -F 11` runs while a spawner execs /bin/true about 45 times a
+second, from when record samples until 0.5 s before it ends.  Counted:
+the waits of record's main thread that a ring record ended (summary
+`pump_woken`; the timed-out ones, the drain period and the fast drains
+after maps reads, are apart in `pump_timed_out`), and for the record its
+schedstat timeslices over 3 s.  Checks: fewer record-ended waits than half
+the processes spawned (each was about two before; the schedstat count was
+282 for 137 execs before, 36 after, but a CI run had 185: the fast drains
+after the maps reads of the few sampled ones, 25 wakeups each, which do
+not count here); every exec and exit record was received (consumer counts
+>= the spawner's processes); record exits 0.  And `--unwind fp` (no
+wakeup at the first sample, so the exec read's fast drain needs the exec
+record at once) still wakes for them: at least one record-ended wait per
+process.
 """
 import os
 import subprocess
@@ -64,6 +69,7 @@ def run(name, extra):
     s0, e0 = slices(p.pid), spawned[0]
     time.sleep(3.0)
     s1, e1 = slices(p.pid), spawned[0]
+    time.sleep(1.0)
     stop.set()
     th.join()
     _, err = p.communicate(timeout=60)
@@ -72,16 +78,18 @@ def run(name, extra):
     check(c["received_exec"] >= spawned[0] and c["received_exit"] >= spawned[0],
           "%s: every exec and exit record received (%d execs, %d exits for %d processes)"
           % (name, c["received_exec"], c["received_exit"], spawned[0]))
-    print("%s: %d main-thread wakeups in 3 s for %d execs" % (name, s1 - s0, e1 - e0),
+    print("%s: %d processes spawned; waits ended by a record %d, timed out %d; "
+          "main-thread timeslices %d in 3 s for %d execs"
+          % (name, spawned[0], c["pump_woken"], c["pump_timed_out"], s1 - s0, e1 - e0),
           flush=True)
-    return s1 - s0, e1 - e0
+    return c["pump_woken"], spawned[0]
 
 
-wakes, execs = run("default", [])
-check(execs >= 60, "the spawner made %d processes in 3 s (>= 60)" % execs)
-check(wakes < 0.5 * execs, "churn does not wake the collector: %d wakeups for %d execs "
-      "(< half)" % (wakes, execs))
-wakes, execs = run("fp", ["--unwind", "fp"])
-check(wakes >= execs, "--unwind fp still wakes for execs: %d wakeups for %d execs"
-      % (wakes, execs))
+woken, procs = run("default", [])
+check(procs >= 100, "the spawner made %d processes (>= 100)" % procs)
+check(woken < 0.5 * procs, "churn does not wake the collector: %d waits ended by a record "
+      "for %d processes (< half)" % (woken, procs))
+woken, procs = run("fp", ["--unwind", "fp"])
+check(woken >= procs, "--unwind fp still wakes for them: %d waits ended by a record for %d "
+      "processes" % (woken, procs))
 print("PASS")

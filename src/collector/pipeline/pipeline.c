@@ -53,6 +53,7 @@ struct sp_pipeline {
 	int wake_fd;			/* eventfd of sp_pipeline__wake; -1 none */
 	bool took_env, took_exe;	/* companions of the maps read under way */
 	uint64_t fast_until_ns;
+	uint64_t pump_woken, pump_timed_out;	/* consumer's thread */
 };
 
 /* The consumer's process callback: discovery, then the command's hook. */
@@ -480,7 +481,7 @@ int sp_pipeline__pump(struct sp_pipeline *p, uint64_t wake_by_ns, char *err, siz
 {
 	struct pollfd pfd[2] = { { .fd = ring_buffer__epoll_fd(p->rb), .events = POLLIN },
 				 { .fd = p->wake_fd, .events = POLLIN } };
-	int timeout = poll_period_ms(p);
+	int timeout = poll_period_ms(p), n;
 	uint64_t now, woken;
 
 	if (!p->hs_started) {
@@ -535,12 +536,15 @@ int sp_pipeline__pump(struct sp_pipeline *p, uint64_t wake_by_ns, char *err, siz
 		if (left_ms < (uint64_t)timeout)
 			timeout = (int)left_ms;
 	}
-	if (poll(pfd, 2, timeout) < 0 && errno != EINTR) {
+	n = poll(pfd, 2, timeout);
+	if (n < 0 && errno != EINTR) {
 		int e = errno;
 
 		snprintf(err, err_len, "polling the BPF ring buffer failed: %s", strerror(e));
 		return -e;
 	}
+	p->pump_woken += n > 0 && (pfd[0].revents & POLLIN);
+	p->pump_timed_out += n == 0;
 	if ((pfd[1].revents & POLLIN) && read(p->wake_fd, &woken, sizeof(woken)) < 0) {
 		/* EAGAIN: another pump took it; nothing to undo: the wakeup
 		 * it would clear has done its work */
@@ -640,6 +644,8 @@ void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s)
 	s->mmap_watch = sp_sampler__watches_mmap(p->sampler);
 	sp_unwinder__stats(p->unw, &s->unw);
 	s->consumer = p->cons.stats;
+	s->pump_woken = p->pump_woken;
+	s->pump_timed_out = p->pump_timed_out;
 	if (p->cons.agg)
 		s->agg = *sp_agg__stats(p->cons.agg);
 	/* The release path changes these on another thread. */

@@ -87,6 +87,12 @@ static const struct sp_stat_row consumer_rows[] = {
 	JSON("go_samples", consumer.go_samples),
 	JSON("go_labels_samples", consumer.go_labels_samples),
 	JSON("go_labels_bad_utf8", consumer.go_labels_bad_utf8),
+	FAMILY("pump_woken", "spanprof_collector_wakeups_total", COUNTER,
+	       "Waits of the collector's main thread for BPF records, by what ended them: a "
+	       "record that woke it, or the timeout (the drain period, a fast drain)",
+	       "cause", "ring", pump_woken),
+	MORE("pump_timed_out", "spanprof_collector_wakeups_total", "cause", "timeout",
+	     pump_timed_out),
 };
 TABLE(sp_stat_consumer, consumer_rows);
 

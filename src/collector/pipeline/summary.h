@@ -50,6 +50,10 @@ struct sp_summary {
 	int command_status;		/* its wait status (waitpid) */
 	uint64_t bpf[SP_CNT__MAX];
 	struct sp_consumer_stats consumer;
+	/* the pump's waits (pipeline.c): ended by a ring wakeup, or timed out
+	 * (the drain period, or a fast drain's 10 ms) */
+	uint64_t pump_woken;
+	uint64_t pump_timed_out;
 	struct sp_agg_stats agg;
 	struct sp_proc_table_stats procs;
 	/* trace-context discovery (ctx_discovery.c) */
