@@ -326,6 +326,7 @@ SP_SHARED struct {
  * pointer stack searched 4.3 rows per walk and a Python loop 3.3; at 256,
  * 0.11 and 0.58 (docs/benchmarks.md, "The per-CPU row cache"). */
 #define SP_UNW_CACHE 256
+#define SP_UNW_SIGCTX_WORDS 17	/* r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip */
 
 /* Per-CPU walk state of bpf/unwind.bpf.h (the bpf_loop callback's context points here, so the
  * 512-byte stack stays free for the programs).  Off-CPU uses it too: the
@@ -336,6 +337,10 @@ struct sp_unw_state {
 	__u64 regs[16];		/* the interrupted frame's registers, DWARF order */
 	__u64 now_ns;
 	__u64 r_start, r_end, r_word;	/* cached range (r_end 0: none) */
+	/* A signal frame's saved general registers as read (struct
+	 * sigcontext_64's order; unwind.bpf.c): here, not on the BPF stack,
+	 * which the step shares with the program (512 bytes in all). */
+	__u64 sigctx[SP_UNW_SIGCTX_WORDS];
 	/* Rows found lately, direct-mapped by file offset: [lo, hi) of the
 	 * file named by range word `file` has rule `rule` (file 0: empty). */
 	struct {

@@ -39,7 +39,10 @@ struct sp_sampler {
 	int *pfds;
 	bool cpu_filter;		/* -C: only CPUs in cpus */
 	uint64_t cpus[SP_CLI_CPU_WORDS];
+	char *vstats;			/* SPANPROF_VERIFIER_STATS log buffers, during the load */
 };
+
+#define SP_VSTATS_PROGS 32		/* more than the object has */
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -139,6 +142,90 @@ static int set_ucopy(struct sp_sampler *s, char *err_msg, size_t err_len)
 bool sp_sampler__uses_obi(const struct sp_sampler *s)
 {
 	return s->obi;
+}
+
+/*
+ * SPANPROF_VERIFIER_STATS=1: each program's verifier statistics (level 4:
+ * instructions processed against the kernel's 1M limit, states, stack
+ * depth per subprogram) on stderr after the load, one line a program,
+ * whether the load passed or not.  tests/integration/test_bpf_verifier_budget.py
+ * keeps the programs well inside the limit with it: the verifier's cost of
+ * one program differs between kernel builds (a 6.18 build took sp_oncpu
+ * past the limit when the unwinder's step was inlined in its loop).
+ */
+#define SP_VSTATS_BYTES 4096	/* level 4 writes ~3 lines; a full buffer fails the load (ENOSPC) */
+
+static void vstats_arm(struct sp_sampler *s)
+{
+	struct bpf_program *p;
+	size_t i = 0;
+
+	if (!getenv("SPANPROF_VERIFIER_STATS"))
+		return;
+	s->vstats = calloc(SP_VSTATS_PROGS, SP_VSTATS_BYTES);
+	if (!s->vstats)
+		return;		/* a diagnostic: without it the load goes on */
+	bpf_object__for_each_program(p, s->skel->obj) {
+		if (i == SP_VSTATS_PROGS)
+			break;
+		bpf_program__set_log_buf(p, s->vstats + i++ * SP_VSTATS_BYTES, SP_VSTATS_BYTES);
+		bpf_program__set_log_level(p, 4);
+	}
+}
+
+/* The stats line's fields, NUL-free and on one line. */
+static void vstats_field(const char *log, const char *key, char *out, size_t len)
+{
+	const char *f = strstr(log, key);
+	size_t n;
+
+	if (!f) {
+		snprintf(out, len, "?");
+		return;
+	}
+	f += strlen(key);
+	n = strcspn(f, "\n");
+	snprintf(out, len, "%.*s", (int)n, f);
+}
+
+static void vstats_print(struct sp_sampler *s)
+{
+	struct bpf_program *p;
+	size_t i = 0;
+
+	if (!s->vstats)
+		return;
+	bpf_object__for_each_program(p, s->skel->obj) {
+		const char *log = s->vstats + i * SP_VSTATS_BYTES;
+		char processed[160], depth[80], vtime[32];
+
+		if (i++ == SP_VSTATS_PROGS)
+			break;
+		if (!bpf_program__autoload(p))
+			continue;
+		vstats_field(log, "processed ", processed, sizeof(processed));
+		vstats_field(log, "stack depth ", depth, sizeof(depth));
+		vstats_field(log, "verification time ", vtime, sizeof(vtime));
+		fprintf(stderr, "spanprof: verifier: %s %s: processed %s; stack depth %s; "
+			"time %s\n", bpf_program__name(p),
+			bpf_program__fd(p) >= 0 ? "loaded" : "not loaded", processed, depth,
+			vtime);
+	}
+	free(s->vstats);
+	s->vstats = NULL;
+}
+
+/* The first program the kernel refused (libbpf loads them in order and
+ * stops there), or NULL. */
+static const char *refused_program(const struct sp_sampler *s)
+{
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, s->skel->obj) {
+		if (bpf_program__autoload(p) && bpf_program__fd(p) < 0)
+			return bpf_program__name(p);
+	}
+	return NULL;
 }
 
 int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler **out,
@@ -269,15 +356,26 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 			goto fail;
 		}
 	}
+	vstats_arm(s);
 	err = spanprof_bpf__load(s->skel);
+	vstats_print(s);
 	if (err) {
+		const char *prog = refused_program(s);
+
 		if (err == -EPERM || err == -EACCES)
 			snprintf(err_msg, err_len, "the kernel refused to load BPF programs (%s): "
 				 "run as root or grant CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE "
 				 "(or CAP_SYS_ADMIN)", strerror(-err));
+		else if (err == -E2BIG)
+			snprintf(err_msg, err_len, "loading the BPF programs failed: %s is too "
+				 "complex for this kernel's verifier (over its instruction limit); "
+				 "--unwind fp loads a smaller program (SPANPROF_DEBUG=1 shows the "
+				 "verifier log; please report the kernel version)",
+				 prog ? prog : "a program");
 		else
-			snprintf(err_msg, err_len, "loading the BPF programs failed: %s "
-				 "(SPANPROF_DEBUG=1 shows the verifier log)", strerror(-err));
+			snprintf(err_msg, err_len, "loading the BPF programs failed%s%s: %s "
+				 "(SPANPROF_DEBUG=1 shows the verifier log)", prog ? " at " : "",
+				 prog ? prog : "", strerror(-err));
 		goto fail;
 	}
 	*out = s;
@@ -475,6 +573,7 @@ void sp_sampler__destroy(struct sp_sampler *s)
 	destroy_links_together((struct bpf_link *[3]){ s->prctl_link, s->mmap_links[0],
 						       s->mmap_links[1] });
 	spanprof_bpf__destroy(s->skel);
+	free(s->vstats);
 	free(s->links);
 	free(s->pfds);
 	free(s);
