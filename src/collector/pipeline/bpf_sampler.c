@@ -109,7 +109,7 @@ static int use_obi_map(struct sp_sampler *s, char *err_msg, size_t err_len)
 }
 
 /*
- * Benchmark knobs of the user-stack copy (bpf/unwind.bpf.h, "Stack copy"):
+ * Benchmark knobs of the user-stack copy (bpf/unwind.bpf.c, "Stack copy"):
  * SPANPROF_BENCH_UCOPY=BYTES[xSLOTS] (BYTES 0: off, else a power of two
  * in 64..4096; SLOTS a power of two in 1..4) and
  * SPANPROF_BENCH_UCOPY_VERIFY=1.  Unset: the defaults in maps.bpf.h.

@@ -158,7 +158,7 @@ static struct sp_unw_file *desc(const struct sp_unw_files *f, uint32_t s)
 }
 
 /* BPF has stamped slot s's descriptor: a sample had a frame in the file
- * (bpf/unwind.bpf.h sp_unw_touch; the stamp is 0 from the slot's
+ * (bpf/unwind.bpf.c sp_unw_touch; the stamp is 0 from the slot's
  * assignment until then). */
 static bool sampled(const struct sp_unw_files *f, uint32_t s)
 {

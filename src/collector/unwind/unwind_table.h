@@ -84,7 +84,7 @@ void sp_unw_table__release(struct sp_unw_table *t);	/* frees words */
 
 /* The rule for file offset fo in a table whose word w is words[w - base]
  * (n_words words): 0 and *rule, or -ENOENT (no CFI there).  Mirrors
- * bpf/unwind.bpf.h sp_unw_rule(); probes counts word reads if not NULL. */
+ * bpf/unwind.bpf.c sp_unw_rule(); probes counts word reads if not NULL. */
 int sp_unw_table__lookup(const uint64_t *words, uint32_t n_words, const struct sp_unw_file *d,
 			 uint64_t fo, struct sp_unw_rule *rule, uint32_t *probes);
 
