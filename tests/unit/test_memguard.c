@@ -251,10 +251,64 @@ static void test_poll_v1(void **state)
 	assert_int_equal(sp_memguard__poll(&g), 0);
 	assert_int_equal(g.limit, 0);
 	assert_false(g.engaged);
-	/* unreadable: counted, state kept */
+	/* unreadable: counted, state kept (the limit is read at a refresh:
+	 * without a limit no usage can make a decision read it) */
 	put("mem/agent/memory.limit_in_bytes", "garbage\n");
+	assert_int_equal(sp_memguard__poll(&g), 0);
+	sp_memguard__refresh(&g);
 	assert_true(sp_memguard__poll(&g) < 0);
 	assert_int_equal(g.read_errors, 1);
+	sp_memguard__close(&g);
+	sp_memguard__close(&g);		/* twice: a no-op */
+}
+
+/* Between refreshes only the usage file is read (kept open, pread); the
+ * limit and memory.stat are read again when the usage with the last
+ * inactive_file would change the state, and at a refresh. */
+static void test_poll_refresh(void **state)
+{
+	struct sp_memguard g;
+	char mi[1024], pcp[512], mip[512];
+
+	(void)state;
+	put("cg2/pod/memory.max", "1000\n");
+	put("cg2/pod/memory.current", "500\n");
+	put("cg2/pod/memory.stat", "inactive_file 100\n");
+	snprintf(mi, sizeof(mi), "25 1 0:22 / %s/cg2 rw - cgroup2 cgroup2 rw\n", tu_dir);
+	put("proc_cgroup", "0::/pod\n");
+	put("mountinfo", mi);
+	snprintf(pcp, sizeof(pcp), "%s/proc_cgroup", tu_dir);
+	snprintf(mip, sizeof(mip), "%s/mountinfo", tu_dir);
+	assert_int_equal(sp_memguard__init(&g, &(struct sp_memguard_config){
+		.proc_cgroup = pcp, .mountinfo = mip, .refresh_ms = 3600 * 1000 }), 0);
+	assert_true(g.usage_fd >= 0);
+	assert_int_equal(sp_memguard__poll(&g), 0);
+	assert_int_equal(g.full_reads, 1);
+	assert_int_equal(g.usage, 400);
+	/* far from the watermarks: the new usage is read, stat and limit not */
+	put("cg2/pod/memory.current", "600\n");
+	put("cg2/pod/memory.stat", "inactive_file 300\n");
+	put("cg2/pod/memory.max", "2000\n");
+	assert_int_equal(sp_memguard__poll(&g), 0);
+	assert_int_equal(g.full_reads, 1);
+	assert_int_equal(g.usage, 500);			/* 600 - the last 100 */
+	assert_int_equal(g.limit, 1000);
+	/* 900 - 100 >= 750 would engage: read again first, and with the new
+	 * limit and inactive_file it does not (600 of 2000) */
+	put("cg2/pod/memory.current", "900\n");
+	assert_int_equal(sp_memguard__poll(&g), 0);
+	assert_int_equal(g.full_reads, 2);
+	assert_int_equal(g.limit, 2000);
+	assert_int_equal(g.usage, 600);
+	assert_false(g.engaged);
+	/* a refresh reads them whatever the usage */
+	put("cg2/pod/memory.stat", "inactive_file 0\n");
+	sp_memguard__refresh(&g);
+	assert_int_equal(sp_memguard__poll(&g), 0);
+	assert_int_equal(g.full_reads, 3);
+	assert_int_equal(g.usage, 900);
+	sp_memguard__close(&g);
+	assert_int_equal(g.usage_fd, -1);
 }
 
 static void test_poll_v2_ancestor(void **state)
@@ -273,6 +327,7 @@ static void test_poll_v2_ancestor(void **state)
 	assert_int_equal(g.limit, 2000);		/* from the ancestor */
 	assert_int_equal(g.usage, 1500);
 	assert_true(g.engaged);				/* 1500 >= 1500 */
+	sp_memguard__close(&g);
 	/* hybrid host: cgroup2 without the memory controller -> off */
 	init_fake(&g, "0::/nomem\n", "25 1 0:22 / %s/cg2 rw - cgroup2 cgroup2 rw\n");
 	assert_int_equal(g.version, SP_MEMGUARD_NONE);
@@ -292,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_reclaim_delta),
 		cmocka_unit_test_setup_teardown(test_poll_v1, tu_setup_dir, tu_teardown_dir),
 		cmocka_unit_test_setup_teardown(test_poll_v2_ancestor, tu_setup_dir, tu_teardown_dir),
+		cmocka_unit_test_setup_teardown(test_poll_refresh, tu_setup_dir, tu_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,8 @@
  * Threads
  *   main      parses options, refuses setuid, loads and attaches BPF, drops
  *             capabilities (privs.h) before any other thread exists, then
- *             waits for signals and polls the memory guard (4 Hz).
+ *             waits for signals and polls the memory guard (4 Hz: one
+ *             pread of the cgroup's usage, memguard.h).
  *   consumer  drains the BPF ring buffer into the current aggregator; at
  *             each interval (default 10 s, +-10% jitter so a fleet does not
  *             export in lockstep) swaps it with the spare one.  It never
@@ -1456,6 +1457,7 @@ out:
 					     w.samples_memguard),
 			(unsigned long long)x.samples_dropped);
 	}
+	sp_memguard__close(&a->guard);
 	/* the perf-map reader stops before the uploader it feeds, the uploader
 	 * (whose losses go back to the host symbols) before the pipeline */
 	if (a->pipe)

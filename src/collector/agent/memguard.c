@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "collector/agent/memguard.h"
+#include "collector/pipeline/clock.h"
 
 const char *sp_memguard__version_name(enum sp_memguard_version v)
 {
@@ -272,6 +273,41 @@ static int read_in(const char *dir, const char *name, char *buf, size_t len)
 	return read_small(path, buf, len);
 }
 
+static int open_in(const char *dir, const char *name)
+{
+	char path[640];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return -1;
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static const char *usage_name(const struct sp_memguard *g)
+{
+	return g->version == SP_MEMGUARD_V1 ? "memory.usage_in_bytes" : "memory.current";
+}
+
+/* The usage file's value: one pread at offset 0 of the file kept open (a
+ * cgroup file is generated again for each read from its start). */
+static int read_usage(const struct sp_memguard *g, uint64_t *out)
+{
+	char buf[64];
+	ssize_t n;
+	int err;
+
+	if (g->usage_fd < 0) {
+		err = read_in(g->dir, usage_name(g), buf, sizeof(buf));
+		return err ? err : sp_memguard__parse_limit(buf, out);
+	}
+	do {
+		n = pread(g->usage_fd, buf, sizeof(buf) - 1, 0);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return sp_memguard__parse_limit(buf, out);
+}
+
 int sp_memguard__init(struct sp_memguard *g, const struct sp_memguard_config *cfg)
 {
 	char pc[4096], mi[16384], probe[64];
@@ -281,10 +317,12 @@ int sp_memguard__init(struct sp_memguard *g, const struct sp_memguard_config *cf
 	if (!g)
 		return -EINVAL;
 	memset(g, 0, sizeof(*g));
+	g->usage_fd = -1;
 	if (!(high > 0 && high <= 1 && low > 0 && low < high))
 		return -EINVAL;
 	g->high = high;
 	g->low = low;
+	g->refresh_ns = (uint64_t)(cfg && cfg->refresh_ms ? cfg->refresh_ms : 2000) * 1000000;
 	if (read_small(cfg && cfg->proc_cgroup ? cfg->proc_cgroup : "/proc/self/cgroup",
 		       pc, sizeof(pc)) ||
 	    read_small(cfg && cfg->mountinfo ? cfg->mountinfo : "/proc/self/mountinfo",
@@ -301,7 +339,24 @@ int sp_memguard__init(struct sp_memguard *g, const struct sp_memguard_config *cf
 		g->version = SP_MEMGUARD_NONE;
 	if (g->version == SP_MEMGUARD_NONE)
 		g->dir[0] = g->mount[0] = '\0';
+	else
+		g->usage_fd = open_in(g->dir, usage_name(g));	/* -1: read by name */
 	return 0;
+}
+
+void sp_memguard__refresh(struct sp_memguard *g)
+{
+	if (g)
+		g->full_ns = 0;
+}
+
+void sp_memguard__close(struct sp_memguard *g)
+{
+	/* version NONE: no file (and a zeroed struct's usage_fd 0 is not ours) */
+	if (!g || g->version == SP_MEMGUARD_NONE || g->usage_fd < 0)
+		return;
+	close(g->usage_fd);
+	g->usage_fd = -1;
 }
 
 /* v2: the smallest memory.max from dir up to the mount point. */
@@ -333,47 +388,76 @@ static int limit_v2(const struct sp_memguard *g, uint64_t *out)
 	return read_any ? 0 : -ENOENT;
 }
 
-int sp_memguard__poll(struct sp_memguard *g)
+/* The limit and inactive file cache (the full read): v1 min(limit_in_bytes,
+ * memory.stat hierarchical_memory_limit) and total_inactive_file; v2 the
+ * ancestors' smallest memory.max and inactive_file (memory.stat optional). */
+static int read_full(const struct sp_memguard *g, uint64_t *limit, uint64_t *inactive)
 {
 	char buf[64], stat[8192];
-	uint64_t limit = 0, usage = 0, v, inactive = 0;
+	uint64_t v;
+	int err;
+
+	*limit = *inactive = 0;
+	if (g->version == SP_MEMGUARD_V1) {
+		err = read_in(g->dir, "memory.limit_in_bytes", buf, sizeof(buf));
+		if (!err)
+			err = sp_memguard__parse_limit(buf, limit);
+		if (!err)
+			err = read_in(g->dir, "memory.stat", stat, sizeof(stat));
+		if (err)
+			return err;
+		if (!sp_memguard__parse_stat(stat, "hierarchical_memory_limit", &v) &&
+		    v < SP_MEMGUARD_NO_LIMIT && v && (!*limit || v < *limit))
+			*limit = v;
+		sp_memguard__parse_stat(stat, "total_inactive_file", inactive);
+		return 0;
+	}
+	err = limit_v2(g, limit);
+	if (!err && !read_in(g->dir, "memory.stat", stat, sizeof(stat)))
+		sp_memguard__parse_stat(stat, "inactive_file", inactive);
+	return err;
+}
+
+/* Would sp_memguard__update change the state at this working set? */
+static bool would_change(const struct sp_memguard *g, uint64_t usage)
+{
+	if (!g->limit)
+		return false;
+	return g->engaged ? (double)usage < g->low * (double)g->limit
+			  : (double)usage >= g->high * (double)g->limit;
+}
+
+static uint64_t working_set(uint64_t usage, uint64_t inactive)
+{
+	return usage > inactive ? usage - inactive : 0;
+}
+
+int sp_memguard__poll(struct sp_memguard *g)
+{
+	uint64_t limit, usage = 0, inactive, now;
 	int err;
 
 	if (!g)
 		return -EINVAL;
 	if (g->version == SP_MEMGUARD_NONE)
 		return 0;
-	if (g->version == SP_MEMGUARD_V1) {
-		err = read_in(g->dir, "memory.limit_in_bytes", buf, sizeof(buf));
-		if (!err)
-			err = sp_memguard__parse_limit(buf, &limit);
-		if (!err)
-			err = read_in(g->dir, "memory.usage_in_bytes", buf, sizeof(buf));
-		if (!err)
-			err = sp_memguard__parse_limit(buf, &usage);
-		if (!err)
-			err = read_in(g->dir, "memory.stat", stat, sizeof(stat));
+	now = sp_clock__mono_ns();
+	limit = g->limit;
+	err = read_usage(g, &usage);
+	if (!err && (!g->full_ns || now - g->full_ns >= g->refresh_ns ||
+		     would_change(g, working_set(usage, g->inactive)))) {
+		err = read_full(g, &limit, &inactive);
 		if (!err) {
-			if (!sp_memguard__parse_stat(stat, "hierarchical_memory_limit", &v) &&
-			    v < SP_MEMGUARD_NO_LIMIT && v && (!limit || v < limit))
-				limit = v;
-			sp_memguard__parse_stat(stat, "total_inactive_file", &inactive);
+			g->inactive = inactive;
+			g->full_ns = now ? now : 1;
+			g->full_reads++;
 		}
-	} else {
-		err = limit_v2(g, &limit);
-		if (!err)
-			err = read_in(g->dir, "memory.current", buf, sizeof(buf));
-		if (!err)
-			err = sp_memguard__parse_limit(buf, &usage);
-		if (!err && !read_in(g->dir, "memory.stat", stat, sizeof(stat)))
-			sp_memguard__parse_stat(stat, "inactive_file", &inactive);
 	}
 	if (err) {
 		g->read_errors++;
 		return err;
 	}
-	usage = usage > inactive ? usage - inactive : 0;
-	return sp_memguard__update(g, usage, limit);
+	return sp_memguard__update(g, working_set(usage, g->inactive), limit);
 }
 
 int sp_memguard__update(struct sp_memguard *g, uint64_t usage, uint64_t limit)
