@@ -14,8 +14,6 @@
 
 #include "base/http_guard.h"
 
-#define REAP_MS 100
-
 struct slot {
 	struct sp_http_guard *g;
 	int fd;			/* the guard's own dup of the socket; -1: free */
@@ -44,30 +42,40 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Cuts what is past its deadline and sleeps until the next one (lock
+ * held); without a deadline, until __notify or set_phase sets one. */
 static void *reaper(void *arg)
 {
 	struct sp_http_guard *g = arg;
 
+	/* Named, so its wakeups can be read from outside (/proc/PID/task/TID;
+	 * test_agent_slowloris.py). */
+	pthread_setname_np(pthread_self(), "sp-http-reaper");
 	pthread_mutex_lock(&g->lock);
 	while (!g->quit) {
+		uint64_t now = now_ms(), next = UINT64_MAX;
 		struct timespec ts;
-		uint64_t now = now_ms();
 
 		for (uint32_t i = 0; i < g->cfg.max_conns; i++) {
 			struct slot *s = &g->slots[i];
 
-			if (s->fd < 0 || !s->deadline_ms || now < s->deadline_ms)
+			if (s->fd < 0 || !s->deadline_ms)
 				continue;
+			if (now < s->deadline_ms) {
+				if (s->deadline_ms < next)
+					next = s->deadline_ms;
+				continue;
+			}
 			shutdown(s->fd, SHUT_RDWR);	/* libmicrohttpd closes it */
 			atomic_fetch_add(&g->cut[s->phase], 1);
 			s->deadline_ms = 0;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += REAP_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
+		if (next == UINT64_MAX) {
+			pthread_cond_wait(&g->cond, &g->lock);
+			continue;
 		}
+		ts.tv_sec = (time_t)(next / 1000);
+		ts.tv_nsec = (long)(next % 1000) * 1000000L;
 		pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 	}
 	pthread_mutex_unlock(&g->lock);
@@ -143,6 +151,8 @@ static void set_phase(struct slot *s, enum sp_http_phase p, uint32_t ms)
 	if (s->fd >= 0) {
 		s->phase = (uint8_t)p;
 		s->deadline_ms = ms ? now_ms() + ms : 0;
+		if (ms)
+			pthread_cond_signal(&g->cond);	/* may be the earliest */
 	}
 	pthread_mutex_unlock(&g->lock);
 }
@@ -186,6 +196,7 @@ void sp_http_guard__notify(void *cls, struct MHD_Connection *c, void **socket_co
 		s->deadline_ms = now_ms() + g->cfg.header_ms;
 		g->open++;
 		fd = -1;
+		pthread_cond_signal(&g->cond);	/* the reaper may sleep untimed */
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (fd >= 0)

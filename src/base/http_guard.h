@@ -16,8 +16,9 @@
  *             its own work;
  *   idle      after an answer, for the next request: idle_ms then
  *             header_ms.
- * A reaper thread looks every 100 ms and cuts a connection past its
- * deadline with shutdown(2) on a dup of its socket (the duplicate is the
+ * A reaper thread sleeps until the earliest deadline (without one, until
+ * a deadline is set: an idle server costs no wakeups; it used to look
+ * every 100 ms) and cuts a connection past its deadline with shutdown(2) on a dup of its socket (the duplicate is the
  * guard's own, closed when libmicrohttpd reports the connection closed, so
  * a reused descriptor number is never cut by mistake); libmicrohttpd then
  * sees the end of the stream and closes the connection as usual.  Cuts are

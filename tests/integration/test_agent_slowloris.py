@@ -12,7 +12,9 @@ to arrive whole (base/http_guard.h: a trickle does not restart it).
      /healthz probes from 127.0.0.2 keep answering 200, each within 1 s;
   2. every trickling connection is cut by the server within the deadline
      plus slack (< 8 s), though it never stopped sending;
-  3. /metrics from another address still answers afterwards.
+  3. /metrics from another address still answers afterwards;
+  4. with no connection open the guard's reaper thread (sp-http-reaper)
+     sleeps: at most 2 wakeups in 2 s (it looked every 100 ms: 20).
 Root, real BPF (the agent), real sockets.
 """
 import os
@@ -112,6 +114,22 @@ try:
     line, dt, e = probe("/metrics", "127.0.0.3")
     check(line is not None and " 200 " in line + " ", "/metrics answers afterwards (%s %s)"
           % (line, e))
+    reapers = []
+    for tid in os.listdir("/proc/%d/task" % a.pid):
+        with open("/proc/%d/task/%s/comm" % (a.pid, tid)) as f:
+            if f.read().strip() == "sp-http-reaper":
+                reapers.append(tid)
+    check(len(reapers) == 1, "the agent has one reaper thread (%s)" % reapers)
+
+    def slices():
+        with open("/proc/%d/task/%s/schedstat" % (a.pid, reapers[0])) as f:
+            return int(f.read().split()[2])
+    time.sleep(0.5)     # the /metrics connection above closes
+    s0 = slices()
+    time.sleep(2)
+    woke = slices() - s0
+    check(woke <= 2, "with no connection open the reaper woke %d times in 2 s (at most 2)"
+          % woke)
 finally:
     stop.set()
     a.kill()
