@@ -307,8 +307,18 @@ static void test_poll_refresh(void **state)
 	assert_int_equal(sp_memguard__poll(&g), 0);
 	assert_int_equal(g.full_reads, 3);
 	assert_int_equal(g.usage, 900);
+	/* the poll's pace: 900 of 2000 is under half the limit */
+	assert_int_equal(sp_memguard__poll_ms(&g), SP_MEMGUARD_POLL_FAR_MS);
+	put("cg2/pod/memory.current", "1000\n");
+	assert_int_equal(sp_memguard__poll(&g), 0);
+	assert_int_equal(sp_memguard__poll_ms(&g), SP_MEMGUARD_POLL_NEAR_MS);
+	put("cg2/pod/memory.max", "max\n");
+	sp_memguard__refresh(&g);
+	assert_int_equal(sp_memguard__poll(&g), 0);
+	assert_int_equal(sp_memguard__poll_ms(&g), 3600 * 1000);	/* no limit: the refresh */
 	sp_memguard__close(&g);
 	assert_int_equal(g.usage_fd, -1);
+	assert_int_equal(sp_memguard__poll_ms(NULL), SP_MEMGUARD_POLL_FAR_MS);
 }
 
 static void test_poll_v2_ancestor(void **state)

@@ -5,8 +5,9 @@
  * Threads
  *   main      parses options, refuses setuid, loads and attaches BPF, drops
  *             capabilities (privs.h) before any other thread exists, then
- *             waits for signals and polls the memory guard (4 Hz: one
- *             pread of the cgroup's usage, memguard.h).
+ *             waits for signals and polls the memory guard (one pread
+ *             of the cgroup's usage, 4 Hz from half the limit, else
+ *             1 Hz; every 2 s without a limit: memguard.h).
  *   consumer  drains the BPF ring buffer into the current aggregator; at
  *             each interval (default 10 s, +-10% jitter so a fleet does not
  *             export in lockstep) swaps it with the spare one.  It never
@@ -1374,7 +1375,8 @@ int sp_agent__main(int argc, char **argv)
 		a->guard.limit ? "" : " (no limit: off)", names);
 
 	for (;;) {
-		struct timespec ts = { 0, 250 * 1000000L };
+		uint32_t ms = sp_memguard__poll_ms(&a->guard);
+		struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 		siginfo_t si;
 
 		sig = sigtimedwait(&sigs, &si, &ts);

@@ -344,6 +344,17 @@ int sp_memguard__init(struct sp_memguard *g, const struct sp_memguard_config *cf
 	return 0;
 }
 
+uint32_t sp_memguard__poll_ms(const struct sp_memguard *g)
+{
+	if (!g || g->version == SP_MEMGUARD_NONE)
+		return SP_MEMGUARD_POLL_FAR_MS;	/* nothing to read: the caller's own pace */
+	if (!g->limit)
+		return (uint32_t)(g->refresh_ns / 1000000);
+	if (g->engaged || (double)g->usage >= 0.5 * (double)g->limit)
+		return SP_MEMGUARD_POLL_NEAR_MS;
+	return SP_MEMGUARD_POLL_FAR_MS;
+}
+
 void sp_memguard__refresh(struct sp_memguard *g)
 {
 	if (g)
