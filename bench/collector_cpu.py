@@ -24,6 +24,10 @@ spanprof record -p PID -F 997 for the window, and its top functions are
 printed (spanprof-symbolizer report --top): where the collector's own time
 goes.
 
+With --threads, each spanprof thread's CPU time and timeslices (about
+its wakeups: on a VM a wakeup alone costs tens of microseconds) in the
+window are printed too.
+
 With --churn N, a busy host's process churn runs beside the load in every
 run: N times a second `sh -c 'echo a | sed s/a/b/ | cat'` (four short
 images, almost never sampled at 97 Hz), and 4 times a second
@@ -38,7 +42,7 @@ each image's maps read at its exec event, as before lazy reads).
 
 Run as root from the repository root, after `make -j2`, under the shared
 lock: flock /tmp/spanprof-heavy.lock python3 bench/collector_cpu.py
-  [--duration 30] [--reps 3] [--self-profile] [--churn 40]
+  [--duration 30] [--reps 3] [--self-profile] [--threads] [--churn 40]
   [--kinds record,record-eager,agent,agent-eager,perf]
 Takes about REPS x 3 x (D + 4) s.
 """
@@ -71,6 +75,32 @@ def sched_ns(pid):
         except (OSError, ValueError, IndexError):
             pass
     return tot if os.path.exists(f"/proc/{pid}") else None
+
+
+def thread_stats(pid):
+    """{tid: (comm, ns on CPU, timeslices)} of pid's threads (schedstat)."""
+    out = {}
+    for d in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            with open(d + "/comm") as fh:
+                comm = fh.read().strip()
+            with open(d + "/schedstat") as fh:
+                f = fh.read().split()
+            out[os.path.basename(d)] = (comm, int(f[0]), int(f[2]))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def print_threads(kind, a, b, win):
+    """Each thread's CPU and timeslices (about its wakeups) in the window."""
+    print(f"## {kind}: threads in the {win:.1f} s window (schedstat)")
+    print(f"{'tid':>8}  {'thread':<16} {'CPU ms':>8} {'slices':>7} {'us/slice':>9}")
+    for tid in sorted(b, key=lambda t: -(b[t][1] - a.get(t, (None, 0, 0))[1])):
+        comm, ns, sl = b[tid]
+        ns -= a.get(tid, (None, 0, 0))[1]
+        sl -= a.get(tid, (None, 0, 0))[2]
+        print(f"{tid:>8}  {comm:<16} {ns / 1e6:8.2f} {sl:7d} {ns / 1e3 / sl if sl else 0:9.1f}")
 
 
 def received():
@@ -129,7 +159,7 @@ def fixture_resolution(pb):
     return n, root, every
 
 
-def run(load_bin, dur, kind, prof, churn):
+def run(load_bin, dur, kind, prof, churn, threads=False):
     load = B.spawn([load_bin, str(dur + 8), "2"])
     ch = start_churn(churn, dur + 8) if churn else None
     time.sleep(0.5)
@@ -157,6 +187,7 @@ def run(load_bin, dur, kind, prof, churn):
     while time.monotonic() - t0 < STEADY_FROM:
         time.sleep(0.05)
     agent = kind.startswith("agent")
+    th_a = thread_stats(p.pid) if threads else None
     c_a, t_a, r_a = sched_ns(p.pid), time.monotonic(), received() if agent else None
     sp = None
     if prof and kind != "perf":
@@ -164,6 +195,8 @@ def run(load_bin, dur, kind, prof, churn):
     while time.monotonic() - t0 < dur - 1.0:
         time.sleep(0.05)
     c_b, t_b, r_b = sched_ns(p.pid), time.monotonic(), received() if agent else None
+    if threads:
+        print_threads(kind, th_a, thread_stats(p.pid), t_b - t_a)
     if agent:
         B.stop(p)
         rc = p.returncode
@@ -204,6 +237,8 @@ def main():
     ap.add_argument("--duration", "-d", type=int, default=30)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--self-profile", action="store_true")
+    ap.add_argument("--threads", action="store_true",
+                    help="print each spanprof thread's CPU and timeslices in the window")
     ap.add_argument("--churn", type=int, default=0, metavar="N",
                     help="N sh|sed|cat pipelines a second and 4 shortlived fixtures")
     ap.add_argument("--kinds", default="record,agent,perf",
@@ -224,7 +259,8 @@ def main():
     rows = []
     for rep in range(args.reps):
         for k in kinds:
-            r = run(load_bin, args.duration, k, args.self_profile and rep == 0, args.churn)
+            r = run(load_bin, args.duration, k, args.self_profile and rep == 0, args.churn,
+                    args.threads and k != "perf")
             res[k].append(r)
             us = r["cpu_ns"] / r["samples"] / 1e3 if r["samples"] else float("nan")
             pct = 100 * r["cpu_ns"] / (r["win_s"] * 1e9)
