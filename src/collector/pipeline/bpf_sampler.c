@@ -357,6 +357,15 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 		}
 	}
 	vstats_arm(s);
+	/* A test knob (test_unwind_fallback.py): a kernel whose verifier
+	 * refuses the .eh_frame unwinder cannot be had on demand, so its
+	 * refusal is made here, before the load, as the kernel gives it. */
+	if (!cfg->unwind_fp && getenv("SPANPROF_TEST_REFUSE_DWARF")) {
+		err = -E2BIG;
+		snprintf(err_msg, err_len, "loading the BPF programs failed: sp_oncpu is too "
+			 "complex for this kernel's verifier (SPANPROF_TEST_REFUSE_DWARF)");
+		goto fail;
+	}
 	err = spanprof_bpf__load(s->skel);
 	vstats_print(s);
 	if (err) {

@@ -50,6 +50,7 @@ struct sp_pipeline {
 	uint64_t reads_seen;		/* maps reads, consumer's thread */
 	uint64_t publish_seen;		/* publications, consumer's thread */
 	bool wake_unread;		/* BPF wakes us for unread processes */
+	bool unwind_fallback;		/* the kernel refused the .eh_frame unwinder: fp */
 	int wake_fd;			/* eventfd of sp_pipeline__wake; -1 none */
 	bool took_env, took_exe;	/* companions of the maps read under way */
 	uint64_t fast_until_ns;
@@ -338,6 +339,22 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 	loading = false;
 	p->sampler = load.s;
 	rc = load.rc;
+	if (rc == -E2BIG && !p->opts.unwind_fp && !p->opts.unwind_asked) {
+		/* The default unwinder did not pass this kernel's verifier:
+		 * frame pointers still give stacks (short through code built
+		 * without them), where failing would give none.  Asked for by
+		 * name (--unwind dwarf), it is an error. */
+		fprintf(stderr, "spanprof: the .eh_frame unwinder did not load (%s); falling back "
+			"to --unwind fp (stacks through code without frame pointers end early; "
+			"--unwind dwarf makes this an error)\n", load.err);
+		p->opts.unwind_fp = true;
+		p->unwind_fallback = true;
+		p->wake_unread = false;
+		sampler_config(p, &load.cfg);
+		sampler_load_run(&load);
+		p->sampler = load.s;
+		rc = load.rc;
+	}
 	if (rc) {
 		snprintf(err, err_len, "%s", load.err);
 		goto fail;
@@ -641,6 +658,7 @@ void sp_pipeline__fill_summary(struct sp_pipeline *p, struct sp_summary *s)
 	s->obi_map = sp_sampler__uses_obi(p->sampler);
 	s->publish_watch = sp_sampler__watches_publish(p->sampler);
 	s->unwind_fp = o->unwind_fp;
+	s->unwind_fallback = p->unwind_fallback;
 	s->mmap_watch = sp_sampler__watches_mmap(p->sampler);
 	sp_unwinder__stats(p->unw, &s->unw);
 	s->consumer = p->cons.stats;

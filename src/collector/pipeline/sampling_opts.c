@@ -254,6 +254,7 @@ static int parse_one(struct sp_sampling_opts *o, int c, const char *arg, char *m
 			    arg, (bool *)field, msg, msg_len))
 			return -EINVAL;
 		msg[0] = '\0';	/* a note (an ignored SIZE) is not an error */
+		o->unwind_asked = true;
 		break;
 	case K_WHEN:
 		if (arg && !strcmp(arg, "eager")) {

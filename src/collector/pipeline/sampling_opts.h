@@ -52,6 +52,7 @@ struct sp_sampling_opts {
 	uint32_t off_cpu_max_pending;	/* 0 = the sampler's default (8192) */
 	uint32_t ctx_max_procs;		/* 0 = SP_TLS_DESCS_MAX */
 	bool unwind_fp;			/* --unwind fp: frame pointers only */
+	bool unwind_asked;		/* parser state: --unwind or --call-graph given */
 	uint64_t unwind_budget;		/* --unwind-budget; 0 = the default (64 MiB) */
 	uint32_t unwind_cpu_pct;	/* --unwind-cpu; 0 = the default (25) */
 	uint32_t unwind_build;		/* --unwind-build: SP_UNWIND_BUILD_* */

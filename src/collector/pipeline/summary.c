@@ -38,7 +38,9 @@ static void print_unwind(FILE *f, const struct sp_summary *s)
 
 	fprintf(f, "  user stacks (%s): %" PRIu64 " walked, %.1f%% reached the thread root; "
 		"frames %" PRIu64 ", %.1f%% by frame pointer",
-		s->unwind_fp ? "frame pointers, --unwind fp" : ".eh_frame, frame pointer where none",
+		s->unwind_fallback ? "frame pointers: the kernel refused the .eh_frame unwinder"
+		: s->unwind_fp	   ? "frame pointers, --unwind fp"
+				   : ".eh_frame, frame pointer where none",
 		c->ustack_walked, pct(c->ustack_root, c->ustack_walked), c->ustack_frames,
 		pct(c->ustack_frames_fp, c->ustack_frames));
 	if (!s->unwind_fp)
@@ -425,9 +427,11 @@ int sp_summary__write_json(const char *path, const struct sp_summary *s)
 	{
 		const struct sp_unwinder_stats *u = &s->unw;
 
-		fprintf(f, "  \"unwind\": {\"mode\": \"%s\", \"mmap_watch\": %s, \"walked\": %" PRIu64
-			", \"root\": %" PRIu64 ", \"frames\": %" PRIu64 ", \"frames_fp\": %" PRIu64,
-			s->unwind_fp ? "fp" : "dwarf", s->mmap_watch ? "true" : "false",
+		fprintf(f, "  \"unwind\": {\"mode\": \"%s\", \"fallback\": %s, \"mmap_watch\": %s, "
+			"\"walked\": %" PRIu64 ", \"root\": %" PRIu64 ", \"frames\": %" PRIu64
+			", \"frames_fp\": %" PRIu64,
+			s->unwind_fp ? "fp" : "dwarf", s->unwind_fallback ? "true" : "false",
+			s->mmap_watch ? "true" : "false",
 			c->ustack_walked, c->ustack_root, c->ustack_frames, c->ustack_frames_fp);
 		for (int i = 0; i < SP_UNW_END__MAX; i++)
 			fprintf(f, ", \"end_%s\": %" PRIu64, unw_end_names[i], c->ustack_end[i]);

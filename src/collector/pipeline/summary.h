@@ -86,7 +86,8 @@ struct sp_summary {
 	struct sp_hostsyms_stats hostsyms;
 	struct sp_kernel_layout_stats klayout;	/* zero without a kernel layout */
 	/* user-stack unwinding */
-	bool unwind_fp;			/* --unwind fp */
+	bool unwind_fp;			/* --unwind fp, or the fallback to it */
+	bool unwind_fallback;		/* the kernel refused the .eh_frame unwinder */
 	bool mmap_watch;		/* PROT_EXEC mmap/mprotect watched */
 	struct sp_unwinder_stats unw;	/* zero with --unwind fp */
 };
