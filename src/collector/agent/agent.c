@@ -6,8 +6,9 @@
  *   main      parses options, refuses setuid, loads and attaches BPF, drops
  *             capabilities (privs.h) before any other thread exists, then
  *             waits for signals and polls the memory guard (one pread
- *             of the cgroup's usage, 4 Hz from half the limit, else
- *             1 Hz; every 2 s without a limit: memguard.h).
+ *             of the cgroup's usage, 4 Hz from a quarter of the limit
+ *             below --mem-high, else 1 Hz; every 2 s without a limit:
+ *             memguard.h).
  *   consumer  drains the BPF ring buffer into the current aggregator; at
  *             each interval (default 10 s, +-10% jitter so a fleet does not
  *             export in lockstep) swaps it with the spare one.  It never

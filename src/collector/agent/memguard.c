@@ -350,7 +350,7 @@ uint32_t sp_memguard__poll_ms(const struct sp_memguard *g)
 		return SP_MEMGUARD_POLL_FAR_MS;	/* nothing to read: the caller's own pace */
 	if (!g->limit)
 		return (uint32_t)(g->refresh_ns / 1000000);
-	if (g->engaged || (double)g->usage >= 0.5 * (double)g->limit)
+	if (g->engaged || (double)g->usage >= (g->high - SP_MEMGUARD_POLL_NEAR) * (double)g->limit)
 		return SP_MEMGUARD_POLL_NEAR_MS;
 	return SP_MEMGUARD_POLL_FAR_MS;
 }

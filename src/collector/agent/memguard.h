@@ -85,10 +85,12 @@ int sp_memguard__init(struct sp_memguard *g, const struct sp_memguard_config *cf
  * not be read (counted; state kept). */
 int sp_memguard__poll(struct sp_memguard *g);
 /* How long the poller may wait before the next poll: 250 ms once the
- * working set is at half the limit or more (or the guard is engaged),
- * 1 s below that, the refresh period without a limit (the guard is off
- * until one appears).  Each wakeup of the poller costs tens of
- * microseconds on a VM, more than the poll itself (docs/benchmarks.md). */
+ * working set is within SP_MEMGUARD_POLL_NEAR of the limit below the high
+ * watermark (from 50% at the default 75%) or the guard is engaged, 1 s
+ * below that, the refresh period without a limit (the guard is off until
+ * one appears).  Each wakeup of the poller costs tens of microseconds on
+ * a VM, more than the poll itself (docs/benchmarks.md). */
+#define SP_MEMGUARD_POLL_NEAR 0.25
 #define SP_MEMGUARD_POLL_NEAR_MS 250
 #define SP_MEMGUARD_POLL_FAR_MS 1000
 uint32_t sp_memguard__poll_ms(const struct sp_memguard *g);
