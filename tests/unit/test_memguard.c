@@ -319,6 +319,14 @@ static void test_poll_refresh(void **state)
 	sp_memguard__close(&g);
 	assert_int_equal(g.usage_fd, -1);
 	assert_int_equal(sp_memguard__poll_ms(NULL), SP_MEMGUARD_POLL_FAR_MS);
+	/* a low --mem-high (40%): near from 15% of the limit */
+	put("cg2/pod/memory.max", "2000\n");
+	put("cg2/pod/memory.current", "400\n");
+	assert_int_equal(sp_memguard__init(&g, &(struct sp_memguard_config){
+		.proc_cgroup = pcp, .mountinfo = mip, .high = 0.4, .low = 0.3 }), 0);
+	assert_int_equal(sp_memguard__poll(&g), 0);
+	assert_int_equal(sp_memguard__poll_ms(&g), SP_MEMGUARD_POLL_NEAR_MS);	/* 20% */
+	sp_memguard__close(&g);
 }
 
 static void test_poll_v2_ancestor(void **state)
