@@ -8,7 +8,8 @@
  * 65536 entries) without timestamps, and 128 MiB with timestamps (the
  * default 64 MiB event log holds ~754 K events, fewer than 1e6).  Prints
  * min and median over several runs, plus the cost of one foreach (which
- * groups the timestamps) and of reset.  Any drop is an error here.
+ * groups the timestamps) and of reset.  Then "cold": bursts of adds after
+ * a cache sweep, as at 97 Hz (bench_cold).  Any drop is an error here.
  *
  *   make O=build build/bench/bench_aggregator && build/bench/bench_aggregator [runs]
  */
@@ -93,6 +94,64 @@ out:
 	return ret;
 }
 
+/*
+ * Cold: as the collector sees it at 97 Hz, where the consumer drains a
+ * burst of samples every few hundred ms and other programs run between
+ * (an entry's lines were last touched about a second before).  Each round
+ * sweeps a buffer larger than the caches, then times a burst of adds of
+ * stacks already in the aggregator (hits).
+ */
+#define COLD_SWEEP (64u << 20)
+#define COLD_ROUNDS 301
+#define COLD_BURST 64
+
+static int bench_cold(const struct sp_agg_config *cfg)
+{
+	static uint64_t per_round[COLD_ROUNDS];
+	volatile uint8_t *sweep = malloc(COLD_SWEEP);
+	struct sp_agg *a = sp_agg__new(cfg);
+	uint64_t sink = 0;
+	int ret = 1, r, i, k = 0;
+
+	if (!a || !sweep) {
+		fprintf(stderr, "cold: out of memory\n");
+		goto out;
+	}
+	for (i = 0; i < NSTACKS; i++) {
+		struct sp_agg_frames fr = { .addrs = st[i].addrs, .mappings = st[i].maps };
+
+		if (sp_agg__add(a, &st[i].key, &fr, 0, 1))
+			goto out;
+	}
+	for (r = 0; r < COLD_ROUNDS; r++) {
+		uint64_t t0, t1;
+
+		for (size_t b = 0; b < COLD_SWEEP; b += 64)
+			sweep[b]++;
+		t0 = bench__ns(CLOCK_MONOTONIC);
+		for (i = 0; i < COLD_BURST; i++, k = (k + 1) % NADDS) {
+			const struct bstack *s = &st[order[k]];
+			struct sp_agg_frames fr = { .addrs = s->addrs, .mappings = s->maps };
+
+			if (sp_agg__add(a, &s->key, &fr, (uint64_t)k, 1))
+				goto out;
+		}
+		t1 = bench__ns(CLOCK_MONOTONIC);
+		per_round[r] = t1 - t0;
+	}
+	sp_agg__foreach(a, sum_cb, &sink);
+	qsort(per_round, COLD_ROUNDS, sizeof(uint64_t), bench__cmp_u64);
+	printf("cold: %d rounds of a %u MiB cache sweep, then %d adds (hits)\n", COLD_ROUNDS,
+	       COLD_SWEEP >> 20, COLD_BURST);
+	printf("  add      ns/op  min %.1f  median %.1f\n", (double)per_round[0] / COLD_BURST,
+	       (double)per_round[COLD_ROUNDS / 2] / COLD_BURST);
+	ret = sink ? 0 : 1;
+out:
+	sp_agg__free(a);
+	free((void *)sweep);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	const struct sp_agg_config no_ts = {
@@ -130,5 +189,5 @@ int main(int argc, char **argv)
 		order[i] = (uint16_t)(x % NSTACKS);
 	}
 
-	return bench(&no_ts, runs) | bench(&ts, runs);
+	return bench(&no_ts, runs) | bench(&ts, runs) | bench_cold(&no_ts);
 }

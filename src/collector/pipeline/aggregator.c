@@ -88,6 +88,7 @@ struct agg_slot {
 
 struct agg_entry {
 	struct sp_agg_key key;	/* normalized */
+	uint64_t h, h2;		/* two XXH3 chains over key, frames, attrs, mappings */
 	uint64_t count;
 	uint64_t weight_ns;
 	uint32_t frame_off;	/* into addrs/mappings */
@@ -252,20 +253,36 @@ static bool any_nonzero(const uint32_t *v, uint32_t n)
 	return acc != 0;
 }
 
-static bool entry_matches(const struct sp_agg *a, const struct agg_entry *e,
-			  const struct sp_agg_key *k, const uint64_t *addrs,
-			  const uint32_t *maps, uint32_t n, const uint8_t *attrs)
+/*
+ * Identity: the key byte for byte, and the frames, attributes and
+ * mappings by two 64-bit XXH3 chains with different seeds (0 and
+ * SP_AGG_SEED2): a false match needs both to collide at once (~2^-128 a
+ * pair of stacks).  Comparing the stored frames and mappings instead
+ * read an entry's cold lines at every hit (at 97 Hz an entry is last seen
+ * about a second before): `bench/bench_aggregator`'s cold case, 734-988
+ * ns an add then, 588-703 now (docs/benchmarks.md, issue 17).  The key is
+ * still compared: it shares the entry's line with the hashes.
+ */
+#define SP_AGG_SEED2 0x9e3779b97f4a7c15ull
+
+static uint64_t chain(const struct sp_agg_key *k, const uint64_t *addrs, uint32_t n,
+		      const uint8_t *attrs, const uint32_t *maps, uint64_t seed)
 {
-	if (memcmp(&e->key, k, sizeof(*k)))
-		return false;
-	if (n && memcmp(a->addrs + e->frame_off, addrs, n * sizeof(*addrs)))
-		return false;
-	if (k->attrs_len && memcmp(a->addrs + e->frame_off + n, attrs, k->attrs_len))
-		return false;
+	uint64_t h = XXH3_64bits_withSeed(k, sizeof(*k), seed);
+
+	if (n)
+		h = XXH3_64bits_withSeed(addrs, n * sizeof(*addrs), h);
+	if (k->attrs_len)
+		h = XXH3_64bits_withSeed(attrs, k->attrs_len, h);
 	if (maps)
-		return !n || !memcmp(a->mappings + e->frame_off, maps,
-				     n * sizeof(*maps));
-	return !any_nonzero(a->mappings + e->frame_off, n);
+		h = XXH3_64bits_withSeed(maps, n * sizeof(*maps), h);
+	return h;
+}
+
+static bool entry_matches(const struct agg_entry *e, const struct sp_agg_key *k, uint64_t h,
+			  uint64_t h2)
+{
+	return e->h == h && e->h2 == h2 && !memcmp(&e->key, k, sizeof(*k));
 }
 
 static void log_event(struct sp_agg *a, uint32_t idx, uint64_t ts_ns)
@@ -293,7 +310,7 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 	struct sp_agg_key k;
 	struct agg_entry *e;
 	uint32_t n, slots_needed, pos, tag, idx;
-	uint64_t h;
+	uint64_t h, h2;
 
 	if (!a || !key)
 		return -EINVAL;
@@ -309,15 +326,10 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 
 	normalize_key(&k, key);
 	slots_needed = n + (k.attrs_len + 7u) / 8;
-	h = XXH3_64bits(&k, sizeof(k));
-	if (n)
-		h = XXH3_64bits_withSeed(addrs, n * sizeof(*addrs), h);
-	if (k.attrs_len)
-		h = XXH3_64bits_withSeed(attrs, k.attrs_len, h);
-	if (any_nonzero(maps, n))
-		h = XXH3_64bits_withSeed(maps, n * sizeof(*maps), h);
-	else
-		maps = NULL;
+	if (!any_nonzero(maps, n))
+		maps = NULL;	/* all unknown: the same identity as none given */
+	h = chain(&k, addrs, n, attrs, maps, 0);
+	h2 = chain(&k, addrs, n, attrs, maps, SP_AGG_SEED2);
 	tag = (uint32_t)(h >> 32);
 
 	for (pos = (uint32_t)h & a->slot_mask;; pos = (pos + 1) & a->slot_mask) {
@@ -328,7 +340,7 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 		if (s->tag != tag)
 			continue;
 		e = &a->entries[s->idx1 - 1];
-		if (!entry_matches(a, e, &k, addrs, maps, n, attrs))
+		if (!entry_matches(e, &k, h, h2))
 			continue;
 		e->count++;
 		e->weight_ns += weight_ns;
@@ -349,6 +361,8 @@ int sp_agg__add(struct sp_agg *a, const struct sp_agg_key *key,
 	idx = a->stats.entries++;
 	e = &a->entries[idx];
 	e->key = k;
+	e->h = h;
+	e->h2 = h2;
 	e->count = 1;
 	e->weight_ns = weight_ns;
 	e->frame_off = a->frames_used;

@@ -4,6 +4,9 @@
  *
  * Samples with equal keys (process, thread, comm, kind, wait reason, trace
  * context, frames) merge into one entry holding a count and a summed weight.
+ * Equal means: the key byte for byte, the frames, mappings and attributes
+ * by two independent 64-bit hashes (a false merge ~2^-128 a pair of
+ * stacks; aggregator.c says why).
  * Each event's timestamp is kept in an event log (for OTLP's per-event
  * timestamps) when keep_timestamps is set.
  *
