@@ -7,6 +7,14 @@
 #include "vmlinux.h"
 #include "unwind.bpf.h"
 
+#define SP_UNW_RANGE_ITERS 11	/* ceil(log2(SP_UNW_RANGES_MAX)) + 1 */
+#define SP_UNW_ROW_ITERS 17	/* a 64 KiB page holds at most 2^16 rows */
+#define SP_UNW_TOUCH_NS 1000000000ULL
+
+/* DWARF register numbers (System V x86-64 psABI). */
+#define SP_DW_RBP 6
+#define SP_DW_RSP 7
+
 /* Word w of the store; 0 on success. */
 static __always_inline int sp_unw_word(__u32 w, __u64 *out)
 {
@@ -411,10 +419,9 @@ static __always_inline int sp_unw_cfi_step(struct sp_unw_state *st, struct sp_uc
  * One step of the walk: the caller of frame (st->pc, st->sp, st->bp), into
  * st; 0 to go on, 1 to stop (st->end says why).  A global function, so the
  * verifier checks it once, on its own, with st and uc as any memory of
- * their size (uc may be NULL), and not again for each of the callback's
- * iterations: inlined into sp_unw_frame, the two binary searches and the
- * rule's cases multiplied the callback's states until sp_oncpu passed the
- * verifier's 1M-instruction limit (seen on a 6.18 kernel build).
+ * their size (uc may be NULL), and not again inside the callback's loop:
+ * inlined into sp_unw_frame, it took sp_oncpu past the verifier's
+ * 1M-instruction limit on one 6.18 kernel build (unwind.bpf.h, VERIFIER).
  */
 __noinline int sp_unw_step(struct sp_unw_state *st, struct sp_ucopy *uc)
 {

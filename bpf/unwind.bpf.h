@@ -36,8 +36,9 @@
  * loop.  With the step inlined in the callback, one 6.18 kernel build
  * verified each stack-walking program in ~0.3 s and another refused all
  * three at its 1M-instruction limit (89,000 states at once; why that
- * build's verifier explores so much more is not known).  Inside the step the two binary searches are bounded loops of at
- * most 11 (ranges) and 17 (rows) iterations.  All store reads are inlined
+ * build's verifier explores so much more is not known).  Inside the step
+ * the two binary searches are bounded loops of at most 11 (ranges) and 17
+ * (rows) iterations.  All store reads are inlined
  * array lookups (ARRAY_OF_MAPS -> ARRAY), no helper call; user memory is
  * read through the per-walk stack copy ("Stack copy" in unwind.bpf.c): one
  * bpf_probe_read_user per 1 KiB chunk the walk enters, not per word.
@@ -55,13 +56,6 @@
  * below 2^56 (TASK_SIZE_MAX). */
 #define SP_UNW_USER_MIN 4096ULL
 #define SP_UNW_USER_END 0x00fffffffffff000ULL
-#define SP_UNW_RANGE_ITERS 11	/* ceil(log2(SP_UNW_RANGES_MAX)) + 1 */
-#define SP_UNW_ROW_ITERS 17	/* a 64 KiB page holds at most 2^16 rows */
-#define SP_UNW_TOUCH_NS 1000000000ULL
-
-/* DWARF register numbers (System V x86-64 psABI). */
-#define SP_DW_RBP 6
-#define SP_DW_RSP 7
 
 struct sp_unw_loop_ctx {
 	struct sp_unw_state *st;
@@ -74,7 +68,8 @@ static __always_inline bool sp_unw_user_addr(__u64 a)
 	return a >= SP_UNW_USER_MIN && a < SP_UNW_USER_END;
 }
 
-/* Why a frame steps by frame pointer; 0 is "it does not" (a CFI row). */
+/* Why a frame steps by frame pointer; 0 is "it does not" (a CFI row); counted per
+ * reason per walk (sp_unw_state.fp_why). */
 enum sp_unw_fp_why {
 	SP_UNW_WHY_MODE = 1,
 	SP_UNW_WHY_NO_PROC,

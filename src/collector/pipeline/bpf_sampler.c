@@ -232,6 +232,7 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 			  char *err_msg, size_t err_len)
 {
 	struct sp_sampler *s;
+	bool refuse;
 	int err, ncpu;
 
 	*out = NULL;
@@ -359,17 +360,13 @@ int sp_sampler__open_load(const struct sp_sampler_config *cfg, struct sp_sampler
 	vstats_arm(s);
 	/* A test knob (test_unwind_fallback.py): a kernel whose verifier
 	 * refuses the .eh_frame unwinder cannot be had on demand, so its
-	 * refusal is made here, before the load, as the kernel gives it. */
-	if (!cfg->unwind_fp && getenv("SPANPROF_TEST_REFUSE_DWARF")) {
-		err = -E2BIG;
-		snprintf(err_msg, err_len, "loading the BPF programs failed: sp_oncpu is too "
-			 "complex for this kernel's verifier (SPANPROF_TEST_REFUSE_DWARF)");
-		goto fail;
-	}
-	err = spanprof_bpf__load(s->skel);
+	 * refusal of sp_oncpu is made here, instead of the load, as the
+	 * kernel gives it. */
+	refuse = !cfg->unwind_fp && getenv("SPANPROF_TEST_REFUSE_DWARF");
+	err = refuse ? -E2BIG : spanprof_bpf__load(s->skel);
 	vstats_print(s);
 	if (err) {
-		const char *prog = refused_program(s);
+		const char *prog = refuse ? "sp_oncpu" : refused_program(s);
 
 		if (err == -EPERM || err == -EACCES)
 			snprintf(err_msg, err_len, "the kernel refused to load BPF programs (%s): "

@@ -349,7 +349,7 @@ int sp_pipeline__new(const struct sp_pipeline_config *cfg, struct sp_pipeline **
 			"--unwind dwarf makes this an error)\n", load.err);
 		p->opts.unwind_fp = true;
 		p->unwind_fallback = true;
-		p->wake_unread = false;
+		p->wake_unread = lazy_exec(p) && !p->opts.unwind_fp;
 		sampler_config(p, &load.cfg);
 		sampler_load_run(&load);
 		p->sampler = load.s;
